@@ -1,0 +1,5 @@
+import sys
+
+from prism.cli import main
+
+sys.exit(main())

@@ -1,0 +1,421 @@
+"""The user-facing tensor program: a small DAG of primitive operators with checked shapes.
+
+    g = prism.Graph()
+    X = g.input((8, 4096), dtype="float16", name="X")
+    W = g.input((4096, 4096), dtype="float16", name="W")
+    g.output(g.matmul(g.rms_norm(X), W), name="O")
+
+Composite ops (``rms_norm``, ``softmax``, ``mean``, ``silu`` and ``gelu`` are primitives) expand into
+primitives that the search and the verifier understand. ``softmax`` is ``exp(x) / sum(exp(x))``
+with **no** max subtraction (as in the Prism paper and BENCHMARKS.md); keep its inputs moderate.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from prism.errors import DimError, DTypeError, GraphError, InputError, ShapeError
+from prism.ops import (
+    DTYPES,
+    Binary,
+    Const,
+    DimRecip,
+    Reduce,
+    Scalar,
+    Unary,
+    broadcast_shape,
+    matmul_shape,
+    scalar_to_json,
+)
+
+
+class OpKind(enum.Enum):
+    INPUT = "input"
+    UNARY = "unary"
+    BINARY = "binary"
+    REDUCE = "reduce"
+    MATMUL = "matmul"
+    TRANSPOSE = "transpose"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operator of a Graph. ``args`` index earlier nodes; ``fn`` selects the op of a kind."""
+
+    kind: OpKind
+    args: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    fn: Unary | Binary | Reduce | None = None
+    dim: int | None = None
+    scalar: Scalar | None = None
+    name: str | None = None
+
+    def describe(self, size_free: bool = False) -> dict[str, object]:
+        """A JSON-able description used for hashing; sizes dropped when ``size_free``."""
+        d: dict[str, object] = {"kind": self.kind.value, "args": list(self.args), "dtype": self.dtype}
+        d["shape"] = len(self.shape) if size_free else list(self.shape)
+        if self.fn is not None:
+            d["fn"] = self.fn.value
+        if self.dim is not None:
+            d["dim"] = self.dim
+        if self.scalar is not None:
+            d["scalar"] = scalar_to_json(self.scalar)
+        if self.name is not None:
+            d["name"] = self.name
+        return d
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What ``graph.inputs`` / ``graph.outputs`` list: a name, a shape and a dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+class Tensor:
+    """A handle to one node of a Graph. Supports ``+ - * / @`` and unary ``-``."""
+
+    __slots__ = ("graph", "index")
+
+    def __init__(self, graph: Graph, index: int) -> None:
+        self.graph = graph
+        self.index = index
+
+    @property
+    def node(self) -> Node:
+        return self.graph.nodes[self.index]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.node.dtype
+
+    @property
+    def rank(self) -> int:
+        return len(self.node.shape)
+
+    def __repr__(self) -> str:
+        label = self.node.name or f"%{self.index}"
+        return f"Tensor({label}, shape={self.shape}, dtype={self.dtype})"
+
+    def __add__(self, other: Tensor | float) -> Tensor:
+        return self.graph.add(self, other)
+
+    def __sub__(self, other: Tensor | float) -> Tensor:
+        return self.graph.sub(self, other)
+
+    def __mul__(self, other: Tensor | float) -> Tensor:
+        return self.graph.mul(self, other)
+
+    def __rmul__(self, other: float) -> Tensor:
+        return self.graph.mul(self, other)
+
+    def __truediv__(self, other: Tensor | float) -> Tensor:
+        return self.graph.div(self, other)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        return self.graph.matmul(self, other)
+
+    def __neg__(self) -> Tensor:
+        return self.graph.neg(self)
+
+
+def _fmt(t: Tensor) -> str:
+    return f"{t.node.name or '%' + str(t.index)}{list(t.shape)}"
+
+
+class Graph:
+    """A tensor program. Build it with the methods below; every op checks its operands."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self._outputs: list[tuple[str, int]] = []
+
+    # ------------------------------------------------------------------ building blocks
+    def _add(self, node: Node) -> Tensor:
+        self.nodes.append(node)
+        return Tensor(self, len(self.nodes) - 1)
+
+    def _own(self, op: str, *ts: object) -> tuple[Tensor, ...]:
+        for t in ts:
+            if not isinstance(t, Tensor):
+                raise GraphError(op, f"operand {t!r} is not a Tensor of this graph")
+            if t.graph is not self:
+                raise GraphError(op, f"operand {t!r} belongs to another Graph")
+        return ts  # type: ignore[return-value]
+
+    def _norm_dim(self, op: str, t: Tensor, dim: int) -> int:
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -t.rank <= dim < t.rank:
+            raise DimError(op, f"dim {dim!r} is out of range for {_fmt(t)} of rank {t.rank}")
+        return dim % t.rank
+
+    # ------------------------------------------------------------------ inputs and outputs
+    def input(self, shape: Sequence[int], dtype: str = "float16", name: str | None = None) -> Tensor:
+        """Declare an input tensor (row-major, contiguous)."""
+        name = name if name is not None else f"in{len(self.input_indices)}"
+        op = f"input {name!r}"
+        if dtype not in DTYPES:
+            raise DTypeError(op, f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
+        shp = tuple(shape)
+        if not 1 <= len(shp) <= 4 or not all(
+            isinstance(s, int | np.integer) and not isinstance(s, bool) and s > 0 for s in shp
+        ):
+            raise ShapeError(op, f"shape {shape!r} must be 1 to 4 positive integers")
+        if not name.isidentifier():
+            raise GraphError(op, "a tensor name must be a valid identifier")
+        if name in {self.nodes[i].name for i in self.input_indices} | {n for n, _ in self._outputs}:
+            raise GraphError(op, f"the name {name!r} is already used")
+        return self._add(Node(OpKind.INPUT, (), tuple(int(s) for s in shp), dtype, name=name))
+
+    def output(self, t: Tensor, name: str | None = None) -> None:
+        """Mark ``t`` as an output of the program."""
+        name = name if name is not None else ("O" if not self._outputs else f"O{len(self._outputs)}")
+        (t,) = self._own(f"output {name!r}", t)
+        if not name.isidentifier():
+            raise GraphError(f"output {name!r}", "a tensor name must be a valid identifier")
+        taken = {n for n, _ in self._outputs} | {self.nodes[i].name for i in self.input_indices}
+        if name in taken:
+            raise GraphError(f"output {name!r}", f"the name {name!r} is already used")
+        self._outputs.append((name, t.index))
+
+    @property
+    def input_indices(self) -> list[int]:
+        return [i for i, n in enumerate(self.nodes) if n.kind is OpKind.INPUT]
+
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        return [TensorInfo(n.name or "", n.shape, n.dtype) for n in self.nodes if n.kind is OpKind.INPUT]
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        return [TensorInfo(name, self.nodes[i].shape, self.nodes[i].dtype) for name, i in self._outputs]
+
+    @property
+    def output_indices(self) -> list[tuple[str, int]]:
+        return list(self._outputs)
+
+    # ------------------------------------------------------------------ elementwise
+    def _unary(self, fn: Unary, x: Tensor, scalar: Scalar | None = None) -> Tensor:
+        (x,) = self._own(fn.value, x)
+        return self._add(Node(OpKind.UNARY, (x.index,), x.shape, x.dtype, fn=fn, scalar=scalar))
+
+    def exp(self, x: Tensor) -> Tensor:
+        return self._unary(Unary.EXP, x)
+
+    def silu(self, x: Tensor) -> Tensor:
+        """x * sigmoid(x)."""
+        return self._unary(Unary.SILU, x)
+
+    def gelu(self, x: Tensor) -> Tensor:
+        """GELU, tanh form: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
+        return self._unary(Unary.GELU, x)
+
+    def sqrt(self, x: Tensor) -> Tensor:
+        return self._unary(Unary.SQRT, x)
+
+    def rsqrt(self, x: Tensor) -> Tensor:
+        return self._unary(Unary.RSQRT, x)
+
+    def square(self, x: Tensor) -> Tensor:
+        return self._unary(Unary.SQUARE, x)
+
+    def neg(self, x: Tensor) -> Tensor:
+        return self._unary(Unary.NEG, x)
+
+    def scale(self, x: Tensor, c: float) -> Tensor:
+        """Multiply by a scalar."""
+        if not isinstance(c, int | float) or isinstance(c, bool) or not np.isfinite(c):
+            raise GraphError("scale", f"scalar {c!r} must be a finite number")
+        return self._unary(Unary.SCALE, x, Const(float(c)))
+
+    def add_scalar(self, x: Tensor, c: float) -> Tensor:
+        if not isinstance(c, int | float) or isinstance(c, bool) or not np.isfinite(c):
+            raise GraphError("add_scalar", f"scalar {c!r} must be a finite number")
+        return self._unary(Unary.ADD_SCALAR, x, Const(float(c)))
+
+    def _binary(self, fn: Binary, a: Tensor, b: Tensor) -> Tensor:
+        a, b = self._own(fn.value, a, b)
+        if a.dtype != b.dtype:
+            raise DTypeError(fn.value, f"operands {_fmt(a)} {a.dtype} and {_fmt(b)} {b.dtype} differ in dtype")
+        if a.rank != b.rank:
+            raise ShapeError(fn.value, f"operands {_fmt(a)} and {_fmt(b)} differ in rank (broadcasting needs equal ranks)")
+        shape = broadcast_shape(a.shape, b.shape)
+        if shape is None:
+            raise ShapeError(fn.value, f"operands {_fmt(a)} and {_fmt(b)} do not broadcast")
+        return self._add(Node(OpKind.BINARY, (a.index, b.index), shape, a.dtype, fn=fn))
+
+    def add(self, a: Tensor, b: Tensor | float) -> Tensor:
+        return self.add_scalar(a, b) if not isinstance(b, Tensor) else self._binary(Binary.ADD, a, b)
+
+    def sub(self, a: Tensor, b: Tensor | float) -> Tensor:
+        return self.add_scalar(a, -b) if not isinstance(b, Tensor) else self._binary(Binary.SUB, a, b)
+
+    def mul(self, a: Tensor, b: Tensor | float) -> Tensor:
+        return self.scale(a, b) if not isinstance(b, Tensor) else self._binary(Binary.MUL, a, b)
+
+    def div(self, a: Tensor, b: Tensor | float) -> Tensor:
+        if not isinstance(b, Tensor):
+            if b == 0:
+                raise GraphError("div", f"division of {_fmt(a)} by the scalar 0")
+            return self.scale(a, 1.0 / b)
+        return self._binary(Binary.DIV, a, b)
+
+    # ------------------------------------------------------------------ reductions
+    def _reduce(self, fn: Reduce, x: Tensor, dim: int) -> Tensor:
+        (x,) = self._own(fn.value, x)
+        d = self._norm_dim(fn.value, x, dim)
+        shape = tuple(1 if i == d else s for i, s in enumerate(x.shape))
+        return self._add(Node(OpKind.REDUCE, (x.index,), shape, x.dtype, fn=fn, dim=d))
+
+    def sum(self, x: Tensor, dim: int = -1) -> Tensor:
+        """Sum over one dim, kept with extent 1."""
+        return self._reduce(Reduce.SUM, x, dim)
+
+    def max(self, x: Tensor, dim: int = -1) -> Tensor:
+        """Max over one dim, kept with extent 1."""
+        return self._reduce(Reduce.MAX, x, dim)
+
+    def mean(self, x: Tensor, dim: int = -1) -> Tensor:
+        """Mean over one dim (kept): ``sum`` times the reciprocal of the dim's size."""
+        (x,) = self._own("mean", x)
+        d = self._norm_dim("mean", x, dim)
+        s = self._reduce(Reduce.SUM, x, d)
+        origin = self._dim_origin(x.index, d)
+        factor: Scalar = DimRecip(*origin) if origin is not None else Const(1.0 / x.shape[d])
+        return self._unary(Unary.SCALE, s, factor)
+
+    def _dim_origin(self, index: int, dim: int) -> tuple[str, int] | None:
+        """Which input dim the extent of ``dim`` of node ``index`` comes from (for mean's 1/n)."""
+        node = self.nodes[index]
+        match node.kind:
+            case OpKind.INPUT:
+                return (node.name or "", dim)
+            case OpKind.UNARY:
+                return self._dim_origin(node.args[0], dim)
+            case OpKind.BINARY | OpKind.REDUCE:
+                if node.kind is OpKind.REDUCE and dim == node.dim:
+                    return None
+                for a in node.args:
+                    if self.nodes[a].shape[dim] == node.shape[dim]:
+                        return self._dim_origin(a, dim)
+                return None
+            case OpKind.TRANSPOSE:
+                r = len(node.shape)
+                src = {r - 1: r - 2, r - 2: r - 1}.get(dim, dim)
+                return self._dim_origin(node.args[0], src)
+            case OpKind.MATMUL:
+                a, b = (self.nodes[i] for i in node.args)
+                r = len(node.shape)
+                if dim == r - 1:
+                    return self._dim_origin(node.args[1], len(b.shape) - 1)
+                if dim == r - 2:
+                    return self._dim_origin(node.args[0], len(a.shape) - 2)
+                return self._dim_origin(node.args[0], dim)
+
+    # ------------------------------------------------------------------ linear algebra
+    def matmul(self, a: Tensor, b: Tensor) -> Tensor:
+        """``a @ b`` over the last two dims: 2-D, or batched 3-D (a 2-D right operand broadcasts)."""
+        a, b = self._own("matmul", a, b)
+        if a.dtype != b.dtype:
+            raise DTypeError("matmul", f"operands {_fmt(a)} {a.dtype} and {_fmt(b)} {b.dtype} differ in dtype")
+        if a.rank not in (2, 3) or b.rank not in (2, 3) or b.rank > a.rank:
+            raise ShapeError("matmul", f"operands {_fmt(a)} @ {_fmt(b)}: ranks must be 2@2, 3@2 or 3@3")
+        shape = matmul_shape(a.shape, b.shape)
+        if shape is None:
+            raise ShapeError(
+                "matmul",
+                f"operands {_fmt(a)} @ {_fmt(b)}: contraction dims {a.shape[-1]} and {b.shape[-2]} "
+                "differ or batch dims do not broadcast",
+            )
+        return self._add(Node(OpKind.MATMUL, (a.index, b.index), shape, a.dtype))
+
+    def transpose(self, x: Tensor) -> Tensor:
+        """Swap the last two dims."""
+        (x,) = self._own("transpose", x)
+        if x.rank < 2:
+            raise ShapeError("transpose", f"operand {_fmt(x)} needs rank >= 2")
+        shape = (*x.shape[:-2], x.shape[-1], x.shape[-2])
+        return self._add(Node(OpKind.TRANSPOSE, (x.index,), shape, x.dtype))
+
+    # ------------------------------------------------------------------ composites
+    def rms_norm(self, x: Tensor, eps: float = 1e-6) -> Tensor:
+        """``x * rsqrt(mean(x², last dim) + eps)``, no weight."""
+        (x,) = self._own("rms_norm", x)
+        if not isinstance(eps, int | float) or eps < 0:
+            raise GraphError("rms_norm", f"eps {eps!r} must be a non-negative number")
+        ms = self.mean(self.square(x), -1)
+        return self.mul(x, self.rsqrt(self.add_scalar(ms, float(eps))))
+
+    def softmax(self, x: Tensor, dim: int = -1) -> Tensor:
+        """``exp(x) / sum(exp(x), dim)`` — no max subtraction (see the module docstring)."""
+        (x,) = self._own("softmax", x)
+        d = self._norm_dim("softmax", x, dim)
+        e = self.exp(x)
+        return self.div(e, self.sum(e, d))
+
+    # ------------------------------------------------------------------ identity
+    def _describe(self, size_free: bool) -> str:
+        doc = {
+            "nodes": [n.describe(size_free) for n in self.nodes],
+            "outputs": [[name, i] for name, i in self._outputs],
+        }
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+    def structure_hash(self) -> str:
+        """Stable hash of the program including every shape."""
+        return hashlib.sha256(self._describe(False).encode()).hexdigest()[:16]
+
+    def structure_key(self) -> str:
+        """Stable hash that ignores input sizes (keeps ranks, dtypes, ops): keys the search cache."""
+        return hashlib.sha256(self._describe(True).encode()).hexdigest()[:16]
+
+    def check_complete(self) -> None:
+        """Raise unless the program has at least one output."""
+        if not self._outputs:
+            raise GraphError("graph", "no output was marked: call graph.output(tensor)")
+
+    # ------------------------------------------------------------------ reference
+    def evaluate(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """Every output in float64 NumPy: the ground truth of all tests."""
+        from prism.reference import evaluate
+
+        return evaluate(self, inputs)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{t.name}{list(t.shape)}" for t in self.inputs)
+        outs = ", ".join(f"{t.name}{list(t.shape)}" for t in self.outputs)
+        return f"Graph({ins} -> {outs}, {len(self.nodes)} nodes)"
+
+
+def bind_inputs(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Match user values to the graph's inputs by name or position, checking shapes."""
+    infos = graph.inputs
+    if isinstance(inputs, Mapping):
+        missing = [t.name for t in infos if t.name not in inputs]
+        extra = [k for k in inputs if k not in {t.name for t in infos}]
+        if missing or extra:
+            raise InputError(f"inputs: missing {missing}, unexpected {extra}; expected {[t.name for t in infos]}")
+        values = {t.name: inputs[t.name] for t in infos}
+    else:
+        if len(inputs) != len(infos):
+            raise InputError(f"inputs: got {len(inputs)} arrays, the program has {len(infos)} inputs")
+        values = {t.name: v for t, v in zip(infos, inputs, strict=True)}
+    out = {}
+    for t in infos:
+        arr = np.asarray(values[t.name])
+        if tuple(arr.shape) != t.shape:
+            raise InputError(f"input {t.name!r}: shape {tuple(arr.shape)} does not match the declared {t.shape}")
+        out[t.name] = arr.astype(np.float64)
+    return out

@@ -1,0 +1,154 @@
+"""The μGraph interpreter: runs a concrete kernel graph block by block in float64 NumPy.
+
+For every kernel, every grid coordinate and every loop iteration it does what a thread block
+would: load tiles, run the per-iteration ops, add into the accumulators; after the loop it runs the
+post-loop ops and saves tiles into their place in the output tensor. It is the definition of what a
+block graph means; the CUDA generator implements the same semantics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from prism.errors import InputError
+from prism.graph import OpKind
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    PredefinedKernel,
+    ReduceOp,
+    Save,
+    UnaryOp,
+    grid_coords,
+    infer,
+)
+from prism.ops import BINARY_NUMPY, REDUCE_NUMPY, UNARY_NUMPY, Binary, Reduce, Unary
+
+
+def load_slices(
+    shape: tuple[int, ...], load: Load, grid: tuple[int, ...], loop: int, coord: tuple[int, ...], it: int
+) -> tuple[slice, ...]:
+    """Which part of the tensor block ``coord`` reads in iteration ``it``."""
+    out = []
+    for a, extent in enumerate(shape):
+        start, size = 0, extent
+        for p, g in enumerate(grid):
+            if load.imap[p] == a:
+                size //= g
+                start += coord[p] * size
+        if load.fmap == a:
+            size //= loop
+            start += it * size
+        out.append(slice(start, start + size))
+    return tuple(out)
+
+
+def save_slices(tile: tuple[int, ...], save: Save, coord: tuple[int, ...]) -> tuple[slice, ...]:
+    """Where block ``coord`` writes its tile."""
+    starts = [0] * len(tile)
+    for p, a in enumerate(save.omap):
+        if a is not None:
+            starts[a] = coord[p] * tile[a]
+    return tuple(slice(s, s + t) for s, t in zip(starts, tile, strict=True))
+
+
+def _run_custom(k: CustomKernel, tensors: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]],
+                scalars: dict[str, tuple[int, ...]], phases: tuple[str, ...]) -> None:
+    grid = tuple(int(g) for g in k.grid)
+    loop = int(k.loop)
+    for save in k.saves:
+        tensors[save.tensor] = np.full(shapes[save.tensor], np.nan)
+    for coord in grid_coords(grid):
+        vals: list[np.ndarray | None] = [None] * len(k.ops)
+        for it in range(loop):
+            for i, op in enumerate(k.ops):
+                if phases[i] != "loop":
+                    continue
+                vals[i] = _eval(op, vals, tensors, grid, loop, coord, it, scalars)
+            for i, op in enumerate(k.ops):
+                if isinstance(op, Accum):
+                    x = vals[op.x]
+                    assert x is not None
+                    part = x if op.reduce_dim is None else np.sum(x, axis=op.reduce_dim, keepdims=True)
+                    prev = vals[i]
+                    vals[i] = part.copy() if it == 0 or prev is None else prev + part
+        for i, op in enumerate(k.ops):
+            if phases[i] == "post" and not isinstance(op, Accum):
+                vals[i] = _eval(op, vals, tensors, grid, loop, coord, 0, scalars)
+            elif isinstance(op, Save):
+                tile = vals[op.x]
+                assert tile is not None
+                tensors[op.tensor][save_slices(tile.shape, op, coord)] = tile
+
+
+def _eval(op: object, vals: list[np.ndarray | None], tensors: dict[str, np.ndarray], grid: tuple[int, ...],
+          loop: int, coord: tuple[int, ...], it: int, scalars: dict[str, tuple[int, ...]]) -> np.ndarray:
+    def v(i: int) -> np.ndarray:
+        x = vals[i]
+        assert x is not None
+        return x
+
+    match op:
+        case Load():
+            t = tensors[op.tensor]
+            return t[load_slices(t.shape, op, grid, loop, coord, it)]
+        case UnaryOp(fn, x, scalar):
+            c = scalar.resolve(scalars) if scalar is not None else 0.0
+            return UNARY_NUMPY[fn](v(x), c)
+        case BinaryOp(fn, a, b):
+            return BINARY_NUMPY[fn](v(a), v(b))
+        case MatmulOp(a, b):
+            return np.matmul(v(a), v(b))
+        case ReduceOp(fn, x, dim):
+            return REDUCE_NUMPY[fn](v(x), dim)
+    raise AssertionError(f"not evaluated here: {op!r}")
+
+
+def _run_predefined(k: PredefinedKernel, tensors: dict[str, np.ndarray], scalars: dict[str, tuple[int, ...]]) -> None:
+    args = [tensors[t] for t in k.inputs]
+    match k.kind:
+        case OpKind.UNARY:
+            assert isinstance(k.fn, Unary)
+            c = k.scalar.resolve(scalars) if k.scalar is not None else 0.0
+            out = UNARY_NUMPY[k.fn](args[0], c)
+        case OpKind.BINARY:
+            assert isinstance(k.fn, Binary)
+            out = BINARY_NUMPY[k.fn](args[0], args[1])
+        case OpKind.REDUCE:
+            assert isinstance(k.fn, Reduce) and k.dim is not None
+            out = REDUCE_NUMPY[k.fn](args[0], k.dim)
+        case OpKind.MATMUL:
+            out = np.matmul(args[0], args[1])
+        case OpKind.TRANSPOSE:
+            out = np.swapaxes(args[0], -1, -2)
+        case OpKind.INPUT:
+            raise AssertionError("an input is not a kernel")
+    tensors[k.output] = out
+
+
+def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run a concrete μGraph on float64 inputs (by name); return its outputs by name."""
+    shapes, per_kernel = infer(kg)
+    tensors: dict[str, np.ndarray] = {}
+    for t in kg.inputs:
+        if t.name not in inputs:
+            raise InputError(f"{kg.program}: no value for input {t.name!r}")
+        arr = np.asarray(inputs[t.name], dtype=np.float64)
+        if arr.shape != t.shape:
+            raise InputError(f"{kg.program}: input {t.name!r} has shape {arr.shape}, the plan expects {t.shape}")
+        tensors[t.name] = arr
+    scalars = {t.name: t.shape for t in kg.inputs}
+    with np.errstate(all="ignore"):
+        for k, ks in zip(kg.kernels, per_kernel, strict=True):
+            if isinstance(k, PredefinedKernel):
+                _run_predefined(k, tensors, scalars)
+            else:
+                assert ks is not None
+                _run_custom(k, tensors, shapes, scalars, ks.phases)
+    return {t.name: tensors[t.name] for t in kg.outputs}

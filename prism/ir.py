@@ -1,0 +1,519 @@
+"""The μGraph IR: kernel graphs of custom kernels (block graphs) and pre-defined kernels.
+
+A *block graph* is what one thread block runs. It has 1–3 grid dims and one for-loop dim.
+
+* ``Load(tensor, imap, fmap)`` brings a tile of a device tensor: ``imap[p]`` is the data dim that
+  grid dim p splits (None: replicated along p), ``fmap`` the data dim the for-loop splits. A dim
+  split by a grid dim and by the loop is split by the grid first, then each grid chunk by the loop.
+* ``UnaryOp``/``BinaryOp``/``MatmulOp``/``ReduceOp`` work on tiles (NumPy semantics, keepdim).
+* ``Accum(x, reduce_dim)`` sums ``x`` over the loop iterations (optionally first summing it over
+  one dim): ops before an Accum run in every iteration ("loop" phase), ops after run once
+  ("post" phase). An op may not mix the two phases.
+* ``Save(x, tensor, omap)`` writes a post-phase tile: ``omap[p]`` is the output dim along which grid
+  dim p concatenates. Every grid dim must be mapped (no duplicated writes).
+
+Sizes are ``int`` (a μGraph) or a symbol name ``str`` (an sGraph's d, shared by name between
+kernels, e.g. a combine kernel's loop equal to the split kernel's grid dim).
+Tensors written by one kernel and loaded by a later one are intermediates, held in float32.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from prism.errors import IRError, SerializationError
+from prism.graph import OpKind
+from prism.ops import (
+    Binary,
+    Reduce,
+    Scalar,
+    Unary,
+    broadcast_shape,
+    matmul_shape,
+    scalar_from_json,
+    scalar_to_json,
+)
+
+FORMAT = "prism.kernel_graph"
+VERSION = 1
+GRID_NAMES = ("x", "y", "z")
+
+Size = int | str
+
+
+@dataclass(frozen=True)
+class Load:
+    tensor: str
+    imap: tuple[int | None, ...]
+    fmap: int | None = None
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    fn: Unary
+    x: int
+    scalar: Scalar | None = None
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    fn: Binary
+    a: int
+    b: int
+
+
+@dataclass(frozen=True)
+class MatmulOp:
+    a: int
+    b: int
+
+
+@dataclass(frozen=True)
+class ReduceOp:
+    fn: Reduce
+    x: int
+    dim: int
+
+
+@dataclass(frozen=True)
+class Accum:
+    x: int
+    reduce_dim: int | None = None
+
+
+@dataclass(frozen=True)
+class Save:
+    x: int
+    tensor: str
+    omap: tuple[int | None, ...]
+
+
+BlockOp = Load | UnaryOp | BinaryOp | MatmulOp | ReduceOp | Accum | Save
+
+
+def op_args(op: BlockOp) -> tuple[int, ...]:
+    match op:
+        case Load():
+            return ()
+        case UnaryOp(x=x) | ReduceOp(x=x) | Accum(x=x) | Save(x=x):
+            return (x,)
+        case BinaryOp(a=a, b=b) | MatmulOp(a=a, b=b):
+            return (a, b)
+
+
+@dataclass(frozen=True)
+class CustomKernel:
+    name: str
+    grid: tuple[Size, ...]
+    loop: Size
+    ops: tuple[BlockOp, ...]
+
+    @property
+    def loads(self) -> list[Load]:
+        return [op for op in self.ops if isinstance(op, Load)]
+
+    @property
+    def saves(self) -> list[Save]:
+        return [op for op in self.ops if isinstance(op, Save)]
+
+
+@dataclass(frozen=True)
+class PredefinedKernel:
+    """One Graph primitive run over whole tensors by a library kernel."""
+
+    name: str
+    kind: OpKind
+    inputs: tuple[str, ...]
+    output: str
+    fn: Unary | Binary | Reduce | None = None
+    dim: int | None = None
+    scalar: Scalar | None = None
+
+
+Kernel = CustomKernel | PredefinedKernel
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class KernelGraph:
+    """A whole program as kernels. ``inputs``/``outputs`` match the source Graph's by name."""
+
+    program: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    kernels: tuple[Kernel, ...]
+
+    @property
+    def symbols(self) -> list[str]:
+        """Symbolic size names in order of first appearance."""
+        out: list[str] = []
+        for k in self.kernels:
+            if isinstance(k, CustomKernel):
+                for s in (*k.grid, k.loop):
+                    if isinstance(s, str) and s not in out:
+                        out.append(s)
+        return out
+
+    @property
+    def is_concrete(self) -> bool:
+        return not self.symbols
+
+    def instantiate(self, sizes: Mapping[str, int]) -> KernelGraph:
+        """Replace symbolic sizes by integers."""
+        missing = [s for s in self.symbols if s not in sizes]
+        if missing:
+            raise IRError(f"{self.program}: no value for the sizes {missing}")
+
+        def sub(s: Size) -> Size:
+            return int(sizes[s]) if isinstance(s, str) else s
+
+        kernels = tuple(
+            replace(k, grid=tuple(sub(s) for s in k.grid), loop=sub(k.loop)) if isinstance(k, CustomKernel) else k
+            for k in self.kernels
+        )
+        return replace(self, kernels=kernels)
+
+    def with_shapes(self, inputs: Mapping[str, tuple[int, ...]], outputs: Mapping[str, tuple[int, ...]]) -> KernelGraph:
+        """The same plan for other input/output sizes (ranks must agree)."""
+        ins = tuple(replace(t, shape=tuple(inputs[t.name])) for t in self.inputs)
+        outs = tuple(replace(t, shape=tuple(outputs[t.name])) for t in self.outputs)
+        return replace(self, inputs=ins, outputs=outs)
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": FORMAT, "version": VERSION, **_kg_to_obj(self)}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @staticmethod
+    def from_json(obj: object) -> KernelGraph:
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+            raise SerializationError(f"not a Prism kernel graph document (format {FORMAT!r} expected)")
+        if obj.get("version") != VERSION:
+            raise SerializationError(f"kernel graph format version {obj.get('version')!r}; this Prism reads {VERSION}")
+        try:
+            return _kg_from_obj(obj)
+        except (KeyError, TypeError, ValueError) as e:
+            raise SerializationError(f"malformed kernel graph document: {e!r}") from e
+
+    @staticmethod
+    def loads(text: str) -> KernelGraph:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SerializationError(f"kernel graph document is not JSON: {e}") from e
+        return KernelGraph.from_json(obj)
+
+
+# ---------------------------------------------------------------------------------- JSON
+
+
+def _op_to_obj(op: BlockOp) -> dict[str, object]:
+    match op:
+        case Load(tensor, imap, fmap):
+            return {"op": "load", "tensor": tensor, "imap": list(imap), "fmap": fmap}
+        case UnaryOp(fn, x, scalar):
+            return {"op": "unary", "fn": fn.value, "x": x, "scalar": scalar_to_json(scalar)}
+        case BinaryOp(fn, a, b):
+            return {"op": "binary", "fn": fn.value, "a": a, "b": b}
+        case MatmulOp(a, b):
+            return {"op": "matmul", "a": a, "b": b}
+        case ReduceOp(fn, x, dim):
+            return {"op": "reduce", "fn": fn.value, "x": x, "dim": dim}
+        case Accum(x, reduce_dim):
+            return {"op": "accum", "x": x, "reduce_dim": reduce_dim}
+        case Save(x, tensor, omap):
+            return {"op": "save", "x": x, "tensor": tensor, "omap": list(omap)}
+
+
+def _op_from_obj(o: dict[str, object]) -> BlockOp:
+    kind = o["op"]
+
+    def opt(v: object) -> int | None:
+        return None if v is None else int(v)  # type: ignore[call-overload]
+
+    def i(key: str) -> int:
+        return int(o[key])  # type: ignore[call-overload]
+
+    if kind == "load":
+        return Load(str(o["tensor"]), tuple(opt(v) for v in o["imap"]), opt(o["fmap"]))  # type: ignore[attr-defined]
+    if kind == "unary":
+        return UnaryOp(Unary(o["fn"]), i("x"), scalar_from_json(o.get("scalar")))
+    if kind == "binary":
+        return BinaryOp(Binary(o["fn"]), i("a"), i("b"))
+    if kind == "matmul":
+        return MatmulOp(i("a"), i("b"))
+    if kind == "reduce":
+        return ReduceOp(Reduce(o["fn"]), i("x"), i("dim"))
+    if kind == "accum":
+        return Accum(i("x"), opt(o.get("reduce_dim")))
+    if kind == "save":
+        return Save(i("x"), str(o["tensor"]), tuple(opt(v) for v in o["omap"]))  # type: ignore[attr-defined]
+    raise ValueError(f"unknown block op {kind!r}")
+
+
+def _size_from_obj(v: object) -> Size:
+    if isinstance(v, bool) or not isinstance(v, int | str):
+        raise ValueError(f"bad size {v!r}")
+    return v
+
+
+def _kg_to_obj(kg: KernelGraph) -> dict[str, object]:
+    kernels: list[dict[str, object]] = []
+    for k in kg.kernels:
+        if isinstance(k, CustomKernel):
+            kernels.append(
+                {"type": "custom", "name": k.name, "grid": list(k.grid), "loop": k.loop,
+                 "ops": [_op_to_obj(op) for op in k.ops]}
+            )
+        else:
+            kernels.append(
+                {"type": "predefined", "name": k.name, "kind": k.kind.value, "inputs": list(k.inputs),
+                 "output": k.output, "fn": None if k.fn is None else k.fn.value, "dim": k.dim,
+                 "scalar": scalar_to_json(k.scalar)}
+            )
+    return {
+        "program": kg.program,
+        "inputs": [[t.name, list(t.shape), t.dtype] for t in kg.inputs],
+        "outputs": [[t.name, list(t.shape), t.dtype] for t in kg.outputs],
+        "kernels": kernels,
+    }
+
+
+def _fn_from(kind: OpKind, v: object) -> Unary | Binary | Reduce | None:
+    if v is None:
+        return None
+    table = {OpKind.UNARY: Unary, OpKind.BINARY: Binary, OpKind.REDUCE: Reduce}
+    return table[kind](v)  # type: ignore[abstract]
+
+
+def _kg_from_obj(obj: dict[str, object]) -> KernelGraph:
+    def specs(key: str) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(str(n), tuple(int(s) for s in shp), str(dt)) for n, shp, dt in obj[key])  # type: ignore[attr-defined]
+
+    kernels: list[Kernel] = []
+    for k in obj["kernels"]:  # type: ignore[attr-defined]
+        if k["type"] == "custom":
+            kernels.append(
+                CustomKernel(str(k["name"]), tuple(_size_from_obj(s) for s in k["grid"]), _size_from_obj(k["loop"]),
+                             tuple(_op_from_obj(o) for o in k["ops"]))
+            )
+        elif k["type"] == "predefined":
+            kind = OpKind(k["kind"])
+            kernels.append(
+                PredefinedKernel(str(k["name"]), kind, tuple(str(t) for t in k["inputs"]), str(k["output"]),
+                                 _fn_from(kind, k["fn"]), None if k["dim"] is None else int(k["dim"]),
+                                 scalar_from_json(k["scalar"]))
+            )
+        else:
+            raise ValueError(f"unknown kernel type {k['type']!r}")
+    return KernelGraph(str(obj["program"]), specs("inputs"), specs("outputs"), tuple(kernels))
+
+
+# ---------------------------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True)
+class KernelShapes:
+    """Shape inference of one custom kernel at concrete sizes."""
+
+    tiles: tuple[tuple[int, ...] | None, ...]  # per op; None for Save
+    phases: tuple[str, ...]  # "loop" | "post" | "save"
+
+
+def _err(kg: KernelGraph, k: Kernel, i: int | None, msg: str) -> IRError:
+    where = f"{kg.program}: kernel {k.name!r}" + (f", op {i}" if i is not None else "")
+    return IRError(f"{where}: {msg}")
+
+
+def load_tile(shape: tuple[int, ...], load: Load, grid: tuple[int, ...], loop: int) -> tuple[int, ...] | None:
+    """Tile extent of a Load, or None when a split does not divide the dim."""
+    tile = []
+    for a, extent in enumerate(shape):
+        div = math.prod(g for p, g in enumerate(grid) if load.imap[p] == a)
+        if load.fmap == a:
+            div *= loop
+        if extent % div:
+            return None
+        tile.append(extent // div)
+    return tuple(tile)
+
+
+def check_structure(kg: KernelGraph) -> None:
+    """Checks that need no sizes: references, phases, mapping rules, tensor flow."""
+    produced = {t.name: len(t.shape) for t in kg.inputs}
+    names = set()
+    for k in kg.kernels:
+        if k.name in names:
+            raise _err(kg, k, None, "duplicate kernel name")
+        names.add(k.name)
+        if isinstance(k, PredefinedKernel):
+            for t in k.inputs:
+                if t not in produced:
+                    raise _err(kg, k, None, f"reads tensor {t!r} before any kernel writes it")
+            if k.output in produced:
+                raise _err(kg, k, None, f"tensor {k.output!r} is written twice")
+            produced[k.output] = -1
+            continue
+        if not 1 <= len(k.grid) <= 3:
+            raise _err(kg, k, None, f"{len(k.grid)} grid dims; a block graph has 1 to 3")
+        for s in (*k.grid, k.loop):
+            if isinstance(s, bool) or not (isinstance(s, int) and s >= 1 or isinstance(s, str) and s.isidentifier()):
+                raise _err(kg, k, None, f"size {s!r} is neither a positive integer nor a symbol name")
+        phases: list[str] = []
+        for i, op in enumerate(k.ops):
+            for a in op_args(op):
+                if not 0 <= a < i:
+                    raise _err(kg, k, i, f"operand {a} does not name an earlier op")
+                if phases[a] == "save":
+                    raise _err(kg, k, i, "a Save has no value to use")
+            arg_phases = {phases[a] for a in op_args(op)}
+            match op:
+                case Load(tensor, imap, fmap):
+                    if tensor not in produced:
+                        raise _err(kg, k, i, f"loads tensor {tensor!r} before any kernel writes it")
+                    if len(imap) != len(k.grid):
+                        raise _err(kg, k, i, f"imap {imap} has {len(imap)} entries for {len(k.grid)} grid dims")
+                    split = [a for a in imap if a is not None]
+                    if len(split) != len(set(split)):
+                        raise _err(kg, k, i, f"imap {imap} splits one data dim along two grid dims")
+                    phases.append("loop")
+                case Accum():
+                    if arg_phases != {"loop"}:
+                        raise _err(kg, k, i, "an accumulator sums a loop-phase value")
+                    phases.append("post")
+                case Save(tensor=tensor, omap=omap):
+                    if arg_phases != {"post"}:
+                        raise _err(kg, k, i, "a saver writes a value computed after the loop (through an Accum)")
+                    if len(omap) != len(k.grid):
+                        raise _err(kg, k, i, f"omap {omap} has {len(omap)} entries for {len(k.grid)} grid dims")
+                    if any(a is None for a in omap):
+                        raise _err(kg, k, i, f"omap {omap} leaves a grid dim unmapped (blocks would overwrite each other)")
+                    if len(set(omap)) != len(omap):
+                        raise _err(kg, k, i, f"omap {omap} concatenates two grid dims along one data dim")
+                    if tensor in produced:
+                        raise _err(kg, k, i, f"tensor {tensor!r} is written twice")
+                    produced[tensor] = -1
+                    phases.append("save")
+                case _:
+                    if len(arg_phases) != 1:
+                        raise _err(kg, k, i, "mixes a per-iteration value with a post-loop value")
+                    phases.append(arg_phases.pop())
+    for t in kg.outputs:
+        if t.name not in produced:
+            raise IRError(f"{kg.program}: output {t.name!r} is never written")
+
+
+def infer(kg: KernelGraph) -> tuple[dict[str, tuple[int, ...]], list[KernelShapes | None]]:
+    """Validate a concrete kernel graph; return every tensor's shape and each kernel's tile shapes."""
+    check_structure(kg)
+    if not kg.is_concrete:
+        raise IRError(f"{kg.program}: sizes {kg.symbols} are symbolic; instantiate them first")
+    shapes: dict[str, tuple[int, ...]] = {t.name: t.shape for t in kg.inputs}
+    per_kernel: list[KernelShapes | None] = []
+    for k in kg.kernels:
+        if isinstance(k, PredefinedKernel):
+            shapes[k.output] = _predefined_shape(kg, k, [shapes[t] for t in k.inputs])
+            per_kernel.append(None)
+            continue
+        grid = tuple(int(g) for g in k.grid)
+        loop = int(k.loop)
+        tiles: list[tuple[int, ...] | None] = []
+        phases: list[str] = []
+        for i, op in enumerate(k.ops):
+            tile: tuple[int, ...] | None
+            match op:
+                case Load(tensor, imap, fmap):
+                    shp = shapes[tensor]
+                    if any(a is not None and not 0 <= a < len(shp) for a in (*imap, fmap)):
+                        raise _err(kg, k, i, f"maps name a dim outside {tensor}{list(shp)}")
+                    tile = load_tile(shp, op, grid, loop)
+                    if tile is None:
+                        raise _err(kg, k, i, f"grid {grid} / loop {loop} do not divide {tensor}{list(shp)} "
+                                   f"under imap {imap}, fmap {fmap}")
+                    phases.append("loop")
+                case UnaryOp(x=x):
+                    tile = tiles[x]
+                    phases.append(phases[x])
+                case BinaryOp(fn, a, b):
+                    ta, tb = tiles[a], tiles[b]
+                    assert ta is not None and tb is not None
+                    tile = broadcast_shape(ta, tb)
+                    if tile is None:
+                        raise _err(kg, k, i, f"{fn.value} of tiles {list(ta)} and {list(tb)} does not broadcast")
+                    phases.append(phases[a])
+                case MatmulOp(a, b):
+                    ta, tb = tiles[a], tiles[b]
+                    assert ta is not None and tb is not None
+                    tile = matmul_shape(ta, tb)
+                    if tile is None:
+                        raise _err(kg, k, i, f"matmul of tiles {list(ta)} @ {list(tb)} does not fit")
+                    phases.append(phases[a])
+                case ReduceOp(x=x, dim=dim) | Accum(x=x, reduce_dim=dim):
+                    tx = tiles[x]
+                    assert tx is not None
+                    if dim is not None and not 0 <= dim < len(tx):
+                        raise _err(kg, k, i, f"reduction dim {dim} is outside the tile {list(tx)}")
+                    tile = tuple(1 if d == dim else s for d, s in enumerate(tx))
+                    phases.append("post" if isinstance(op, Accum) else phases[x])
+                case Save(x, tensor, omap):
+                    tx = tiles[x]
+                    assert tx is not None
+                    if any(a is not None and not 0 <= a < len(tx) for a in omap):
+                        raise _err(kg, k, i, f"omap {omap} names a dim outside the tile {list(tx)}")
+                    out = list(tx)
+                    for p, a in enumerate(omap):
+                        if a is not None:
+                            out[a] *= grid[p]
+                    shapes[tensor] = tuple(out)
+                    tile = None
+                    phases.append("save")
+            tiles.append(tile)
+        per_kernel.append(KernelShapes(tuple(tiles), tuple(phases)))
+    for t in kg.outputs:
+        if shapes[t.name] != t.shape:
+            raise IRError(f"{kg.program}: output {t.name!r} is written with shape {shapes[t.name]}, "
+                          f"declared {t.shape}")
+    return shapes, per_kernel
+
+
+def _predefined_shape(kg: KernelGraph, k: PredefinedKernel, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
+    shape: tuple[int, ...] | None
+    match k.kind:
+        case OpKind.UNARY:
+            shape = ins[0] if len(ins) == 1 else None
+        case OpKind.BINARY:
+            shape = broadcast_shape(ins[0], ins[1]) if len(ins) == 2 else None
+        case OpKind.MATMUL:
+            shape = matmul_shape(ins[0], ins[1]) if len(ins) == 2 else None
+        case OpKind.REDUCE:
+            shape = None
+            if len(ins) == 1 and k.dim is not None and 0 <= k.dim < len(ins[0]):
+                shape = tuple(1 if d == k.dim else s for d, s in enumerate(ins[0]))
+        case OpKind.TRANSPOSE:
+            shape = (*ins[0][:-2], ins[0][-1], ins[0][-2]) if len(ins) == 1 and len(ins[0]) >= 2 else None
+        case OpKind.INPUT:
+            shape = None
+    if shape is None:
+        raise _err(kg, k, None, f"{k.kind.value} does not accept operands {ins}")
+    return shape
+
+
+def validate(kg: KernelGraph) -> KernelGraph:
+    """Raise IRError unless ``kg`` is a well-formed concrete μGraph; return it."""
+    infer(kg)
+    return kg
+
+
+def grid_coords(grid: tuple[int, ...]) -> itertools.product[tuple[int, ...]]:
+    return itertools.product(*(range(g) for g in grid))

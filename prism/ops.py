@@ -1,0 +1,165 @@
+"""Primitive operators shared by the Graph API, the μGraph IR and the verifier.
+
+Each operator kind is an Enum member; its NumPy float64 semantics live in one table here, so the
+reference evaluator and the μGraph interpreter cannot disagree on what an op means.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+F64 = NDArray[np.float64]
+
+DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
+
+
+class Unary(enum.Enum):
+    """Elementwise unary ops. SCALE and ADD_SCALAR carry a scalar operand."""
+
+    EXP = "exp"
+    SILU = "silu"
+    GELU = "gelu"  # tanh approximation
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    SQUARE = "square"
+    NEG = "neg"
+    SCALE = "scale"  # x * c
+    ADD_SCALAR = "add_scalar"  # x + c
+
+
+class Binary(enum.Enum):
+    """Elementwise binary ops with NumPy broadcasting over size-1 dims."""
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+
+
+class Reduce(enum.Enum):
+    """Reductions over one dim, keeping it with extent 1."""
+
+    SUM = "sum"
+    MAX = "max"
+
+
+COMMUTATIVE: frozenset[Binary] = frozenset({Binary.ADD, Binary.MUL})
+SCALAR_UNARY: frozenset[Unary] = frozenset({Unary.SCALE, Unary.ADD_SCALAR})
+# Unary ops that commute with a positive per-row scale are not needed; the verifier owns algebra.
+
+_GELU_C = float(np.sqrt(2.0 / np.pi))
+
+
+def _gelu(x: F64) -> F64:
+    return 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x**3)))
+
+
+def _silu(x: F64) -> F64:
+    return x / (1.0 + np.exp(-x))
+
+
+UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
+    Unary.EXP: lambda x, c: np.exp(x),
+    Unary.SILU: lambda x, c: _silu(x),
+    Unary.GELU: lambda x, c: _gelu(x),
+    Unary.SQRT: lambda x, c: np.sqrt(x),
+    Unary.RSQRT: lambda x, c: 1.0 / np.sqrt(x),
+    Unary.SQUARE: lambda x, c: x * x,
+    Unary.NEG: lambda x, c: -x,
+    Unary.SCALE: lambda x, c: x * c,
+    Unary.ADD_SCALAR: lambda x, c: x + c,
+}
+
+BINARY_NUMPY: dict[Binary, Callable[[F64, F64], F64]] = {
+    Binary.ADD: np.add,
+    Binary.SUB: np.subtract,
+    Binary.MUL: np.multiply,
+    Binary.DIV: np.divide,
+}
+
+REDUCE_NUMPY: dict[Reduce, Callable[[F64, int], F64]] = {
+    Reduce.SUM: lambda x, d: np.sum(x, axis=d, keepdims=True),
+    Reduce.MAX: lambda x, d: np.max(x, axis=d, keepdims=True),
+}
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal scalar operand."""
+
+    value: float
+
+    def resolve(self, shapes: dict[str, tuple[int, ...]]) -> float:
+        return self.value
+
+
+@dataclass(frozen=True)
+class DimRecip:
+    """The scalar 1 / (size of dim ``dim`` of graph input ``tensor``): what a mean divides by.
+
+    Kept symbolic so that a plan found for one shape stays right for every other shape.
+    """
+
+    tensor: str
+    dim: int
+
+    def resolve(self, shapes: dict[str, tuple[int, ...]]) -> float:
+        return 1.0 / shapes[self.tensor][self.dim]
+
+
+Scalar = Const | DimRecip
+
+
+def scalar_to_json(s: Scalar | None) -> object:
+    match s:
+        case None:
+            return None
+        case Const(value):
+            return {"const": value}
+        case DimRecip(tensor, dim):
+            return {"recip_dim": [tensor, dim]}
+
+
+def scalar_from_json(obj: object) -> Scalar | None:
+    if obj is None:
+        return None
+    if isinstance(obj, dict) and "const" in obj:
+        return Const(float(obj["const"]))
+    if isinstance(obj, dict) and "recip_dim" in obj:
+        tensor, dim = obj["recip_dim"]
+        return DimRecip(str(tensor), int(dim))
+    raise ValueError(f"not a scalar: {obj!r}")
+
+
+def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """NumPy broadcasting of two shapes of equal rank; None when they do not broadcast."""
+    if len(a) != len(b):
+        return None
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return tuple(out)
+
+
+def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Shape of ``a @ b``: 2-D, or batched 3-D with a 2-D or 3-D right operand; None if invalid."""
+    if len(a) < 2 or len(b) < 2 or len(b) > len(a) or a[-1] != b[-2]:
+        return None
+    if len(a) == len(b):
+        batch = broadcast_shape(a[:-2], b[:-2])
+        if batch is None:
+            return None
+        return (*batch, a[-2], b[-1])
+    if len(b) != 2:
+        return None
+    return (*a[:-2], a[-2], b[-1])

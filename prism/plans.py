@@ -1,0 +1,191 @@
+"""Hand-built μGraph plans of the benchmark programs, with symbolic sizes.
+
+They are the fused kernels the search must find (tests check it), and what the code generator
+is developed against. Size symbols: ``x``/``y`` grid dims, ``i`` the for-loop, ``s`` KV splits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prism.errors import WorkloadError
+from prism.graph import Graph
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    ReduceOp,
+    Save,
+    TensorSpec,
+    UnaryOp,
+)
+from prism.ops import Binary, Const, DimRecip, Reduce, Unary
+
+EPS = 1e-6
+
+
+def _wrap(graph: Graph, name: str, kernels: list[CustomKernel]) -> KernelGraph:
+    return KernelGraph(
+        name,
+        tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.inputs),
+        tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.outputs),
+        tuple(kernels),
+    )
+
+
+def _rms_factor(sum_sq: int, tensor: str, dim: int, base: int) -> list[BlockOp]:
+    """ops base..base+2: rsqrt(sum_sq / D + eps)."""
+    return [
+        UnaryOp(Unary.SCALE, sum_sq, DimRecip(tensor, dim)),
+        UnaryOp(Unary.ADD_SCALAR, base, Const(EPS)),
+        UnaryOp(Unary.RSQRT, base + 1),
+    ]
+
+
+def rmsnorm_linear_plan(graph: Graph) -> KernelGraph:
+    """One kernel: W's columns over x, K over the loop; matmul and Σx² accumulated; RMS after."""
+    ops: list[BlockOp] = [
+        Load("X", (None,), 1),  # 0 [n, K/i]
+        Load("W", (1,), 0),  # 1 [K/i, N/x]
+        MatmulOp(0, 1),  # 2
+        Accum(2),  # 3 [n, N/x]
+        UnaryOp(Unary.SQUARE, 0),  # 4
+        Accum(4, reduce_dim=1),  # 5 [n, 1]
+        *_rms_factor(5, "X", 1, 6),  # 6 7 8
+        BinaryOp(Binary.MUL, 3, 8),  # 9
+        Save(9, "O", (1,)),
+    ]
+    return _wrap(graph, "rmsnorm_linear", [CustomKernel("k0", ("x",), "i", tuple(ops))])
+
+
+def rmsnorm_linear_2d_plan(graph: Graph, omap: tuple[int, int] = (0, 1)) -> KernelGraph:
+    """X's rows over x, W's columns over y; ``omap=(1, 0)`` is a deliberately wrong saver."""
+    ops: list[BlockOp] = [
+        Load("X", (0, None), 1),
+        Load("W", (None, 1), 0),
+        MatmulOp(0, 1),
+        Accum(2),
+        UnaryOp(Unary.SQUARE, 0),
+        Accum(4, reduce_dim=1),
+        *_rms_factor(5, "X", 1, 6),
+        BinaryOp(Binary.MUL, 3, 8),
+        Save(9, "O", omap),
+    ]
+    return _wrap(graph, "rmsnorm_linear", [CustomKernel("k0", ("x", "y"), "i", tuple(ops))])
+
+
+def swiglu_plan(graph: Graph) -> KernelGraph:
+    """One kernel: both matmuls over the loop, silu and product after it."""
+    ops: list[BlockOp] = [
+        Load("X", (None,), 1),  # 0
+        Load("Wg", (1,), 0),  # 1
+        Load("Wu", (1,), 0),  # 2
+        MatmulOp(0, 1),  # 3
+        MatmulOp(0, 2),  # 4
+        Accum(3),  # 5
+        Accum(4),  # 6
+        UnaryOp(Unary.SILU, 5),  # 7
+        BinaryOp(Binary.MUL, 7, 6),  # 8
+        Save(8, "O", (1,)),
+    ]
+    return _wrap(graph, "swiglu", [CustomKernel("k0", ("x",), "i", tuple(ops))])
+
+
+def rmsnorm_mlp_plan(graph: Graph) -> KernelGraph:
+    """One kernel: two matmuls and Σx² over the loop; RMS factor and product after it."""
+    ops: list[BlockOp] = [
+        Load("X", (None,), 1),  # 0
+        Load("Wu", (1,), 0),  # 1
+        Load("Wg", (1,), 0),  # 2
+        MatmulOp(0, 1),  # 3
+        MatmulOp(0, 2),  # 4
+        Accum(3),  # 5
+        Accum(4),  # 6
+        UnaryOp(Unary.SQUARE, 0),  # 7
+        Accum(7, reduce_dim=1),  # 8
+        *_rms_factor(8, "X", 1, 9),  # 9 10 11
+        BinaryOp(Binary.MUL, 5, 6),  # 12
+        UnaryOp(Unary.SQUARE, 11),  # 13  (rms factor applies to both matmuls)
+        BinaryOp(Binary.MUL, 12, 13),  # 14
+        Save(14, "O", (1,)),
+    ]
+    return _wrap(graph, "rmsnorm_mlp", [CustomKernel("k0", ("x",), "i", tuple(ops))])
+
+
+def _attention_body(qknorm: bool, q_imap: tuple[int | None, ...], kv_imap: tuple[int | None, ...]) -> list[BlockOp]:
+    """Loads Q, Kt, V; returns ops ending with numerator (-2) and denominator (-1) accumulators."""
+    ops: list[BlockOp] = [Load("Q", q_imap, None), Load("Kt", kv_imap, 2), Load("V", kv_imap and _v_imap(kv_imap), 1)]
+    q = 0
+    if qknorm:
+        ops += [
+            UnaryOp(Unary.SQUARE, 0),  # 3
+            ReduceOp(Reduce.SUM, 3, 2),  # 4
+            *_rms_factor(4, "Q", 2, 5),  # 5 6 7
+            BinaryOp(Binary.MUL, 0, 7),  # 8
+        ]
+        q = 8
+    s = len(ops)
+    ops += [MatmulOp(q, 1), UnaryOp(Unary.EXP, s), MatmulOp(s + 1, 2), Accum(s + 2), Accum(s + 1, reduce_dim=2)]
+    return ops
+
+
+def _v_imap(kt_imap: tuple[int | None, ...]) -> tuple[int | None, ...]:
+    """V[b, L, h] is split like Kt[b, h, L]: batch stays dim 0, the KV dim moves from 2 to 1."""
+    return tuple({0: 0, 2: 1}.get(a, a) if a is not None else None for a in kt_imap)
+
+
+def gqa_plan(graph: Graph, qknorm: bool = False, rows_on_y: bool = False) -> KernelGraph:
+    """One kernel: batch over x (query rows over y if asked), KV over the loop, division after it."""
+    q_imap: tuple[int | None, ...] = (0, 1) if rows_on_y else (0,)
+    kv_imap: tuple[int | None, ...] = (0, None) if rows_on_y else (0,)
+    ops = _attention_body(qknorm, q_imap, kv_imap)
+    n = len(ops)
+    ops += [BinaryOp(Binary.DIV, n - 2, n - 1), Save(n, "O", (0, 1) if rows_on_y else (0,))]
+    grid = ("x", "y") if rows_on_y else ("x",)
+    name = "qknorm_gqa" if qknorm else "gqa"
+    return _wrap(graph, name, [CustomKernel("k0", grid, "i", tuple(ops))])
+
+
+def gqa_split_plan(graph: Graph, qknorm: bool = False) -> KernelGraph:
+    """Two kernels (split-KV): KV splits over y write partial sums; a combine kernel reduces them."""
+    ops = _attention_body(qknorm, (0, None), (0, 2))
+    n = len(ops)
+    ops += [Save(n - 2, "N", (0, 2)), Save(n - 1, "D", (0, 2))]
+    combine: list[BlockOp] = [
+        Load("N", (0,), 2),  # [1, G, H]
+        Load("D", (0,), 2),  # [1, G, 1]
+        Accum(0),
+        Accum(1),
+        BinaryOp(Binary.DIV, 2, 3),
+        Save(4, "O", (0,)),
+    ]
+    name = "qknorm_gqa" if qknorm else "gqa"
+    return _wrap(
+        graph,
+        name,
+        [CustomKernel("split", ("x", "s"), "i", tuple(ops)), CustomKernel("combine", ("x",), "s", tuple(combine))],
+    )
+
+
+PLANS: dict[str, list[Callable[[Graph], KernelGraph]]] = {
+    "rmsnorm_linear": [rmsnorm_linear_plan, rmsnorm_linear_2d_plan],
+    "rmsnorm_mlp": [rmsnorm_mlp_plan],
+    "swiglu": [swiglu_plan],
+    "gqa": [gqa_plan, lambda g: gqa_plan(g, rows_on_y=True), gqa_split_plan],
+    "qknorm_gqa": [
+        lambda g: gqa_plan(g, qknorm=True),
+        lambda g: gqa_plan(g, qknorm=True, rows_on_y=True),
+        lambda g: gqa_split_plan(g, qknorm=True),
+    ],
+}
+
+
+def hand_plans(program: str, graph: Graph) -> list[KernelGraph]:
+    """The hand-built plans of a benchmark program, for ``graph``'s shapes (sizes symbolic)."""
+    if program not in PLANS:
+        raise WorkloadError(f"no hand-built plans for {program!r}; known: {', '.join(PLANS)}")
+    return [make(graph) for make in PLANS[program]]

@@ -1,0 +1,73 @@
+"""Float64 NumPy evaluation of a Graph: the ground truth for every test and every kernel check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from prism.graph import Graph, Node, OpKind, bind_inputs
+from prism.ops import BINARY_NUMPY, REDUCE_NUMPY, UNARY_NUMPY, Binary, Reduce, Unary
+
+
+def input_shapes(graph: Graph) -> dict[str, tuple[int, ...]]:
+    return {t.name: t.shape for t in graph.inputs}
+
+
+def eval_node(node: Node, args: list[np.ndarray], shapes: dict[str, tuple[int, ...]]) -> np.ndarray:
+    match node.kind:
+        case OpKind.UNARY:
+            assert isinstance(node.fn, Unary)
+            c = node.scalar.resolve(shapes) if node.scalar is not None else 0.0
+            return UNARY_NUMPY[node.fn](args[0], c)
+        case OpKind.BINARY:
+            assert isinstance(node.fn, Binary)
+            return BINARY_NUMPY[node.fn](args[0], args[1])
+        case OpKind.REDUCE:
+            assert isinstance(node.fn, Reduce) and node.dim is not None
+            return REDUCE_NUMPY[node.fn](args[0], node.dim)
+        case OpKind.MATMUL:
+            return np.matmul(args[0], args[1])
+        case OpKind.TRANSPOSE:
+            return np.swapaxes(args[0], -1, -2)
+        case OpKind.INPUT:
+            raise AssertionError("inputs are bound, not evaluated")
+
+
+def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Compute every output of ``graph`` in float64. Inputs by name or in declaration order."""
+    graph.check_complete()
+    bound = bind_inputs(graph, inputs)
+    shapes = input_shapes(graph)
+    values: list[np.ndarray] = []
+    with np.errstate(all="ignore"):
+        for node in graph.nodes:
+            if node.kind is OpKind.INPUT:
+                values.append(bound[node.name or ""])
+            else:
+                values.append(eval_node(node, [values[a] for a in node.args], shapes))
+    return {name: values[i] for name, i in graph.output_indices}
+
+
+def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Round float64 values to what ``dtype`` can hold, returned as float64."""
+    x = np.asarray(x, dtype=np.float64)
+    if dtype == "float16":
+        return x.astype(np.float16).astype(np.float64)
+    if dtype == "float32":
+        return x.astype(np.float32).astype(np.float64)
+    if dtype == "bfloat16":
+        bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+    raise ValueError(f"unknown dtype {dtype!r}")
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    """‖out − ref‖ / ‖ref‖ over the whole tensor (NaN anywhere gives inf)."""
+    out = np.asarray(out, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if out.shape != ref.shape or not np.all(np.isfinite(out)):
+        return float("inf")
+    denom = float(np.linalg.norm(ref))
+    return float(np.linalg.norm(out - ref)) / (denom if denom > 0 else 1.0)
