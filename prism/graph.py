@@ -316,12 +316,12 @@ class Graph:
                 src = {r - 1: r - 2, r - 2: r - 1}.get(dim, dim)
                 return self._dim_origin(node.args[0], src)
             case OpKind.MATMUL:
-                a, b = (self.nodes[i] for i in node.args)
+                lhs, rhs = (self.nodes[i] for i in node.args)
                 r = len(node.shape)
                 if dim == r - 1:
-                    return self._dim_origin(node.args[1], len(b.shape) - 1)
+                    return self._dim_origin(node.args[1], len(rhs.shape) - 1)
                 if dim == r - 2:
-                    return self._dim_origin(node.args[0], len(a.shape) - 2)
+                    return self._dim_origin(node.args[0], len(lhs.shape) - 2)
                 return self._dim_origin(node.args[0], dim)
 
     # ------------------------------------------------------------------ linear algebra

@@ -293,8 +293,13 @@ def _kg_to_obj(kg: KernelGraph) -> dict[str, object]:
 def _fn_from(kind: OpKind, v: object) -> Unary | Binary | Reduce | None:
     if v is None:
         return None
-    table = {OpKind.UNARY: Unary, OpKind.BINARY: Binary, OpKind.REDUCE: Reduce}
-    return table[kind](v)  # type: ignore[abstract]
+    if kind is OpKind.UNARY:
+        return Unary(v)
+    if kind is OpKind.BINARY:
+        return Binary(v)
+    if kind is OpKind.REDUCE:
+        return Reduce(v)
+    raise ValueError(f"{kind.value} kernels take no fn")
 
 
 def _kg_from_obj(obj: dict[str, object]) -> KernelGraph:
@@ -368,7 +373,7 @@ def check_structure(kg: KernelGraph) -> None:
         if not 1 <= len(k.grid) <= 3:
             raise _err(kg, k, None, f"{len(k.grid)} grid dims; a block graph has 1 to 3")
         for s in (*k.grid, k.loop):
-            if isinstance(s, bool) or not (isinstance(s, int) and s >= 1 or isinstance(s, str) and s.isidentifier()):
+            if isinstance(s, bool) or not ((isinstance(s, int) and s >= 1) or (isinstance(s, str) and s.isidentifier())):
                 raise _err(kg, k, None, f"size {s!r} is neither a positive integer nor a symbol name")
         phases: list[str] = []
         for i, op in enumerate(k.ops):
@@ -379,7 +384,7 @@ def check_structure(kg: KernelGraph) -> None:
                     raise _err(kg, k, i, "a Save has no value to use")
             arg_phases = {phases[a] for a in op_args(op)}
             match op:
-                case Load(tensor, imap, fmap):
+                case Load(tensor=tensor, imap=imap):
                     if tensor not in produced:
                         raise _err(kg, k, i, f"loads tensor {tensor!r} before any kernel writes it")
                     if len(imap) != len(k.grid):
@@ -409,9 +414,9 @@ def check_structure(kg: KernelGraph) -> None:
                     if len(arg_phases) != 1:
                         raise _err(kg, k, i, "mixes a per-iteration value with a post-loop value")
                     phases.append(arg_phases.pop())
-    for t in kg.outputs:
-        if t.name not in produced:
-            raise IRError(f"{kg.program}: output {t.name!r} is never written")
+    for spec in kg.outputs:
+        if spec.name not in produced:
+            raise IRError(f"{kg.program}: output {spec.name!r} is never written")
 
 
 def infer(kg: KernelGraph) -> tuple[dict[str, tuple[int, ...]], list[KernelShapes | None]]:
@@ -472,9 +477,9 @@ def infer(kg: KernelGraph) -> tuple[dict[str, tuple[int, ...]], list[KernelShape
                     if any(a is not None and not 0 <= a < len(tx) for a in omap):
                         raise _err(kg, k, i, f"omap {omap} names a dim outside the tile {list(tx)}")
                     out = list(tx)
-                    for p, a in enumerate(omap):
-                        if a is not None:
-                            out[a] *= grid[p]
+                    for p, od in enumerate(omap):
+                        if od is not None:
+                            out[od] *= grid[p]
                     shapes[tensor] = tuple(out)
                     tile = None
                     phases.append("save")

@@ -10,7 +10,7 @@ import pytest
 @functools.cache
 def gpu_available() -> bool:
     try:
-        import cupy  # noqa: F401
+        import cupy
 
         return bool(cupy.cuda.runtime.getDeviceCount() > 0)
     except Exception:

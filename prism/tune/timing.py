@@ -1,0 +1,166 @@
+"""The one timing primitive of Prism: every kernel time in the tuner and in bench/ comes from here.
+
+Two ways to time a callable on the GPU, both with CUDA events and a median:
+
+* :func:`kernel_time_us` — single calls: warm-up, then each timed call preceded by an L2 flush
+  (a write over a buffer larger than the L2), median of the event times. The tuner uses it.
+* :func:`graph_time_us` — the BENCHMARKS.md protocol: 20 back-to-back calls captured in one CUDA
+  graph, each on a different copy of the inputs (enough copies to exceed 4× the L2, at most 20),
+  the graph replayed 30 times, median replay time / 20. bench/ uses it for every system.
+
+torch is imported lazily: this module imports on machines without torch or a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from prism.errors import DeviceError
+
+H200_L2_BYTES = 60 * 1024 * 1024
+MAX_INPUT_COPIES = 20
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        raise DeviceError("timing needs PyTorch with CUDA (pip install 'prism[gpu]')") from e
+    if not torch.cuda.is_available():
+        raise DeviceError("timing needs an NVIDIA GPU; torch.cuda.is_available() is False")
+    return torch
+
+
+def gpu_available() -> bool:
+    """True when torch sees a CUDA device (False, not an error, without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available() and torch.cuda.device_count() > 0)
+
+
+def l2_bytes() -> int:
+    """The current device's L2 size (60 MB, the H200's, when torch does not say)."""
+    torch = _torch()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or H200_L2_BYTES)
+
+
+def input_copies(bytes_per_set: int, l2: int = H200_L2_BYTES, *, factor: int = 4, cap: int = MAX_INPUT_COPIES) -> int:
+    """How many copies of an input set rotate so that together they exceed ``factor`` × L2 (at most ``cap``)."""
+    if bytes_per_set <= 0:
+        return cap
+    return max(1, min(cap, math.floor(factor * l2 / bytes_per_set) + 1))
+
+
+def _nbytes(args: Sequence[Any]) -> int:
+    total = 0
+    for a in args:
+        if hasattr(a, "nbytes"):
+            total += int(a.nbytes)
+        elif hasattr(a, "element_size"):
+            total += int(a.element_size() * a.numel())
+    return total
+
+
+class _Flusher:
+    """Writes over a buffer twice the L2 to evict the inputs of the previous call."""
+
+    def __init__(self, torch: Any) -> None:
+        self.buf = torch.empty(2 * l2_bytes() // 4 + 1, dtype=torch.int32, device="cuda")
+
+    def __call__(self) -> None:
+        self.buf.zero_()
+
+
+def kernel_time_us(fn: Callable[[], Any], *, warmup: int = 3, reps: int = 20, flush_l2: bool = True) -> float:
+    """Median GPU time of one call of ``fn`` in µs: CUDA events around each call, L2 flushed before it."""
+    torch = _torch()
+    flush = _Flusher(torch) if flush_l2 else None
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends, strict=True):
+        if flush is not None:
+            flush()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return 1000.0 * statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
+
+
+def graph_time_us(
+    fn: Callable[..., Any],
+    make_inputs: Callable[[int], Sequence[Any]],
+    *,
+    calls: int = 20,
+    replays: int = 30,
+    warmup: int = 2,
+    l2: int | None = None,
+) -> float:
+    """The BENCHMARKS.md protocol: median replay time of a CUDA graph of ``calls`` calls, divided by ``calls``.
+
+    ``make_inputs(i)`` returns the i-th copy of the arguments (device tensors); ``fn(*args)`` is one
+    call. Calls rotate over ``input_copies`` copies, enough to exceed four times the L2.
+    """
+    torch = _torch()
+    first = tuple(make_inputs(0))
+    n_copies = min(calls, input_copies(_nbytes(first), l2 if l2 is not None else l2_bytes()))
+    copies = [first, *(tuple(make_inputs(i)) for i in range(1, n_copies))]
+    # Warm up on a side stream (lazy init, autotuning, library handles stay out of the capture).
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            for args in copies:
+                fn(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    keep: list[Any] = []  # outputs stay alive so that the graph's memory is not reused mid-capture
+    with torch.cuda.graph(graph):
+        for c in range(calls):
+            keep.append(fn(*copies[c % n_copies]))
+    graph.replay()  # the first replay uploads the graph
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    for s, e in zip(starts, ends, strict=True):
+        s.record()
+        graph.replay()
+        e.record()
+    torch.cuda.synchronize()
+    med_ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
+    del graph, keep
+    return 1000.0 * med_ms / calls
+
+
+def copy_bandwidth(nbytes: int = 2 << 30, reps: int = 10) -> float:
+    """Device-to-device copy bandwidth in bytes/s, counting bytes read plus bytes written."""
+    torch = _torch()
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    src.random_(0, 255)
+    dst = torch.empty_like(src)
+    us = kernel_time_us(lambda: dst.copy_(src), warmup=2, reps=reps, flush_l2=False)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2.0 * nbytes / (us * 1e-6)
+
+
+def matmul_rate(n: int = 8192, reps: int = 10) -> float:
+    """fp16 matmul rate in flop/s of an n×n×n product on random data."""
+    torch = _torch()
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    out = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    us = kernel_time_us(lambda: torch.matmul(a, b, out=out), warmup=3, reps=reps, flush_l2=False)
+    del a, b, out
+    torch.cuda.empty_cache()
+    return 2.0 * n**3 / (us * 1e-6)

@@ -1,0 +1,73 @@
+"""Benchmark programs, structure keys, and the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from prism import workloads
+from prism.errors import WorkloadError
+
+
+def test_ten_configs_build_with_benchmark_names() -> None:
+    assert len(workloads.CONFIGS) == 10
+    for cfg in workloads.CONFIGS.values():
+        g = cfg.build()
+        names = [t.name for t in g.inputs]
+        assert set(names) <= {"X", "W", "Wu", "Wg", "Q", "Kt", "V"}
+        assert [t.name for t in g.outputs] == ["O"]
+        assert all(t.dtype == "float16" for t in g.inputs)
+
+
+def test_config_shapes() -> None:
+    g = workloads.config("gqa_h2048").build()
+    assert [t.shape for t in g.inputs] == [(2, 8, 128), (2, 128, 2048), (2, 2048, 128)]
+    assert g.outputs[0].shape == (2, 8, 128)
+    g = workloads.config("swiglu_d4096").build()
+    assert [t.shape for t in g.inputs] == [(16, 4096), (4096, 4096), (4096, 4096)]
+
+
+def test_random_inputs_rounded_and_scaled() -> None:
+    cfg = workloads.config("rmsnorm_linear_d1024")
+    a = cfg.random_inputs(seed=3)
+    b = cfg.random_inputs(seed=3)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    np.testing.assert_array_equal(a["W"], a["W"].astype(np.float16).astype(np.float64))
+    assert 0.02 < a["W"].std() < 0.04 and 0.9 < a["X"].std() < 1.1
+
+
+def test_structure_keys() -> None:
+    a, b = workloads.rmsnorm_linear(8, 1024), workloads.rmsnorm_linear(16, 4096)
+    assert a.structure_key() == b.structure_key()
+    assert a.structure_hash() != b.structure_hash()
+    assert a.structure_hash() == workloads.rmsnorm_linear(8, 1024).structure_hash()
+    keys = {workloads.program(name).structure_key() for name in workloads.PROGRAMS}
+    assert len(keys) == 5
+    assert workloads.rmsnorm_linear(8, 1024, "bfloat16").structure_key() != a.structure_key()
+
+
+def test_unknown_names() -> None:
+    with pytest.raises(WorkloadError, match="known:"):
+        workloads.program("nope")
+    with pytest.raises(WorkloadError, match="gqa_h1024"):
+        workloads.config("nope")
+
+
+def _prism(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "prism", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_help() -> None:
+    r = _prism("--help")
+    assert r.returncode == 0
+    for cmd in ("demo", "search", "emit", "optimize", "library"):
+        assert cmd in r.stdout
+
+
+def test_cli_demo_runs_fused_plan() -> None:
+    r = _prism("demo", "swiglu")
+    assert r.returncode == 0, r.stderr
+    assert "rel. error vs float64 reference" in r.stdout
