@@ -79,3 +79,7 @@ class DeviceError(PrismError):
 
 class CacheError(PrismError):
     """A cache entry could not be written."""
+
+
+class LibraryError(PrismError):
+    """A bad kernel-library spec or manifest, or a kernel the library does not have."""

@@ -131,3 +131,23 @@ def config(config_id: str) -> Config:
 
 def configs_of(program_name: str) -> list[Config]:
     return [c for c in CONFIGS.values() if c.program == program_name]
+
+
+def default_scales(program_name: str, sizes: dict[str, int]) -> dict[str, float]:
+    """Input scales in the spirit of BENCHMARKS.md for any sizes of a program."""
+    if program_name in ("rmsnorm_linear", "rmsnorm_mlp", "swiglu"):
+        s = sizes.get("d", 1024) ** -0.5
+        return {"W": s, "Wu": s, "Wg": s}
+    if program_name == "gqa":
+        return {"Q": sizes.get("head_dim", 128) ** -0.5}
+    if program_name == "qknorm_gqa":
+        return {"Kt": sizes.get("head_dim", 128) ** -0.5}
+    return {}
+
+
+def make_config(program_name: str, sizes: dict[str, int], dtype: str = "float16") -> Config:
+    """A Config for any sizes of a registered program (id: program plus its sizes)."""
+    if program_name not in PROGRAMS:
+        raise WorkloadError(f"unknown program {program_name!r}; known: {', '.join(PROGRAMS)}")
+    key = "_".join(f"{k}{v}" for k, v in sizes.items())
+    return Config(f"{program_name}_{key}", program_name, dict(sizes), default_scales(program_name, sizes), dtype)

@@ -1,0 +1,365 @@
+"""The kernel library: tuned kernels for a list of programs and shapes, loadable with no search.
+
+    python -m prism library build [--spec kernels/spec.toml] [--arch sm_80] [--jobs N]
+    python -m prism library list
+
+``build`` superoptimizes every entry of the spec (one symbolic search per program, reused across
+its shapes), writes ``kernels/<program>/<shape-key>.cu`` and records each entry in
+``kernels/manifest.json``. ``prism.library.load(name_or_graph, shapes)`` returns a callable from
+the manifest, compiled on first use for the GPU at hand; it needs neither z3 nor egglog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prism import workloads
+from prism.errors import LibraryError
+from prism.graph import Graph
+from prism.ir import KernelGraph
+
+log = logging.getLogger(__name__)
+
+FORMAT = "prism.kernel_library"
+VERSION = 1
+ROOT = Path(__file__).resolve().parent.parent / "kernels"
+SPEC_KEYS = {"config", "program", "sizes", "file", "function", "dtype", "name"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One program at one shape."""
+
+    program: str
+    sizes: tuple[tuple[str, int], ...]
+    dtype: str
+    config: str | None = None
+    file: str | None = None
+    function: str | None = None
+
+    @property
+    def shape_key(self) -> str:
+        return "_".join(f"{k}{v}" for k, v in self.sizes) + ("" if self.dtype == "float16" else f"_{self.dtype}")
+
+    @property
+    def name(self) -> str:
+        return f"{self.program}/{self.shape_key}"
+
+    def build_graph(self, base: Path | None = None) -> Graph:
+        if self.file is None:
+            return workloads.PROGRAMS[self.program](**dict(self.sizes), dtype=self.dtype)
+        import importlib.util
+
+        path = Path(self.file) if base is None else base / self.file
+        spec = importlib.util.spec_from_file_location(f"prism_lib_{self.program}", path)
+        if spec is None or spec.loader is None:
+            raise LibraryError(f"entry {self.name}: cannot import {path}")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        fn = getattr(mod, self.function or "", None)
+        if not callable(fn):
+            raise LibraryError(f"entry {self.name}: {path} has no function {self.function!r}")
+        g = fn(**dict(self.sizes))
+        if not isinstance(g, Graph):
+            raise LibraryError(f"entry {self.name}: {self.function}() returned {type(g).__name__}, not a prism.Graph")
+        return g
+
+    def scales(self) -> dict[str, float]:
+        if self.config is not None:
+            return dict(workloads.config(self.config).scales)
+        return workloads.default_scales(self.program, dict(self.sizes))
+
+
+@dataclass(frozen=True)
+class Spec:
+    arch: str
+    entries: tuple[Entry, ...]
+    base: Path = field(default=ROOT)
+
+
+def _bad(i: int, msg: str) -> LibraryError:
+    return LibraryError(f"spec entry {i + 1}: {msg}")
+
+
+def parse_spec(text: str, base: Path = ROOT) -> Spec:
+    """Parse a spec (TOML). Every defect is a LibraryError naming the entry and the bad value."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise LibraryError(f"spec is not valid TOML: {e}") from e
+    arch = doc.get("arch", "sm_80")
+    if not isinstance(arch, str) or not arch.startswith("sm_") or not arch[3:].isdigit():
+        raise LibraryError(f"spec: arch {arch!r} must look like 'sm_80'")
+    default_dtype = doc.get("dtype", "float16")
+    raw = doc.get("entry", [])
+    if not isinstance(raw, list) or not raw:
+        raise LibraryError("spec: no [[entry]] tables")
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    for i, e in enumerate(raw):
+        unknown = set(e) - SPEC_KEYS
+        if unknown:
+            raise _bad(i, f"unknown keys {sorted(unknown)}; allowed {sorted(SPEC_KEYS)}")
+        dtype = e.get("dtype", default_dtype)
+        if dtype not in ("float16", "bfloat16", "float32"):
+            raise _bad(i, f"dtype {dtype!r} is not one of float16, bfloat16, float32")
+        if "config" in e:
+            if set(e) - {"config", "dtype"}:
+                raise _bad(i, "an entry with 'config' takes no other keys but 'dtype'")
+            if e["config"] not in workloads.CONFIGS:
+                raise _bad(i, f"unknown config {e['config']!r}; known: {', '.join(workloads.CONFIGS)}")
+            cfg = workloads.CONFIGS[e["config"]]
+            entry = Entry(cfg.program, tuple(cfg.sizes.items()), dtype, config=cfg.id)
+        else:
+            sizes = e.get("sizes")
+            if not isinstance(sizes, dict) or not sizes or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes.values()
+            ):
+                raise _bad(i, f"sizes {sizes!r} must be a table of positive integers")
+            if "file" in e:
+                if "function" not in e:
+                    raise _bad(i, "an entry with 'file' needs 'function'")
+                name = e.get("name") or Path(e["file"]).stem
+                entry = Entry(str(name), tuple(sizes.items()), dtype, file=str(e["file"]), function=str(e["function"]))
+            else:
+                prog = e.get("program")
+                if prog not in workloads.PROGRAMS:
+                    raise _bad(i, f"unknown program {prog!r}; known: {', '.join(workloads.PROGRAMS)}")
+                import inspect
+
+                params = set(inspect.signature(workloads.PROGRAMS[prog]).parameters) - {"dtype"}
+                if set(sizes) != params:
+                    raise _bad(i, f"sizes {sorted(sizes)} of {prog} must be exactly {sorted(params)}")
+                entry = Entry(prog, tuple(sizes.items()), dtype)
+        if entry.name in seen:
+            raise _bad(i, f"{entry.name} is listed twice")
+        seen.add(entry.name)
+        entries.append(entry)
+    return Spec(arch, tuple(entries), base)
+
+
+def load_spec(path: Path) -> Spec:
+    if not path.exists():
+        raise LibraryError(f"spec file {path} does not exist")
+    return parse_spec(path.read_text(), path.parent)
+
+
+# ---------------------------------------------------------------------------------- manifest
+
+
+@dataclass(frozen=True)
+class Built:
+    """What building one entry produced (from prism.superoptimize or a test double)."""
+
+    kernel_graph: KernelGraph  # concrete μGraph (sizes chosen)
+    source: str  # CUDA source of all its custom kernels
+    launch: dict[str, Any]  # JSON launch plan
+    time_us: float | None
+    gpu: str
+    baseline_us: float | None = None
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_manifest(root: Path = ROOT) -> dict[str, Any]:
+    path = root / "manifest.json"
+    if not path.exists():
+        return {"format": FORMAT, "version": VERSION, "entries": {}}
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise LibraryError(f"{path} is not valid JSON ({e}); rebuild the library") from e
+    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
+        raise LibraryError(f"{path}: format {doc.get('format')!r} v{doc.get('version')!r}, expected {FORMAT} v{VERSION}")
+    return dict(doc)
+
+
+def write_manifest(doc: Mapping[str, Any], root: Path = ROOT) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=root, prefix=".manifest.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, root / "manifest.json")
+
+
+def is_current(entry: Entry, arch: str, manifest: Mapping[str, Any], root: Path = ROOT) -> bool:
+    """True when the manifest has this entry for this arch and its source file is unchanged."""
+    rec = manifest.get("entries", {}).get(entry.name)
+    if not rec or rec.get("arch") != arch or rec.get("dtype") != entry.dtype:
+        return False
+    src = root / rec["source"]
+    return src.exists() and sha256(src.read_text()) == rec.get("source_sha256")
+
+
+def nvcc_check(source: str, arch: str = "sm_80") -> str | None:
+    """Compile with ``nvcc -arch=<arch> -c``; return the error log, or None when it compiles."""
+    with tempfile.TemporaryDirectory() as d:
+        cu = Path(d) / "k.cu"
+        cu.write_text(source)
+        try:
+            r = subprocess.run(["nvcc", f"-arch={arch}", "-c", str(cu), "-o", str(Path(d) / "k.o")],
+                               capture_output=True, text=True, timeout=300)
+        except FileNotFoundError:
+            return "nvcc not found"
+        return None if r.returncode == 0 else r.stderr[-4000:]
+
+
+def build(
+    spec: Spec,
+    optimize: Callable[[Graph, Entry, str], Built],
+    *,
+    root: Path = ROOT,
+    force: bool = False,
+    check_nvcc: bool = True,
+    progress: bool = True,
+) -> dict[str, str]:
+    """Build every entry not already current; return {entry name: "built" | "skipped" | "failed: ..."}."""
+    from tqdm import tqdm
+
+    manifest = read_manifest(root)
+    manifest.setdefault("entries", {})
+    status: dict[str, str] = {}
+    for entry in tqdm(spec.entries, desc="library", unit="entry", disable=not progress):
+        if not force and is_current(entry, spec.arch, manifest, root):
+            status[entry.name] = "skipped"
+            continue
+        try:
+            graph = entry.build_graph(spec.base)
+            built = optimize(graph, entry, spec.arch)
+            if check_nvcc:
+                err = nvcc_check(built.source, spec.arch)
+                if err is not None:
+                    raise LibraryError(f"nvcc -arch={spec.arch} rejects the generated source:\n{err}")
+        except Exception as e:  # one entry's failure never stops the others
+            log.error("library entry %s failed: %s", entry.name, e)
+            status[entry.name] = f"failed: {e}"
+            continue
+        rel = Path(entry.program) / f"{entry.shape_key}.cu"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(built.source)
+        manifest["entries"][entry.name] = {
+            "program": entry.program,
+            "config": entry.config,
+            "sizes": dict(entry.sizes),
+            "dtype": entry.dtype,
+            "arch": spec.arch,
+            "structure_hash": graph.structure_hash(),
+            "inputs": [[t.name, list(t.shape)] for t in graph.inputs],
+            "template": built.kernel_graph.to_json(),
+            "launch": built.launch,
+            "source": rel.as_posix(),
+            "source_sha256": sha256(built.source),
+            "tuned_on": built.gpu,
+            "code_target": spec.arch,
+            "time_us": built.time_us,
+            "best_baseline_us": built.baseline_us,
+            "date": _dt.date.today().isoformat(),
+        }
+        write_manifest(manifest, root)
+        status[entry.name] = "built"
+    return status
+
+
+# ---------------------------------------------------------------------------------- loader
+
+
+def _find(manifest: Mapping[str, Any], name_or_graph: str | Graph, shapes: Mapping[str, int] | None) -> dict[str, Any]:
+    entries: dict[str, Any] = dict(manifest.get("entries", {}))
+    if isinstance(name_or_graph, Graph):
+        h = name_or_graph.structure_hash()
+        for rec in entries.values():
+            if rec.get("structure_hash") == h:
+                return dict(rec)
+        key = name_or_graph.structure_key()
+        same = [n for n, r in entries.items() if _program_key(r) == key]
+        raise LibraryError(f"no library kernel for this graph {name_or_graph}; available shapes of the same program: "
+                           f"{same or 'none'}")
+    name = name_or_graph
+    if shapes is None:
+        raise LibraryError(f"library.load({name!r}): give the sizes, e.g. {{'n': 8, 'd': 1024}}")
+    want = {k: int(v) for k, v in shapes.items()}
+    candidates = {n: r for n, r in entries.items() if r.get("program") == name}
+    for rec in candidates.values():
+        if rec.get("sizes") == want:
+            return dict(rec)
+    if not candidates:
+        raise LibraryError(f"the library has no kernels for program {name!r}; it has: {sorted({r['program'] for r in entries.values()})}")
+
+    def distance(r: Mapping[str, Any]) -> float:
+        import math
+
+        return sum(abs(math.log2(max(1, r["sizes"].get(k, 1)) / max(1, v))) for k, v in want.items())
+
+    nearest = sorted(candidates.values(), key=distance)[:3]
+    raise LibraryError(f"no library kernel for {name} with sizes {want}; nearest available: {[r['sizes'] for r in nearest]}")
+
+
+def _program_key(rec: Mapping[str, Any]) -> str | None:
+    try:
+        return Entry(rec["program"], tuple(rec["sizes"].items()), rec["dtype"]).build_graph().structure_key()
+    except Exception:
+        return None
+
+
+def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *, root: Path = ROOT) -> Any:
+    """A callable for a library kernel, compiled on first use for the GPU at hand.
+
+    ``load("rmsnorm_linear", {"n": 8, "d": 1024})`` or ``load(graph)``. Needs no z3/egglog.
+    """
+    rec = _find(read_manifest(root), name_or_graph, shapes)
+    kg = KernelGraph.from_json(rec["template"])
+    from prism.runtime import load_library_kernel
+
+    return load_library_kernel(kg, rec, root)
+
+
+# ---------------------------------------------------------------------------------- CLI
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="library_command", metavar="ACTION", required=True)
+    b = sub.add_parser("build", help="superoptimize every spec entry and write kernels/")
+    b.add_argument("--spec", type=Path, default=ROOT / "spec.toml")
+    b.add_argument("--arch", default=None, help="code target, e.g. sm_80 (default: the spec's)")
+    b.add_argument("--jobs", type=int, default=None, help="parallel compile jobs while tuning")
+    b.add_argument("--samples", type=int, default=48, help="tuning samples per entry")
+    b.add_argument("--force", action="store_true", help="rebuild entries that are already current")
+    b.add_argument("--only", default=None, help="build only entries whose name contains this text")
+    sub.add_parser("list", help="list the manifest's entries")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.library_command == "list":
+        manifest = read_manifest()
+        for name, rec in sorted(manifest.get("entries", {}).items()):
+            t = rec.get("time_us")
+            print(f"{name:45s} {rec['arch']}  {'%.2f us' % t if t else '-':>10s}  tuned on {rec.get('tuned_on')}")
+        return 0
+    spec = load_spec(args.spec)
+    if args.arch:
+        spec = Spec(args.arch, spec.entries, spec.base)
+    if args.only:
+        spec = Spec(spec.arch, tuple(e for e in spec.entries if args.only in e.name), spec.base)
+    if args.jobs:
+        os.environ["PRISM_JOBS"] = str(args.jobs)
+    from prism.pipeline import library_optimizer
+
+    status = build(spec, library_optimizer(samples=args.samples), force=args.force)
+    for name, s in status.items():
+        print(f"{name:45s} {s}")
+    return 0 if not any(s.startswith("failed") for s in status.values()) else 1

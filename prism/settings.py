@@ -1,0 +1,29 @@
+"""Settings read from the environment, in one typed place.
+
+PRISM_CACHE_DIR  where verified sGraphs and tuned kernels are cached (default: the user cache dir)
+PRISM_JOBS       worker processes for verification / compilation (default: CPU count)
+PRISM_NO_CACHE   set to 1 to neither read nor write caches
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+
+@dataclass(frozen=True)
+class Settings:
+    cache_dir: Path
+    jobs: int
+    no_cache: bool
+
+
+def settings() -> Settings:
+    """Read the environment now (tests change it between calls)."""
+    cache = os.environ.get("PRISM_CACHE_DIR") or platformdirs.user_cache_dir("prism", appauthor=False)
+    jobs_text = os.environ.get("PRISM_JOBS", "")
+    jobs = int(jobs_text) if jobs_text.isdigit() and int(jobs_text) > 0 else (os.cpu_count() or 1)
+    return Settings(Path(cache).expanduser(), jobs, os.environ.get("PRISM_NO_CACHE", "") not in ("", "0"))
