@@ -83,3 +83,7 @@ class CacheError(PrismError):
 
 class LibraryError(PrismError):
     """A bad kernel-library spec or manifest, or a kernel the library does not have."""
+
+
+class TuningError(PrismError):
+    """Tuning found no legal size assignment, or no sample compiled, ran and passed the reference check."""

@@ -77,8 +77,25 @@ class _Flusher:
         self.buf.zero_()
 
 
-def kernel_time_us(fn: Callable[[], Any], *, warmup: int = 3, reps: int = 20, flush_l2: bool = True) -> float:
-    """Median GPU time of one call of ``fn`` in µs: CUDA events around each call, L2 flushed before it."""
+# GPU cycles of the spin kernel queued before each timed call (~0.5 ms at 2 GHz): while the GPU
+# spins, the host enqueues the start event and the call, so host-side launch overhead (Python,
+# argument checks) stays out of the measured interval.
+HOLD_CYCLES = 1_000_000
+
+
+def _hold(torch: Any) -> None:
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        sleep(HOLD_CYCLES)
+
+
+def kernel_time_us(fn: Callable[[], Any], *, warmup: int = 3, reps: int = 20, flush_l2: bool = True,
+                   hold: bool = True) -> float:
+    """Median GPU time of one call of ``fn`` in µs: CUDA events around each call, L2 flushed before it.
+
+    With ``hold`` a spin kernel runs before each start event so that the measured interval is GPU
+    work only, not the host's launch overhead (which would dominate kernels of a few µs).
+    """
     torch = _torch()
     flush = _Flusher(torch) if flush_l2 else None
     for _ in range(warmup):
@@ -89,6 +106,8 @@ def kernel_time_us(fn: Callable[[], Any], *, warmup: int = 3, reps: int = 20, fl
     for s, e in zip(starts, ends, strict=True):
         if flush is not None:
             flush()
+        if hold:
+            _hold(torch)
         s.record()
         fn()
         e.record()
@@ -149,8 +168,6 @@ def copy_bandwidth(nbytes: int = 2 << 30, reps: int = 10) -> float:
     src.random_(0, 255)
     dst = torch.empty_like(src)
     us = kernel_time_us(lambda: dst.copy_(src), warmup=2, reps=reps, flush_l2=False)
-    del src, dst
-    torch.cuda.empty_cache()
     return 2.0 * nbytes / (us * 1e-6)
 
 
@@ -161,6 +178,4 @@ def matmul_rate(n: int = 8192, reps: int = 10) -> float:
     b = torch.randn(n, n, device="cuda", dtype=torch.float16)
     out = torch.empty(n, n, device="cuda", dtype=torch.float16)
     us = kernel_time_us(lambda: torch.matmul(a, b, out=out), warmup=3, reps=reps, flush_l2=False)
-    del a, b, out
-    torch.cuda.empty_cache()
     return 2.0 * n**3 / (us * 1e-6)

@@ -1,0 +1,1 @@
+"""Prism's benchmark suite (BENCHMARKS.md): ``python -m bench`` or ``make bench``."""

@@ -1,0 +1,170 @@
+"""Measurements on the GPU: environment, the two ceilings, and each system's time and error.
+
+Everything is timed with :func:`prism.tune.timing.graph_time_us` (the BENCHMARKS.md protocol) in
+this one process. Before any system is timed, its output on fresh random inputs is compared with the
+float64 reference; a system over the tolerance is reported with its error and not timed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import platform
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from bench.programs import TORCH_PROGRAMS
+from prism.reference import relative_error
+from prism.workloads import Config
+
+log = logging.getLogger(__name__)
+
+TOLERANCE = 2e-2
+BASELINES = ("eager", "compile", "max_autotune")
+SYSTEMS = ("prism", *BASELINES)
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    copy_bytes_per_s: float
+    matmul_flops_per_s: float
+
+
+@dataclass(frozen=True)
+class SystemResult:
+    """One system on one configuration: time (None when not timed), error vs reference, notes."""
+
+    us: float | None
+    rel_err: float | None
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Measurer(Protocol):
+    def environment(self) -> dict[str, Any]: ...
+
+    def ceilings(self) -> Ceilings: ...
+
+    def measure(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> SystemResult: ...
+
+
+def _run(cmd: list[str]) -> str | None:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class TorchMeasurer:
+    """The real thing: torch on the current CUDA device."""
+
+    def __init__(self, *, seed: int = 0) -> None:
+        from prism.errors import DeviceError
+
+        try:
+            import torch
+            import torch._dynamo
+        except ImportError as e:
+            raise DeviceError("bench needs PyTorch with CUDA (pip install 'prism[gpu]')") from e
+        if not torch.cuda.is_available():
+            raise DeviceError("bench needs an NVIDIA GPU (torch.cuda.is_available() is False)")
+        for knob in ("cache_size_limit", "recompile_limit"):  # renamed across torch versions
+            if hasattr(torch._dynamo.config, knob):
+                setattr(torch._dynamo.config, knob, max(64, getattr(torch._dynamo.config, knob)))
+        self.torch = torch
+        self.seed = seed
+        self._compiled: dict[tuple[str, str], Callable[..., Any]] = {}
+
+    # ---------------------------------------------------------------- environment and ceilings
+    def environment(self) -> dict[str, Any]:
+        torch = self.torch
+        env: dict[str, Any] = {
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "gpu": torch.cuda.get_device_name(),
+            "driver": _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "python": platform.python_version(),
+            "l2_bytes": int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or None,
+        }
+        try:
+            import cupy
+
+            env["cupy"] = cupy.__version__
+            env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+        except Exception:  # cupy missing or broken: not needed for the baselines
+            env["cupy"] = None
+        try:
+            import triton
+
+            env["triton"] = triton.__version__
+        except ImportError:
+            env["triton"] = None
+        return env
+
+    def ceilings(self) -> Ceilings:
+        from prism.tune.timing import copy_bandwidth, matmul_rate
+
+        return Ceilings(copy_bandwidth(), matmul_rate())
+
+    # ---------------------------------------------------------------- systems
+    def _system_fn(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> Callable[..., Any]:
+        if system == "prism":
+            if prism_fn is None:
+                raise ValueError("no Prism kernel for this configuration")
+            return prism_fn
+        base = TORCH_PROGRAMS[cfg.program]
+        if system == "eager":
+            return base
+        key = (cfg.id, system)
+        if key not in self._compiled:
+            mode = {"compile": None, "max_autotune": "max-autotune-no-cudagraphs"}[system]
+            self._compiled[key] = self.torch.compile(base, mode=mode, dynamic=False)
+        return self._compiled[key]
+
+    def _inputs(self, cfg: Config, values: dict[str, np.ndarray]) -> list[Any]:
+        torch = self.torch
+        dt = getattr(torch, cfg.dtype)
+        return [torch.from_numpy(values[t.name]).to(device="cuda", dtype=dt).contiguous() for t in cfg.build().inputs]
+
+    def _copy(self, cfg: Config, i: int) -> list[Any]:
+        """The i-th timing copy of the inputs, drawn on the GPU: N(0,1)·scale in the config's dtype."""
+        torch = self.torch
+        gen = torch.Generator(device="cuda").manual_seed(1000 + i)
+        dt = getattr(torch, cfg.dtype)
+        return [
+            (torch.randn(t.shape, device="cuda", generator=gen, dtype=torch.float32) * cfg.scales.get(t.name, 1.0)).to(dt)
+            for t in cfg.build().inputs
+        ]
+
+    def measure(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> SystemResult:
+        from prism.tune.timing import graph_time_us
+
+        graph = cfg.build()
+        try:
+            fn = self._system_fn(cfg, system, prism_fn)
+            values = cfg.random_inputs(self.seed, graph)
+            ref = graph.evaluate(values)[graph.outputs[0].name]
+            out = fn(*self._inputs(cfg, values))
+            if isinstance(out, dict):
+                out = out[graph.outputs[0].name]
+            elif isinstance(out, list | tuple):
+                out = out[0]
+            self.torch.cuda.synchronize()
+            err = relative_error(out.double().cpu().numpy(), ref)
+        except Exception as e:  # a broken system is a result, not a crash of the suite
+            log.error("%s on %s failed: %s", system, cfg.id, e)
+            return SystemResult(None, None, f"{type(e).__name__}: {e}")
+        if not err < TOLERANCE:
+            log.error("%s on %s: relative error %.3g over %.0e: not timed", system, cfg.id, err, TOLERANCE)
+            return SystemResult(None, err, f"relative error {err:.3g} over {TOLERANCE:.0e}")
+        try:
+            us = graph_time_us(fn, lambda i: self._copy(cfg, i))
+        except Exception as e:
+            log.error("timing %s on %s failed: %s", system, cfg.id, e)
+            return SystemResult(None, err, f"timing: {type(e).__name__}: {e}")
+        return SystemResult(us, err)

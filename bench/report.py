@@ -1,0 +1,169 @@
+"""Results of a bench run: the record per configuration, the terminal table, the JSON file, the plot
+and the table in bench/README.md. No torch here: it runs wherever the JSON is."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.measure import BASELINES, SYSTEMS
+
+log = logging.getLogger(__name__)
+
+RESULTS_DIR = Path(__file__).parent / "results"
+README = Path(__file__).parent / "README.md"
+TABLE_START = "<!-- bench-table:start -->"
+TABLE_END = "<!-- bench-table:end -->"
+LABELS = {"eager": "eager", "compile": "compile", "max_autotune": "max-autotune", "prism": "Prism"}
+
+
+def finish_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """Add the derived fields: best baseline, Prism's speedup over it, fraction of the floor reached."""
+    base = {s: rec.get(f"{s}_us") for s in BASELINES}
+    timed = {s: v for s, v in base.items() if v is not None}
+    best = min(timed, key=lambda s: timed[s]) if timed else None
+    rec["best_baseline"] = best
+    rec["best_baseline_us"] = timed[best] if best else None
+    prism = rec.get("prism_us")
+    rec["speedup"] = rec["best_baseline_us"] / prism if prism and rec["best_baseline_us"] else None
+    rec["floor_fraction"] = rec["floor_us"] / prism if prism and rec.get("floor_us") else None
+    return rec
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    vals = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
+
+
+def summarize(configs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    speedups = [r["speedup"] for r in configs if r.get("speedup")]
+    with_prism = [r for r in configs if r.get("prism_us") is not None]
+    out: dict[str, Any] = {
+        "configs": len(configs),
+        "prism_timed": len(with_prism),
+        "geomean_speedup": geomean(speedups),
+    }
+    if with_prism and len(with_prism) == len(configs):
+        out["beats_best_baseline_everywhere"] = all((r.get("speedup") or 0) > 1 for r in configs)
+        out["geomean_target_met"] = (out["geomean_speedup"] or 0) >= 2.0
+        bw = [r for r in configs if r["config"] in ("rmsnorm_linear_d4096", "swiglu_d4096")]
+        out["floor_target_met"] = bool(bw) and all((r.get("floor_fraction") or 0) >= 0.8 for r in bw)
+    return out
+
+
+def _fmt(v: Any, spec: str = ".1f") -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return format(v, spec)
+    return str(v)
+
+
+def table(result: dict[str, Any]) -> str:
+    """A Markdown table (also readable on a terminal)."""
+    head = ["id", "floor", "eager", "compile", "max-autotune", "best baseline", "Prism", "speedup", "Prism rel. err"]
+    rows = [head, ["---"] * len(head)]
+    for r in result["configs"]:
+        rows.append([
+            r["config"], _fmt(r.get("floor_us"), ".2f"), _fmt(r.get("eager_us")), _fmt(r.get("compile_us")),
+            _fmt(r.get("max_autotune_us")), _fmt(r.get("best_baseline_us")), _fmt(r.get("prism_us")),
+            _fmt(r.get("speedup"), ".2f") + ("×" if r.get("speedup") else ""), _fmt(r.get("rel_err"), ".1e"),
+        ])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in rows]
+    lines[1] = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    ceil = result.get("ceilings") or {}
+    foot = [f"µs per call; {result.get('gpu')}, {result.get('date')}, torch {result.get('torch')}, "
+            f"CUDA {result.get('cuda')}; systems: {', '.join(result.get('systems', []))}."]
+    if ceil:
+        foot.append(f"Ceilings measured in this run: {ceil['copy_tb_per_s']:.2f} TB/s device copy (read + write), "
+                    f"{ceil['matmul_tflop_per_s']:.0f} TFLOP/s fp16 matmul.")
+    summ = result.get("summary") or {}
+    if summ.get("geomean_speedup"):
+        foot.append(f"Geometric-mean speedup of Prism over the best baseline: {summ['geomean_speedup']:.2f}×.")
+    if result.get("note"):
+        foot.append(str(result["note"]))
+    return "\n".join(lines) + "\n\n" + "\n".join(foot) + "\n"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
+def result_path(result: dict[str, Any], out_dir: Path, tag: str | None = None) -> Path:
+    date = str(result.get("date", "undated"))[:10]
+    name = f"{date}-{slug(str(result.get('gpu', 'gpu')))}" + (f"-{slug(tag)}" if tag else "")
+    return out_dir / f"{name}.json"
+
+
+def write_json(result: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def write_plot(result: dict[str, Any], path: Path) -> Path | None:
+    """Bar chart of every system's speedup over the best baseline per configuration (log scale);
+    a tick marks the roofline floor's speedup. None, with a warning, when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed: no plot written (pip install 'prism[bench]')")
+        return None
+    recs = [r for r in result["configs"] if r.get("best_baseline_us")]
+    systems = [s for s in SYSTEMS[1:] + SYSTEMS[:1] if any(r.get(f"{s}_us") for r in recs)]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(recs) + 2), 4.5))
+    width = 0.8 / max(1, len(systems))
+    for j, s in enumerate(systems):
+        xs, ys = [], []
+        for i, r in enumerate(recs):
+            if r.get(f"{s}_us"):
+                xs.append(i - 0.4 + width * (j + 0.5))
+                ys.append(r["best_baseline_us"] / r[f"{s}_us"])
+        ax.bar(xs, ys, width, label=LABELS[s])
+    floors = [(i, r["best_baseline_us"] / r["floor_us"]) for i, r in enumerate(recs) if r.get("floor_us")]
+    if floors:
+        ax.scatter([i for i, _ in floors], [v for _, v in floors], marker="_", s=400, color="black",
+                   label="roofline floor", zorder=3)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(recs)))
+    ax.set_xticklabels([r["config"] for r in recs], rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel("speedup over the best baseline")
+    ax.set_title(f"{result.get('gpu', '')} · {str(result.get('date', ''))[:10]} · µs per call, higher is better",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def update_readme(result: dict[str, Any], json_path: Path, readme: Path | None = None) -> bool:
+    """Replace the table between the markers in bench/README.md. False if the markers are missing."""
+    readme = readme or README
+    if not readme.exists():
+        return False
+    text = readme.read_text()
+    if TABLE_START not in text or TABLE_END not in text:
+        return False
+    head, rest = text.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    try:
+        shown = json_path.resolve().relative_to(readme.parent.resolve())
+    except ValueError:
+        shown = json_path
+    body = f"\nFrom `{shown}` (command: `{result.get('command', '')}`):\n\n{table(result)}"
+    readme.write_text(head + TABLE_START + body + TABLE_END + tail)
+    return True

@@ -1,0 +1,145 @@
+"""Elementwise expressions over tiles: how a value of the block graph is read at a tile index.
+
+Materialised values are read from their shared-memory tile (partial copies added); elementwise
+ops are inlined, so a chain of them is computed in registers wherever it is consumed. Broadcasting
+follows NumPy: a size-1 dim of an operand is read at index 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from prism.codegen.lower import Buf, KernelLowering, Store
+from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, UnaryOp
+from prism.ops import Binary, Unary
+
+UNARY_C: dict[Unary, str] = {
+    Unary.EXP: "__expf({x})",
+    Unary.SILU: "prism_silu({x})",
+    Unary.GELU: "prism_gelu({x})",
+    Unary.SQRT: "sqrtf({x})",
+    Unary.RSQRT: "rsqrtf({x})",
+    Unary.SQUARE: "prism_sq({x})",
+    Unary.NEG: "(-{x})",
+    Unary.SCALE: "({x} * {c})",
+    Unary.ADD_SCALAR: "({x} + {c})",
+}
+
+BINARY_C: dict[Binary, str] = {
+    Binary.ADD: "({a} + {b})",
+    Binary.SUB: "({a} - {b})",
+    Binary.MUL: "({a} * {b})",
+    Binary.DIV: "({a} / {b})",
+}
+
+
+def flt(v: float) -> str:
+    """A float literal in C (float32 precision, always with a dot or an exponent)."""
+    s = f"{float(v):.9g}"
+    if not any(ch in s for ch in ".en"):
+        s += ".0"
+    return s + "f"
+
+
+def offset(strides: Sequence[int], idx: Sequence[str]) -> str:
+    """C expression of the element offset of ``idx`` (index strings, "0" for a fixed zero)."""
+    terms = []
+    for s, i in zip(strides, idx, strict=True):
+        if i == "0":
+            continue
+        term = i if _atomic(i) else f"({i})"
+        terms.append(term if s == 1 else f"{term} * {s}")
+    return " + ".join(terms) if terms else "0"
+
+
+def _atomic(s: str) -> bool:
+    return s.isidentifier() or s.isdigit() or (s.startswith("(") and s.endswith(")") and s.count("(") == 1)
+
+
+def decompose(var: str, shape: Sequence[int], prefix: str, vec: int = 1) -> tuple[list[str], list[str]]:
+    """Split a flat item index ``var`` over ``shape`` (row-major; the last dim in steps of ``vec``).
+
+    Returns (C declarations, index strings per dim)."""
+    lines: list[str] = []
+    idx: list[str] = ["0"] * len(shape)
+    rest = var
+    n = len(shape)
+    for d in range(n - 1, -1, -1):
+        ext = shape[d] // vec if d == n - 1 else shape[d]
+        name = f"{prefix}{d}"
+        inner = math.prod(shape[:d])  # extents left of d
+        if ext == 1:
+            continue
+        if inner == 1 and (d != n - 1 or vec == 1):
+            expr = rest
+        elif inner == 1:
+            expr = f"{rest} * {vec}"
+        else:
+            expr = f"({rest} % {ext})" + (f" * {vec}" if d == n - 1 and vec > 1 else "")
+        lines.append(f"const int {name} = {expr};")
+        idx[d] = name
+        if inner > 1:
+            rest_name = f"{prefix}r{d}"
+            lines.append(f"const int {rest_name} = {rest} / {ext};")
+            rest = rest_name
+    return lines, idx
+
+
+def bcast(idx: Sequence[str], tile: Sequence[int], out: Sequence[int]) -> list[str]:
+    return ["0" if t == 1 and o != 1 else i for i, t, o in zip(idx, tile, out, strict=True)]
+
+
+def with_last(idx: Sequence[str], add: int) -> list[str]:
+    if add == 0:
+        return list(idx)
+    last = idx[-1]
+    return [*idx[:-1], str(add) if last == "0" else f"{last} + {add}"]
+
+
+class Exprs:
+    """Renders the value of op ``i`` at a tile index as a C float expression."""
+
+    def __init__(self, low: KernelLowering, ptr: dict[str, str] | None = None) -> None:
+        self.low = low
+        self.ptr = ptr or {}  # buffer name -> C pointer expression (defaults to the name)
+
+    def buf_read(self, b: Buf, idx: Sequence[str]) -> str:
+        p = self.ptr.get(b.name, b.name)
+        off = offset(b.strides, idx)
+        reads = []
+        for c in range(1 if b.ring else b.copies):
+            o = off if c == 0 else (f"{off} + {c * b.copy_elems}" if off != "0" else str(c * b.copy_elems))
+            reads.append(f"{p}[{o}]")
+        if b.dtype == "half":
+            reads = [f"hload({r})" for r in reads]
+        return reads[0] if len(reads) == 1 else "(" + " + ".join(reads) + ")"
+
+    def read(self, i: int, idx: Sequence[str]) -> str:
+        low = self.low
+        store = low.stores[i]
+        if store is Store.INLINE:
+            return self.define(i, idx)
+        if store is Store.FRAG:
+            raise AssertionError("an mma fragment is read through its accumulator")
+        return self.buf_read(low.bufs[i], idx)
+
+    def define(self, i: int, idx: Sequence[str]) -> str:
+        """The op's own computation (for inline values and for the pass that materialises one)."""
+        low = self.low
+        op = low.kernel.ops[i]
+        tile = low.tiles[i]
+        assert tile is not None
+        match op:
+            case UnaryOp(fn, x, scalar):
+                tx = low.tiles[x]
+                assert tx is not None
+                c = flt(scalar.resolve(dict(low.scalars))) if scalar is not None else ""
+                return UNARY_C[fn].format(x=self.read(x, bcast(idx, tx, tile)), c=c)
+            case BinaryOp(fn, a, b):
+                ta, tb = low.tiles[a], low.tiles[b]
+                assert ta is not None and tb is not None
+                return BINARY_C[fn].format(a=self.read(a, bcast(idx, ta, tile)), b=self.read(b, bcast(idx, tb, tile)))
+            case Load() | MatmulOp() | ReduceOp() | Accum():
+                return self.read(i, idx)
+        raise AssertionError(f"no elementwise definition for {op!r}")

@@ -1,0 +1,143 @@
+"""Tensor-core matmuls: ldmatrix from padded shared-memory tiles, mma.sync m16n8k16, float32 fragments.
+
+A is a row-major [m, k] half tile (``ldmatrix.x4``; rows past m are clamped to the last row, so a
+tile of 8 rows wastes nothing beyond the 16-row mma), B a row-major [k, n] half tile
+(``ldmatrix.x4.trans``, two n8 tiles per load). Each warp owns units of 16 rows x 16 columns and a
+share of the k-steps (see ``MmaPlan``); fragments stay in registers (an accumulator across the
+for-loop) or are written to a float32 tile, one partial copy per k-split.
+"""
+
+from __future__ import annotations
+
+from prism.codegen.lower import Buf, KernelLowering, MmaPlan
+
+
+def frag_type(plan: MmaPlan) -> str:
+    return f"float[{plan.per_warp}][2][4]"
+
+
+def _unit_lines(plan: MmaPlan, nw: int, need_bt: bool) -> tuple[list[str], str | None]:
+    """Declarations of u / bt / mt / np and the unit guard (None when every unit index is valid)."""
+    lines = []
+    if plan.ksplit > 1:
+        lines.append(f"const int u = warp % {plan.units};")
+        guard = None
+    else:
+        lines.append(f"const int u = warp + j * {nw};")
+        guard = None if plan.units % nw == 0 else f"u < {plan.units}"
+    lines += [
+        f"const int mt = (u / {plan.npairs}) % {plan.mtiles};" if plan.mtiles > 1 else "const int mt = 0;",
+        f"const int np = u % {plan.npairs};" if plan.npairs > 1 else "const int np = 0;",
+    ]
+    if need_bt:
+        lines.insert(1, f"const int bt = u / {plan.mtiles * plan.npairs};")
+    return lines, guard
+
+
+def _kpart(plan: MmaPlan, nw: int) -> list[str]:
+    if plan.ksplit == 1:
+        return []
+    lines = [f"const int kpart = warp / {plan.units};"]
+    if plan.units * plan.ksplit < nw:
+        lines.append(f"if (kpart >= {plan.ksplit}) return;")
+    return lines
+
+
+def render_mma(low: KernelLowering, i: int) -> str:
+    """``mma_<i>(acc, A, B, warp, lane)``: acc += A @ B over this warp's units and k-steps."""
+    plan = low.mmas[i]
+    a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
+    nw = low.warps
+    a_p, b_p = a_buf.pitch, b_buf.pitch
+    a_bs = a_buf.strides[0] if plan.a_bstride else 0
+    b_bs = b_buf.strides[0] if plan.b_bstride else 0
+    unit, guard = _unit_lines(plan, nw, bool(a_bs or b_bs))
+    two = plan.n % 16 != 0
+    k0 = "kpart * " + str(plan.ksteps) if plan.ksplit > 1 else "0"
+    unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"
+    body = [
+        *unit,
+        f"const unsigned a_addr = smem_u32(A + {'bt * ' + str(a_bs) + ' + ' if a_bs else ''}"
+        f"imin(mt * 16 + (lane & 15), {plan.m - 1}) * {a_p} + (lane >> 4) * 8);",
+        f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}"
+        f"((lane & 7) + ((lane >> 3) & 1) * 8) * {b_p} + "
+        + (f"imin(np * 16 + (lane >> 4) * 8, {plan.n - 8}));" if two else "np * 16 + (lane >> 4) * 8);"),
+    ]
+    if two:
+        body.append(f"const bool two = np * 16 + 8 < {plan.n};")
+    body += [
+        unroll,
+        f"for (int t = {k0}; t < {k0} + {plan.ksteps}; ++t) {{" if plan.ksplit > 1 else
+        f"for (int t = 0; t < {plan.ksteps}; ++t) {{",
+        "  unsigned a[4], b[4];",
+        "  ldsm_x4(a, a_addr + t * 32);",
+        f"  ldsm_x4_t(b, b_addr + t * {16 * b_p * 2});",
+        "  mma16816(acc[j][0], a, b[0], b[1]);",
+        "  if (two) mma16816(acc[j][1], a, b[2], b[3]);" if two else "  mma16816(acc[j][1], a, b[2], b[3]);",
+        "}",
+    ]
+    lines = [
+        f"// op {i}: [{plan.batch}x]{plan.m}x{plan.k} @ {plan.k}x{plan.n}: {plan.units} units of 16x16 over {nw} warps"
+        f" ({plan.per_warp} per warp), k split {plan.ksplit} ways, {plan.ksteps} k-steps per warp",
+        f"static __device__ __forceinline__ void mma_{i}(float (&acc)[{plan.per_warp}][2][4], const half_t* A,"
+        " const half_t* B, const int warp, const int lane) {",
+        *[f"  {x}" for x in _kpart(plan, nw)],
+        "#pragma unroll",
+        f"  for (int j = 0; j < {plan.per_warp}; ++j) {{",
+    ]
+    lines.append(f"    {body[0]}")
+    if guard:
+        lines.append(f"    if ({guard}) {{")
+        lines += [f"      {x}" for x in body[1:]]
+        lines.append("    }")
+    else:
+        lines += [f"    {x}" for x in body[1:]]
+    lines += ["  }", "}"]
+    return "\n".join(lines)
+
+
+def render_frag_store(low: KernelLowering, i: int, dst: Buf) -> str:
+    """``store_<i>(acc, D, warp, lane)``: write this warp's fragments into its partial copy of D."""
+    plan = low.mmas[i]
+    nw = low.warps
+    p = dst.pitch
+    bs = dst.strides[0] if plan.batch > 1 else 0
+    unit, guard = _unit_lines(plan, nw, bool(bs))
+    pair = p % 2 == 0
+    body = [*unit]
+    body += [
+        "const int r0 = mt * 16 + (lane >> 2);",
+        "#pragma unroll",
+        "for (int h = 0; h < 2; ++h) {",
+        "  const int col = np * 16 + h * 8 + 2 * (lane & 3);",
+        f"  float* d = D + {'bt * ' + str(bs) + ' + ' if bs else ''}r0 * {p} + col;",
+    ]
+    cond_col = f"col < {plan.n} && " if plan.n % 16 else ""
+    if pair:
+        body += [
+            f"  if ({cond_col}r0 < {plan.m}) st_f2(d, acc[j][h][0], acc[j][h][1]);",
+            f"  if ({cond_col}r0 + 8 < {plan.m}) st_f2(d + {8 * p}, acc[j][h][2], acc[j][h][3]);",
+        ]
+    else:
+        body += [
+            f"  if ({cond_col}r0 < {plan.m}) {{ d[0] = acc[j][h][0]; d[1] = acc[j][h][1]; }}",
+            f"  if ({cond_col}r0 + 8 < {plan.m}) {{ d[{8 * p}] = acc[j][h][2]; d[{8 * p + 1}] = acc[j][h][3]; }}",
+        ]
+    body.append("}")
+    lines = [
+        f"static __device__ __forceinline__ void store_{i}(const float (&acc)[{plan.per_warp}][2][4], float* D,"
+        " const int warp, const int lane) {",
+        *[f"  {x}" for x in _kpart(plan, nw)],
+    ]
+    if plan.ksplit > 1:
+        lines.append(f"  D += kpart * {dst.copy_elems};")
+    lines += ["#pragma unroll", f"  for (int j = 0; j < {plan.per_warp}; ++j) {{"]
+    lines.append(f"    {body[0]}")
+    if guard:
+        lines.append(f"    if ({guard}) {{")
+        lines += [f"      {x}" for x in body[1:]]
+        lines.append("    }")
+    else:
+        lines += [f"    {x}" for x in body[1:]]
+    lines += ["  }", "}"]
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""Reductions and elementwise accumulators.
+
+A reduction over one dim gives each output to a group of ``G`` lanes (``G`` = min(32, the reduced
+extent rounded down to a power of two)): the lanes stride the reduced dim, then combine with
+``__shfl_xor_sync``. Used for ``ReduceOp`` (result to a float32 tile) and for ``Accum(x, dim)``
+(result added into registers every iteration). ``Accum(x)`` without a dim keeps one register per
+element a thread owns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from prism.codegen.lower import Buf, KernelLowering
+from prism.codegen.render_expr import Exprs, bcast, decompose, offset
+from prism.ops import Reduce
+
+
+def _indent(lines: Sequence[str], n: int) -> list[str]:
+    return [" " * n + x for x in lines]
+
+
+def _red_outputs(tile_x: tuple[int, ...], dim: int) -> tuple[tuple[int, ...], int]:
+    out = tuple(1 if d == dim else s for d, s in enumerate(tile_x))
+    return out, math.prod(out)
+
+
+def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, group: int, count: int,
+                       *, dst: Buf | None, acc: str | None, name: str) -> list[str]:
+    """Reduce value ``x`` over ``dim``: write to ``dst`` (a ReduceOp) and/or add into register array ``acc``."""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    out, n_out = _red_outputs(tile_x, dim)
+    extent = tile_x[dim]
+    nw = low.warps
+    gpw = 32 // group
+    decl, idx = decompose("o", out, f"{name}_o")
+    xidx = list(idx)
+    xidx[dim] = "r"
+    init = "0.0f" if fn is Reduce.SUM else "-__int_as_float(0x7f800000)"
+    comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
+    lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
+    o_expr = f"(j * {nw} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
+    guard = n_out % (nw * gpw) != 0
+    lines = [
+        f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, {group} lanes each",
+        "#pragma unroll",
+        f"for (int j = 0; j < {count}; ++j) {{",
+        f"  const int o = {o_expr};",
+        f"  float p = {init};",
+        f"  if (o < {n_out}) {{" if guard else "  {",
+        *_indent(decl, 4),
+        "#pragma unroll 4",
+        f"    for (int r = {lane_r}; r < {extent}; r += {group}) " + comb.format(v=ex.read(x, xidx)),
+        "  }",
+    ]
+    if group > 1:
+        lines.append(f"  p = {'warp_sum' if fn is Reduce.SUM else 'warp_max'}(p, {group});")
+    if acc is not None:
+        lines.append(f"  {acc}[j] += p;")
+    if dst is not None:
+        cond = ([f"o < {n_out}"] if guard else []) + ([f"{lane_r} == 0"] if group > 1 else [])
+        lines.append(f"  if ({' && '.join(cond) or 'true'}) {{")
+        lines += _indent(decl, 4)
+        lines.append(f"    {dst.name}[{offset(dst.strides, idx)}] = p;")
+        lines.append("  }")
+    lines.append("}")
+    return lines
+
+
+def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: int, count: int, dst: Buf,
+                         acc: str) -> list[str]:
+    """After the loop: the group leaders write a reduce-accumulator's registers to its tile."""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    out, n_out = _red_outputs(tile_x, dim)
+    nw = low.warps
+    gpw = 32 // group
+    decl, idx = decompose("o", out, f"a{i}_o")
+    lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
+    o_expr = f"(j * {nw} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
+    cond = ([f"o < {n_out}"] if n_out % (nw * gpw) else []) + ([f"{lane_r} == 0"] if group > 1 else [])
+    return [
+        "#pragma unroll",
+        f"for (int j = 0; j < {count}; ++j) {{",
+        f"  const int o = {o_expr};",
+        f"  if ({' && '.join(cond) or 'true'}) {{",
+        *_indent(decl, 4),
+        f"    {dst.name}[{offset(dst.strides, idx)}] = {acc}[j];",
+        "  }",
+        "}",
+    ]
+
+
+def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, acc: str, *, write: Buf | None) -> list[str]:
+    """Each thread adds its elements of value ``x`` into ``acc`` (or, after the loop, writes them out)."""
+    tile = low.tiles[i]
+    tile_x = low.tiles[x]
+    assert tile is not None and tile_x is not None
+    n = math.prod(tile)
+    nt = low.threads
+    decl, idx = decompose("e", tile, f"a{i}_e")
+    if write is None:
+        stmt = f"{acc}[j] += {ex.read(x, bcast(idx, tile_x, tile))};"
+    else:
+        stmt = f"{write.name}[{offset(write.strides, idx)}] = {acc}[j];"
+    guard = n % nt != 0
+    lines = ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{", f"  const int e = tid + j * {nt};"]
+    if guard:
+        lines += [f"  if (e < {n}) {{", *_indent(decl, 4), f"    {stmt}", "  }"]
+    else:
+        lines += [*_indent(decl, 2), f"  {stmt}"]
+    lines.append("}")
+    return lines

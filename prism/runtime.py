@@ -1,0 +1,315 @@
+"""Compile a LaunchPlan with CuPy (NVRTC) and run it on torch tensors or CuPy arrays.
+
+    plan = prism.codegen.generate(kg, arch="sm_90")
+    fn = prism.runtime.compile_plan(plan)          # OptimizedGraph; compiles and loads every kernel
+    out = fn(X, W)                                  # torch tensors -> torch tensor (CuPy -> CuPy)
+    fn(X, W, out=O)                                 # write into a preallocated output
+    fn(X=X, W=W)                                    # inputs by name
+
+* Compilation: ``cupy.RawModule`` (NVRTC; CuPy adds ``-arch`` for the current device), options
+  ``PRISM_NVRTC_OPTIONS``; modules are cached in-process by a hash of source + options + device
+  (CuPy also keeps compiled binaries on disk). A rejected source raises ``CompileError`` with the
+  source, the NVRTC log and the failing line.
+* Calls check device, dtype, shape, contiguity and 16-byte alignment (``InputError`` /
+  ``DeviceError``), allocate outputs of the inputs' kind unless ``out=`` is given, and launch on the
+  caller's current stream (torch: ``torch.cuda.current_stream()``; CuPy: the current CuPy stream).
+* CUDA graphs: intermediate float32 buffers are allocated once, at compile time, so a call under
+  stream capture allocates nothing but its outputs (none with ``out=``) and never synchronises.
+  One OptimizedGraph must not run concurrently on two streams (the intermediates are shared).
+* Without CuPy or a GPU, importing this module works; ``compile_plan`` raises ``DeviceError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from prism.codegen.arch import SMEM_DEFAULT
+from prism.codegen.plan import KernelLaunch, LaunchPlan, PredefinedOp
+from prism.errors import CompileError, DeviceError, InputError
+from prism.ir import TensorSpec
+
+NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++17",)
+ALIGNMENT = 16
+
+_MODULES: dict[str, Any] = {}  # hash of (source, options, device) -> cupy.RawModule
+
+
+def _cupy() -> Any:
+    try:
+        import cupy
+    except Exception as e:  # ImportError, or a CuPy that cannot find its CUDA libraries
+        raise DeviceError(f"running generated kernels needs CuPy with a working CUDA install ({e})") from e
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        raise DeviceError(f"no usable CUDA device: {e}") from e
+    if n < 1:
+        raise DeviceError("no CUDA device is present")
+    return cupy
+
+
+def _torch() -> Any | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _nvrtc_options() -> tuple[str, ...]:
+    import os
+
+    extra = os.environ.get("PRISM_NVRTC_OPTIONS", "")
+    return NVRTC_OPTIONS + tuple(extra.split())
+
+
+_LINE = re.compile(r"\((\d+)\): (?:error|catastrophic error)")
+
+
+def compile_kernel(k: KernelLaunch, *, options: Sequence[str] | None = None) -> Any:
+    """Load (compiling if needed) one kernel; returns the CuPy RawKernel (smem attribute set)."""
+    cupy = _cupy()
+    opts = tuple(options) if options is not None else _nvrtc_options()
+    dev = cupy.cuda.Device()
+    cc = dev.compute_capability
+    key = hashlib.sha256(f"{k.source}\0{opts}\0{cc}\0{dev.id}".encode()).hexdigest()
+    mod = _MODULES.get(key)
+    try:
+        if mod is None:
+            mod = cupy.RawModule(code=k.source, options=opts)
+        fn = mod.get_function(k.entry)
+    except Exception as e:
+        if type(e).__name__ != "CompileException":
+            raise
+        log = e.get_message() if hasattr(e, "get_message") else str(e)
+        m = _LINE.search(log)
+        raise CompileError(f"NVRTC rejected kernel {k.entry} (sm_{cc})", k.source, log,
+                           int(m.group(1)) if m else None) from e
+    _MODULES[key] = mod
+    if k.smem_bytes > SMEM_DEFAULT:
+        limit = cupy.cuda.runtime.deviceGetAttribute(
+            cupy.cuda.runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, dev.id)
+        if k.smem_bytes > limit:
+            raise DeviceError(f"kernel {k.entry} needs {k.smem_bytes} B of shared memory; device {dev.id} "
+                              f"(sm_{cc}) allows {limit} per block")
+        fn.max_dynamic_shared_size_bytes = k.smem_bytes
+    return fn
+
+
+@dataclass(frozen=True)
+class _Arg:
+    ptr: int
+    kind: str  # "torch" | "cupy"
+    obj: Any
+
+
+class OptimizedGraph:
+    """A compiled launch plan: call it with the program's inputs (torch tensors or CuPy arrays)."""
+
+    def __init__(self, plan: LaunchPlan, kernels: dict[str, Any], buffers: dict[str, Any],
+                 inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...], device: int) -> None:
+        self.plan = plan
+        self._kernels = kernels
+        self._buffers = buffers
+        self.inputs = inputs
+        self.outputs = outputs
+        self.device = device
+        self._streams: dict[int, Any] = {}
+
+    @property
+    def input_names(self) -> list[str]:
+        return [t.name for t in self.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [t.name for t in self.outputs]
+
+    def __repr__(self) -> str:
+        ks = ", ".join(f"{k.name}{list(k.grid)}" for k in self.plan.kernels)
+        return f"OptimizedGraph({self.plan.program}: {ks}; inputs {self.input_names})"
+
+    # ------------------------------------------------------------------ argument checks
+
+    def _bind(self, args: tuple[Any, ...], named: Mapping[str, Any]) -> dict[str, Any]:
+        names = self.input_names
+        if len(args) > len(names):
+            raise InputError(f"{self.plan.program}: {len(args)} positional inputs, the program takes {len(names)} "
+                             f"({', '.join(names)})")
+        bound = dict(zip(names, args, strict=False))
+        for k, v in named.items():
+            if k not in names:
+                raise InputError(f"{self.plan.program}: no input named {k!r}; inputs are {', '.join(names)}")
+            if k in bound:
+                raise InputError(f"{self.plan.program}: input {k!r} given twice")
+            bound[k] = v
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise InputError(f"{self.plan.program}: missing inputs {missing}")
+        return bound
+
+    def _check(self, spec: TensorSpec, t: Any, role: str) -> _Arg:
+        torch = _torch()
+        what = f"{self.plan.program}: {role} {spec.name!r}"
+        if torch is not None and isinstance(t, torch.Tensor):
+            if not t.is_cuda:
+                raise DeviceError(f"{what} is on {t.device}; a CUDA tensor on cuda:{self.device} is needed")
+            if t.device.index != self.device:
+                raise DeviceError(f"{what} is on {t.device}; this graph was compiled for cuda:{self.device}")
+            dt = str(t.dtype).removeprefix("torch.")
+            ptr, contiguous = t.data_ptr(), t.is_contiguous()
+            shape = tuple(t.shape)
+            kind = "torch"
+        else:
+            cupy = _cupy()
+            if not isinstance(t, cupy.ndarray):
+                raise InputError(f"{what} is a {type(t).__name__}; pass a torch CUDA tensor or a CuPy array")
+            if t.device.id != self.device:
+                raise DeviceError(f"{what} is on device {t.device.id}; this graph was compiled for {self.device}")
+            dt = str(t.dtype)
+            ptr, contiguous = t.data.ptr, t.flags.c_contiguous
+            shape = tuple(t.shape)
+            kind = "cupy"
+        if dt != spec.dtype:
+            raise InputError(f"{what} has dtype {dt}; the plan expects {spec.dtype}")
+        if shape != spec.shape:
+            raise InputError(f"{what} has shape {list(shape)}; the plan expects {list(spec.shape)}")
+        if not contiguous:
+            raise InputError(f"{what} is not contiguous (row-major); pass .contiguous()")
+        if ptr % ALIGNMENT:
+            raise InputError(f"{what} starts at an address that is not {ALIGNMENT}-byte aligned (a view?)")
+        return _Arg(ptr, kind, t)
+
+    def _stream(self, kind: str) -> Any:
+        cupy = _cupy()
+        if kind == "torch":
+            torch = _torch()
+            assert torch is not None
+            handle = torch.cuda.current_stream(self.device).cuda_stream
+            s = self._streams.get(handle)
+            if s is None:
+                s = cupy.cuda.ExternalStream(handle, self.device) if handle else cupy.cuda.Stream.null
+                self._streams[handle] = s
+            return s
+        return cupy.cuda.get_current_stream()
+
+    def _alloc(self, spec: TensorSpec, kind: str) -> Any:
+        if kind == "torch":
+            torch = _torch()
+            assert torch is not None
+            return torch.empty(spec.shape, dtype=getattr(torch, spec.dtype), device=f"cuda:{self.device}")
+        cupy = _cupy()
+        if spec.dtype == "bfloat16":
+            raise InputError(f"{self.plan.program}: CuPy has no bfloat16 arrays; call with torch tensors")
+        return cupy.empty(spec.shape, dtype=spec.dtype)
+
+    # ------------------------------------------------------------------ call
+
+    def __call__(self, *args: Any, out: Any = None, **named: Any) -> Any:
+        """Run the plan. Returns the output (or a tuple of outputs); ``out`` may be one array or a sequence."""
+        cupy = _cupy()
+        bound = self._bind(args, named)
+        ins = {s.name: self._check(s, bound[s.name], "input") for s in self.inputs}
+        kind = next(iter(ins.values())).kind
+        if any(a.kind != kind for a in ins.values()):
+            raise InputError(f"{self.plan.program}: mix of torch tensors and CuPy arrays; pass one kind")
+        if out is None:
+            outs_obj = [self._alloc(s, kind) for s in self.outputs]
+        else:
+            outs_obj = list(out) if isinstance(out, list | tuple) else [out]
+            if len(outs_obj) != len(self.outputs):
+                raise InputError(f"{self.plan.program}: out= has {len(outs_obj)} arrays for {len(self.outputs)} outputs")
+        outs = {s.name: self._check(s, o, "output") for s, o in zip(self.outputs, outs_obj, strict=True)}
+        ptrs: dict[str, int] = {n: a.ptr for n, a in (*ins.items(), *outs.items())}
+        for n, b in self._buffers.items():
+            ptrs[n] = b.data.ptr
+        stream = self._stream(kind)
+        with cupy.cuda.Device(self.device), stream:
+            for step in self.plan.steps:
+                if isinstance(step, KernelLaunch):
+                    fn = self._kernels[step.entry]
+                    fn(step.grid, step.block, tuple(np.uint64(ptrs[a]) for a in step.args),
+                       shared_mem=step.smem_bytes)
+                else:
+                    _run_predefined(step, ptrs, self._spec_of)
+        return outs_obj[0] if len(outs_obj) == 1 else tuple(outs_obj)
+
+    def _spec_of(self, name: str) -> tuple[tuple[int, ...], str]:
+        for t in (*self.inputs, *self.outputs):
+            if t.name == name:
+                return t.shape, t.dtype
+        b = self._buffers[name]
+        return tuple(b.shape), "float32"
+
+
+def _wrap(ptr: int, shape: tuple[int, ...], dtype: str) -> Any:
+    cupy = _cupy()
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    mem = cupy.cuda.UnownedMemory(ptr, nbytes, None)
+    return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
+
+
+def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> None:
+    """A library op on whole tensors (CuPy, float32 math). Allocates temporaries: not capture-safe."""
+    cupy = _cupy()
+    args = []
+    for name in op.inputs:
+        shape, dt = spec_of(name)
+        if dt == "bfloat16":
+            raise DeviceError(f"pre-defined op {op.name}: bfloat16 tensors are not supported by the CuPy fallback")
+        args.append(_wrap(ptrs[name], shape, dt).astype(cupy.float32))
+    c = op.scalar if op.scalar is not None else 0.0
+    unary = {
+        "exp": cupy.exp, "sqrt": cupy.sqrt, "rsqrt": lambda x: 1.0 / cupy.sqrt(x), "square": lambda x: x * x,
+        "neg": lambda x: -x, "scale": lambda x: x * c, "add_scalar": lambda x: x + c,
+        "silu": lambda x: x / (1.0 + cupy.exp(-x)),
+        "gelu": lambda x: 0.5 * x * (1.0 + cupy.tanh(0.7978845608 * (x + 0.044715 * x**3))),
+    }
+    binary = {"add": cupy.add, "sub": cupy.subtract, "mul": cupy.multiply, "div": cupy.divide}
+    match op.kind:
+        case "unary":
+            res = unary[str(op.fn)](args[0])
+        case "binary":
+            res = binary[str(op.fn)](args[0], args[1])
+        case "reduce":
+            res = (cupy.sum if op.fn == "sum" else cupy.max)(args[0], axis=op.dim, keepdims=True)
+        case "matmul":
+            res = cupy.matmul(args[0], args[1])
+        case "transpose":
+            res = cupy.swapaxes(args[0], -1, -2)
+        case _:
+            raise DeviceError(f"pre-defined op kind {op.kind!r} has no runtime implementation")
+    shape, dt = spec_of(op.output)
+    if dt == "bfloat16":
+        raise DeviceError(f"pre-defined op {op.name}: bfloat16 tensors are not supported by the CuPy fallback")
+    dst = _wrap(ptrs[op.output], shape, dt)
+    dst[...] = res.astype(dt)
+
+
+def compile_plan(plan: LaunchPlan, *, inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None,
+                 options: Sequence[str] | None = None) -> OptimizedGraph:
+    """Compile every kernel of ``plan`` on the current CuPy device and allocate its intermediates.
+
+    ``inputs`` / ``outputs`` (names) reorder the call signature; default: the program's order.
+    """
+    cupy = _cupy()
+    by_name = {t.name: t for t in plan.inputs}
+    out_by_name = {t.name: t for t in plan.outputs}
+    try:
+        ins = tuple(by_name[n] for n in inputs) if inputs is not None else plan.inputs
+        outs = tuple(out_by_name[n] for n in outputs) if outputs is not None else plan.outputs
+    except KeyError as e:
+        raise InputError(f"{plan.program}: no tensor {e.args[0]!r} in the plan") from e
+    if inputs is not None and len(ins) != len(plan.inputs):
+        raise InputError(f"{plan.program}: inputs= must name all of {list(by_name)}")
+    if outputs is not None and len(outs) != len(plan.outputs):
+        raise InputError(f"{plan.program}: outputs= must name all of {list(out_by_name)}")
+    device = cupy.cuda.Device().id
+    kernels = {k.entry: compile_kernel(k, options=options) for k in plan.kernels}
+    buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype) for b in plan.buffers}
+    return OptimizedGraph(plan, kernels, buffers, ins, outs, device)

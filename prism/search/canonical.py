@@ -1,0 +1,195 @@
+"""Canonical forms of kernel graphs: equal strings for graphs that differ only in op order, symbol
+names, kernel names, intermediate tensor names and (optionally) the order of each kernel's grid dims.
+
+The op order is the unique topological order in which the op keys ``(position of the newest operand,
+kind, operands, parameters)`` strictly increase; the generator builds block graphs directly in that
+order, so it never produces two orderings of one block graph (uniqueness: two such orders of one DAG
+would have to place two ops available at the same step in both relative orders).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Mapping, Sequence
+
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    CustomKernel,
+    Kernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    PredefinedKernel,
+    ReduceOp,
+    Save,
+    UnaryOp,
+    op_args,
+)
+from prism.ops import COMMUTATIVE, scalar_to_json
+
+KIND_RANK = {Load: 0, UnaryOp: 1, BinaryOp: 2, MatmulOp: 3, ReduceOp: 4, Accum: 5, Save: 6}
+INTERMEDIATE = "~"  # what a save to an intermediate tensor sorts as (its name is given afterwards)
+
+OpKey = tuple[int, int, tuple[int, ...], str]
+
+
+def sorted_args(op: BlockOp) -> tuple[int, ...]:
+    args = op_args(op)
+    if isinstance(op, BinaryOp) and op.fn in COMMUTATIVE:
+        return tuple(sorted(args))
+    return args
+
+
+def op_params(op: BlockOp, tensor_name: str = "", maps: bool = False) -> str:
+    match op:
+        case Load(tensor, imap, fmap):
+            return f"{tensor_name or tensor}" + (f"|{list(imap)}|{fmap}" if maps else "")
+        case UnaryOp(fn, _, scalar):
+            return f"{fn.value}|{scalar_to_json(scalar)}"
+        case BinaryOp(fn):
+            return fn.value
+        case MatmulOp():
+            return ""
+        case ReduceOp(fn, _, dim):
+            return f"{fn.value}|{dim}"
+        case Accum(_, rd):
+            return f"{rd}"
+        case Save(_, tensor, omap):
+            return f"{tensor_name or tensor}" + (f"|{list(omap)}" if maps else "")
+    raise AssertionError(op)
+
+
+def op_key(op: BlockOp, pos: Sequence[int] | Mapping[int, int], tensor_name: str = "", maps: bool = False) -> OpKey:
+    """The ordering key of an op whose operands sit at positions ``pos[a]``."""
+    args = tuple(pos[a] for a in sorted_args(op))
+    if isinstance(op, BinaryOp) and op.fn in COMMUTATIVE:
+        args = tuple(sorted(args))
+    return (max(args, default=-1), KIND_RANK[type(op)], args, op_params(op, tensor_name, maps))
+
+
+def canonical_order(ops: Sequence[BlockOp], names: Mapping[str, str], maps: bool) -> list[int]:
+    """Indices of ``ops`` in canonical order (``names`` gives loads' tensors their canonical names)."""
+    def tname(op: BlockOp) -> str:
+        if isinstance(op, Load):
+            return names.get(op.tensor, op.tensor)
+        if isinstance(op, Save):
+            return names.get(op.tensor, INTERMEDIATE)
+        return ""
+
+    pos: dict[int, int] = {}
+    order: list[int] = []
+    remaining = set(range(len(ops)))
+    while remaining:
+        avail = [j for j in remaining if all(a in pos for a in op_args(ops[j]))]
+        best = min(avail, key=lambda j: (op_key(ops[j], pos, tname(ops[j]), maps), j))
+        pos[best] = len(order)
+        order.append(best)
+        remaining.remove(best)
+    return order
+
+
+def _kernel_orders(kg: KernelGraph) -> list[tuple[Kernel, ...]]:
+    """Every order of the kernels that respects tensor flow."""
+    writes = {k.name: _writes(k) for k in kg.kernels}
+    reads = {k.name: _reads(k) for k in kg.kernels}
+    out = []
+    for perm in itertools.permutations(kg.kernels):
+        seen: set[str] = set()
+        ok = True
+        for k in perm:
+            needs = reads[k.name] - {t.name for t in kg.inputs}
+            if not needs <= seen:
+                ok = False
+                break
+            seen |= writes[k.name]
+        if ok:
+            out.append(perm)
+    return out or [tuple(kg.kernels)]
+
+
+def _writes(k: Kernel) -> set[str]:
+    return {s.tensor for s in k.saves} if isinstance(k, CustomKernel) else {k.output}
+
+
+def _reads(k: Kernel) -> set[str]:
+    return {ld.tensor for ld in k.loads} if isinstance(k, CustomKernel) else set(k.inputs)
+
+
+def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set[str], maps: bool) -> str:
+    names: dict[str, str] = {n: n for n in io}
+    syms: dict[str, str] = {}
+    n_inter = [0]
+
+    def fresh() -> str:
+        n_inter[0] += 1
+        return f"t{n_inter[0] - 1}"
+
+    def sym(s: int | str) -> str:
+        if isinstance(s, int):
+            return str(s)
+        if s not in syms:
+            syms[s] = f"s{len(syms)}"
+        return syms[s]
+
+    parts: list[str] = []
+    for k, perm in zip(kernels, perms, strict=True):
+        if isinstance(k, PredefinedKernel):
+            ins = ",".join(names.get(t, t) for t in k.inputs)
+            if k.output not in names:
+                names[k.output] = fresh()
+            parts.append(f"P[{k.kind.value}|{k.fn and k.fn.value}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{names[k.output]}]")
+            continue
+        grid = [k.grid[p] for p in perm]
+        head = f"K[{','.join(sym(g) for g in grid)};{sym(k.loop)}]"
+        order = canonical_order(k.ops, names, maps)
+        pos = {j: i for i, j in enumerate(order)}
+        body = []
+        for j in order:
+            op = k.ops[j]
+            args = tuple(pos[a] for a in sorted_args(op))
+            if isinstance(op, BinaryOp) and op.fn in COMMUTATIVE:
+                args = tuple(sorted(args))
+            match op:
+                case Load(tensor, imap, fmap):
+                    extra = f"|{[imap[p] for p in perm]}|{fmap}" if maps else ""
+                    body.append(f"L({names.get(tensor, tensor)}{extra})")
+                case Save(_, tensor, omap):
+                    if tensor not in names:
+                        names[tensor] = fresh()
+                    extra = f"|{[omap[p] for p in perm]}" if maps else ""
+                    body.append(f"S({args[0]},{names[tensor]}{extra})")
+                case _:
+                    body.append(f"{type(op).__name__}({','.join(map(str, args))};{op_params(op)})")
+        parts.append(head + "{" + ";".join(body) + "}")
+    return " ".join(parts)
+
+
+def canonical_form(kg: KernelGraph, *, maps: bool = True, grid_perms: bool = True) -> str:
+    """The canonical text of ``kg`` (with or without its maps; modulo grid-dim order if asked)."""
+    io = {t.name for t in kg.inputs} | {t.name for t in kg.outputs}
+    best: str | None = None
+    for kernels in _kernel_orders(kg):
+        choices = [
+            list(itertools.permutations(range(len(k.grid)))) if grid_perms and isinstance(k, CustomKernel)
+            else [tuple(range(len(k.grid)))] if isinstance(k, CustomKernel) else [()]
+            for k in kernels
+        ]
+        for perms in itertools.product(*choices):
+            text = _render(kernels, perms, io, maps)
+            if best is None or text < best:
+                best = text
+    assert best is not None
+    return best
+
+
+def canonical_key(kg: KernelGraph, *, maps: bool = True, grid_perms: bool = True) -> str:
+    """A short hash of :func:`canonical_form`: equal for equivalent orderings/namings of one graph."""
+    return hashlib.sha256(canonical_form(kg, maps=maps, grid_perms=grid_perms).encode()).hexdigest()[:20]
+
+
+def structure_key(kg: KernelGraph) -> str:
+    """The key of the graph's structure: its canonical form with every map erased."""
+    return canonical_key(kg, maps=False)

@@ -1,0 +1,415 @@
+"""Expression-guided pruning (paper §3.3) with abstract expressions at d = 1.
+
+At d = 1 every tile is its whole tensor, for-loop accumulators are the identity (or a sum over their
+``reduce_dim``) and the mappings do not matter, so each value of a partial sGraph has one abstract
+expression over the program inputs. A partial graph is kept only if every value is a
+sub-expression of the target's output under the abstract axioms.
+
+The axioms are built into a normal form instead of being run as rewrites:
+
+* products are multisets of atoms with rational exponents (commutativity, associativity,
+  ``square(x) = x·x``, ``rsqrt(x) = x^-1/2``, ``a / b = a·b^-1``);
+* sums of products are expanded (distributivity; subtraction and negation are coefficients; a scale
+  by a constant is a coefficient, a mean's ``1/n`` is ``Size(dim)^-1``);
+* ``Σ_S`` over a dim set pulls out every factor that does not vary along S, splits independent
+  factors into separate sums, merges nested sums and distributes over additions (reduction
+  splitting, reordering and the sum/mul/div interactions).
+
+The target is "saturated" once: every sub-expression of every equivalent form that the normal form
+can reach (sub-products with sub-exponents, bodies of sums with outer factors pushed in, partial
+sums over a subset of dims) is enumerated into one set, and a membership query is a hash lookup.
+A top-level constant factor is ignored in the lookup, which only keeps more graphs (sound).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from prism.graph import Graph, OpKind
+from prism.ops import Binary, Const, DimRecip, Reduce, Scalar, Unary
+
+from .dimmatch import ONE, ProgramLabels
+
+# Atoms: ("var", name) | ("size", label) | ("cst", value) | ("fn", name, Poly, removed-dims)
+#        | ("pow", Poly) (a sum raised to a non-natural power) | ("sig", dims, Mono)
+Atom = tuple[object, ...]
+Mono = frozenset[tuple[Atom, Fraction]]
+Poly = frozenset[tuple[Mono, Fraction]]
+
+EMPTY_MONO: Mono = frozenset()
+ZERO_POLY: Poly = frozenset()
+F1 = Fraction(1)
+
+
+def _frac(x: float) -> Fraction:
+    return Fraction(x).limit_denominator(1 << 40)
+
+
+class Algebra:
+    """Normal-form construction, with the dims each atom varies along (needed by Σ)."""
+
+    def __init__(self, var_dims: Mapping[str, Iterable[str]]) -> None:
+        self.var_dims = {k: frozenset(d for d in v if d != ONE) for k, v in var_dims.items()}
+        self._deps: dict[Atom, frozenset[str]] = {}
+
+    # ------------------------------------------------------------------ dependencies
+    def deps_atom(self, a: Atom) -> frozenset[str]:
+        got = self._deps.get(a)
+        if got is not None:
+            return got
+        match a[0]:
+            case "var":
+                out = self.var_dims[str(a[1])]
+            case "size" | "cst":
+                out = frozenset()
+            case "fn":
+                out = self.deps_poly(a[2]) - a[3]  # type: ignore[arg-type,operator]
+            case "pow":
+                out = self.deps_poly(a[1])  # type: ignore[arg-type]
+            case "sig":
+                out = self.deps_mono(a[2]) - a[1]  # type: ignore[arg-type,operator]
+            case _:
+                raise AssertionError(a)
+        self._deps[a] = out
+        return out
+
+    def deps_mono(self, m: Mono) -> frozenset[str]:
+        out: frozenset[str] = frozenset()
+        for a, _ in m:
+            out |= self.deps_atom(a)
+        return out
+
+    def deps_poly(self, p: Poly) -> frozenset[str]:
+        out: frozenset[str] = frozenset()
+        for m, _ in p:
+            out |= self.deps_mono(m)
+        return out
+
+    # ------------------------------------------------------------------ constructors
+    def var(self, name: str) -> Poly:
+        return self.atom(("var", name))
+
+    @staticmethod
+    def const(c: Fraction) -> Poly:
+        return frozenset({(EMPTY_MONO, c)}) if c else ZERO_POLY
+
+    def atom(self, a: Atom, e: Fraction = F1) -> Poly:
+        return self.mono_poly({a: e}, F1)
+
+    def mono_poly(self, factors: Mapping[Atom, Fraction], coeff: Fraction) -> Poly:
+        """A monomial as a polynomial; ``pow`` atoms with a natural exponent are expanded."""
+        fs = {a: e for a, e in factors.items() if e}
+        if not coeff:
+            return ZERO_POLY
+        expand = [(a, e) for a, e in fs.items() if a[0] == "pow" and e.denominator == 1 and e > 0]
+        if not expand:
+            return frozenset({(frozenset(fs.items()), coeff)})
+        for a, _ in expand:
+            del fs[a]
+        out = self.mono_poly(fs, coeff)
+        for a, e in expand:
+            for _ in range(int(e)):
+                out = self.mul(out, a[1])  # type: ignore[arg-type]
+        return out
+
+    @staticmethod
+    def add(p: Poly, q: Poly, sign: Fraction = F1) -> Poly:
+        acc: dict[Mono, Fraction] = dict(p)
+        for m, c in q:
+            acc[m] = acc.get(m, Fraction(0)) + sign * c
+        return frozenset((m, c) for m, c in acc.items() if c)
+
+    @staticmethod
+    def scale(p: Poly, c: Fraction) -> Poly:
+        return frozenset((m, c * k) for m, k in p) if c else ZERO_POLY
+
+    def mul(self, p: Poly, q: Poly) -> Poly:
+        acc: Poly = ZERO_POLY
+        for m1, c1 in p:
+            for m2, c2 in q:
+                d = dict(m1)
+                for a, e in m2:
+                    d[a] = d.get(a, Fraction(0)) + e
+                acc = self.add(acc, self.mono_poly(d, c1 * c2))
+        return acc
+
+    def pow(self, p: Poly, e: Fraction) -> Poly:
+        if len(p) == 1:
+            ((m, c),) = tuple(p)
+            d = {a: k * e for a, k in m}
+            if e.denominator == 1:
+                return self.mono_poly(d, c ** int(e))
+            if c != 1:
+                d[("cst", c)] = d.get(("cst", c), Fraction(0)) + e
+            return self.mono_poly(d, F1)
+        if e.denominator == 1 and e > 0:
+            out = self.const(F1)
+            for _ in range(int(e)):
+                out = self.mul(out, p)
+            return out
+        return self.mono_poly({("pow", p): e}, F1)
+
+    def fn(self, name: str, p: Poly, removed: frozenset[str] = frozenset()) -> Poly:
+        return self.atom(("fn", name, p, removed))
+
+    def sum(self, p: Poly, dims: frozenset[str]) -> Poly:
+        dims = frozenset(d for d in dims if d != ONE)
+        if not dims:
+            return p
+        out = ZERO_POLY
+        for m, c in p:
+            out = self.add(out, self.scale(self._sum_mono(m, dims), c))
+        return out
+
+    def _sum_mono(self, m: Mono, dims: frozenset[str]) -> Poly:
+        factors = dict(m)
+        dims_set = set(dims)
+        changed = True
+        while changed:  # merge nested sums that no other factor depends on (Σ_S Σ_T = Σ_{S∪T})
+            changed = False
+            for a, e in list(factors.items()):
+                if a[0] != "sig" or e != 1 or not (self.deps_atom(a) & dims_set):
+                    continue
+                inner_dims: frozenset[str] = a[1]  # type: ignore[assignment]
+                others = [b for b in factors if b != a]
+                if any(self.deps_atom(b) & inner_dims for b in others):
+                    continue
+                del factors[a]
+                for b, k in a[2]:  # type: ignore[attr-defined]
+                    factors[b] = factors.get(b, Fraction(0)) + k
+                factors = {b: k for b, k in factors.items() if k}
+                dims_set |= inner_dims
+                changed = True
+                break
+        outer: dict[Atom, Fraction] = {}
+        inner: list[tuple[Atom, Fraction, frozenset[str]]] = []
+        for a, e in factors.items():
+            dd = self.deps_atom(a) & dims_set
+            if dd:
+                inner.append((a, e, dd))
+            else:
+                outer[a] = e
+        # connected components of the inner factors over the summed dims
+        comps: list[tuple[set[str], dict[Atom, Fraction]]] = []
+        for a, e, dd in inner:
+            hit = [c for c in comps if c[0] & dd]
+            merged_dims, merged = set(dd), {a: e}
+            for c in hit:
+                merged_dims |= c[0]
+                merged.update(c[1])
+                comps.remove(c)
+            comps.append((merged_dims, merged))
+        used: set[str] = set()
+        for cd, cf in comps:
+            used |= cd
+            key = ("sig", frozenset(cd), frozenset(cf.items()))
+            outer[key] = outer.get(key, Fraction(0)) + 1
+        for d in sorted(dims_set - used):
+            outer[("size", d)] = outer.get(("size", d), Fraction(0)) + 1
+        return self.mono_poly(outer, F1)
+
+    def scalar(self, s: Scalar, input_labels: Mapping[str, tuple[str, ...]]) -> Poly:
+        match s:
+            case Const(value):
+                return self.const(_frac(value))
+            case DimRecip(tensor, dim):
+                lab = input_labels[tensor][dim]
+                return self.const(F1) if lab == ONE else self.atom(("size", lab), Fraction(-1))
+
+    # ------------------------------------------------------------------ operators
+    def unary(self, fn: Unary, x: Poly, scalar: Scalar | None, input_labels: Mapping[str, tuple[str, ...]]) -> Poly:
+        match fn:
+            case Unary.SQUARE:
+                return self.pow(x, Fraction(2))
+            case Unary.RSQRT:
+                return self.pow(x, Fraction(-1, 2))
+            case Unary.SQRT:
+                return self.pow(x, Fraction(1, 2))
+            case Unary.NEG:
+                return self.scale(x, Fraction(-1))
+            case Unary.SCALE:
+                assert scalar is not None
+                return self.mul(x, self.scalar(scalar, input_labels))
+            case Unary.ADD_SCALAR:
+                assert scalar is not None
+                return self.add(x, self.scalar(scalar, input_labels))
+            case Unary.EXP | Unary.SILU | Unary.GELU:
+                return self.fn(fn.value, x)
+
+    def binary(self, fn: Binary, a: Poly, b: Poly) -> Poly:
+        match fn:
+            case Binary.ADD:
+                return self.add(a, b)
+            case Binary.SUB:
+                return self.add(a, b, Fraction(-1))
+            case Binary.MUL:
+                return self.mul(a, b)
+            case Binary.DIV:
+                return self.mul(a, self.pow(b, Fraction(-1)))
+
+    def reduce(self, fn: Reduce, x: Poly, label: str) -> Poly:
+        if label == ONE:
+            return x
+        match fn:
+            case Reduce.SUM:
+                return self.sum(x, frozenset({label}))
+            case Reduce.MAX:
+                return self.fn("max", x, frozenset({label}))
+
+
+def key(p: Poly) -> Poly:
+    """Lookup key: a single monomial's constant factor is dropped."""
+    if len(p) == 1:
+        ((m, c),) = tuple(p)
+        if c != 1:
+            return frozenset({(m, F1)})
+    return p
+
+
+def _sub_exps(q: Fraction) -> list[Fraction]:
+    """Exponents p such that ``a^p`` is a sub-term of some form of ``a^q``."""
+    out = {q, F1}
+    sign = 1 if q > 0 else -1
+    for k in (Fraction(1, 2), F1):
+        if k < abs(q):
+            out.add(sign * k)
+    return sorted(out)
+
+
+@dataclass
+class Target:
+    """The target's sub-expression set (built once) and the outputs' normal forms."""
+
+    alg: Algebra
+    outputs: dict[str, Poly]
+    subexprs: set[Poly] = field(default_factory=set)
+    _seen: set[object] = field(default_factory=set)
+
+    def build(self) -> Target:
+        for p in self.outputs.values():
+            self._poly(p)
+        return self
+
+    def contains(self, p: Poly) -> bool:
+        return key(p) in self.subexprs
+
+    def _add(self, p: Poly) -> None:
+        if p:
+            self.subexprs.add(key(p))
+
+    def _poly(self, p: Poly) -> None:
+        if p in self._seen:
+            return
+        self._seen.add(p)
+        self._add(p)
+        terms = list(p)
+        if len(terms) > 1:
+            for m, _ in terms:
+                self._mono(m)
+            if len(terms) <= 6:
+                for r in range(2, len(terms)):
+                    for sub in itertools.combinations(terms, r):
+                        self._add(frozenset(sub))
+        elif terms:
+            self._mono(terms[0][0])
+
+    def _atom(self, a: Atom) -> None:
+        match a[0]:
+            case "fn":
+                self._poly(a[2])  # type: ignore[arg-type]
+            case "pow":
+                self._poly(a[1])  # type: ignore[arg-type]
+            case "sig":
+                self._mono(a[2])  # type: ignore[arg-type]
+
+    def _mono(self, m: Mono) -> None:
+        if ("m", m) in self._seen:
+            return
+        self._seen.add(("m", m))
+        alg = self.alg
+        factors = list(m)
+        choices = [[Fraction(0), *_sub_exps(q)] for _, q in factors]
+        for combo in itertools.product(*choices):
+            if any(combo):
+                self._add(alg.mono_poly({a: e for (a, _), e in zip(factors, combo, strict=True) if e}, F1))
+        for a, _ in factors:
+            self._atom(a)
+        # open a sum: its body with outer factors pushed in, summed over any subset of its dims
+        for idx, (a, q) in enumerate(factors):
+            if a[0] != "sig" or q != 1:
+                continue
+            others = factors[:idx] + factors[idx + 1 :]
+            body = list(a[2])  # type: ignore[call-overload]
+            dims = sorted(a[1])  # type: ignore[call-overload]
+            o_choices = [[Fraction(0), *_sub_exps(e)] for _, e in others]
+            b_choices = [[Fraction(0), *_sub_exps(e)] for _, e in body]
+            subsets = [frozenset(s) for r in range(len(dims) + 1) for s in itertools.combinations(dims, r)]
+            for oc in itertools.product(*o_choices):
+                for bc in itertools.product(*b_choices):
+                    if not any(bc):
+                        continue
+                    fs: dict[Atom, Fraction] = {}
+                    for (b, _), e in [*zip(others, oc, strict=True), *zip(body, bc, strict=True)]:
+                        if e:
+                            fs[b] = fs.get(b, Fraction(0)) + e
+                    inner = alg.mono_poly(fs, F1)
+                    for s in subsets:
+                        self._add(alg.sum(inner, s) if s else inner)
+
+
+def atoms_of(p: Poly, out: set[Atom] | None = None) -> set[Atom]:
+    """Every function, power-of-a-sum and Σ atom occurring in ``p`` (recursively)."""
+    out = set() if out is None else out
+    for m, _ in p:
+        _atoms_mono(m, out)
+    return out
+
+
+def _atoms_mono(m: Mono, out: set[Atom]) -> None:
+    for a, _ in m:
+        match a[0]:
+            case "fn":
+                out.add(a)
+                atoms_of(a[2], out)  # type: ignore[arg-type]
+            case "pow":
+                out.add(a)
+                atoms_of(a[1], out)  # type: ignore[arg-type]
+            case "sig":
+                out.add(a)
+                _atoms_mono(a[2], out)  # type: ignore[arg-type]
+
+
+def graph_exprs(graph: Graph, labels: ProgramLabels, alg: Algebra) -> list[Poly]:
+    """Normal form of every node of a Graph."""
+    out: list[Poly] = []
+    for i, node in enumerate(graph.nodes):
+        args = [out[a] for a in node.args]
+        match node.kind:
+            case OpKind.INPUT:
+                out.append(alg.var(node.name or ""))
+            case OpKind.UNARY:
+                assert isinstance(node.fn, Unary)
+                out.append(alg.unary(node.fn, args[0], node.scalar, labels.inputs))
+            case OpKind.BINARY:
+                assert isinstance(node.fn, Binary)
+                out.append(alg.binary(node.fn, args[0], args[1]))
+            case OpKind.REDUCE:
+                assert isinstance(node.fn, Reduce) and node.dim is not None
+                out.append(alg.reduce(node.fn, args[0], labels.nodes[node.args[0]][node.dim]))
+            case OpKind.MATMUL:
+                k = labels.nodes[node.args[0]][-1]
+                out.append(alg.sum(alg.mul(args[0], args[1]), frozenset({k})))
+            case OpKind.TRANSPOSE:
+                out.append(args[0])
+        del i
+    return out
+
+
+def build_target(graph: Graph, labels: ProgramLabels) -> Target:
+    alg = Algebra(labels.inputs)
+    exprs = graph_exprs(graph, labels, alg)
+    outs = {name: exprs[i] for name, i in graph.output_indices}
+    return Target(alg, outs).build()

@@ -1,0 +1,242 @@
+"""The tuning stage: legal sizes → uniform sample → parallel compile → profile → checked winner.
+
+    result = tune(graph, templates, samples=64, seed=0)
+    result.kernel(*tensors)      # the fastest sample that passed the reference check
+    result.summary               # counts, times, the best template and sizes
+
+A sample that fails to compile or launch is recorded with its error and counts as infinitely
+slow. The fastest sample is run on fresh random inputs (outputs poisoned with NaN) and compared with
+the float64 reference; if it fails, that is logged as a bug and the next fastest is checked.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from prism import workloads
+from prism.errors import TuningError
+from prism.graph import Graph
+from prism.ir import KernelGraph
+from prism.reference import evaluate, relative_error, round_to_dtype
+from prism.tune.backends import Backend, CudaBackend
+from prism.tune.sampler import Sample, sample
+from prism.tune.sizes import iter_legal_sizes
+
+log = logging.getLogger(__name__)
+
+TOLERANCE = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 1e-4}
+TIMING_SEED_OFFSET = 0x7153
+CHECK_SEED_OFFSET = 0xC0FFEE
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """One sampled (template, sizes): its time in µs (inf when it failed) and why it failed."""
+
+    index: int  # position in the sample
+    template: int
+    sizes: dict[str, int]
+    time_us: float = math.inf
+    error: str | None = None
+    stage: str | None = None  # None (timed) | "compile" | "launch" | "check" | "skipped"
+    compile_s: float = 0.0
+    rel_err: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "template": self.template, "sizes": self.sizes,
+                "time_us": None if math.isinf(self.time_us) else self.time_us, "error": self.error,
+                "stage": self.stage, "compile_s": self.compile_s, "rel_err": self.rel_err}
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    template_index: int
+    template: KernelGraph
+    sizes: dict[str, int]
+    time_us: float
+    rel_err: float
+    arch: str
+    records: tuple[SampleRecord, ...]
+    legal: tuple[int, ...]  # legal size assignments per template
+    check_failures: tuple[SampleRecord, ...]
+    seconds: dict[str, float]
+    kernel: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        stages = [r.stage for r in self.records]
+        return {
+            "templates": len(self.legal),
+            "legal": sum(self.legal),
+            "sampled": len(self.records),
+            "compiled": sum(s not in ("compile", "skipped") for s in stages),
+            "timed": sum(s in (None, "check") for s in stages),
+            "failed": sum(s in ("compile", "launch") for s in stages),
+            "skipped": stages.count("skipped"),
+            "check_failures": len(self.check_failures),
+        }
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return {"arch": self.arch, "best_us": self.time_us, "rel_err": self.rel_err,
+                "template": self.template_index, "sizes": self.sizes, **self.counts,
+                "seconds": dict(self.seconds)}
+
+
+def input_scales(graph: Graph) -> dict[str, float]:
+    """The N(0,1) scale of each input: the matching BENCHMARKS.md configuration's, else 1."""
+    key = graph.structure_hash()
+    for cfg in workloads.CONFIGS.values():
+        if cfg.build().structure_hash() == key:
+            return dict(cfg.scales)
+    return {}
+
+
+def random_inputs(graph: Graph, scales: Mapping[str, float], seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {t.name: round_to_dtype(rng.standard_normal(t.shape) * scales.get(t.name, 1.0), t.dtype)
+            for t in graph.inputs}
+
+
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}".splitlines()[0][:500]
+
+
+def tune(
+    graph: Graph,
+    templates: Sequence[KernelGraph],
+    *,
+    samples: int = 64,
+    seed: int = 0,
+    time_budget: float | None = None,
+    arch: str | None = None,
+    jobs: int | None = None,
+    backend: Backend | None = None,
+    scales: Mapping[str, float] | None = None,
+    max_legal_per_template: int | None = 100_000,
+) -> TuneResult:
+    """Tune ``templates`` (sGraphs with symbolic sizes, shapes of ``graph``) and return the checked winner.
+
+    ``time_budget`` (seconds, whole call) stops new compiles and timings once at least one sample
+    has a time; the rest are recorded as skipped. ``jobs`` compile threads (default: CPU count).
+    ``scales`` of the random inputs (default: the matching benchmark configuration's).
+    """
+    t_start = time.perf_counter()
+    backend = backend if backend is not None else CudaBackend(arch)
+    arch = arch or backend.arch()
+    scales = dict(scales) if scales is not None else input_scales(graph)
+    deadline = None if time_budget is None else t_start + time_budget
+    if not templates:
+        raise TuningError("no templates to tune")
+
+    # 1. legal sizes of every template, 2. the sample
+    resources = backend.resources()
+    space: list[list[dict[str, int]]] = []
+    for i, t in enumerate(templates):
+        legal: list[dict[str, int]] = []
+        for sizes in iter_legal_sizes(t, arch=arch, resources=resources):
+            legal.append(sizes)
+            if max_legal_per_template is not None and len(legal) >= max_legal_per_template:
+                log.warning("template %d: more than %d legal sizes; enumeration truncated", i, len(legal))
+                break
+        space.append(legal)
+    legal_counts = tuple(len(s) for s in space)
+    if not any(legal_counts):
+        raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
+    chosen = sample(space, samples, seed)
+    t_enum = time.perf_counter()
+    log.info("tuning: %d templates, %d legal size assignments, %d samples on %s",
+             len(templates), sum(legal_counts), len(chosen), arch)
+
+    # 3. compile in parallel, profile each as it comes (GPU work stays on this thread)
+    backend.setup(graph, random_inputs(graph, scales, seed + TIMING_SEED_OFFSET))
+    records: dict[int, SampleRecord] = {}
+    kernels: dict[int, Any] = {}
+    compile_s = profile_s = 0.0
+
+    def build(s: Sample) -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        return backend.compile(templates[s.template].instantiate(s.size_map)), time.perf_counter() - t0
+
+    def over_budget() -> bool:
+        return deadline is not None and time.perf_counter() > deadline and bool(kernels)
+
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        futures: dict[Future[tuple[Any, float]], int] = {pool.submit(build, s): n for n, s in enumerate(chosen)}
+        for fut in as_completed(futures):
+            n = futures[fut]
+            s = chosen[n]
+            base = SampleRecord(n, s.template, s.size_map)
+            if over_budget():
+                pool.shutdown(wait=False, cancel_futures=True)
+                records[n] = SampleRecord(n, s.template, s.size_map, error="time budget spent", stage="skipped")
+                continue
+            try:
+                kernel, c_s = fut.result()
+            except Exception as e:  # a sample that does not compile is infinitely slow
+                log.debug("sample %d (template %d, %s) does not compile: %s", n, s.template, s.size_map, e)
+                records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="compile")
+                continue
+            compile_s += c_s
+            t0 = time.perf_counter()
+            try:
+                us = float(backend.time_us(kernel))
+                if not us > 0 or math.isnan(us):
+                    raise RuntimeError(f"timer returned {us}")
+            except Exception as e:  # nor does one that fails to launch
+                log.debug("sample %d (template %d, %s) fails to launch: %s", n, s.template, s.size_map, e)
+                records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="launch",
+                                          compile_s=c_s)
+                continue
+            finally:
+                profile_s += time.perf_counter() - t0
+            records[n] = SampleRecord(base.index, base.template, base.sizes, us, compile_s=c_s)
+            kernels[n] = kernel
+    for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
+        records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent", stage="skipped"))
+    t_prof = time.perf_counter()
+
+    # 4. the fastest sample that passes the reference check
+    ranked = sorted(kernels, key=lambda n: (records[n].time_us, n))
+    failures: list[SampleRecord] = []
+    for attempt, n in enumerate(ranked):
+        rec = records[n]
+        inputs = random_inputs(graph, scales, seed + CHECK_SEED_OFFSET + attempt)
+        ref = evaluate(graph, inputs)
+        try:
+            out = backend.run(kernels[n], inputs)
+            err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+            problem = None
+        except Exception as e:
+            err, problem = math.inf, _error(e)
+        tol = max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs)
+        if problem is None and err < tol:
+            records[n] = SampleRecord(rec.index, rec.template, rec.sizes, rec.time_us, compile_s=rec.compile_s,
+                                      rel_err=err)
+            seconds = {"enumerate": t_enum - t_start, "compile": compile_s, "profile": profile_s,
+                       "check": time.perf_counter() - t_prof, "total": time.perf_counter() - t_start}
+            log.info("tuning: best %.2f µs, template %d, sizes %s (rel. error %.1e); %d/%d samples timed",
+                     rec.time_us, rec.template, rec.sizes, err, len(kernels), len(chosen))
+            return TuneResult(rec.template, templates[rec.template], rec.sizes, rec.time_us, err, arch,
+                              tuple(records[i] for i in range(len(chosen))), legal_counts, tuple(failures),
+                              seconds, kernels[n])
+        why = problem or f"relative error {err:.3g} ≥ {tol:g} against the float64 reference"
+        log.error("BUG: a verified kernel fails the reference check on the GPU: template %d, sizes %s: %s",
+                  rec.template, rec.sizes, why)
+        bad = SampleRecord(rec.index, rec.template, rec.sizes, math.inf, why, "check", rec.compile_s,
+                           None if math.isinf(err) else err)
+        records[n] = bad
+        failures.append(bad)
+    counts = {"sampled": len(chosen), "timed": len(kernels), "check failures": len(failures)}
+    first = next((r.error for r in records.values() if r.error), None)
+    raise TuningError(f"{graph!r}: no sample compiled, ran and passed the reference check ({counts}); "
+                      f"first error: {first}")

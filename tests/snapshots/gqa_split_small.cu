@@ -1,0 +1,584 @@
+// Prism generated kernel prism_gqa_split_7a21ee0d7e (deterministic output; do not edit)
+// program gqa, kernel 'split' (1 of 2 custom), target sm_80
+// sizes: grid (x=2, y=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 4480 B dynamic shared memory
+// tensors: Q[2, 8, 16] float16 (input), Kt[2, 16, 64] float16 (input), V[2, 64, 16] float16 (input), N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate)
+// block graph (tile per block; where the value lives):
+//   %0  Load(Q, imap=(0, None), fmap=None)           [1, 8, 16]     pre   smem s_Q (once)
+//   %1  Load(Kt, imap=(0, 2), fmap=2)                [1, 16, 16]    loop  smem s_Kt (ring x2)
+//   %2  Load(V, imap=(0, 1), fmap=1)                 [1, 16, 16]    loop  smem s_V (ring x2)
+//   %3  matmul(%0, %1)                               [1, 8, 16]     loop  smem mm3
+//   %4  exp(%3)                                      [1, 8, 16]     loop  smem ew4
+//   %5  matmul(%4, %2)                               [1, 8, 16]     loop  mma fragments (1 unit(s)/warp, k split 1)
+//   %6  Accum(%5)                                    [1, 8, 16]     post  registers (frag) -> smem acc6
+//   %7  Accum(%4, reduce_dim=2)                      [1, 8, 1]      post  registers (red) -> smem acc7
+//   %8  Save(%6 -> N, omap=(0, 2))                                  save  global
+//   %9  Save(%7 -> D, omap=(0, 2))                                  save  global
+
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+static __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+static __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+static __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+static __device__ __forceinline__ float prism_sq(float x) { return x * x; }
+static __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+static __device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+static __device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+static __device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+static __device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+static __device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+static __device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+static __device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+static __device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+static __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+static __device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+static __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
+
+// Q[2, 8, 16] -> tile [1, 8, 16]: 16 copies of 16 B over 128 threads
+static __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 16) {
+      const int t2 = (e % 2) * 8;
+      const int tr2 = e / 2;
+      const int t1 = tr2;
+      cp_async16(dst + t1 * 24 + t2, src + t1 * 16 + t2);
+    }
+  }
+}
+
+// Kt[2, 16, 64] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
+static __device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 32) {
+      const int t2 = (e % 2) * 8;
+      const int tr2 = e / 2;
+      const int t1 = tr2;
+      cp_async16(dst + t1 * 24 + t2, src + t1 * 64 + t2);
+    }
+  }
+}
+
+// V[2, 64, 16] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
+static __device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 32) {
+      const int t2 = (e % 2) * 8;
+      const int tr2 = e / 2;
+      const int t1 = tr2;
+      cp_async16(dst + t1 * 24 + t2, src + t1 * 16 + t2);
+    }
+  }
+}
+
+// op 3: [1x]8x16 @ 16x16: 1 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 1 k-steps per warp
+static __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp + j * 4;
+    if (u < 1) {
+      const int mt = 0;
+      const int np = 0;
+      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 24 + (lane >> 4) * 8);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+      #pragma unroll
+      for (int t = 0; t < 1; ++t) {
+        unsigned a[4], b[4];
+        ldsm_x4(a, a_addr + t * 32);
+        ldsm_x4_t(b, b_addr + t * 768);
+        mma16816(acc[j][0], a, b[0], b[1]);
+        mma16816(acc[j][1], a, b[2], b[3]);
+      }
+    }
+  }
+}
+
+static __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp + j * 4;
+    if (u < 1) {
+      const int mt = 0;
+      const int np = 0;
+      const int r0 = mt * 16 + (lane >> 2);
+      #pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = np * 16 + h * 8 + 2 * (lane & 3);
+        float* d = D + r0 * 20 + col;
+        if (r0 < 8) st_f2(d, acc[j][h][0], acc[j][h][1]);
+        if (r0 + 8 < 8) st_f2(d + 160, acc[j][h][2], acc[j][h][3]);
+      }
+    }
+  }
+}
+
+// op 5: [1x]8x16 @ 16x16: 1 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 1 k-steps per warp
+static __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp + j * 4;
+    if (u < 1) {
+      const int mt = 0;
+      const int np = 0;
+      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 24 + (lane >> 4) * 8);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+      #pragma unroll
+      for (int t = 0; t < 1; ++t) {
+        unsigned a[4], b[4];
+        ldsm_x4(a, a_addr + t * 32);
+        ldsm_x4_t(b, b_addr + t * 768);
+        mma16816(acc[j][0], a, b[0], b[1]);
+        mma16816(acc[j][1], a, b[2], b[3]);
+      }
+    }
+  }
+}
+
+static __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp + j * 4;
+    if (u < 1) {
+      const int mt = 0;
+      const int np = 0;
+      const int r0 = mt * 16 + (lane >> 2);
+      #pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = np * 16 + h * 8 + 2 * (lane & 3);
+        float* d = D + r0 * 20 + col;
+        if (r0 < 8) st_f2(d, acc[j][h][0], acc[j][h][1]);
+        if (r0 + 8 < 8) st_f2(d + 160, acc[j][h][2], acc[j][h][3]);
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_7a21ee0d7e(const half_t* __restrict__ Q, const half_t* __restrict__ Kt, const half_t* __restrict__ V, float* __restrict__ N, float* __restrict__ D) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  // shared-memory tiles (the post-loop tiles reuse the loop's space)
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 16] pitch 24
+  float* const mm3 = reinterpret_cast<float*>(smem + 384);  // loop [1, 8, 16] pitch 20
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 1024);  // loop [1, 8, 16] pitch 24
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 1408);  // loop [1, 16, 16] pitch 24 ring of 2
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 2944);  // loop [1, 16, 16] pitch 24 ring of 2
+  float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
+  float* const acc7 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
+  // this block's tile origins in global memory
+  const half_t* const g_s_Q = Q + (int)blockIdx.x * 128;
+  const half_t* const g_s_Kt = Kt + (int)blockIdx.x * 1024 + (int)blockIdx.y * 32;
+  const half_t* const g_s_V = V + (int)blockIdx.x * 1024 + (int)blockIdx.y * 512;
+  // accumulators (registers)
+  float ra6[1][2][4] = {};
+  float ra7[1] = {};
+  // prologue: loop-invariant tiles, then the first stages
+  load_s_Q(s_Q, g_s_Q, tid);
+  cp_async_commit();
+  #pragma unroll
+  for (int st = 0; st < 1; ++st) {
+    if (st < 2) {
+      load_s_Kt(s_Kt_ring + st * 384, g_s_Kt + st * 16, tid);
+      load_s_V(s_V_ring + st * 384, g_s_V + st * 256, tid);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<1>();
+  __syncthreads();
+  for (int it = 0; it < 2; ++it) {
+    cp_async_wait<0>();
+    __syncthreads();
+    {
+      const int nx = it + 1;
+      if (nx < 2) {
+        const int sb = nx % 2;
+        load_s_Kt(s_Kt_ring + sb * 384, g_s_Kt + nx * 16, tid);
+        load_s_V(s_V_ring + sb * 384, g_s_V + nx * 256, tid);
+      }
+      cp_async_commit();
+    }
+    const int sb = it % 2;
+    half_t* const s_Kt = s_Kt_ring + sb * 384;
+    half_t* const s_V = s_V_ring + sb * 384;
+    {
+      float f[1][2][4] = {};
+      mma_3(f, s_Q, s_Kt, warp, lane);
+      store_3(f, mm3, warp, lane);
+    }
+    __syncthreads();
+    // ew4 = half(op 4) [1, 8, 16]
+    #pragma unroll 4
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      const int m4_2 = (e % 16);
+      const int m4_r2 = e / 16;
+      const int m4_1 = m4_r2;
+      ew4[m4_1 * 24 + m4_2] = hstore(__expf(mm3[m4_1 * 20 + m4_2]));
+    }
+    __syncthreads();
+    mma_5(ra6, ew4, s_V, warp, lane);
+    // acc7: sum over dim 2 of a [1, 8, 16] tile: 8 outputs, 16 lanes each
+    #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int o = (j * 4 + warp) * 2 + (lane >> 4);
+      float p = 0.0f;
+      {
+        const int acc7_o1 = o;
+    #pragma unroll 4
+        for (int r = (lane & 15); r < 16; r += 16) p += hload(ew4[acc7_o1 * 24 + r]);
+      }
+      p = warp_sum(p, 16);
+      ra7[j] += p;
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // epilogue: accumulators to shared memory, then the post-loop ops and savers
+  store_5(ra6, acc6, warp, lane);
+  #pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int o = (j * 4 + warp) * 2 + (lane >> 4);
+    if ((lane & 15) == 0) {
+      const int a7_o1 = o;
+      acc7[a7_o1] = ra7[j];
+    }
+  }
+  __syncthreads();
+  // save N[2, 8, 32] <- tile [1, 8, 16], omap (0, 2): 4-element stores
+  {
+    const int blk_8 = (int)blockIdx.x * 256 + (int)blockIdx.y * 16;
+  #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 32) {
+        const int s8_2 = (e % 4) * 4;
+        const int s8_r2 = e / 4;
+        const int s8_1 = s8_r2;
+        const float v0 = acc6[s8_1 * 20 + s8_2];
+        const float v1 = acc6[s8_1 * 20 + (s8_2 + 1)];
+        const float v2 = acc6[s8_1 * 20 + (s8_2 + 2)];
+        const float v3 = acc6[s8_1 * 20 + (s8_2 + 3)];
+        st_f4(N + blk_8 + s8_1 * 32 + s8_2, v0, v1, v2, v3);
+      }
+    }
+  }
+  // save D[2, 8, 2] <- tile [1, 8, 1], omap (0, 2): 1-element stores
+  {
+    const int blk_9 = (int)blockIdx.x * 16 + (int)blockIdx.y;
+  #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 8) {
+        const int s9_1 = e;
+        const float v0 = acc7[s9_1];
+        st_f1(D + blk_9 + s9_1 * 2, v0);
+      }
+    }
+  }
+}
+
+// Prism generated kernel prism_gqa_combine_7a21ee0d7e (deterministic output; do not edit)
+// program gqa, kernel 'combine' (2 of 2 custom), target sm_80
+// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 1536 B dynamic shared memory
+// tensors: N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate), O[2, 8, 16] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(N, imap=(0,), fmap=2)                   [1, 8, 16]     loop  smem s_N (ring x2)
+//   %1  Load(D, imap=(0,), fmap=2)                   [1, 8, 1]      loop  smem s_D (ring x2)
+//   %2  Accum(%0)                                    [1, 8, 16]     post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 8, 1]      post  registers (ew) -> smem acc3
+//   %4  div(%2, %3)                                  [1, 8, 16]     post  inline
+//   %5  Save(%4 -> O, omap=(0,))                                    save  global
+
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+static __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+static __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+static __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+static __device__ __forceinline__ float prism_sq(float x) { return x * x; }
+static __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+static __device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+static __device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+static __device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+static __device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+static __device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+static __device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+static __device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+static __device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+static __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+static __device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+static __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
+
+// N[2, 8, 32] -> tile [1, 8, 16]: 32 copies of 16 B over 128 threads
+static __device__ __forceinline__ void load_s_N(float* dst, const float* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 32) {
+      const int t2 = (e % 4) * 4;
+      const int tr2 = e / 4;
+      const int t1 = tr2;
+      cp_async16(dst + t1 * 20 + t2, src + t1 * 32 + t2);
+    }
+  }
+}
+
+// D[2, 8, 2] -> tile [1, 8, 1]: 8 copies of 4 B over 128 threads
+static __device__ __forceinline__ void load_s_D(float* dst, const float* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 8) {
+      const int t1 = e;
+      cp_async4(dst + t1, src + t1 * 2);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_7a21ee0d7e(const float* __restrict__ N, const float* __restrict__ D, half_t* __restrict__ O) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x;
+  // shared-memory tiles (the post-loop tiles reuse the loop's space)
+  float* const s_N_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 8, 16] pitch 20 ring of 2
+  float* const s_D_ring = reinterpret_cast<float*>(smem + 1280);  // loop [1, 8, 1] pitch 1 ring of 2
+  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
+  float* const acc3 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
+  // this block's tile origins in global memory
+  const float* const g_s_N = N + (int)blockIdx.x * 256;
+  const float* const g_s_D = D + (int)blockIdx.x * 16;
+  // accumulators (registers)
+  float ra2[1] = {};
+  float ra3[1] = {};
+  // prologue: loop-invariant tiles, then the first stages
+  cp_async_commit();
+  #pragma unroll
+  for (int st = 0; st < 1; ++st) {
+    if (st < 2) {
+      load_s_N(s_N_ring + st * 160, g_s_N + st * 16, tid);
+      load_s_D(s_D_ring + st * 8, g_s_D + st * 1, tid);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<1>();
+  __syncthreads();
+  for (int it = 0; it < 2; ++it) {
+    cp_async_wait<0>();
+    __syncthreads();
+    {
+      const int nx = it + 1;
+      if (nx < 2) {
+        const int sb = nx % 2;
+        load_s_N(s_N_ring + sb * 160, g_s_N + nx * 16, tid);
+        load_s_D(s_D_ring + sb * 8, g_s_D + nx * 1, tid);
+      }
+      cp_async_commit();
+    }
+    const int sb = it % 2;
+    float* const s_N = s_N_ring + sb * 160;
+    float* const s_D = s_D_ring + sb * 8;
+    #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      const int a2_e2 = (e % 16);
+      const int a2_er2 = e / 16;
+      const int a2_e1 = a2_er2;
+      ra2[j] += s_N[a2_e1 * 20 + a2_e2];
+    }
+    #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 8) {
+        const int a3_e1 = e;
+        ra3[j] += s_D[a3_e1];
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // epilogue: accumulators to shared memory, then the post-loop ops and savers
+  #pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    const int a2_e2 = (e % 16);
+    const int a2_er2 = e / 16;
+    const int a2_e1 = a2_er2;
+    acc2[a2_e1 * 20 + a2_e2] = ra2[j];
+  }
+  #pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 8) {
+      const int a3_e1 = e;
+      acc3[a3_e1] = ra3[j];
+    }
+  }
+  __syncthreads();
+  // save O[2, 8, 16] <- tile [1, 8, 16], omap (0,): 8-element stores
+  {
+    const int blk_5 = (int)blockIdx.x * 128;
+  #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 16) {
+        const int s5_2 = (e % 2) * 8;
+        const int s5_r2 = e / 2;
+        const int s5_1 = s5_r2;
+        const float v0 = (acc2[s5_1 * 20 + s5_2] / acc3[s5_1]);
+        const float v1 = (acc2[s5_1 * 20 + (s5_2 + 1)] / acc3[s5_1]);
+        const float v2 = (acc2[s5_1 * 20 + (s5_2 + 2)] / acc3[s5_1]);
+        const float v3 = (acc2[s5_1 * 20 + (s5_2 + 3)] / acc3[s5_1]);
+        const float v4 = (acc2[s5_1 * 20 + (s5_2 + 4)] / acc3[s5_1]);
+        const float v5 = (acc2[s5_1 * 20 + (s5_2 + 5)] / acc3[s5_1]);
+        const float v6 = (acc2[s5_1 * 20 + (s5_2 + 6)] / acc3[s5_1]);
+        const float v7 = (acc2[s5_1 * 20 + (s5_2 + 7)] / acc3[s5_1]);
+        st_h8(O + blk_5 + s5_1 * 16 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
+      }
+    }
+  }
+}

@@ -1,0 +1,267 @@
+// Prism generated kernel prism_rmsnorm_linear_k0_daabb25d10 (deterministic output; do not edit)
+// program rmsnorm_linear, kernel 'k0' (1 of 1 custom), target sm_80
+// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 6400 B dynamic shared memory
+// tensors: X[8, 64] float16 (input), W[64, 64] float16 (input), O[8, 64] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(X, imap=(None,), fmap=1)                [8, 32]        loop  smem s_X (ring x2)
+//   %1  Load(W, imap=(1,), fmap=0)                   [32, 32]       loop  smem s_W (ring x2)
+//   %2  matmul(%0, %1)                               [8, 32]        loop  mma fragments (1 unit(s)/warp, k split 2)
+//   %3  Accum(%2)                                    [8, 32]        post  registers (frag) -> smem acc3
+//   %4  square(%0)                                   [8, 32]        loop  inline
+//   %5  Accum(%4, reduce_dim=1)                      [8, 1]         post  registers (red) -> smem acc5
+//   %6  scale(%5, {'recip_dim': ['X', 1]})           [8, 1]         post  inline
+//   %7  add_scalar(%6, {'const': 1e-06})             [8, 1]         post  inline
+//   %8  rsqrt(%7)                                    [8, 1]         post  inline
+//   %9  mul(%3, %8)                                  [8, 32]        post  inline
+//   %10 Save(%9 -> O, omap=(1,))                                    save  global
+
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+static __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+static __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+static __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+static __device__ __forceinline__ float prism_sq(float x) { return x * x; }
+static __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+static __device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+static __device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+static __device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+static __device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+static __device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+static __device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+static __device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+static __device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+static __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+static __device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+static __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
+
+// X[8, 64] -> tile [8, 32]: 32 copies of 16 B over 128 threads
+static __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 32) {
+      const int t1 = (e % 4) * 8;
+      const int tr1 = e / 4;
+      const int t0 = tr1;
+      cp_async16(dst + t0 * 40 + t1, src + t0 * 64 + t1);
+    }
+  }
+}
+
+// W[64, 64] -> tile [32, 32]: 128 copies of 16 B over 128 threads
+static __device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    const int t1 = (e % 4) * 8;
+    const int tr1 = e / 4;
+    const int t0 = tr1;
+    cp_async16(dst + t0 * 40 + t1, src + t0 * 64 + t1);
+  }
+}
+
+// op 2: [1x]8x32 @ 32x32: 2 units of 16x16 over 4 warps (1 per warp), k split 2 ways, 1 k-steps per warp
+static __device__ __forceinline__ void mma_2(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+  const int kpart = warp / 2;
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp % 2;
+    const int mt = 0;
+    const int np = u % 2;
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 40 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    #pragma unroll
+    for (int t = kpart * 1; t < kpart * 1 + 1; ++t) {
+      unsigned a[4], b[4];
+      ldsm_x4(a, a_addr + t * 32);
+      ldsm_x4_t(b, b_addr + t * 1280);
+      mma16816(acc[j][0], a, b[0], b[1]);
+      mma16816(acc[j][1], a, b[2], b[3]);
+    }
+  }
+}
+
+static __device__ __forceinline__ void store_2(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+  const int kpart = warp / 2;
+  D += kpart * 288;
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp % 2;
+    const int mt = 0;
+    const int np = u % 2;
+    const int r0 = mt * 16 + (lane >> 2);
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int col = np * 16 + h * 8 + 2 * (lane & 3);
+      float* d = D + r0 * 36 + col;
+      if (r0 < 8) st_f2(d, acc[j][h][0], acc[j][h][1]);
+      if (r0 + 8 < 8) st_f2(d + 288, acc[j][h][2], acc[j][h][3]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_daabb25d10(const half_t* __restrict__ X, const half_t* __restrict__ W, half_t* __restrict__ O) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  // shared-memory tiles (the post-loop tiles reuse the loop's space)
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [8, 32] pitch 40 ring of 2
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 1280);  // loop [32, 32] pitch 40 ring of 2
+  float* const acc3 = reinterpret_cast<float*>(smem + 0);  // post [8, 32] pitch 36 2 partial copies
+  float* const acc5 = reinterpret_cast<float*>(smem + 2304);  // post [8, 1] pitch 1
+  // this block's tile origins in global memory
+  const half_t* const g_s_X = X + 0;
+  const half_t* const g_s_W = W + (int)blockIdx.x * 32;
+  // accumulators (registers)
+  float ra3[1][2][4] = {};
+  float ra5[2] = {};
+  // prologue: loop-invariant tiles, then the first stages
+  cp_async_commit();
+  #pragma unroll
+  for (int st = 0; st < 1; ++st) {
+    if (st < 2) {
+      load_s_X(s_X_ring + st * 320, g_s_X + st * 32, tid);
+      load_s_W(s_W_ring + st * 1280, g_s_W + st * 2048, tid);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<1>();
+  __syncthreads();
+  for (int it = 0; it < 2; ++it) {
+    cp_async_wait<0>();
+    __syncthreads();
+    {
+      const int nx = it + 1;
+      if (nx < 2) {
+        const int sb = nx % 2;
+        load_s_X(s_X_ring + sb * 320, g_s_X + nx * 32, tid);
+        load_s_W(s_W_ring + sb * 1280, g_s_W + nx * 2048, tid);
+      }
+      cp_async_commit();
+    }
+    const int sb = it % 2;
+    half_t* const s_X = s_X_ring + sb * 320;
+    half_t* const s_W = s_W_ring + sb * 1280;
+    mma_2(ra3, s_X, s_W, warp, lane);
+    // acc5: sum over dim 1 of a [8, 32] tile: 8 outputs, 32 lanes each
+    #pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int o = (j * 4 + warp) * 1;
+      float p = 0.0f;
+      {
+        const int acc5_o0 = o;
+    #pragma unroll 4
+        for (int r = lane; r < 32; r += 32) p += prism_sq(hload(s_X[acc5_o0 * 40 + r]));
+      }
+      p = warp_sum(p, 32);
+      ra5[j] += p;
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // epilogue: accumulators to shared memory, then the post-loop ops and savers
+  store_2(ra3, acc3, warp, lane);
+  #pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int o = (j * 4 + warp) * 1;
+    if (lane == 0) {
+      const int a5_o0 = o;
+      acc5[a5_o0] = ra5[j];
+    }
+  }
+  __syncthreads();
+  // save O[8, 64] <- tile [8, 32], omap (1,): 8-element stores
+  {
+    const int blk_10 = (int)blockIdx.x * 32;
+  #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 32) {
+        const int s10_1 = (e % 4) * 8;
+        const int s10_r1 = e / 4;
+        const int s10_0 = s10_r1;
+        const float v0 = ((acc3[s10_0 * 36 + s10_1] + acc3[s10_0 * 36 + s10_1 + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        const float v1 = ((acc3[s10_0 * 36 + (s10_1 + 1)] + acc3[s10_0 * 36 + (s10_1 + 1) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        const float v2 = ((acc3[s10_0 * 36 + (s10_1 + 2)] + acc3[s10_0 * 36 + (s10_1 + 2) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        const float v3 = ((acc3[s10_0 * 36 + (s10_1 + 3)] + acc3[s10_0 * 36 + (s10_1 + 3) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        const float v4 = ((acc3[s10_0 * 36 + (s10_1 + 4)] + acc3[s10_0 * 36 + (s10_1 + 4) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        const float v5 = ((acc3[s10_0 * 36 + (s10_1 + 5)] + acc3[s10_0 * 36 + (s10_1 + 5) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        const float v6 = ((acc3[s10_0 * 36 + (s10_1 + 6)] + acc3[s10_0 * 36 + (s10_1 + 6) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        const float v7 = ((acc3[s10_0 * 36 + (s10_1 + 7)] + acc3[s10_0 * 36 + (s10_1 + 7) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
+        st_h8(O + blk_10 + s10_0 * 64 + s10_1, v0, v1, v2, v3, v4, v5, v6, v7);
+      }
+    }
+  }
+}

@@ -1,0 +1,204 @@
+"""Code generation on the CPU: every hand plan generates, compiles with nvcc for sm_80, agrees with
+``resources``; snapshots of two small programs; CodegenError for what cannot be lowered."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from prism import plans, workloads
+from prism.codegen import CodegenError, LaunchPlan, Options, generate, resources
+from prism.codegen.nvcc import compile_check, nvcc_path
+from prism.codegen.sizes import default_sizes, legal_sizes
+from prism.errors import CompileError
+from prism.graph import Graph
+from prism.ir import Accum, CustomKernel, KernelGraph, Load, MatmulOp, Save, TensorSpec
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def _picks(template: KernelGraph, arch: str) -> list[dict[str, int]]:
+    """Three legal size choices spread over the legal set (first, middle, last), deterministic."""
+    legal = [s for s, _ in legal_sizes(template, arch)]
+    assert legal, f"{template.program}: no legal sizes"
+    idx = sorted({0, len(legal) // 2, len(legal) - 1})
+    return [legal[i] for i in idx]
+
+
+def _all_plans(arch: str = "sm_80") -> list[tuple[str, int, dict[str, int], LaunchPlan]]:
+    out = []
+    for cid, cfg in workloads.CONFIGS.items():
+        g = cfg.build()
+        for pi, template in enumerate(plans.hand_plans(cfg.program, g)):
+            for sizes in _picks(template, arch):
+                out.append((cid, pi, sizes, generate(template.instantiate(sizes), arch=arch)))
+    return out
+
+
+def test_every_hand_plan_generates_deterministically() -> None:
+    for cid, cfg in workloads.CONFIGS.items():
+        g = cfg.build()
+        for template in plans.hand_plans(cfg.program, g):
+            sizes = default_sizes(template, "sm_80")
+            kg = template.instantiate(sizes)
+            a, b = generate(kg, arch="sm_80"), generate(kg, arch="sm_80")
+            assert a == b, cid
+            for k in a.kernels:
+                assert f"program {cfg.program}" in k.source and k.entry in k.source
+                for t in k.args:
+                    assert t in k.source  # named after the μGraph's tensors
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed on this machine")
+def test_every_hand_plan_compiles_with_nvcc_sm80() -> None:
+    items = _all_plans("sm_80")
+    sources = {k.entry: k.source for *_, plan in items for k in plan.kernels}
+    assert len(sources) >= 60
+    compiled = compile_check(list(sources.items()), "sm_80", jobs=2)
+    assert {c.entry for c in compiled} == set(sources)
+    # the instructions the generator promises are in the sources
+    text = "\n".join(sources.values())
+    for needle in ("mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global",
+                   "__shfl_xor_sync", "st_h8("):
+        assert needle in text
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed on this machine")
+def test_nvcc_error_is_located() -> None:
+    cfg = workloads.config("rmsnorm_linear_d1024")
+    plan = generate(plans.hand_plans(cfg.program, cfg.build())[0].instantiate({"x": 32, "i": 8}))
+    k = plan.kernels[0]
+    broken = k.source.replace("cp_async_commit();", "cp_async_commit() oops;", 1)
+    with pytest.raises(CompileError) as e:
+        compile_check([(k.entry, broken)], "sm_80", jobs=1)
+    assert e.value.line is not None and "oops" in broken.splitlines()[e.value.line - 1]
+
+
+def test_resources_agree_with_generate() -> None:
+    for cid in ("rmsnorm_linear_d4096", "swiglu_d1024", "qknorm_gqa_h2048"):
+        cfg = workloads.config(cid)
+        g = cfg.build()
+        for template in plans.hand_plans(cfg.program, g):
+            syms = template.symbols
+            for v in (1, 4, 16, 64, 256, 1024):
+                sizes = dict.fromkeys(syms, v)
+                if "x" in sizes:
+                    sizes["x"] = max(1, min(v, 64))
+                kg = template.instantiate(sizes)
+                try:
+                    res = resources(kg, "sm_80")
+                except CodegenError:
+                    with pytest.raises(CodegenError):
+                        generate(kg, arch="sm_80")
+                    continue
+                plan = generate(kg, arch="sm_80")
+                assert res.smem_bytes == plan.smem_bytes
+                assert [k.smem_bytes for k in res.kernels] == [k.smem_bytes for k in plan.kernels]
+                assert [k.threads for k in res.kernels] == [k.block[0] for k in plan.kernels]
+
+
+def test_arch_budget() -> None:
+    cfg = workloads.config("swiglu_d4096")
+    template = plans.hand_plans(cfg.program, cfg.build())[0]
+    kg = template.instantiate({"x": 128, "i": 8})  # Wg, Wu tiles [512, 32] + X [16, 512]: 2 stages > 163 KB
+    with pytest.raises(CodegenError, match="shared memory"):
+        resources(kg, "sm_80")
+    with pytest.raises(CodegenError, match="shared memory"):
+        generate(kg, arch="sm_80")
+    assert resources(kg, "sm_90").smem_bytes > 163 * 1024  # fits the 227 KB of H100/H200, with opt-in
+    big = generate(kg, arch="sm_90")
+    assert big.kernels[0].smem_bytes > 48 * 1024
+
+
+def test_codegen_errors() -> None:
+    cfg = workloads.config("rmsnorm_linear_d1024")
+    template = plans.hand_plans(cfg.program, cfg.build())[0]
+    with pytest.raises(CodegenError, match="multiple of 16"):
+        generate(template.instantiate({"x": 8, "i": 128}))  # contraction tile 1024/128 = 8
+    with pytest.raises(CodegenError, match="multiple of 8"):
+        generate(template.instantiate({"x": 256, "i": 8}))  # output tile 1024/256 = 4 columns
+    with pytest.raises(CodegenError, match="symbolic"):
+        generate(template)
+    with pytest.raises(CodegenError, match="unknown target"):
+        generate(template.instantiate({"x": 32, "i": 8}), arch="sm_70")
+    with pytest.raises(CodegenError, match="warps"):
+        generate(template.instantiate({"x": 32, "i": 8}), options=Options(warps=3))
+    # float32 programs have no tensor-core path
+    g = Graph()
+    x = g.input((16, 64), "float32", "X")
+    w = g.input((64, 64), "float32", "W")
+    g.output(g.matmul(x, w), "O")
+    kg32 = KernelGraph("mm32", tuple(TensorSpec(t.name, t.shape, t.dtype) for t in g.inputs),
+                       (TensorSpec("O", (16, 64), "float32"),),
+                       (CustomKernel("k0", (4,), 2, (Load("X", (None,), 1), Load("W", (1,), 0), MatmulOp(0, 1),
+                                                        Accum(2), Save(3, "O", (1,)))),))
+    with pytest.raises(CodegenError, match="float16"):
+        generate(kg32)
+    # a matmul after the loop is not supported
+    post = KernelGraph("post_mm", (TensorSpec("X", (16, 64), "float16"), TensorSpec("W", (64, 64), "float16")),
+                       (TensorSpec("O", (16, 64), "float16"),),
+                       (CustomKernel("k0", (1,), 1, (Load("X", (None,), None), Load("W", (None,), None), Accum(0),
+                                                     Accum(1), MatmulOp(2, 3), Save(4, "O", (1,)))),))
+    with pytest.raises(CodegenError, match="after the for-loop"):
+        generate(post)
+
+
+def test_accumulator_register_limit() -> None:
+    cfg = workloads.config("swiglu_d4096")
+    template = plans.hand_plans(cfg.program, cfg.build())[0]
+    with pytest.raises(CodegenError, match="registers"):
+        resources(template.instantiate({"x": 4, "i": 256}), "sm_90")  # two [16, 1024] fragment tiles
+
+
+def test_split_plan_has_float32_buffers_and_json() -> None:
+    cfg = workloads.config("gqa_h2048")
+    template = plans.hand_plans(cfg.program, cfg.build())[2]
+    plan = generate(template.instantiate({"x": 2, "s": 32, "i": 2}), arch="sm_90")
+    assert [k.name for k in plan.kernels] == ["split", "combine"]
+    assert {b.name: (b.shape, b.dtype) for b in plan.buffers} == {"N": ((2, 8, 128 * 32), "float32"),
+                                                                   "D": ((2, 8, 32), "float32")}
+    doc = json.loads(plan.dumps())
+    assert doc["format"] == "prism.launch_plan"
+    assert [s["entry"] for s in doc["steps"]] == [k.entry for k in plan.kernels]
+    assert doc["steps"][0]["grid"] == [2, 32, 1] and doc["steps"][1]["grid"] == [2, 1, 1]
+    assert plan.kernels[0].args == ("Q", "Kt", "V", "N", "D")
+
+
+def _small_snapshot(name: str) -> str:
+    if name == "rmsnorm_linear_small":
+        g = workloads.program("rmsnorm_linear", n=8, d=64)
+        kg = plans.hand_plans("rmsnorm_linear", g)[0].instantiate({"x": 2, "i": 2})
+    else:
+        g = workloads.program("gqa", batch=2, group=8, kv_len=64, head_dim=16)
+        kg = plans.hand_plans("gqa", g)[2].instantiate({"x": 2, "s": 2, "i": 2})
+    plan = generate(kg, arch="sm_80")
+    return "\n".join(k.source for k in plan.kernels)
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_linear_small", "gqa_split_small"])
+def test_snapshot(name: str) -> None:
+    text = _small_snapshot(name)
+    path = SNAPSHOTS / f"{name}.cu"
+    if os.environ.get("PRISM_UPDATE_SNAPSHOTS") == "1" or not path.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(text)
+        if not os.environ.get("PRISM_UPDATE_SNAPSHOTS"):
+            pytest.fail(f"snapshot {path} was missing and has been written; rerun")
+    assert text == path.read_text(), f"generated source changed; PRISM_UPDATE_SNAPSHOTS=1 to accept ({path})"
+
+
+def test_emit_cli(tmp_path: Path) -> None:
+    from prism.cli import main
+
+    assert main(["emit", "gqa", "--config", "gqa_h1024", "--out", str(tmp_path)]) == 0
+    dirs = sorted(p.name for p in (tmp_path / "gqa_h1024").iterdir())
+    assert len(dirs) == 3 and any(d.startswith("p2_") for d in dirs)
+    split = next((tmp_path / "gqa_h1024").glob("p2_*"))
+    assert {p.name for p in split.iterdir()} == {"split.cu", "combine.cu", "plan.json"}
+    doc = json.loads((split / "plan.json").read_text())
+    assert [s["name"] for s in doc["steps"]] == ["split", "combine"]
+    assert main(["emit", "gqa", "--out", str(tmp_path)]) == 1  # a program needs --config
+    assert main(["emit", "swiglu", "--config", "gqa_h1024", "--out", str(tmp_path)]) == 1

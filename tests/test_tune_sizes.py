@@ -1,0 +1,186 @@
+"""Legal-size enumeration against brute force on small shapes."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+
+import pytest
+
+from prism import plans, workloads
+from prism.errors import IRError, TuningError
+from prism.ir import CustomKernel, KernelGraph, Load, infer
+from prism.tune import sizes as sizes_mod
+from prism.tune.sizes import SMEM_BYTES, Usage, candidate_values, legal_sizes
+
+
+def fake_resources(kg: KernelGraph, arch: str) -> Usage:
+    """Pretend each loaded tile element costs 1 KiB of shared memory; 32 threads per grid-x block."""
+    _shapes, per_kernel = infer(kg)
+    smem = threads = 0
+    for k, ks in zip(kg.kernels, per_kernel, strict=True):
+        if isinstance(k, CustomKernel) and ks is not None:
+            elems = sum(math.prod(t) for op, t in zip(k.ops, ks.tiles, strict=True) if isinstance(op, Load) and t)
+            smem = max(smem, 1024 * elems)
+            threads = max(threads, 32 * int(k.grid[0]))
+    return Usage(smem, threads)
+
+
+def brute_force(kg: KernelGraph, arch: str, max_threads: int = 1024, resources=None) -> list[dict[str, int]]:
+    """Every integer 1..max dim for every symbol, kept when the μGraph validates and fits."""
+    top = max(d for t in (*kg.inputs, *kg.outputs) for d in t.shape)
+    out = []
+    for vals in itertools.product(range(1, top + 1), repeat=len(kg.symbols)):
+        sizes = dict(zip(kg.symbols, vals, strict=True))
+        concrete = kg.instantiate(sizes)
+        try:
+            infer(concrete)
+        except IRError:
+            continue
+        if resources is not None:
+            use = resources(concrete, arch)
+            if use.smem_bytes > SMEM_BYTES[arch] or use.threads > max_threads:
+                continue
+        out.append(sizes)
+    return out
+
+
+def key(ss: list[dict[str, int]]) -> list[tuple[tuple[str, int], ...]]:
+    return sorted(tuple(sorted(s.items())) for s in ss)
+
+
+SMALL = {
+    "rmsnorm_linear": workloads.rmsnorm_linear(n=4, d=16),
+    "rmsnorm_mlp": workloads.rmsnorm_mlp(n=4, d=16),
+    "gqa": workloads.gqa(batch=2, group=4, kv_len=16, head_dim=8),
+    "qknorm_gqa": workloads.qknorm_gqa(batch=2, group=2, kv_len=12, head_dim=4),
+}
+
+
+@pytest.mark.parametrize("program", list(SMALL))
+def test_matches_brute_force_without_resource_filter(program: str) -> None:
+    g = SMALL[program]
+    for kg in plans.hand_plans(program, g):
+        got = legal_sizes(kg, arch="sm_80", resources=None)
+        assert key(got) == key(brute_force(kg, "sm_80")), (program, kg.symbols)
+        assert got, "every hand plan has at least one legal assignment"
+
+
+def test_divisibility_rejects_non_divisors() -> None:
+    g = workloads.rmsnorm_linear(n=4, d=12)
+    (kg, _) = plans.hand_plans("rmsnorm_linear", g)
+    got = legal_sizes(kg, arch="sm_90", resources=None)
+    assert {s["x"] for s in got} == {1, 2, 3, 4, 6, 12}
+    assert {s["i"] for s in got} == {1, 2, 3, 4, 6, 12}
+    assert len(got) == 36
+    assert 8 in candidate_values(kg)  # a power of two is a candidate but never divides 12
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_shared_memory_limit_per_arch(arch: str) -> None:
+    g = workloads.rmsnorm_linear(n=4, d=16)
+    for kg in plans.hand_plans("rmsnorm_linear", g):
+        got = legal_sizes(kg, arch=arch, resources=fake_resources)
+        assert key(got) == key(brute_force(kg, arch, resources=fake_resources))
+        for s in got:
+            assert fake_resources(kg.instantiate(s), arch).smem_bytes <= SMEM_BYTES[arch]
+
+
+def test_sm90_allows_more_than_sm80() -> None:
+    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear(n=4, d=16))
+    a80 = key(legal_sizes(kg, arch="sm_80", resources=fake_resources))
+    a90 = key(legal_sizes(kg, arch="sm_90", resources=fake_resources))
+    assert set(a80) < set(a90)
+    # x=2, i=1: W tile 16x8 + X tile 4x16 = 192 elements = 192 KiB: over 163 KB, under 227 KB.
+    assert (("i", 1), ("x", 2)) in set(a90) - set(a80)
+
+
+def test_thread_limit() -> None:
+    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear(n=4, d=16))
+    got = legal_sizes(kg, arch="sm_90", resources=fake_resources, max_threads=128)
+    assert got and all(32 * s["x"] <= 128 for s in got)
+    assert key(got) == key(brute_force(kg, "sm_90", max_threads=128, resources=fake_resources))
+
+
+def test_codegen_error_means_illegal() -> None:
+    from prism.errors import CodegenError
+
+    def picky(kg: KernelGraph, arch: str) -> Usage:
+        k = kg.kernels[0]
+        assert isinstance(k, CustomKernel)
+        if int(k.loop) > 2:
+            raise CodegenError("loop too long for this test")
+        return Usage(0, 32)
+
+    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear(n=4, d=16))
+    got = legal_sizes(kg, arch="sm_90", resources=picky)
+    assert {s["i"] for s in got} == {1, 2}
+
+
+def test_sizes_shared_across_kernels() -> None:
+    """The split-KV plan's s is the split kernel's grid dim and the combine kernel's loop."""
+    g = workloads.gqa(batch=2, group=2, kv_len=16, head_dim=4)
+    kg = plans.gqa_split_plan(g)
+    assert kg.symbols == ["x", "s", "i"]
+    got = legal_sizes(kg, arch="sm_90", resources=None)
+    assert key(got) == key(brute_force(kg, "sm_90"))
+    for s in got:
+        assert 16 % (s["s"] * s["i"]) == 0 and 2 % s["x"] == 0
+    assert len(got) == 2 * 15  # x in {1,2}; (s, i) with s*i | 16: 15 pairs
+
+
+def test_limit_and_grid_limits() -> None:
+    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear(n=8, d=4096))
+    assert len(legal_sizes(kg, arch="sm_90", resources=None, limit=5)) == 5
+    # grid y and z are at most 65535
+    g = workloads.rmsnorm_linear(n=2, d=2**17)
+    kg2 = plans.rmsnorm_linear_2d_plan(g)
+    got = legal_sizes(kg2, arch="sm_90", resources=None, limit=None)
+    assert got and max(s["y"] for s in got) == 2**15 and all(s["y"] <= 65535 for s in got)
+
+
+def test_unknown_arch() -> None:
+    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear(n=4, d=16))
+    with pytest.raises(TuningError, match="sm_70"):
+        legal_sizes(kg, arch="sm_70", resources=None)
+
+
+def test_missing_codegen_resources_warns_and_does_not_filter(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    import prism.codegen
+
+    monkeypatch.delattr(prism.codegen, "resources", raising=False)
+    sizes_mod._warn_once.cache_clear()
+    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear(n=4, d=16))
+    with caplog.at_level(logging.WARNING, logger="prism.tune.sizes"):
+        got = legal_sizes(kg, arch="sm_80")
+    assert "not filtered" in caplog.text
+    assert key(got) == key(brute_force(kg, "sm_80"))
+
+
+def test_with_the_code_generators_resources() -> None:
+    """Real prism.codegen.resources: sm_90's 227 KB admit every sm_80 choice and more; brute force agrees."""
+    codegen = pytest.importorskip("prism.codegen")
+    if not hasattr(codegen, "resources"):
+        pytest.skip("prism.codegen.resources does not exist yet")
+    from prism.errors import CodegenError
+
+    cfg = workloads.config("swiglu_d4096")
+    kg = plans.swiglu_plan(cfg.build())
+    per_arch = {}
+    for arch in ("sm_80", "sm_90"):
+        got = legal_sizes(kg, arch=arch)
+        brute = []
+        for x, i in itertools.product(candidate_values(kg), repeat=2):
+            concrete = kg.instantiate({"x": x, "i": i})
+            try:
+                infer(concrete)
+                res = codegen.resources(concrete, arch)
+            except (IRError, CodegenError):
+                continue
+            if res.smem_bytes <= SMEM_BYTES[arch] and res.threads <= 1024:
+                brute.append({"x": x, "i": i})
+        assert key(got) == key(brute)
+        per_arch[arch] = set(key(got))
+    assert per_arch["sm_80"] <= per_arch["sm_90"]

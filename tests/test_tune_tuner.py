@@ -1,0 +1,119 @@
+"""The whole tuner on the CPU: μGraph interpreter as the 'GPU' and a fake timer."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import pytest
+
+from prism import plans, workloads
+from prism.errors import CompileError, TuningError
+from prism.ir import CustomKernel, KernelGraph
+from prism.tune import InterpreterBackend, tune
+from prism.tune.tuner import input_scales
+
+GRAPH = workloads.rmsnorm_linear(n=8, d=32)
+GOOD_1D = plans.rmsnorm_linear_plan(GRAPH)
+GOOD_2D = plans.rmsnorm_linear_2d_plan(GRAPH)
+WRONG = plans.rmsnorm_linear_2d_plan(GRAPH, omap=(1, 0))  # wrong whenever x = y > 1
+TEMPLATES = [GOOD_1D, GOOD_2D, WRONG]
+
+
+def _kernel(kg: KernelGraph) -> CustomKernel:
+    k = kg.kernels[0]
+    assert isinstance(k, CustomKernel)
+    return k
+
+
+def fake_time(kg: KernelGraph) -> float:
+    """More blocks and a shorter loop are faster; the wrong plan looks 100× faster than it is."""
+    k = _kernel(kg)
+    t = 1000.0 / math.prod(int(g) for g in k.grid) + 10.0 * int(k.loop)
+    return t * (0.01 if k.saves[0].omap == (1, 0) else 1.0)
+
+
+def backend() -> InterpreterBackend:
+    return InterpreterBackend(fake_time)
+
+
+def test_winner_is_the_fastest_that_passes_the_check(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.ERROR, logger="prism.tune.tuner"):
+        res = tune(GRAPH, TEMPLATES, samples=10_000, seed=0, backend=backend(), jobs=2)
+    assert res.legal == (36, 144, 24)
+    assert res.counts["sampled"] == 204 and res.counts["timed"] == 204
+    # Every wrong-plan sample with x = y > 1 is faster than any good one, fails the check, and is reported.
+    fails = res.check_failures
+    assert len(fails) == 18
+    assert all(f.template == 2 and f.sizes["x"] == f.sizes["y"] > 1 and f.stage == "check" for f in fails)
+    assert all(math.isinf(f.time_us) for f in fails)
+    assert "BUG" in caplog.text
+    # The winner is the fastest remaining sample (the wrong plan at x = y = 1 is a correct kernel).
+    remaining = [r for r in res.records if r.stage is None]
+    assert res.time_us == min(r.time_us for r in remaining)
+    assert res.template_index == 2 and res.sizes == {"x": 1, "y": 1, "i": 1}
+    assert res.rel_err < 1e-9
+    assert res.kernel is not None and res.kernel.kernels[0].grid == (1, 1)
+    assert res.summary["best_us"] == res.time_us and res.summary["check_failures"] == 18
+
+
+def test_failures_are_infinitely_slow_not_crashes() -> None:
+    class Flaky(InterpreterBackend):
+        def compile(self, kg: KernelGraph) -> Any:
+            if int(_kernel(kg).loop) == 4:
+                raise CompileError("nvrtc: error: pretend")
+            return super().compile(kg)
+
+        def time_us(self, kernel: Any) -> float:
+            if int(_kernel(kernel).loop) == 8:
+                raise RuntimeError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+            return super().time_us(kernel)
+
+    res = tune(GRAPH, [GOOD_1D, GOOD_2D], samples=10_000, seed=0, backend=Flaky(fake_time), jobs=2)
+    by_loop = {}
+    for r in res.records:
+        by_loop.setdefault(r.sizes["i"], set()).add(r.stage)
+    assert by_loop[4] == {"compile"} and by_loop[8] == {"launch"}
+    assert by_loop[1] == {None}
+    failed = [r for r in res.records if r.stage in ("compile", "launch")]
+    assert failed and all(math.isinf(r.time_us) and r.error for r in failed)
+    assert "pretend" in next(r.error for r in failed if r.stage == "compile")
+    assert res.counts["failed"] == len(failed)
+    assert res.sizes["i"] not in (4, 8)
+    assert res.time_us == min(r.time_us for r in res.records)
+
+
+def test_deterministic_under_seed() -> None:
+    a = tune(GRAPH, TEMPLATES, samples=12, seed=5, backend=backend(), jobs=2)
+    b = tune(GRAPH, TEMPLATES, samples=12, seed=5, backend=backend(), jobs=1)
+    c = tune(GRAPH, TEMPLATES, samples=12, seed=6, backend=backend(), jobs=2)
+    strip = [(r.template, r.sizes, r.time_us, r.stage) for r in a.records]
+    assert strip == [(r.template, r.sizes, r.time_us, r.stage) for r in b.records]
+    assert (a.template_index, a.sizes, a.time_us) == (b.template_index, b.sizes, b.time_us)
+    assert {(r.template, tuple(r.sizes.items())) for r in c.records} != \
+        {(r.template, tuple(r.sizes.items())) for r in a.records}
+
+
+def test_time_budget_stops_early_but_returns_a_kernel() -> None:
+    res = tune(GRAPH, [GOOD_1D, GOOD_2D], samples=50, seed=0, backend=backend(), jobs=1, time_budget=0.0)
+    assert res.counts["timed"] >= 1 and res.counts["skipped"] >= 1
+    assert res.counts["timed"] + res.counts["skipped"] == 50
+    assert res.rel_err < 1e-9
+
+
+def test_nothing_works_is_a_typed_error() -> None:
+    class Broken(InterpreterBackend):
+        def compile(self, kg: KernelGraph) -> Any:
+            raise CompileError("always")
+
+    with pytest.raises(TuningError, match="always"):
+        tune(GRAPH, [GOOD_1D], samples=5, seed=0, backend=Broken(fake_time))
+    with pytest.raises(TuningError, match="no templates"):
+        tune(GRAPH, [], samples=5, seed=0, backend=backend())
+
+
+def test_input_scales_follow_the_benchmark_config() -> None:
+    cfg = workloads.config("gqa_h1024")
+    assert input_scales(cfg.build()) == cfg.scales
+    assert input_scales(GRAPH) == {}

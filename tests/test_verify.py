@@ -1,0 +1,196 @@
+"""The equivalence verifier: hand plans are proven, wrong candidates rejected, verdicts sound."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import verify_cases as vc
+
+from prism import interpreter, plans, workloads
+from prism.errors import PrismError
+from prism.graph import Graph
+from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, MatmulOp, Save, UnaryOp
+from prism.ops import Binary, Unary
+from prism.verify import Budget, check_equivalent, verify_all
+from prism.verify.terms import encode_candidate, encode_graph, evaluate
+
+SIZES = [{"x": 2, "y": 3, "i": 2, "s": 2}, {"x": 3, "y": 2, "i": 3, "s": 3}]
+SMALL = {
+    "rmsnorm_linear": {"n": 6, "d": 36},
+    "rmsnorm_mlp": {"n": 6, "d": 36},
+    "swiglu": {"n": 6, "d": 36},
+    "gqa": {"batch": 6, "group": 6, "kv_len": 36, "head_dim": 6},
+    "qknorm_gqa": {"batch": 6, "group": 6, "kv_len": 36, "head_dim": 6},
+}
+
+
+def _inputs(g: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {t.name: rng.uniform(0.5, 1.5, t.shape) * (0.3 if t.name != "X" else 1.0) for t in g.inputs}
+
+
+def interpreter_agrees(g: Graph, kg: KernelGraph) -> bool:
+    """The μGraph interpreter matches the float64 reference at every size set of SIZES."""
+    ref = g.evaluate(_inputs(g))
+    for sizes in SIZES:
+        try:
+            got = interpreter.run(kg.instantiate({s: sizes[s] for s in kg.symbols}), _inputs(g))
+        except PrismError:
+            return False
+        if not all(np.allclose(got[k], ref[k], rtol=1e-9, atol=1e-12) for k in ref):
+            return False
+    return True
+
+
+def _plans() -> list[tuple[str, int, KernelGraph, Graph]]:
+    out = []
+    for prog in workloads.PROGRAMS:
+        g = workloads.program(prog, **SMALL[prog])
+        for i, kg in enumerate(plans.hand_plans(prog, g)):
+            out.append((prog, i, kg, g))
+    return out
+
+
+PLANS = _plans()
+
+
+@pytest.mark.parametrize(("prog", "i", "kg", "g"), PLANS, ids=[f"{p}-{i}" for p, i, _, _ in PLANS])
+def test_hand_plan_is_proven(prog: str, i: int, kg: KernelGraph, g: Graph) -> None:
+    v = check_equivalent(g, kg)
+    assert v.proven, v.reason
+    assert 0 < v.iterations <= Budget().max_iterations and v.nodes > 0
+
+
+@pytest.mark.parametrize(("prog", "i", "kg", "g"), PLANS, ids=[f"{p}-{i}" for p, i, _, _ in PLANS])
+def test_encoding_matches_interpreter(prog: str, i: int, kg: KernelGraph, g: Graph) -> None:
+    """The terms mean what the interpreter computes (Load/Accum/Save, multi-kernel intermediates)."""
+    enc_g, dims = encode_graph(g)
+    enc = encode_candidate(kg, g, dims)
+    inputs = _inputs(g)
+    ref = g.evaluate(inputs)
+    for sizes in SIZES:
+        run = interpreter.run(kg.instantiate({s: sizes[s] for s in kg.symbols}), inputs)
+        got = evaluate(enc, dims, inputs, sizes)
+        for k in ref:
+            np.testing.assert_allclose(got[k], run[k], rtol=1e-9)
+    np.testing.assert_allclose(evaluate(enc_g, dims, inputs, {})["O"], ref["O"], rtol=1e-9)
+
+
+WRONG = [
+    ("rmsnorm_linear", vc.wrong_saver_dim, "ill-formed"),
+    ("rmsnorm_linear", vc.wrong_saver_dim_same_size, "saturated"),
+    ("rmsnorm_linear", vc.accum_before_square, "saturated"),
+    ("rmsnorm_linear", vc.contraction_on_grid, "ill-formed"),
+    ("rmsnorm_linear", vc.missing_rms_factor, "saturated"),
+    ("swiglu", vc.mismatched_operands, "saturated"),
+    ("gqa", vc.divide_before_combine, "saturated"),
+    ("qknorm_gqa", lambda g: vc.divide_before_combine(g, qknorm=True), "saturated"),
+    ("gqa", vc.wrong_reduce_dim, "ill-formed"),
+]
+
+
+@pytest.mark.parametrize(("prog", "make", "why"), WRONG, ids=[f"{p}-{i}" for i, (p, _, _) in enumerate(WRONG)])
+def test_wrong_candidate_is_rejected(prog: str, make: object, why: str) -> None:
+    g = workloads.program(prog, **SMALL[prog])
+    kg = make(g)  # type: ignore[operator]
+    v = check_equivalent(g, kg)
+    assert not v.proven
+    assert v.reason.startswith(why), v.reason
+    if why == "saturated":  # well-formed, so the interpreter can confirm that it is wrong
+        assert not interpreter_agrees(g, kg)
+
+
+def test_matched_operands_control_is_proven() -> None:
+    g = workloads.program("swiglu", **SMALL["swiglu"])
+    kg = vc.matched_operands(g)
+    assert interpreter_agrees(g, kg)
+    assert check_equivalent(g, kg).proven
+
+
+def test_program_that_differs_is_rejected() -> None:
+    """A plan of one program checked against another program (no RMS factor in SwiGLU)."""
+    g = workloads.program("rmsnorm_mlp", **SMALL["rmsnorm_mlp"])
+    other = plans.swiglu_plan(workloads.program("swiglu", **SMALL["swiglu"]))
+    kg = KernelGraph("rmsnorm_mlp", other.inputs, other.outputs, other.kernels)
+    v = check_equivalent(g, kg)
+    assert not v.proven
+
+
+def test_bounds_reject() -> None:
+    g = workloads.program("qknorm_gqa", **SMALL["qknorm_gqa"])
+    kg = plans.gqa_split_plan(g, qknorm=True)
+    v = check_equivalent(g, kg, budget=Budget(max_iterations=2))
+    assert not v.proven and "iteration bound" in v.reason
+
+
+def test_verify_all_matches_single_checks() -> None:
+    g = workloads.program("rmsnorm_linear", **SMALL["rmsnorm_linear"])
+    cands = [plans.rmsnorm_linear_plan(g), vc.missing_rms_factor(g), plans.rmsnorm_linear_2d_plan(g),
+             vc.wrong_saver_dim(g), vc.accum_before_square(g), plans.rmsnorm_linear_plan(g)]
+    batch = verify_all(g, cands)
+    single = [check_equivalent(g, c) for c in cands]
+    assert [v.proven for v in batch] == [v.proven for v in single] == [True, False, True, False, False, True]
+
+
+def test_import_is_cheap() -> None:
+    code = "import sys, prism.verify; assert 'egglog' not in sys.modules, 'egglog imported eagerly'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+
+
+# ---------------------------------------------------------------------------------- cross-check
+
+
+def rmsnorm_linear_variants(g: Graph, grid_dims: int) -> list[KernelGraph]:
+    """Every imap/fmap/omap choice of the one-kernel RMSNorm+matmul plan with 1 or 2 grid dims."""
+    base = plans.rmsnorm_linear_plan(g)
+    k0 = base.kernels[0]
+    assert isinstance(k0, CustomKernel)
+    grid = ("x", "y")[:grid_dims]
+    imaps = [m for m in itertools.product((None, 0, 1), repeat=grid_dims)
+             if len([a for a in m if a is not None]) == len({a for a in m if a is not None})]
+    omaps = list(itertools.permutations((0, 1), grid_dims))
+    out = []
+    for xi, wi, xf, wf, om in itertools.product(imaps, imaps, (None, 0, 1), (None, 0, 1), omaps):
+        ops = (Load("X", xi, xf), Load("W", wi, wf), MatmulOp(0, 1), Accum(2), UnaryOp(Unary.SQUARE, 0),
+               Accum(4, reduce_dim=1), *plans._rms_factor(5, "X", 1, 6), BinaryOp(Binary.MUL, 3, 8), Save(9, "O", om))
+        out.append(KernelGraph(base.program, base.inputs, base.outputs, (CustomKernel("k0", grid, "i", ops),)))
+    return out
+
+
+def _rect_rmsnorm_linear() -> Graph:
+    g = Graph()
+    x = g.input((6, 12), "float16", "X")
+    w = g.input((12, 18), "float16", "W")
+    g.output(g.matmul(g.rms_norm(x), w), "O")
+    return g
+
+
+def _cross_check(grid_dims: int) -> tuple[int, int, int, float]:
+    g = _rect_rmsnorm_linear()
+    cands = rmsnorm_linear_variants(g, grid_dims)
+    t0 = time.perf_counter()
+    verdicts = verify_all(g, cands)
+    secs = time.perf_counter() - t0
+    correct = [interpreter_agrees(g, c) for c in cands]
+    unsound = [i for i, (v, ok) in enumerate(zip(verdicts, correct, strict=True)) if v.proven and not ok]
+    assert not unsound, f"proven but wrong: {[cands[i].kernels for i in unsound[:3]]}"
+    proven = sum(v.proven for v in verdicts)
+    return len(cands), sum(correct), proven, secs
+
+
+def test_cross_check_one_grid_dim() -> None:
+    n, correct, proven, _ = _cross_check(1)
+    assert n == 162
+    assert correct > 0 and proven == correct, (correct, proven)
+
+
+@pytest.mark.slow
+def test_cross_check_two_grid_dims() -> None:
+    n, correct, proven, secs = _cross_check(2)
+    print(f"2 grid dims: {n} candidates, {correct} interpreter-correct, {proven} proven, verify {secs:.2f} s")
+    assert proven == correct
