@@ -1,0 +1,164 @@
+"""From a block-graph structure to an sGraph: symbolic tiles, mapping variables and the equalities
+of symbolic dimension matching (paper §3.2), op by op."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, TensorSpec, UnaryOp
+
+from .dimmatch import ONE, Ext, LinForm, Mismatch, Tile, broadcast, lin_var, match
+from .sgraph import LOOP, PARALLEL, MapVar, SGraph, load_var, save_var
+
+
+def op_tile(op: BlockOp, tiles: Sequence[Tile], eqs: list[LinForm]) -> Tile:
+    """Symbolic tile of a compute op; raises Mismatch when its operands can never fit."""
+    match op:
+        case UnaryOp():
+            return tiles[0]
+        case BinaryOp():
+            a, b = tiles
+            if len(a) != len(b):
+                raise Mismatch("rank")
+            return tuple(broadcast(x, y, eqs) for x, y in zip(a, b, strict=True))
+        case MatmulOp():
+            a, b = tiles
+            if len(a) < 2 or len(b) < 2 or len(b) > len(a) or len(a) > 3:
+                raise Mismatch("rank")
+            match(a[-1], b[-2], eqs)
+            if len(a) == len(b):
+                batch = tuple(broadcast(x, y, eqs) for x, y in zip(a[:-2], b[:-2], strict=True))
+            else:
+                batch = a[:-2]
+            return (*batch, a[-2], b[-1])
+        case ReduceOp(_, _, dim) | Accum(_, dim):
+            if dim is None:
+                return tiles[0]
+            return tuple(Ext(ONE) if d == dim else e for d, e in enumerate(tiles[0]))
+    raise AssertionError(op)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A block graph's structure: ops in canonical order (placeholder maps), its sizes."""
+
+    ops: tuple[BlockOp, ...]
+    grid: tuple[str, ...]
+    loop: str
+
+
+def _map_choices(kind: str, rank: int, ng: int, concrete: frozenset[str]) -> list[object]:
+    if kind == "imap":
+        if "imap" not in concrete:
+            return [None]
+        return [m for m in itertools.product([None, *range(rank)], repeat=ng)
+                if len([a for a in m if a is not None]) == len({a for a in m if a is not None})]
+    if kind == "fmap":
+        return [None, *range(rank)] if "fmap" in concrete else ["sym"]
+    return list(itertools.permutations(range(rank), ng)) if "omap" in concrete else [None]
+
+
+def symbolize(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
+              input_labels: Mapping[str, tuple[str, ...]], kernels: Sequence[KernelSpec],
+              concrete: frozenset[str] = frozenset()) -> Iterator[SGraph]:
+    """Every sGraph of this structure (one, or one per concrete map choice in the ablation).
+
+    Raises nothing: structures whose dims cannot match for every d yield no sGraph."""
+    out_labels = {t.name: None for t in outputs}
+    base: dict[str, Tile] = {t.name: tuple(Ext(lab) for lab in input_labels[t.name]) for t in inputs}
+    yield from _sym_kernel(program, inputs, outputs, kernels, 0, base, [], [], {}, [], concrete, out_labels)
+
+
+def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
+                kernels: Sequence[KernelSpec], k: int, tensors: dict[str, Tile], variables: list[MapVar],
+                eqs: list[LinForm], fixed: dict[str, int], tiles_acc: list[tuple[Tile | None, ...]],
+                concrete: frozenset[str], out_labels: object) -> Iterator[SGraph]:
+    if k == len(kernels):
+        built = [CustomKernel(f"k{i}", ks.grid, ks.loop, tuple(_placeholder(op, len(ks.grid)) for op in ks.ops))
+                 for i, ks in enumerate(kernels)]
+        kg = KernelGraph(program, inputs, outputs, tuple(built))
+        yield SGraph(kg, tuple(variables), tuple(eqs), tuple(sorted(fixed.items())), tuple(tiles_acc))
+        return
+    ks = kernels[k]
+    ng = len(ks.grid)
+    pars = [*zip(PARALLEL, ks.grid, strict=False), (LOOP, ks.loop)]
+    grid_pars = pars[:ng]
+
+    def rec(j: int, tiles: list[Tile | None], vs: list[MapVar], es: list[LinForm], fx: dict[str, int],
+            new_tensors: dict[str, Tile]) -> Iterator[SGraph]:
+        if j == len(ks.ops):
+            yield from _sym_kernel(program, inputs, outputs, kernels, k + 1, {**tensors, **new_tensors},
+                                   variables + vs, eqs + es, {**fixed, **fx}, [*tiles_acc, tuple(tiles)],
+                                   concrete, out_labels)
+            return
+        op = ks.ops[j]
+        match op:
+            case Load(tensor):
+                base = tensors[tensor]
+                rank = len(base)
+                nv = [MapVar(load_var(k, j, a, p), "load", k, j, a, p) for a in range(rank) for p, _ in pars]
+                for im in _map_choices("imap", rank, ng, concrete):
+                    for fm in _map_choices("fmap", rank, ng, concrete):
+                        f2 = dict(fx)
+                        if im is not None:
+                            for pi, (p, _) in enumerate(grid_pars):
+                                for a in range(rank):
+                                    f2[load_var(k, j, a, p)] = int(im[pi] == a)  # type: ignore[index]
+                        if fm != "sym":
+                            for a in range(rank):
+                                f2[load_var(k, j, a, LOOP)] = int(fm == a)
+                        tile = []
+                        for a, e in enumerate(base):
+                            for p, sym in pars:
+                                e = e.shifted(sym, lin_var(load_var(k, j, a, p), -1, f2))
+                            tile.append(e)
+                        yield from rec(j + 1, [*tiles, tuple(tile)], vs + nv, es, f2, new_tensors)
+            case Save(x, tensor):
+                tile = tiles[x]
+                assert tile is not None
+                rank = len(tile)
+                if rank < ng:
+                    return
+                nv = [MapVar(save_var(k, j, a, p), "save", k, j, a, p) for a in range(rank) for p, _ in grid_pars]
+                is_out = tensor in {t.name for t in outputs}
+                for om in _map_choices("omap", rank, ng, concrete):
+                    f2 = dict(fx)
+                    if om is not None:
+                        for pi, (p, _) in enumerate(grid_pars):
+                            for a in range(rank):
+                                f2[save_var(k, j, a, p)] = int(om[pi] == a)  # type: ignore[index]
+                    dims = []
+                    for a, e in enumerate(tile):
+                        for p, sym in grid_pars:
+                            e = e.shifted(sym, lin_var(save_var(k, j, a, p), 1, f2))
+                        dims.append(e)
+                    e2: list[LinForm] = []
+                    try:
+                        if is_out:
+                            for e in dims:
+                                match(e, Ext(e.label), e2)
+                    except Mismatch:
+                        continue
+                    nt = new_tensors if is_out else {**new_tensors, tensor: tuple(dims)}
+                    yield from rec(j + 1, [*tiles, None], vs + nv, es + e2, f2, nt)
+            case _:
+                from prism.ir import op_args
+
+                e2 = []
+                try:
+                    tile = op_tile(op, [tiles[a] for a in op_args(op)], e2)  # type: ignore[misc]
+                except Mismatch:
+                    return
+                yield from rec(j + 1, [*tiles, tile], vs, es + e2, fx, new_tensors)
+
+    yield from rec(0, [], [], [], {}, {})
+
+
+def _placeholder(op: BlockOp, ng: int) -> BlockOp:
+    if isinstance(op, Load):
+        return Load(op.tensor, (None,) * ng, None)
+    if isinstance(op, Save):
+        return Save(op.x, op.tensor, (None,) * ng)
+    return op
