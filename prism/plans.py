@@ -189,3 +189,71 @@ def hand_plans(program: str, graph: Graph) -> list[KernelGraph]:
     if program not in PLANS:
         raise WorkloadError(f"no hand-built plans for {program!r}; known: {', '.join(PLANS)}")
     return [make(graph) for make in PLANS[program]]
+
+
+# ---------------------------------------------------------------------------------- split-K plans
+# Extra plans for the memory-bound decode GEMVs (added by the code generator's work, issue 5): the
+# contraction dim is split over a grid dim y so that many blocks stream the weights at once; a
+# combine kernel (grid c, loop y) sums the float32 partials and applies the epilogue. Kept out of
+# PLANS so that hand_plans() stays the set the search is tested against; see codegen_plans().
+
+
+def rmsnorm_linear_splitk_plan(graph: Graph) -> KernelGraph:
+    """split: W's columns over x, K over y and the loop -> partials P[n*y, N]; combine: Σ_y P and
+    Σ x² (X re-read, it is small), RMS factor, save."""
+    split: list[BlockOp] = [
+        Load("X", (None, 1), 1),  # 0 [n, K/(y i)]
+        Load("W", (1, 0), 0),  # 1 [K/(y i), N/x]
+        MatmulOp(0, 1),  # 2
+        Accum(2),  # 3 [n, N/x]
+        Save(3, "P", (1, 0)),  # P[n*y, N]: block (x, y) writes rows y*n.., columns x*N/x..
+    ]
+    combine: list[BlockOp] = [
+        Load("P", (1,), 0),  # 0 [n, N/c]: iteration t reads split y = t's rows
+        Load("X", (None,), 1),  # 1 [n, K/y]
+        Accum(0),  # 2
+        UnaryOp(Unary.SQUARE, 1),  # 3
+        Accum(3, reduce_dim=1),  # 4 [n, 1]
+        *_rms_factor(4, "X", 1, 5),  # 5 6 7
+        BinaryOp(Binary.MUL, 2, 7),  # 8
+        Save(8, "O", (1,)),
+    ]
+    return _wrap(graph, "rmsnorm_linear", [CustomKernel("split", ("x", "y"), "i", tuple(split)),
+                                           CustomKernel("combine", ("c",), "y", tuple(combine))])
+
+
+def swiglu_splitk_plan(graph: Graph) -> KernelGraph:
+    """split: both matmuls' partial sums over K chunks (grid y); combine: Σ_y, silu, product."""
+    split: list[BlockOp] = [
+        Load("X", (None, 1), 1),  # 0
+        Load("Wg", (1, 0), 0),  # 1
+        Load("Wu", (1, 0), 0),  # 2
+        MatmulOp(0, 1),  # 3
+        MatmulOp(0, 2),  # 4
+        Accum(3),  # 5
+        Accum(4),  # 6
+        Save(5, "Pg", (1, 0)),
+        Save(6, "Pu", (1, 0)),
+    ]
+    combine: list[BlockOp] = [
+        Load("Pg", (1,), 0),  # 0
+        Load("Pu", (1,), 0),  # 1
+        Accum(0),  # 2
+        Accum(1),  # 3
+        UnaryOp(Unary.SILU, 2),  # 4
+        BinaryOp(Binary.MUL, 4, 3),  # 5
+        Save(5, "O", (1,)),
+    ]
+    return _wrap(graph, "swiglu", [CustomKernel("split", ("x", "y"), "i", tuple(split)),
+                                   CustomKernel("combine", ("c",), "y", tuple(combine))])
+
+
+SPLIT_K_PLANS: dict[str, list[Callable[[Graph], KernelGraph]]] = {
+    "rmsnorm_linear": [rmsnorm_linear_splitk_plan],
+    "swiglu": [swiglu_splitk_plan],
+}
+
+
+def codegen_plans(program: str, graph: Graph) -> list[KernelGraph]:
+    """hand_plans() followed by the split-K plans of the program (what ``prism emit`` generates)."""
+    return hand_plans(program, graph) + [make(graph) for make in SPLIT_K_PLANS.get(program, [])]

@@ -43,29 +43,53 @@ def log(*a: Any) -> None:
 # ------------------------------------------------------------------ variants
 
 
+# Targeted size grids per (program, plan index); other plans get an even spread of legal sizes.
+GRIDS: dict[tuple[str, int], dict[str, list[int]]] = {
+    ("rmsnorm_linear", 0): {"x": [16, 32, 64, 128, 256], "i": [1, 2, 4, 8, 16, 32]},
+    ("rmsnorm_linear", 2): {"x": [16, 32, 64], "y": [2, 4, 8, 16], "i": [1, 2, 4], "c": [32, 64]},
+    ("swiglu", 0): {"x": [16, 32, 64, 128, 256], "i": [1, 2, 4, 8, 16, 32]},
+    ("swiglu", 1): {"x": [16, 32, 64], "y": [2, 4, 8, 16], "i": [1, 2, 4], "c": [32, 64]},
+    ("rmsnorm_mlp", 0): {"x": [16, 32, 64, 128], "i": [1, 2, 4, 8]},
+    ("gqa", 2): {"x": [2], "s": [4, 8, 16, 32], "i": [1, 2, 4]},
+    ("qknorm_gqa", 2): {"x": [2], "s": [4, 8, 16, 32], "i": [1, 2, 4]},
+}
+GEMV = {("rmsnorm_linear", 0), ("swiglu", 0), ("rmsnorm_mlp", 0)}
+OPTION_SETS: list[dict[str, int]] = []
+ONLY: dict[str, set[int]] = {}  # --options: option sets tried on every targeted size
+
+
 def variants(cfg: workloads.Config, max_per_plan: int, extra: bool = True) -> list[tuple[int, dict[str, int], Options]]:
     """(plan index, sizes, options) to try: legal sizes with enough blocks and a sane stage size."""
     g = cfg.build()
     out = []
-    for pi, kg in enumerate(plans.hand_plans(cfg.program, g)):
+    for pi, kg in enumerate(plans.codegen_plans(cfg.program, g)):
+        if cfg.program in ONLY and pi not in ONLY[cfg.program]:
+            continue
         cands = []
+        grid = GRIDS.get((cfg.program, pi))
         for sizes, res in legal_sizes(kg, ARCH):
+            if grid is not None and any(sizes[k] not in grid[k] for k in sizes):
+                continue
             k0 = res.kernels[0]
             cands.append((k0.blocks, k0.stage_bytes, sizes))
         if not cands:
             continue
         maxb = max(c[0] for c in cands)
         lo = min(32, maxb)
-        good = [c for c in cands if lo <= c[0] <= 1024 and (c[1] == 0 or 2048 <= c[1] <= 65536)]
+        good = [c for c in cands if lo <= c[0] <= 1024 and (c[1] == 0 or 2048 <= c[1] <= 96 * 1024)]
         if not good:
             good = [c for c in cands if c[0] == maxb]
         good.sort(key=lambda c: (c[0], c[1], sorted(c[2].items())))
-        if len(good) > max_per_plan:
-            idx = np.linspace(0, len(good) - 1, max_per_plan).round().astype(int)
+        limit = 4 * max_per_plan if grid is not None else max_per_plan
+        if len(good) > limit:
+            idx = np.linspace(0, len(good) - 1, limit).round().astype(int)
             good = [good[i] for i in sorted(set(idx.tolist()))]
         for _, _, sizes in good:
+            if OPTION_SETS and grid is not None:
+                out += [(pi, sizes, Options(**o)) for o in OPTION_SETS]
+                continue
             out.append((pi, sizes, Options()))
-            if extra and cfg.program in ("rmsnorm_linear", "swiglu", "rmsnorm_mlp") and pi == 0:
+            if extra and (cfg.program, pi) in GEMV:
                 out.append((pi, sizes, Options(warps=8)))
                 out.append((pi, sizes, Options(stage_target=160 * 1024)))
     return out
@@ -210,7 +234,7 @@ def run_config(cfg: workloads.Config, args: argparse.Namespace, ceil: dict[str, 
         copies.append([t.clone() for t in copies[0]])
     result: dict[str, Any] = {"config": cfg.id, "copies": n_copies, **floor_us(cfg, ceil), "variants": []}
     seed = seed0
-    tmpl = plans.hand_plans(cfg.program, g)
+    tmpl = plans.codegen_plans(cfg.program, g)
     vs = variants(cfg, args.max_variants, args.extra)
     # compile everything first
     compiled = []
@@ -332,8 +356,21 @@ def main() -> int:
     p.add_argument("--max-variants", type=int, default=10)
     p.add_argument("--baselines", default="eager,compile")
     p.add_argument("--extra", action="store_true", help="also try 8 warps / deeper pipelines on the GEMV plans")
+    p.add_argument("--grids", default="", help='JSON {"program:plan": {"x": [..], ...}} overriding size grids')
+    p.add_argument("--options", default="", help="JSON list of Options kwargs tried on every targeted size")
+    p.add_argument("--only-grids", action="store_true", help="only the plans that have a size grid")
     args = p.parse_args()
     args.baselines = [b for b in args.baselines.split(",") if b]
+    if args.grids:
+        for key, grid in json.loads(args.grids).items():
+            prog, pi = key.rsplit(":", 1)
+            GRIDS[(prog, int(pi))] = grid
+    if args.options:
+        OPTION_SETS.extend(json.loads(args.options))
+    if args.only_grids:
+        for c in args.configs.split(","):
+            prog = workloads.config(c).program
+            ONLY[prog] = {pi for (p, pi) in GRIDS if p == prog}
     os.makedirs(args.out, exist_ok=True)
     import torch
 

@@ -75,7 +75,7 @@ def write_plan(plan: LaunchPlan, directory: Path) -> list[Path]:
 
 
 def emit(cfg: workloads.Config, out: Path, *, arch: str = "sm_80", all_sizes: bool = False,
-         plan_source: PlanSource = plans.hand_plans) -> list[tuple[Path, LaunchPlan]]:
+         plan_source: PlanSource = plans.codegen_plans) -> list[tuple[Path, LaunchPlan]]:
     """Generate and write the plans of ``cfg``; returns (directory, plan) per plan and size choice."""
     graph = cfg.build()
     written = []

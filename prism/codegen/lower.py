@@ -48,6 +48,7 @@ MAX_ACC_REGS = 128  # float accumulator registers per thread
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_ELEMS = 2**31 - 1
 ALIGN = 128  # byte alignment of every shared-memory buffer
+MAX_STAGES = 16  # pipeline depth limit (cp.async.wait_group immediates stay small)
 
 
 class Store(enum.Enum):
@@ -67,6 +68,7 @@ class Options:
     warps: int | None = None
     stages: int | None = None
     stage_target: int = 96 * 1024  # bytes of loads in flight per block the stage heuristic aims for
+    l2_prefetch: int = 0  # L2 prefetch size hint of 16-byte cp.async: 0 (none), 64, 128 or 256 bytes
 
 
 DEFAULT_OPTIONS = Options()
@@ -176,6 +178,7 @@ class KernelLowering:
     args: tuple[str, ...]  # tensors of the kernel's parameters: loads first, then saves
     scalars: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     ring_bytes: int = 0  # bytes of loop-varying tiles per pipeline stage
+    l2_prefetch: int = 0
 
     @property
     def threads(self) -> int:
@@ -283,6 +286,8 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
     if warps not in (1, 2, 4, 8, 16):
         raise fail(f"warps = {warps}; use 1, 2, 4, 8 or 16")
     nthreads = warps * 32
+    if options.l2_prefetch not in (0, 64, 128, 256):
+        raise fail(f"l2_prefetch = {options.l2_prefetch}; use 0, 64, 128 or 256")
     ops = k.ops
     tiles = ks.tiles
 
@@ -460,10 +465,13 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
             raise fail(f"stages = {options.stages}: a for-loop of {loop} iterations needs at least 2")
         stages = min(options.stages, loop)
     else:
-        stages = max(2, min(8, loop, options.stage_target // max(ring_bytes, 1)))
+        stages = max(2, min(MAX_STAGES, loop, options.stage_target // max(ring_bytes, 1)))
         while stages > 2 and fixed_bytes + stages * ring_bytes > arch.smem_max:
             stages -= 1
-    prefetch = max(1, stages - 1)
+    if stages > MAX_STAGES:
+        raise fail(f"stages = {stages}; at most {MAX_STAGES}")
+    # a ring as deep as the loop is filled in the prologue; else one slot is refilled per iteration
+    prefetch = loop if stages >= loop else stages - 1
     total = max(fixed_bytes + stages * ring_bytes, post_bytes)
     if total > arch.smem_max:
         raise fail(f"needs {total} bytes of shared memory ({stages} pipeline stages of {ring_bytes} B, "
@@ -494,7 +502,7 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
     args = tuple(dict.fromkeys([*loads, *saves]))
     return KernelLowering(k, index, grid, loop, dtype, warps, stages, prefetch, tiles, tuple(phases),
                           tuple(stores), bufs, operands, mmas, accs, groups, total, shapes, dtypes, args,
-                          scalars, ring_bytes)
+                          scalars, ring_bytes, options.l2_prefetch)
 
 
 def _dedup(bs: list[Buf]) -> list[Buf]:

@@ -105,7 +105,7 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     loads = [load_info(low, i) for i, op in enumerate(ops) if isinstance(op, Load)]
     ex = Exprs(low)
 
-    parts = [header(gl, low, entry), "", prelude(low.dtype)]
+    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch)]
     for li in loads:
         parts.append(render_loader(low, li))
     for i in sorted(low.mmas):

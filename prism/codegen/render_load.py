@@ -78,7 +78,7 @@ def render_loader(low: KernelLowering, info: LoadInfo) -> str:
     body = [*decl, copy]
     lines = [
         f"// {info.tensor}{list(shape)} -> tile {list(tile)}: {items} copies of {nbytes} B over {nt} threads",
-        f"static __device__ __forceinline__ void {info.fn}({info.ctype}* dst, const {info.ctype}* __restrict__ src,"
+        f"__device__ __forceinline__ void {info.fn}({info.ctype}* dst, const {info.ctype}* __restrict__ src,"
         " const int tid) {",
         "#pragma unroll",
         f"  for (int j = 0; j < {per}; ++j) {{",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from prism.codegen.lower import Buf, KernelLowering, MmaPlan
 
+KCHAINS = 2  # independent accumulator sets per warp in the k-loop
+
 
 def frag_type(plan: MmaPlan) -> str:
     return f"float[{plan.per_warp}][2][4]"
@@ -54,7 +56,7 @@ def render_mma(low: KernelLowering, i: int) -> str:
     unit, guard = _unit_lines(plan, nw, bool(a_bs or b_bs))
     two = plan.n % 16 != 0
     k0 = "kpart * " + str(plan.ksteps) if plan.ksplit > 1 else "0"
-    unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"
+    unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"  # even: q & 1 stays static
     body = [
         *unit,
         f"const unsigned a_addr = smem_u32(A + {'bt * ' + str(a_bs) + ' + ' if a_bs else ''}"
@@ -65,21 +67,33 @@ def render_mma(low: KernelLowering, i: int) -> str:
     ]
     if two:
         body.append(f"const bool two = np * 16 + 8 < {plan.n};")
+    chains = min(KCHAINS, plan.ksteps)
+    dst = "c[q & 1]" if chains == 2 else "acc[j]"
+    if chains == 2:
+        body.append("float c[2][2][4] = {};  // two independent accumulation chains (mma latency)")
     body += [
         unroll,
-        f"for (int t = {k0}; t < {k0} + {plan.ksteps}; ++t) {{" if plan.ksplit > 1 else
-        f"for (int t = 0; t < {plan.ksteps}; ++t) {{",
+        f"for (int q = 0; q < {plan.ksteps}; ++q) {{",
+        f"  const int t = {k0} + q;" if plan.ksplit > 1 else "  const int t = q;",
         "  unsigned a[4], b[4];",
         "  ldsm_x4(a, a_addr + t * 32);",
         f"  ldsm_x4_t(b, b_addr + t * {16 * b_p * 2});",
-        "  mma16816(acc[j][0], a, b[0], b[1]);",
-        "  if (two) mma16816(acc[j][1], a, b[2], b[3]);" if two else "  mma16816(acc[j][1], a, b[2], b[3]);",
+        f"  mma16816({dst}[0], a, b[0], b[1]);",
+        f"  if (two) mma16816({dst}[1], a, b[2], b[3]);" if two else f"  mma16816({dst}[1], a, b[2], b[3]);",
         "}",
     ]
+    if chains == 2:
+        body += [
+            "#pragma unroll",
+            "for (int h = 0; h < 2; ++h) {",
+            "#pragma unroll",
+            "  for (int r = 0; r < 4; ++r) acc[j][h][r] += c[0][h][r] + c[1][h][r];",
+            "}",
+        ]
     lines = [
         f"// op {i}: [{plan.batch}x]{plan.m}x{plan.k} @ {plan.k}x{plan.n}: {plan.units} units of 16x16 over {nw} warps"
         f" ({plan.per_warp} per warp), k split {plan.ksplit} ways, {plan.ksteps} k-steps per warp",
-        f"static __device__ __forceinline__ void mma_{i}(float (&acc)[{plan.per_warp}][2][4], const half_t* A,"
+        f"__device__ __forceinline__ void mma_{i}(float (&acc)[{plan.per_warp}][2][4], const half_t* A,"
         " const half_t* B, const int warp, const int lane) {",
         *[f"  {x}" for x in _kpart(plan, nw)],
         "#pragma unroll",
@@ -125,7 +139,7 @@ def render_frag_store(low: KernelLowering, i: int, dst: Buf) -> str:
         ]
     body.append("}")
     lines = [
-        f"static __device__ __forceinline__ void store_{i}(const float (&acc)[{plan.per_warp}][2][4], float* D,"
+        f"__device__ __forceinline__ void store_{i}(const float (&acc)[{plan.per_warp}][2][4], float* D,"
         " const int warp, const int lane) {",
         *[f"  {x}" for x in _kpart(plan, nw)],
     ]

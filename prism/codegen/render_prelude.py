@@ -9,60 +9,60 @@ from __future__ import annotations
 
 _COMMON = r"""typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
   unsigned a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
-static __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global{L2} [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void cp_async_wait() {
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-static __device__ __forceinline__ float prism_sq(float x) { return x * x; }
-static __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-static __device__ __forceinline__ float prism_gelu(float x) {
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
-static __device__ __forceinline__ float warp_sum(float v, int width) {
+__device__ __forceinline__ float warp_sum(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-static __device__ __forceinline__ float warp_max(float v, int width) {
+__device__ __forceinline__ float warp_max(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 """
 
-_F16 = r"""static __device__ __forceinline__ float hload(half_t h) {
+_F16 = r"""__device__ __forceinline__ float hload(half_t h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-static __device__ __forceinline__ half_t hstore(float f) {
+__device__ __forceinline__ half_t hstore(float f) {
   half_t h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
 // d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -70,14 +70,14 @@ static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&
 }
 """
 
-_BF16 = r"""static __device__ __forceinline__ float hload(half_t h) { return __uint_as_float(((unsigned)h) << 16); }
-static __device__ __forceinline__ half_t hstore(float f) {
+_BF16 = r"""__device__ __forceinline__ float hload(half_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ half_t hstore(float f) {
   half_t h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
 // d += a @ b on one 16x8x16 tile: bfloat16 operands, float32 accumulators
-static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -85,36 +85,38 @@ static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&
 }
 """
 
-_STORES = r"""static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+_STORES = r"""__device__ __forceinline__ unsigned pack2(float lo, float hi) {
   return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
 }
-static __device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
                                              float h) {
   uint4 v;
   v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
   *reinterpret_cast<uint4*>(p) = v;
 }
-static __device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
   uint2 v;
   v.x = pack2(a, b); v.y = pack2(c, d);
   *reinterpret_cast<uint2*>(p) = v;
 }
-static __device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-static __device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-static __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
   float4 v;
   v.x = a; v.y = b; v.z = c; v.w = d;
   *reinterpret_cast<float4*>(p) = v;
 }
-static __device__ __forceinline__ void st_f2(float* p, float a, float b) {
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
   float2 v;
   v.x = a; v.y = b;
   *reinterpret_cast<float2*>(p) = v;
 }
-static __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 """
 
 
-def prelude(dtype: str) -> str:
-    """Helpers for a kernel whose half tensors have ``dtype`` (float16 or bfloat16)."""
-    return _COMMON + (_BF16 if dtype == "bfloat16" else _F16) + _STORES
+def prelude(dtype: str, l2_prefetch: int = 0) -> str:
+    """Helpers for a kernel whose half tensors have ``dtype`` (float16 or bfloat16); ``l2_prefetch``
+    adds an ``.L2::<n>B`` prefetch hint to the 16-byte copies."""
+    common = _COMMON.replace("{L2}", f".L2::{l2_prefetch}B" if l2_prefetch else "")
+    return common + (_BF16 if dtype == "bfloat16" else _F16) + _STORES

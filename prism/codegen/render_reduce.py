@@ -55,10 +55,10 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         f"    for (int r = {lane_r}; r < {extent}; r += {group}) " + comb.format(v=ex.read(x, xidx)),
         "  }",
     ]
-    if group > 1:
-        lines.append(f"  p = {'warp_sum' if fn is Reduce.SUM else 'warp_max'}(p, {group});")
     if acc is not None:
-        lines.append(f"  {acc}[j] += p;")
+        lines.append(f"  {acc}[j] += p;  // lane partial; the lanes are combined once, after the loop")
+    elif group > 1:
+        lines.append(f"  p = {'warp_sum' if fn is Reduce.SUM else 'warp_max'}(p, {group});")
     if dst is not None:
         cond = ([f"o < {n_out}"] if guard else []) + ([f"{lane_r} == 0"] if group > 1 else [])
         lines.append(f"  if ({' && '.join(cond) or 'true'}) {{")
@@ -71,7 +71,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
 
 def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: int, count: int, dst: Buf,
                          acc: str) -> list[str]:
-    """After the loop: the group leaders write a reduce-accumulator's registers to its tile."""
+    """After the loop: combine the lanes' partial sums with shuffles; the group leaders write the tile."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
@@ -85,9 +85,10 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
         "#pragma unroll",
         f"for (int j = 0; j < {count}; ++j) {{",
         f"  const int o = {o_expr};",
+        f"  const float p = warp_sum({acc}[j], {group});" if group > 1 else f"  const float p = {acc}[j];",
         f"  if ({' && '.join(cond) or 'true'}) {{",
         *_indent(decl, 4),
-        f"    {dst.name}[{offset(dst.strides, idx)}] = {acc}[j];",
+        f"    {dst.name}[{offset(dst.strides, idx)}] = p;",
         "  }",
         "}",
     ]

@@ -22,6 +22,7 @@ class KernelResources:
     stages: int
     acc_regs: int  # float accumulator registers per thread
     stage_bytes: int  # bytes of loop-varying tiles per pipeline stage
+    loop: int = 1
 
 
 @dataclass(frozen=True)
@@ -52,5 +53,5 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
         for g in low.grid:
             blocks *= g
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, blocks, low.stages, low.acc_regs,
-                                    low.ring_bytes))
+                                    low.ring_bytes, low.loop))
     return Resources(tuple(out))

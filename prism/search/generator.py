@@ -1,14 +1,29 @@
-"""Incremental enumeration of kernel graphs and block graphs with symbolic mappings (paper §3.1).
+"""Enumeration of kernel graphs and block graphs with symbolic mappings (paper §3.1–§3.3).
 
-A kernel graph is built kernel by kernel; a block graph op by op, in the canonical op order of
-``canonical`` (loads first, sorted by tensor; then every op's key strictly larger than the previous
-op's), so no two orderings of one block graph are produced. Each new op is matched symbolically
-(``dimmatch``: prune on a label mismatch or an infeasible equality, otherwise record the
-equalities) and its abstract expression at d = 1 must be a sub-expression of the target
-(``exprprune``). Structural rules of the space (also applied by the brute-force soundness tests):
-a tensor is loaded at most once per kernel, two values of one phase never have the same abstract
-expression, every value is used, a value is saved at most once, and every intermediate tensor is
-read by a later kernel.
+The generator works in two incremental steps:
+
+1. **Values.** Starting from the loads of the program inputs, ops of the target's vocabulary are
+   added one at a time to every value found so far. An op is kept only when its operands' dims
+   match (symbolic dimension matching on data-dim labels, §3.2) and its abstract expression at
+   d = 1 is a sub-expression of the target (expression-guided pruning, §3.3). A value is an
+   (expression, dim labels, phase) triple, phase "loop" (inside the for-loop) or "post" (after an
+   accumulator). Every way an op produced a value is kept as a *recipe* of that value.
+2. **Block graphs.** A block graph is a choice of one recipe for each value it needs, starting from
+   the values it saves (the program output, whose expression must equal the target's, or
+   intermediates for a later kernel) down to loads. Every value of such a graph is used and no
+   value is computed twice, each block graph comes out exactly once (no duplicate orderings:
+   its op sequence is the canonical order of ``canonical``), and only graphs that complete are
+   ever built. The ops within ``max_block_ops`` bound the choice.
+
+Each block-graph structure then gets symbolic sizes (a kernel's grid dims and loop; a later kernel
+may reuse an earlier kernel's grid size) and mapping variables; ``symbolic`` replays its ops with
+symbolic extents and records the matching equalities (pruning when they cannot hold), and z3 checks
+that at least one mapping satisfies every constraint.
+
+Rules of the space (the brute-force soundness tests apply them too): each tensor is loaded at most
+once per kernel, no two ops of a block graph compute the same value in the same phase, every value
+is used, at most ``max_kernels`` (≤ 2) kernels, where the second reads at least one tensor written
+by the first.
 """
 
 from __future__ import annotations
@@ -20,38 +35,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from prism.graph import Graph, OpKind
-from prism.ir import (
-    Accum,
-    BinaryOp,
-    BlockOp,
-    CustomKernel,
-    KernelGraph,
-    Load,
-    MatmulOp,
-    ReduceOp,
-    Save,
-    TensorSpec,
-    UnaryOp,
-)
+from prism.ir import Accum, BinaryOp, BlockOp, Load, MatmulOp, ReduceOp, Save, TensorSpec, UnaryOp
 from prism.ops import COMMUTATIVE, Binary, Reduce, Scalar, Unary
 
-from .canonical import INTERMEDIATE, KIND_RANK, OpKey, op_params
+from .canonical import INTERMEDIATE, canonical_order
 from .config import SearchConfig
-from .dimmatch import ONE, Ext, LinForm, Mismatch, ProgramLabels, Tile, broadcast, lin_var, match, program_labels
-from .exprprune import Atom, Poly, Target, atoms_of, build_target
-from .sgraph import LOOP, PARALLEL, MapVar, SGraph, load_var, save_var
+from .dimmatch import ONE, ProgramLabels, program_labels
+from .exprprune import Poly, Target, build_target
+from .sgraph import LOOP, PARALLEL, SGraph
+from .symbolic import KernelSpec, symbolize
 
 log = logging.getLogger(__name__)
 
-PRUNE_RULES = ("dim_mismatch", "expression", "duplicate_value", "unused_bound", "op_budget", "map_infeasible")
-
-
-@dataclass
-class Stats:
-    pruned: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PRUNE_RULES, 0))
-    partial_graphs: int = 0
-    kernels_completed: int = 0
-    timed_out: bool = False
+PRUNE_RULES = ("dim_mismatch", "expression", "op_limit", "op_budget", "map_infeasible")
 
 
 @dataclass(frozen=True)
@@ -99,36 +95,6 @@ def budget_kind(op: BlockOp) -> str:
     raise AssertionError(op)
 
 
-def _maker(op: BlockOp) -> Callable[..., BlockOp]:
-    match op:
-        case UnaryOp(fn, _, sc):
-            return lambda x: UnaryOp(fn, x, sc)
-        case BinaryOp(fn):
-            return lambda a, b: BinaryOp(fn, a, b)
-        case MatmulOp():
-            return MatmulOp
-        case ReduceOp(fn, _, dim):
-            return lambda x: ReduceOp(fn, x, dim)
-        case Accum(_, rd):
-            return lambda x: Accum(x, rd)
-    raise AssertionError(op)
-
-
-def _params(op: BlockOp) -> tuple[object, ...]:
-    match op:
-        case UnaryOp(fn, _, sc):
-            return (fn, sc)
-        case BinaryOp(fn, a, b):
-            return (fn, a > b) if fn not in COMMUTATIVE else (fn,)
-        case MatmulOp(a, b):
-            return (a > b,)
-        case ReduceOp(fn, _, dim):
-            return (fn, dim)
-        case Accum(_, rd):
-            return (rd,)
-    raise AssertionError(op)
-
-
 def _bcast(a: str, b: str) -> str | None:
     if a == b:
         return a
@@ -139,8 +105,8 @@ def _bcast(a: str, b: str) -> str | None:
     return None
 
 
-def _label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | None:
-    """Shape rule at d = 1 on dim labels; None when the dims cannot match."""
+def label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | None:
+    """Shape rule at d = 1 on data-dim labels; None when the dims can never match."""
     match op:
         case UnaryOp():
             return labs[0]
@@ -164,54 +130,58 @@ def _label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | 
         case ReduceOp(_, _, dim) | Accum(_, dim):
             if dim is None:
                 return labs[0]
+            if labs[0][dim] == ONE:
+                return None  # reducing an extent-1 dim does nothing
             return tuple(ONE if d == dim else x for d, x in enumerate(labs[0]))
     raise AssertionError(op)
 
 
+Node = tuple[int, tuple[str, ...], str]  # (expression id, dim labels, phase)
+
+
 @dataclass(frozen=True)
-class _Cand:
-    """An op that passed the d = 1 checks for operands of given signatures."""
+class Recipe:
+    """How a value is made: ``op`` (operand fields are placeholders) applied to value ids ``args``;
+    ``tensor`` names a loaded tensor (an input, or ``INTERMEDIATE`` for a tensor of an earlier kernel)."""
 
-    rank: int
-    params: str
-    make: Callable[..., BlockOp]
-    expr: int
-    phase: str
-    budget: str
+    op: BlockOp | None
+    args: tuple[int, ...]
+    tensor: str | None = None
 
 
-Sig = tuple[int, tuple[str, ...], str]
-Rejects = list[tuple[str, int]]
+def _apply(op: BlockOp, args: tuple[int, ...]) -> BlockOp:
+    match op:
+        case UnaryOp(fn, _, sc):
+            return UnaryOp(fn, args[0], sc)
+        case BinaryOp(fn):
+            return BinaryOp(fn, args[0], args[1])
+        case MatmulOp():
+            return MatmulOp(args[0], args[1])
+        case ReduceOp(fn, _, dim):
+            return ReduceOp(fn, args[0], dim)
+        case Accum(_, rd):
+            return Accum(args[0], rd)
+    raise AssertionError(op)
 
 
 @dataclass
-class _Tensor:
-    """A tensor a kernel may load: a program input or an earlier kernel's intermediate."""
+class Stats:
+    pruned: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PRUNE_RULES, 0))
+    values: int = 0
+    block_graphs: int = 0
+    structures: int = 0
+    timed_out: bool = False
 
-    name: str
-    expr: int
-    dims: Tile
-    producer: int  # -1 for program inputs
 
-
-@dataclass
-class _Graph:
-    """The kernels finished so far (shared, mutated with undo by the DFS)."""
-
-    kernels: list[CustomKernel]
-    tiles: list[tuple[Tile | None, ...]]
-    variables: list[MapVar]
-    eqs: list[LinForm]
-    fixed: dict[str, int]
-    tensors: dict[str, _Tensor]
-    outputs_saved: set[str]
-    loaded: dict[str, int]
+class _Timeout(Exception):
+    pass
 
 
 class Generator:
-    def __init__(self, graph: Graph, config: SearchConfig) -> None:
+    def __init__(self, graph: Graph, config: SearchConfig, name: str = "program") -> None:
         self.graph = graph
         self.cfg = config
+        self.name = name
         self.labels: ProgramLabels = program_labels(graph)
         self.target: Target = build_target(graph, self.labels)
         self.alg = self.target.alg
@@ -219,24 +189,18 @@ class Generator:
         self.stats = Stats()
         self.exprs: list[Poly] = []
         self._ids: dict[Poly, int] = {}
-        self._memo: dict[tuple[object, ...], int] = {}
-        self._ok: dict[int, bool] = {}
-        self._single: dict[Sig, tuple[list[_Cand], Rejects]] = {}
-        self._pair: dict[tuple[Sig, Sig, bool], tuple[list[_Cand], Rejects]] = {}
-        self.out_expr = {name: self._intern(p) for name, p in self.target.outputs.items()}
-        self.results: list[SGraph] = []
-        self.target_atoms: dict[Atom, int] = {}
-        for p in self.target.outputs.values():
-            for a in atoms_of(p):
-                self.target_atoms[a] = {"fn": 0, "pow": 1, "sig": 2}[str(a[0])]
-        self.max_terms = max((len(p) for p in self.target.subexprs), default=1)
-        self._feats: dict[int, frozenset[Atom]] = {}
-        self.deadline = 0.0
         self.inputs = tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.inputs)
         self.outputs = tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.outputs)
-        self._progress: object = None
+        self.out_expr = {name: self._intern(p) for name, p in self.target.outputs.items()}
+        self.nodes: list[Node] = []
+        self.index: dict[Node, int] = {}
+        self.recipes: list[list[Recipe]] = []
+        self.deadline = 0.0
+        self.results: list[SGraph] = []
+        self._seen: set[object] = set()
+        self.on_result: Callable[[SGraph], None] | None = None
 
-    # ------------------------------------------------------------------ expressions
+    # ------------------------------------------------------------------ values
     def _intern(self, p: Poly) -> int:
         i = self._ids.get(p)
         if i is None:
@@ -245,555 +209,303 @@ class Generator:
             self.exprs.append(p)
         return i
 
-    def _in_target(self, e: int) -> bool:
-        ok = self._ok.get(e)
-        if ok is None:
-            ok = self.target.contains(self.exprs[e])
-            self._ok[e] = ok
-        return ok
+    def _node(self, n: Node) -> tuple[int, bool]:
+        i = self.index.get(n)
+        if i is not None:
+            return i, False
+        i = len(self.nodes)
+        self.index[n] = i
+        self.nodes.append(n)
+        self.recipes.append([])
+        return i, True
 
-    def _expr(self, op: BlockOp, args: list[int], tiles: list[Tile]) -> int:
-        """Interned abstract expression of ``op`` at d = 1 (memoized on the operands' expressions)."""
-        match op:
-            case UnaryOp(fn, _, scalar):
-                mk: tuple[object, ...] = ("u", fn, scalar, args[0])
-            case BinaryOp(fn):
-                mk = ("b", fn, *args)
-            case MatmulOp():
-                mk = ("mm", tiles[0][-1].label, *args)
-            case ReduceOp(fn, _, dim):
-                mk = ("r", fn, tiles[0][dim].label, args[0])
-            case Accum(_, rd):
-                mk = ("r", Reduce.SUM, tiles[0][rd].label, args[0]) if rd is not None else ("id", args[0])
-            case _:
-                raise AssertionError(op)
-        got = self._memo.get(mk)
-        if got is not None:
-            return got
+    def _expr(self, op: BlockOp, args: tuple[int, ...]) -> Poly:
         alg = self.alg
-        e = [self.exprs[a] for a in args]
+        e = [self.exprs[self.nodes[a][0]] for a in args]
+        labs = [self.nodes[a][1] for a in args]
         match op:
             case UnaryOp(fn, _, scalar):
-                p = alg.unary(fn, e[0], scalar, self.labels.inputs)
+                return alg.unary(fn, e[0], scalar, self.labels.inputs)
             case BinaryOp(fn):
-                p = alg.binary(fn, e[0], e[1])
+                return alg.binary(fn, e[0], e[1])
             case MatmulOp():
-                p = alg.sum(alg.mul(e[0], e[1]), frozenset({tiles[0][-1].label}))
+                return alg.sum(alg.mul(e[0], e[1]), frozenset({labs[0][-1]}))
             case ReduceOp(fn, _, dim):
-                p = alg.reduce(fn, e[0], tiles[0][dim].label)
+                return alg.reduce(fn, e[0], labs[0][dim])
             case Accum(_, rd):
-                p = e[0] if rd is None else alg.reduce(Reduce.SUM, e[0], tiles[0][rd].label)
-        i = self._intern(p)
-        self._memo[mk] = i
-        return i
-
-    def feats(self, e: int) -> frozenset[Atom]:
-        """Target atoms occurring in expression ``e``."""
-        got = self._feats.get(e)
-        if got is None:
-            got = frozenset(a for a in atoms_of(self.exprs[e]) if a in self.target_atoms)
-            self._feats[e] = got
-        return got
-
-    def ops_needed(self, present: dict[Atom, int]) -> int:
-        """Lower bound on the ops that must still create target atoms absent from every value.
-
-        One op creates atoms of one kind only: one function atom (exp, silu, ...), or one power of a
-        sum (rsqrt/division of a sum), or Σ atoms (at most one per term of its operand, and every
-        operand is a target sub-expression, so at most ``max_terms``).
-        """
-        miss = [0, 0, 0]
-        for a, kind in self.target_atoms.items():
-            if not present.get(a):
-                miss[kind] += 1
-        return miss[0] + miss[1] + -(-miss[2] // self.max_terms)
-
-    # ------------------------------------------------------------------ memoized candidates
-    def _eval(self, op: BlockOp, sigs: list[Sig], counts: dict[str, int]) -> tuple[int, str] | None:
-        labs = [sg[1] for sg in sigs]
-        out = _label_shape(op, labs)
-        if out is None:
-            counts["dim_mismatch"] = counts.get("dim_mismatch", 0) + 1
-            return None
-        e = self._expr(op, [sg[0] for sg in sigs], [tuple(Ext(x) for x in lab) for lab in labs])
-        if not self._in_target(e):
-            counts["expression"] = counts.get("expression", 0) + 1
-            return None
-        return e, ("post" if isinstance(op, Accum) else sigs[0][2])
-
-    def single_cands(self, sig: Sig) -> tuple[list[_Cand], Rejects]:
-        got = self._single.get(sig)
-        if got is not None:
-            return got
-        v = self.vocab
-        rank = len(sig[1])
-        ops: list[BlockOp] = [UnaryOp(fn, 0, sc) for fn, sc in v.unary]
-        ops += [ReduceOp(fn, 0, d) for fn in v.reduce for d in range(rank)]
-        if sig[2] == "loop":
-            ops += [Accum(0), *(Accum(0, d) for d in range(rank))]
-        out: list[_Cand] = []
-        counts: dict[str, int] = {}
-        for op in ops:
-            r = self._eval(op, [sig], counts)
-            if r is not None:
-                out.append(_Cand(KIND_RANK[type(op)], op_params(op), _maker(op), r[0], r[1], budget_kind(op)))
-        res = (out, sorted(counts.items()))
-        self._single[sig] = res
-        return res
-
-    def pair_cands(self, a: Sig, b: Sig, first: bool) -> tuple[list[_Cand], Rejects]:
-        """Binary ops and matmuls of (a, b); ``first`` is False for the swapped order (no commutative ops)."""
-        mk = (a, b, first)
-        got = self._pair.get(mk)
-        if got is not None:
-            return got
-        v = self.vocab
-        ops: list[BlockOp] = [BinaryOp(fn, 0, 1) for fn in v.binary if first or fn not in COMMUTATIVE]
-        if v.matmul:
-            ops.append(MatmulOp(0, 1))
-        out: list[_Cand] = []
-        counts: dict[str, int] = {}
-        for op in ops:
-            r = self._eval(op, [a, b], counts)
-            if r is not None:
-                out.append(_Cand(KIND_RANK[type(op)], op_params(op), _maker(op), r[0], r[1], budget_kind(op)))
-        res = (out, sorted(counts.items()))
-        self._pair[mk] = res
-        return res
-
-    # ------------------------------------------------------------------ driver
-    def run(self) -> list[SGraph]:
-        self.deadline = time.monotonic() + self.cfg.time_budget_s
-        tensors = {
-            t.name: _Tensor(t.name, self._intern(self.alg.var(t.name)), tuple(Ext(lab) for lab in self.labels.inputs[t.name]), -1)
-            for t in self.graph.inputs
-        }
-        g = _Graph([], [], [], [], {}, tensors, set(), {})
-        self._kernels(g)
-        return self.results
-
-    def _timed_out(self) -> bool:
-        if time.monotonic() > self.deadline:
-            self.stats.timed_out = True
-            return True
-        return False
-
-    def _kernels(self, g: _Graph) -> None:
-        k = len(g.kernels)
-        if k >= self.cfg.max_kernels or self._timed_out():
-            return
-        last = k == self.cfg.max_kernels - 1
-        names = sorted(g.tensors)
-        for r in range(1, len(names) + 1):
-            for loads in itertools.combinations(names, r):
-                inter = [t for t in loads if g.tensors[t].producer >= 0]
-                if k > 0 and not inter:
-                    continue  # a later kernel reads something an earlier one wrote
-                for grid, loop in self._size_choices(g, k, loads):
-                    self._kernel(g, k, list(loads), grid, loop, last)
-                    if self.stats.timed_out:
-                        return
-
-    def _size_choices(self, g: _Graph, k: int, loads: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
-        shared: list[str] = []
-        if self.cfg.share_sizes and k > 0:
-            for t in loads:
-                for e in g.tensors[t].dims:
-                    for s, _ in e.exps:
-                        if s not in shared:
-                            shared.append(s)
-        for ng in range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1):
-            fresh = [f"k{k}_{p}" for p in PARALLEL[:ng]]
-            for nshare in range(min(ng, len(shared)) + 1):
-                for sh in itertools.combinations(sorted(shared), nshare):
-                    grid = (*fresh[: ng - nshare], *sh)
-                    for loop in [f"k{k}_{LOOP}", *(s for s in sorted(shared) if s not in sh)]:
-                        yield grid, loop
-
-    # ------------------------------------------------------------------ one block graph
-    def _kernel(self, g: _Graph, k: int, loads: list[str], grid: tuple[str, ...], loop: str, last: bool) -> None:
-        st = _KernelState(self, g, k, grid, loop, last)
-        for _ in st.add_loads(loads):
-            st.dfs()
-            if self.stats.timed_out:
-                return
-
-    def finish_graph(self, g: _Graph) -> None:
-        """All outputs are written: keep the graph if every intermediate is read and maps can exist."""
-        if any(t.producer >= 0 and not g.loaded.get(t.name) for t in g.tensors.values()):
-            return
-        kg = KernelGraph(self.graph_name, self.inputs, self.outputs, tuple(g.kernels))
-        sg = SGraph(kg, tuple(g.variables), tuple(g.eqs), tuple(sorted(g.fixed.items())), tuple(g.tiles))
-        from .mapping import feasible
-
-        if not feasible(sg):
-            self.stats.pruned["map_infeasible"] += 1
-            return
-        self.results.append(sg)
-        if self._progress is not None:
-            self._progress.update(1)  # type: ignore[attr-defined]
-
-    graph_name = "program"
-
-
-class _KernelState:
-    """DFS over the ops of one block graph."""
-
-    def __init__(self, gen: Generator, g: _Graph, k: int, grid: tuple[str, ...], loop: str, last: bool) -> None:
-        self.gen = gen
-        self.g = g
-        self.k = k
-        self.grid = grid
-        self.loop = loop
-        self.last = last
-        self.pars = [*zip(PARALLEL, grid, strict=False), (LOOP, loop)]
-        self.ops: list[BlockOp] = []
-        self.exprs: list[int] = []  # -1 for saves
-        self.tiles: list[Tile | None] = []
-        self.labs: list[tuple[str, ...]] = []
-        self.sigs: list[tuple[int, tuple[str, ...], str]] = []
-        self.present: dict[tuple[int, str], int] = {}
-        self.n_unused = 0
-        self.n_saves = 0
-        self.atoms: dict[Atom, int] = {}
-        self.phase: list[str] = []
-        self.uses: list[int] = []
-        self.keys: list[OpKey] = []
-        self.saved_vals: set[int] = set()
-        self.inter_names: list[str] = []
-        self.budget: dict[str, int] = {}
-        self.max_ops = gen.cfg.max_block_ops
-        self.concrete = gen.cfg.concrete_maps
-
-    # ----------------------------------------------------------- loads (with their variables)
-    def add_loads(self, loads: list[str]) -> Iterator[None]:
-        yield from self._load_rec(loads, 0)
-
-    def _load_rec(self, loads: list[str], idx: int) -> Iterator[None]:
-        if idx == len(loads):
-            yield None
-            return
-        t = self.g.tensors[loads[idx]]
-        j = len(self.ops)
-        rank = len(t.dims)
-        vars_ = [MapVar(load_var(self.k, j, a, p), "load", self.k, j, a, p) for a in range(rank) for p, _ in self.pars]
-        for fixed in self._load_fixings(j, rank):
-            tile = []
-            for a, base in enumerate(t.dims):
-                e = base
-                for p, sym in self.pars:
-                    e = e.shifted(sym, lin_var(load_var(self.k, j, a, p), -1, fixed))
-                tile.append(e)
-            self._push(Load(t.name, (None,) * len(self.grid), None), t.expr, tuple(tile), "loop", (-1, 0, (), t.name))
-            self.g.variables.extend(vars_)
-            self.g.fixed.update(fixed)
-            self.g.loaded[t.name] = self.g.loaded.get(t.name, 0) + 1
-            yield from self._load_rec(loads, idx + 1)
-            self.g.loaded[t.name] -= 1
-            for v in fixed:
-                del self.g.fixed[v]
-            del self.g.variables[-len(vars_):]
-            self._pop()
-
-    def _load_fixings(self, j: int, rank: int) -> Iterator[dict[str, int]]:
-        """Concrete-maps ablation: enumerate imap / fmap here instead of keeping them symbolic."""
-        ng = len(self.grid)
-        imaps: list[tuple[int | None, ...] | None] = [None]
-        if "imap" in self.concrete:
-            imaps = [m for m in itertools.product([None, *range(rank)], repeat=ng)
-                     if len([a for a in m if a is not None]) == len({a for a in m if a is not None})]
-        fmaps: list[int | None] | list[str] = ["sym"]
-        if "fmap" in self.concrete:
-            fmaps = [None, *range(rank)]
-        for im in imaps:
-            for fm in fmaps:
-                fixed: dict[str, int] = {}
-                if im is not None:
-                    for pi, p in enumerate(PARALLEL[:ng]):
-                        for a in range(rank):
-                            fixed[load_var(self.k, j, a, p)] = int(im[pi] == a)
-                if fm != "sym":
-                    for a in range(rank):
-                        fixed[load_var(self.k, j, a, LOOP)] = int(fm == a)
-                yield fixed
-
-    # ----------------------------------------------------------- stack
-    def _push(self, op: BlockOp, expr: int, tile: Tile | None, phase: str, key: OpKey) -> None:
-        from prism.ir import op_args
-
-        self.ops.append(op)
-        self.exprs.append(expr)
-        self.tiles.append(tile)
-        labs = tuple(e.label for e in tile) if tile is not None else ()
-        self.labs.append(labs)
-        self.phase.append(phase)
-        self.sigs.append((expr, labs, phase))
-        self.uses.append(0)
-        self.keys.append(key)
-        for a in op_args(op):
-            if self.uses[a] == 0:
-                self.n_unused -= 1
-            self.uses[a] += 1
-        if phase == "save":
-            self.n_saves += 1
-        else:
-            self.n_unused += 1
-            self.present[(expr, phase)] = self.present.get((expr, phase), 0) + 1
-            for a in self.gen.feats(expr):
-                self.atoms[a] = self.atoms.get(a, 0) + 1
-        kind = budget_kind(op)
-        self.budget[kind] = self.budget.get(kind, 0) + 1
-
-    def _pop(self) -> None:
-        from prism.ir import op_args
-
-        op = self.ops.pop()
-        expr = self.exprs.pop()
-        self.tiles.pop()
-        self.labs.pop()
-        self.sigs.pop()
-        phase = self.phase.pop()
-        u = self.uses.pop()
-        self.keys.pop()
-        if phase == "save":
-            self.n_saves -= 1
-        else:
-            if u == 0:
-                self.n_unused -= 1
-            self.present[(expr, phase)] -= 1
-            for a in self.gen.feats(expr):
-                self.atoms[a] -= 1
-        for a in op_args(op):
-            self.uses[a] -= 1
-            if self.uses[a] == 0:
-                self.n_unused += 1
-        self.budget[budget_kind(op)] -= 1
-
-    def _unused(self) -> int:
-        return self.n_unused
-
-    def _can_finish(self) -> bool:
-        """Bounds on the ops still needed: every value must be used (a binary op or a save uses up
-        at most one unused value), and in the last kernel the missing target atoms must be created
-        and the unsaved outputs saved."""
-        remaining = self.max_ops - len(self.ops)
-        if self.n_unused > remaining:
-            return False
-        if self.last:
-            unsaved = len(self.gen.outputs) - len(self.g.outputs_saved)
-            if self.gen.ops_needed(self.atoms) + unsaved > remaining:
-                return False
-        return True
-
-    # ----------------------------------------------------------- search
-    def dfs(self) -> None:
-        gen = self.gen
-        gen.stats.partial_graphs += 1
-        if gen.stats.partial_graphs % 4096 == 0 and gen._timed_out():
-            return
-        n = len(self.ops)
-        if self.n_unused == 0 and self.n_saves:
-            self._complete()
-        if n >= self.max_ops:
-            return
-        last_key = self.keys[-1]
-        lo = max(last_key[0], 0)
-        pr = gen.stats.pruned
-        sigs = self.sigs
-        for top in range(lo, n):
-            st = sigs[top]
-            if st[2] == "save":
-                continue
-            cands: list[tuple[tuple[int, ...], _Cand]] = []
-            single, rej = gen.single_cands(st)
-            for r, c in rej:
-                pr[r] += c
-            cands.extend(((top,), c) for c in single)
-            for a in range(top + 1):
-                sa = sigs[a]
-                if sa[2] != st[2]:
-                    continue
-                pair, rej = gen.pair_cands(sa, st, True)
-                for r, c in rej:
-                    pr[r] += c
-                cands.extend(((a, top), c) for c in pair)
-                if a != top:
-                    pair, rej = gen.pair_cands(st, sa, False)
-                    for r, c in rej:
-                        pr[r] += c
-                    cands.extend(((top, a), c) for c in pair)
-            for args, c in cands:
-                key = (top, c.rank, args, c.params)
-                if top == lo and key <= last_key:
-                    continue
-                self._try(c, args, key)
-                if gen.stats.timed_out:
-                    return
-            if st[2] == "post" and top not in self.saved_vals:
-                for t in self.gen.outputs:
-                    if t.name not in self.g.outputs_saved:
-                        key = (top, 6, (top,), t.name)
-                        if top > lo or key > last_key:
-                            self._try_save(Save(top, t.name, ()), key)
-                if not self.last:
-                    key = (top, 6, (top,), INTERMEDIATE)
-                    if top > lo or key > last_key:
-                        self._try_save(Save(top, INTERMEDIATE, ()), key)
-
-    def _try(self, c: _Cand, args: tuple[int, ...], key: OpKey) -> None:
-        gen = self.gen
-        pr = gen.stats.pruned
-        if gen.cfg.op_budget is not None:
-            cap = gen.cfg.budget(c.budget)
-            if cap is not None and self.budget.get(c.budget, 0) >= cap:
-                pr["op_budget"] += 1
-                return
-        if self.present.get((c.expr, c.phase)):
-            pr["duplicate_value"] += 1
-            return
-        op = c.make(*args)
-        eqs: list[LinForm] = []
-        try:
-            tile = self._shape(op, [self.tiles[a] for a in args], eqs)  # type: ignore[misc]
-        except Mismatch:
-            pr["dim_mismatch"] += 1
-            return
-        if tile is None:
-            return
-        self._push(op, c.expr, tile, c.phase, key)
-        if not self._can_finish():
-            pr["unused_bound"] += 1
-        else:
-            self.g.eqs.extend(eqs)
-            self.dfs()
-            if eqs:
-                del self.g.eqs[-len(eqs):]
-        self._pop()
-
-    def _shape(self, op: BlockOp, tiles: list[Tile], eqs: list[LinForm]) -> Tile | None:
-        match op:
-            case UnaryOp():
-                return tiles[0]
-            case BinaryOp():
-                a, b = tiles
-                if len(a) != len(b):
-                    return None
-                return tuple(broadcast(x, y, eqs) for x, y in zip(a, b, strict=True))
-            case MatmulOp():
-                a, b = tiles
-                if len(a) < 2 or len(b) < 2 or len(b) > len(a) or len(a) > 3:
-                    return None
-                match(a[-1], b[-2], eqs)
-                if len(a) == len(b):
-                    batch = tuple(broadcast(x, y, eqs) for x, y in zip(a[:-2], b[:-2], strict=True))
-                else:
-                    batch = a[:-2]
-                return (*batch, a[-2], b[-1])
-            case ReduceOp(_, _, dim) | Accum(_, dim):
-                if dim is None:
-                    return tiles[0]
-                if tiles[0][dim].is_one:
-                    return None  # reducing an extent-1 dim does nothing
-                return tuple(Ext(ONE) if d == dim else e for d, e in enumerate(tiles[0]))
+                return e[0] if rd is None else alg.reduce(Reduce.SUM, e[0], labs[0][rd])
         raise AssertionError(op)
 
-    def _save_fixings(self, j: int, rank: int) -> Iterator[dict[str, int]]:
-        ng = len(self.grid)
-        if "omap" not in self.concrete:
-            yield {}
+    def _try(self, op: BlockOp, args: tuple[int, ...], fresh: list[int]) -> None:
+        pr = self.stats.pruned
+        labs = label_shape(op, [self.nodes[a][1] for a in args])
+        if labs is None:
+            pr["dim_mismatch"] += 1
             return
-        for om in itertools.permutations(range(rank), ng):
-            yield {save_var(self.k, j, a, p): int(om[pi] == a) for pi, p in enumerate(PARALLEL[:ng]) for a in range(rank)}
+        p = self._expr(op, args)
+        if not p or not self.target.contains(p):
+            pr["expression"] += 1
+            return
+        phase = "post" if isinstance(op, Accum) else self.nodes[args[0]][2]
+        i, new = self._node((self._intern(p), labs, phase))
+        if i in args:
+            return  # an op that gives back its operand
+        self.recipes[i].append(Recipe(op, args))
+        if new:
+            fresh.append(i)
 
-    def _try_save(self, op: Save, key: OpKey) -> None:
-        gen = self.gen
-        x = op.x
-        tile = self.tiles[x]
-        assert tile is not None
-        j = len(self.ops)
-        rank = len(tile)
-        if rank < len(self.grid):
-            return  # every grid dim must concatenate along a distinct data dim
-        grid_pars = list(zip(PARALLEL, self.grid, strict=False))
-        vars_ = [MapVar(save_var(self.k, j, a, p), "save", self.k, j, a, p) for a in range(rank) for p, _ in grid_pars]
-        if op.tensor != INTERMEDIATE:
-            if self.exprs[x] != gen.out_expr[op.tensor]:
-                gen.stats.pruned["expression"] += 1
-                return
-            labels = gen.labels.outputs[op.tensor]
-            if tuple(e.label for e in tile) != labels:
-                gen.stats.pruned["dim_mismatch"] += 1
-                return
-        elif len([t for t in self.g.tensors.values() if t.producer >= 0]) >= gen.cfg.max_intermediates:
-            return
-        for fixed in self._save_fixings(j, rank):
-            eqs: list[LinForm] = []
-            dims: list[Ext] = []
-            for a, e in enumerate(tile):
-                for p, sym in grid_pars:
-                    e = e.shifted(sym, lin_var(save_var(self.k, j, a, p), 1, fixed))
-                dims.append(e)
-            if op.tensor != INTERMEDIATE:
-                try:
-                    for e in dims:
-                        for _, form in e.exps:
-                            match(Ext(e.label, (("_", form),)), Ext(e.label), eqs)
-                except Mismatch:
-                    gen.stats.pruned["dim_mismatch"] += 1
+    def build_values(self) -> None:
+        """Saturate the set of values reachable from the inputs' loads (at most max_block_ops deep)."""
+        fresh: list[int] = []
+        for t in self.graph.inputs:
+            i, _ = self._node((self._intern(self.alg.var(t.name)), self.labels.inputs[t.name], "loop"))
+            self.recipes[i].append(Recipe(None, (), t.name))
+            fresh.append(i)
+        v = self.vocab
+        singles: list[BlockOp] = [UnaryOp(fn, 0, sc) for fn, sc in v.unary]
+        pairs: list[BlockOp] = [BinaryOp(fn, 0, 1) for fn in v.binary] + ([MatmulOp(0, 1)] if v.matmul else [])
+        for _ in range(self.cfg.max_block_ops):
+            if not fresh:
+                break
+            frontier, fresh = fresh, []
+            newset = set(frontier)
+            for n in frontier:
+                rank = len(self.nodes[n][1])
+                ops = list(singles) + [ReduceOp(fn, 0, d) for fn in v.reduce for d in range(rank)]
+                if self.nodes[n][2] == "loop":
+                    ops += [Accum(0), *(Accum(0, d) for d in range(rank))]
+                for op in ops:
+                    self._try(op, (n,), fresh)
+            total = len(self.nodes) - len(fresh)
+            for n in frontier:
+                for m in range(total):
+                    if self.nodes[m][2] != self.nodes[n][2] or (m in newset and m < n):
+                        continue
+                    for op in pairs:
+                        comm = isinstance(op, BinaryOp) and op.fn in COMMUTATIVE
+                        self._try(op, (min(n, m), max(n, m)) if comm else (m, n), fresh)
+                        if not comm and m != n:
+                            self._try(op, (n, m), fresh)
+            self._check_time()
+        self.stats.values = len(self.nodes)
+
+    # ------------------------------------------------------------------ block graphs
+    def _check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            self.stats.timed_out = True
+            raise _Timeout
+
+    def closures(self, roots: list[int], budget: int, inter_ok: set[int] | None,
+                 max_inter: int) -> Iterator[dict[int, Recipe]]:
+        """Every choice of one recipe per needed value (acyclic, within ``budget`` ops).
+
+        ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor."""
+        chosen: dict[int, Recipe] = {}
+        pending = list(dict.fromkeys(roots))
+        counts: dict[str, int] = {}
+        caps = dict(self.cfg.op_budget) if self.cfg.op_budget is not None else None
+        n_inter = [0]
+
+        def reaches(src: int, dst: int) -> bool:
+            stack, seen = [src], set()
+            while stack:
+                x = stack.pop()
+                if x == dst:
+                    return True
+                if x in seen:
                     continue
-                name = op.tensor
-            else:
-                name = f"t{sum(1 for t in self.g.tensors.values() if t.producer >= 0)}"
-            real = Save(x, name, ())
-            self._push(real, -1, None, "save", key)
-            self.saved_vals.add(x)
-            self.g.variables.extend(vars_)
-            self.g.fixed.update(fixed)
-            self.g.eqs.extend(eqs)
-            if op.tensor != INTERMEDIATE:
-                self.g.outputs_saved.add(name)
-            else:
-                self.g.tensors[name] = _Tensor(name, self.exprs[x], tuple(dims), self.k)
-            self.dfs()
-            if op.tensor != INTERMEDIATE:
-                self.g.outputs_saved.discard(name)
-            else:
-                del self.g.tensors[name]
-            if eqs:
-                del self.g.eqs[-len(eqs):]
-            for v in fixed:
-                del self.g.fixed[v]
-            del self.g.variables[-len(vars_):]
-            self.saved_vals.discard(x)
-            self._pop()
+                seen.add(x)
+                r = chosen.get(x)
+                if r is not None:
+                    stack.extend(r.args)
+            return False
 
-    def _complete(self) -> None:
-        """The block graph is closed: finish the kernel graph or go on with the next kernel."""
-        gen = self.gen
-        g = self.g
-        ng = len(self.grid)
-        ops = []
-        for op in self.ops:
-            if isinstance(op, Load):
-                ops.append(Load(op.tensor, (None,) * ng, None))
-            elif isinstance(op, Save):
-                ops.append(Save(op.x, op.tensor, (None,) * ng))
+        def options(n: int) -> list[Recipe]:
+            opts = list(self.recipes[n])
+            if inter_ok is not None and n in inter_ok:
+                opts.append(Recipe(None, (), INTERMEDIATE))
+            return opts
+
+        def rec() -> Iterator[dict[int, Recipe]]:
+            if not pending:
+                yield dict(chosen)
+                return
+            self.stats.block_graphs += 1
+            if self.stats.block_graphs % 2048 == 0:
+                self._check_time()
+            n = pending.pop()
+            for r in options(n):
+                if r.tensor == INTERMEDIATE and n_inter[0] >= max_inter:
+                    continue
+                if any(reaches(a, n) for a in r.args):
+                    continue
+                kind = "load" if r.op is None else budget_kind(r.op)
+                if caps is not None and r.op is not None and counts.get(kind, 0) >= caps.get(kind, 0):
+                    self.stats.pruned["op_budget"] += 1
+                    continue
+                new = [a for a in dict.fromkeys(r.args) if a not in chosen and a not in pending and a != n]
+                if len(chosen) + 1 + len(pending) + len(new) > budget:
+                    self.stats.pruned["op_limit"] += 1
+                    continue
+                chosen[n] = r
+                counts[kind] = counts.get(kind, 0) + 1
+                n_inter[0] += r.tensor == INTERMEDIATE
+                pending.extend(new)
+                yield from rec()
+                del pending[len(pending) - len(new):]
+                n_inter[0] -= r.tensor == INTERMEDIATE
+                counts[kind] -= 1
+                del chosen[n]
+            pending.append(n)
+
+        yield from rec()
+
+    def _ops(self, chosen: dict[int, Recipe], saves: list[tuple[int, str]],
+             inter_names: dict[int, str]) -> tuple[list[BlockOp], dict[int, int]]:
+        """The block graph's ops in canonical order; returns them and each value's position."""
+        order: list[int] = []
+        seen: set[int] = set()
+
+        def visit(n: int) -> None:
+            if n in seen:
+                return
+            seen.add(n)
+            for a in chosen[n].args:
+                visit(a)
+            order.append(n)
+
+        for n, _ in saves:
+            visit(n)
+        pos = {n: i for i, n in enumerate(order)}
+        ops: list[BlockOp] = []
+        for n in order:
+            r = chosen[n]
+            if r.op is None:
+                tensor = r.tensor if r.tensor != INTERMEDIATE else inter_names[n]
+                assert tensor is not None
+                ops.append(Load(tensor, (), None))
             else:
-                ops.append(op)
-        kernel = CustomKernel(f"k{self.k}", self.grid, self.loop, tuple(ops))
-        g.kernels.append(kernel)
-        g.tiles.append(tuple(self.tiles))
-        gen.stats.kernels_completed += 1
+                ops.append(_apply(r.op, tuple(pos[a] for a in r.args)))
+        for n, tensor in saves:
+            ops.append(Save(pos[n], tensor, ()))
+        names = {t: t for t in (*(s.name for s in self.inputs), *(s.name for s in self.outputs))}
+        names.update({v: v for v in inter_names.values()})
+        canon = canonical_order(ops, names, maps=False)
+        newpos = {j: i for i, j in enumerate(canon)}
+        out: list[BlockOp] = []
+        for j in canon:
+            op = ops[j]
+            match op:
+                case Load():
+                    out.append(op)
+                case Save(x, tensor, omap):
+                    out.append(Save(newpos[x], tensor, omap))
+                case _:
+                    from prism.ir import op_args
+
+                    out.append(_apply(op, tuple(newpos[a] for a in op_args(op))))
+        return out, {n: newpos[pos[n]] for n in order}
+
+    # ------------------------------------------------------------------ kernel graphs
+    def run(self) -> list[SGraph]:
+        self.deadline = time.monotonic() + self.cfg.time_budget_s
         try:
-            if len(g.outputs_saved) == len(gen.outputs):
-                gen.finish_graph(g)
-            elif not self.last and any(t.producer == self.k for t in g.tensors.values()):
-                from .mapping import feasible_partial
+            self.build_values()
+            self._single_kernel()
+            if self.cfg.max_kernels >= 2 and self.cfg.max_intermediates >= 1:
+                self._two_kernels()
+        except _Timeout:
+            log.warning("search of %s hit its %.0f s budget", self.name, self.cfg.time_budget_s)
+        return self.results
 
-                if feasible_partial(g.variables, g.eqs, g.fixed, g.kernels, g.tiles):
-                    gen._kernels(g)
-                else:
-                    gen.stats.pruned["map_infeasible"] += 1
-        finally:
-            g.kernels.pop()
-            g.tiles.pop()
+    def _out_roots(self) -> list[tuple[int, str]] | None:
+        roots = []
+        for t in self.outputs:
+            n = self.index.get((self.out_expr[t.name], self.labels.outputs[t.name], "post"))
+            if n is None:
+                return None
+            roots.append((n, t.name))
+        return roots
+
+    def _grids(self, k: int) -> list[tuple[str, ...]]:
+        return [tuple(f"k{k}_{p}" for p in PARALLEL[:ng]) for ng in range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1)]
+
+    def _single_kernel(self) -> None:
+        roots = self._out_roots()
+        if roots is None:
+            return
+        budget = self.cfg.max_block_ops - len(roots)
+        for chosen in self.closures([n for n, _ in roots], budget, None, 0):
+            ops, _ = self._ops(chosen, roots, {})
+            self.stats.structures += 1
+            for grid in self._grids(0):
+                self._emit([KernelSpec(tuple(ops), grid, f"k0_{LOOP}")])
+
+    def _two_kernels(self) -> None:
+        roots = self._out_roots()
+        if roots is None:
+            return
+        inter_ok = {
+            i for i, (e, labs, ph) in enumerate(self.nodes)
+            if ph == "loop" and (e, labs, "post") in self.index and self.exprs[e] not in
+            {self.alg.var(t.name) for t in self.inputs}
+        }
+        budget = self.cfg.max_block_ops - len(roots)
+        for last in self.closures([n for n, _ in roots], budget, inter_ok, self.cfg.max_intermediates):
+            inters = sorted(n for n, r in last.items() if r.tensor == INTERMEDIATE)
+            if not inters:
+                continue
+            first_roots = [self.index[(self.nodes[n][0], self.nodes[n][1], "post")] for n in inters]
+            saves0 = [(r, INTERMEDIATE) for r in first_roots]
+            for first in self.closures(first_roots, self.cfg.max_block_ops - len(saves0), None, 0):
+                ops0, pos0 = self._ops(first, saves0, {})
+                # intermediate names follow the canonical order of the first kernel's saves
+                names: dict[int, str] = {}
+                count = 0
+                renamed0: list[BlockOp] = []
+                for op in ops0:
+                    if isinstance(op, Save):
+                        nm = f"t{count}"
+                        count += 1
+                        node = next(n for n in first_roots if pos0[n] == op.x)
+                        names[node] = nm
+                        renamed0.append(Save(op.x, nm, ()))
+                    else:
+                        renamed0.append(op)
+                inter_names = {n: names[self.index[(self.nodes[n][0], self.nodes[n][1], "post")]] for n in inters}
+                ops1, _ = self._ops(last, roots, inter_names)
+                self.stats.structures += 1
+                for grid0 in self._grids(0):
+                    for grid1, loop1 in self._second_sizes(grid0):
+                        self._emit([KernelSpec(tuple(renamed0), grid0, f"k0_{LOOP}"),
+                                    KernelSpec(tuple(ops1), grid1, loop1)])
+
+    def _second_sizes(self, grid0: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+        shared = sorted(grid0) if self.cfg.share_sizes else []
+        for ng in range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1):
+            fresh = [f"k1_{p}" for p in PARALLEL[:ng]]
+            for nshare in range(min(ng, len(shared)) + 1):
+                for sh in itertools.combinations(shared, nshare):
+                    grid = (*fresh[: ng - nshare], *sh)
+                    for loop in [f"k1_{LOOP}", *(s for s in shared if s not in sh)]:
+                        yield grid, loop
+
+    def _emit(self, kernels: list[KernelSpec]) -> None:
+        from .mapping import feasible
+
+        found = False
+        for sg in symbolize(self.name, self.inputs, self.outputs, self.labels.inputs, kernels, self.cfg.concrete_maps):
+            found = True
+            if not feasible(sg):
+                self.stats.pruned["map_infeasible"] += 1
+                continue
+            key = (sg.structure_key, sg.fixed) if sg.fixed else sg.structure_key
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            self.results.append(sg)
+            if self.on_result is not None:
+                self.on_result(sg)
+        if not found:
+            self.stats.pruned["dim_mismatch"] += 1
+        self._check_time()

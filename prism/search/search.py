@@ -28,34 +28,30 @@ class SearchResult:
 
 
 def search(graph: Graph, config: SearchConfig | None = None, *, name: str = "program") -> SearchResult:
-    """Enumerate candidate sGraphs of ``graph`` (sizes do not matter: everything is symbolic)."""
+    """Enumerate candidate sGraphs of ``graph`` (its sizes do not matter: everything is symbolic)."""
     graph.check_complete()
     cfg = config or SearchConfig()
     t0 = time.perf_counter()
-    gen = Generator(graph, cfg)
-    gen.graph_name = name
+    gen = Generator(graph, cfg, name)
     bar = None
     if cfg.progress:
         from tqdm import tqdm
 
         bar = tqdm(desc=f"search {name}", unit=" sGraphs", leave=False)
-        gen._progress = bar
+        gen.on_result = lambda _: bar.update(1)  # type: ignore[union-attr]
     try:
         cands = gen.run()
     finally:
         if bar is not None:
             bar.close()
-    secs = time.perf_counter() - t0
     st = gen.stats
     stats: dict[str, object] = {
-        "seconds": secs,
+        "seconds": time.perf_counter() - t0,
         "pruned": dict(st.pruned),
-        "partial_graphs": st.partial_graphs,
-        "kernels_completed": st.kernels_completed,
+        "values": st.values,
+        "structures": st.structures,
+        "block_graph_steps": st.block_graphs,
         "timed_out": st.timed_out,
         "target_subexpressions": len(gen.target.subexprs),
-        "abstract_expressions": len(gen.exprs),
     }
-    if st.timed_out:
-        log.warning("search of %s stopped at the %.0f s budget: results are partial", name, cfg.time_budget_s)
     return SearchResult(name, graph.structure_key(), cands, stats)
