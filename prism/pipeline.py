@@ -67,9 +67,9 @@ def search_and_verify(
         t0 = time.perf_counter()
         hit = store.get(key, lambda p: _decode_search(p, key))
         if hit is not None:
-            templates, stats = hit
-            log.info("%s: %d verified sGraphs loaded from the cache (key %s)", program, len(templates), key)
-            return SearchOutcome(program, key, tuple(_bind(t, graph) for t in templates), True, stats,
+            cached_templates, stats = hit
+            log.info("%s: %d verified sGraphs loaded from the cache (key %s)", program, len(cached_templates), key)
+            return SearchOutcome(program, key, tuple(_bind(t, graph) for t in cached_templates), True, stats,
                                  {"search": 0.0, "mapping": 0.0, "verify": 0.0, "load": time.perf_counter() - t0,
                                   "total": time.perf_counter() - t0})
 
@@ -114,6 +114,28 @@ def _decode_search(payload: Any, key: str) -> tuple[list[KernelGraph], dict[str,
     return [KernelGraph.from_json(t) for t in payload["templates"]], dict(payload.get("stats", {}))
 
 
+def _require_gpu(program: str, outcome: SearchOutcome) -> None:
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        count, why = 0, str(e)
+    else:
+        why = "no CUDA device"
+    if count < 1:
+        err = DeviceError(
+            f"{program}: search and verification found {len(outcome.templates)} verified sGraphs; tuning them "
+            f"needs an NVIDIA GPU with CuPy ({why})"
+        )
+        err.summary = outcome.to_json()  # type: ignore[attr-defined]
+        raise err
+
+
+def _tuned_key(graph: Graph, arch: str) -> str:
+    return f"{graph.structure_hash()}-{arch}"
+
+
 def superoptimize(
     graph: Graph,
     *,
@@ -124,26 +146,107 @@ def superoptimize(
     cache: bool = True,
     program: str = "program",
     progress: bool = True,
+    scales: dict[str, float] | None = None,
 ) -> Any:
     """Search, verify, tune and compile ``graph``; return the fastest verified kernel as a callable.
 
-    ``target`` is an architecture like ``"sm_80"`` (default: the GPU at hand). Raises DeviceError
+    ``target`` is the architecture the code is generated for, like ``"sm_80"`` (default: the GPU at
+    hand). The returned ``OptimizedGraph`` is callable on torch tensors / CuPy arrays and carries a
+    ``summary`` dict (stage times, counts, best time, cache hits). Every kernel returned has passed
+    a check against the float64 reference on fresh random inputs on the GPU. Raises DeviceError
     after verification when no GPU is present.
     """
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress)
     if not outcome.templates:
-        raise PrismError(f"{program}: no verified sGraph was found (candidates {outcome.stats.get('candidates')})")
-    from prism.tune import tune
+        raise PrismError(f"{program}: no verified sGraph was found ({outcome.stats})")
+    _require_gpu(program, outcome)
+    from prism.tune.backends import CudaBackend
+    from prism.tune.tuner import TOLERANCE, input_scales, random_inputs, tune
 
+    backend = CudaBackend(target)
+    arch = backend.arch()
+    scales = scales if scales is not None else input_scales(graph)
+    use_cache = cache and not settings().no_cache
+    store = JsonCache("tuned", TUNE_CACHE_SCHEMA)
+    key = _tuned_key(graph, arch)
+    summary: dict[str, Any] = {
+        "program": program,
+        "search_s": outcome.seconds.get("search", 0.0),
+        "verify_s": outcome.seconds.get("mapping", 0.0) + outcome.seconds.get("verify", 0.0),
+        "verified_sgraphs": len(outcome.templates),
+        "search_cache_hit": outcome.cached,
+        "search": outcome.to_json(),
+    }
+    hit = store.get(key, lambda p: (KernelGraph.from_json(p["kernel_graph"]), p)) if use_cache else None
+    if hit is not None:
+        kg, rec = hit
+        t0 = time.perf_counter()
+        kernel = backend.compile(kg)
+        # never trust a cache blindly: check the kernel against the float64 reference again
+        inputs = random_inputs(graph, scales, seed + 0xCAC4E)
+        ref = graph.evaluate(inputs)
+        out = backend.run(kernel, inputs)
+        from prism.reference import relative_error
+
+        err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+        if err < max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs):
+            summary.update(rec["summary"])
+            summary.update({"tune_cache_hit": True, "tune_s": time.perf_counter() - t0, "rel_err": err,
+                            "search_cache_hit": outcome.cached})
+            kernel.summary = summary
+            kernel.kernel_graph = kg
+            return kernel
+        log.error("cached tuned kernel %s fails the reference check (rel. error %.3g): retuning", key, err)
+    result = tune(graph, list(outcome.templates), samples=samples, seed=seed, time_budget=time_budget, arch=target,
+                  backend=backend, scales=scales)
+    distinct = {(r.template, tuple(sorted(r.sizes.items()))) for r in result.records if r.stage is None}
+    summary.update({
+        "tune_s": result.seconds.get("total", 0.0),
+        "samples": result.counts.get("sampled"),
+        "compiled": result.counts.get("timed"),
+        "failed": sum(1 for r in result.records if r.stage in ("compile", "launch", "check")),
+        "distinct_kernels": len(distinct),
+        "best_us": result.time_us,
+        "rel_err": result.rel_err,
+        "arch": result.arch,
+        "template": result.template_index,
+        "sizes": result.sizes,
+        "tune_cache_hit": False,
+        "tuning": result.summary,
+    })
+    concrete = result.template.instantiate(result.sizes)
+    if use_cache:
+        store.put(key, {"kernel_graph": concrete.to_json(), "summary": {
+            k: summary[k] for k in ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch", "sizes",
+                                    "template")}})
+    kernel = result.kernel
+    kernel.summary = summary
+    kernel.kernel_graph = concrete
+    return kernel
+
+
+def library_optimizer(samples: int = 48, seed: int = 0) -> Any:
+    """An ``optimize(graph, entry, arch)`` for prism.library.build: superoptimize, then the sources."""
+    from prism.library import Built, Entry
+
+    def optimize(graph: Graph, entry: Entry, arch: str) -> Built:
+        from prism import codegen
+
+        kernel = superoptimize(graph, target=arch, samples=samples, seed=seed, program=entry.program,
+                               progress=False, scales=entry.scales())
+        plan = codegen.generate(kernel.kernel_graph, arch=arch)
+        source = "\n".join(k.source for k in plan.kernels)
+        return Built(kernel.kernel_graph, source, plan.to_json(), kernel.summary.get("best_us"), _gpu_name())
+
+    return optimize
+
+
+def _gpu_name() -> str:
     try:
         import cupy
 
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            raise DeviceError("no CUDA device")
-    except Exception as e:
-        raise DeviceError(
-            f"{program}: search and verification found {len(outcome.templates)} verified sGraphs, but tuning "
-            f"needs an NVIDIA GPU with CuPy ({e})"
-        ) from e
-    return tune(graph, list(outcome.templates), samples=samples, seed=seed, time_budget=time_budget, arch=target,
-                outcome=outcome, cache=cache)
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:
+        return "unknown GPU"
