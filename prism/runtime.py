@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -193,7 +194,9 @@ class OptimizedGraph:
             handle = torch.cuda.current_stream(self.device).cuda_stream
             s = self._streams.get(handle)
             if s is None:
-                s = cupy.cuda.ExternalStream(handle, self.device) if handle else cupy.cuda.Stream.null
+                with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream; it still works
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    s = cupy.cuda.ExternalStream(handle, self.device) if handle else cupy.cuda.Stream.null
                 self._streams[handle] = s
             return s
         return cupy.cuda.get_current_stream()

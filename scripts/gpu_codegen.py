@@ -27,6 +27,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+try:  # the device machine has no platformdirs (prism.settings imports it): a stand-in is enough here
+    import platformdirs  # noqa: F401
+except ImportError:
+    import types
+
+    _pd = types.ModuleType("platformdirs")
+    _pd.user_cache_dir = lambda *a, **k: os.path.join(os.environ.get("TMPDIR", "/tmp"), "prism-cache")  # type: ignore[attr-defined]
+    sys.modules["platformdirs"] = _pd
+
 from prism import plans, workloads
 from prism.codegen import Options, generate
 from prism.codegen.sizes import legal_sizes

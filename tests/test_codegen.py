@@ -7,15 +7,17 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from prism import plans, workloads
+from prism import interpreter, plans, workloads
 from prism.codegen import CodegenError, LaunchPlan, Options, generate, resources
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.codegen.sizes import default_sizes, legal_sizes
 from prism.errors import CompileError
 from prism.graph import Graph
 from prism.ir import Accum, CustomKernel, KernelGraph, Load, MatmulOp, Save, TensorSpec
+from prism.reference import relative_error
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -32,7 +34,7 @@ def _all_plans(arch: str = "sm_80") -> list[tuple[str, int, dict[str, int], Laun
     out = []
     for cid, cfg in workloads.CONFIGS.items():
         g = cfg.build()
-        for pi, template in enumerate(plans.hand_plans(cfg.program, g)):
+        for pi, template in enumerate(plans.codegen_plans(cfg.program, g)):
             for sizes in _picks(template, arch):
                 out.append((cid, pi, sizes, generate(template.instantiate(sizes), arch=arch)))
     return out
@@ -41,7 +43,7 @@ def _all_plans(arch: str = "sm_80") -> list[tuple[str, int, dict[str, int], Laun
 def test_every_hand_plan_generates_deterministically() -> None:
     for cid, cfg in workloads.CONFIGS.items():
         g = cfg.build()
-        for template in plans.hand_plans(cfg.program, g):
+        for template in plans.codegen_plans(cfg.program, g):
             sizes = default_sizes(template, "sm_80")
             kg = template.instantiate(sizes)
             a, b = generate(kg, arch="sm_80"), generate(kg, arch="sm_80")
@@ -75,6 +77,18 @@ def test_nvcc_error_is_located() -> None:
     with pytest.raises(CompileError) as e:
         compile_check([(k.entry, broken)], "sm_80", jobs=1)
     assert e.value.line is not None and "oops" in broken.splitlines()[e.value.line - 1]
+
+
+@pytest.mark.parametrize("program", sorted(plans.SPLIT_K_PLANS))
+def test_split_k_plans_match_reference_in_interpreter(program: str) -> None:
+    g = workloads.program(program, **({"n": 8, "d": 64} if program == "rmsnorm_linear" else {"n": 16, "d": 64}))
+    rng = np.random.default_rng(3)
+    inputs = {t.name: rng.standard_normal(t.shape) * 0.5 for t in g.inputs}
+    ref = g.evaluate(inputs)["O"]
+    for make in plans.SPLIT_K_PLANS[program]:
+        for d in ({"x": 2, "y": 2, "i": 2, "c": 4}, {"x": 4, "y": 4, "i": 1, "c": 2}, {"x": 1, "y": 8, "i": 2, "c": 1}):
+            out = interpreter.run(make(g).instantiate(d), inputs)["O"]
+            assert relative_error(out, ref) < 1e-12, (program, d)
 
 
 def test_resources_agree_with_generate() -> None:

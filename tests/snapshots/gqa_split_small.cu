@@ -1,4 +1,4 @@
-// Prism generated kernel prism_gqa_split_7a21ee0d7e (deterministic output; do not edit)
+// Prism generated kernel prism_gqa_split_c01f53905f (deterministic output; do not edit)
 // program gqa, kernel 'split' (1 of 2 custom), target sm_80
 // sizes: grid (x=2, y=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 4480 B dynamic shared memory
 // tensors: Q[2, 8, 16] float16 (input), Kt[2, 16, 64] float16 (input), V[2, 64, 16] float16 (input), N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate)
@@ -18,94 +18,94 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
   unsigned a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
-static __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void cp_async_wait() {
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-static __device__ __forceinline__ float prism_sq(float x) { return x * x; }
-static __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-static __device__ __forceinline__ float prism_gelu(float x) {
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
-static __device__ __forceinline__ float warp_sum(float v, int width) {
+__device__ __forceinline__ float warp_sum(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-static __device__ __forceinline__ float warp_max(float v, int width) {
+__device__ __forceinline__ float warp_max(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-static __device__ __forceinline__ float hload(half_t h) {
+__device__ __forceinline__ float hload(half_t h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-static __device__ __forceinline__ half_t hstore(float f) {
+__device__ __forceinline__ half_t hstore(float f) {
   half_t h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
 // d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
   return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
 }
-static __device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
                                              float h) {
   uint4 v;
   v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
   *reinterpret_cast<uint4*>(p) = v;
 }
-static __device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
   uint2 v;
   v.x = pack2(a, b); v.y = pack2(c, d);
   *reinterpret_cast<uint2*>(p) = v;
 }
-static __device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-static __device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-static __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
   float4 v;
   v.x = a; v.y = b; v.z = c; v.w = d;
   *reinterpret_cast<float4*>(p) = v;
 }
-static __device__ __forceinline__ void st_f2(float* p, float a, float b) {
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
   float2 v;
   v.x = a; v.y = b;
   *reinterpret_cast<float2*>(p) = v;
 }
-static __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Q[2, 8, 16] -> tile [1, 8, 16]: 16 copies of 16 B over 128 threads
-static __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -119,7 +119,7 @@ static __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __res
 }
 
 // Kt[2, 16, 64] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
-static __device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -133,7 +133,7 @@ static __device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __re
 }
 
 // V[2, 64, 16] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
-static __device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -147,7 +147,7 @@ static __device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __res
 }
 
 // op 3: [1x]8x16 @ 16x16: 1 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 1 k-steps per warp
-static __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+__device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
@@ -157,7 +157,8 @@ static __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t
       const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 24 + (lane >> 4) * 8);
       const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
       #pragma unroll
-      for (int t = 0; t < 1; ++t) {
+      for (int q = 0; q < 1; ++q) {
+        const int t = q;
         unsigned a[4], b[4];
         ldsm_x4(a, a_addr + t * 32);
         ldsm_x4_t(b, b_addr + t * 768);
@@ -168,7 +169,7 @@ static __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t
   }
 }
 
-static __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+__device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
@@ -188,7 +189,7 @@ static __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], floa
 }
 
 // op 5: [1x]8x16 @ 16x16: 1 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 1 k-steps per warp
-static __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+__device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
@@ -198,7 +199,8 @@ static __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t
       const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 24 + (lane >> 4) * 8);
       const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
       #pragma unroll
-      for (int t = 0; t < 1; ++t) {
+      for (int q = 0; q < 1; ++q) {
+        const int t = q;
         unsigned a[4], b[4];
         ldsm_x4(a, a_addr + t * 32);
         ldsm_x4_t(b, b_addr + t * 768);
@@ -209,7 +211,7 @@ static __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t
   }
 }
 
-static __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+__device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
@@ -228,7 +230,7 @@ static __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], floa
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_7a21ee0d7e(const half_t* __restrict__ Q, const half_t* __restrict__ Kt, const half_t* __restrict__ V, float* __restrict__ N, float* __restrict__ D) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(const half_t* __restrict__ Q, const half_t* __restrict__ Kt, const half_t* __restrict__ V, float* __restrict__ N, float* __restrict__ D) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -252,20 +254,20 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_7a21ee0d7e(con
   load_s_Q(s_Q, g_s_Q, tid);
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 1; ++st) {
+  for (int st = 0; st < 2; ++st) {
     if (st < 2) {
       load_s_Kt(s_Kt_ring + st * 384, g_s_Kt + st * 16, tid);
       load_s_V(s_V_ring + st * 384, g_s_V + st * 256, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<1>();
+  cp_async_wait<2>();
   __syncthreads();
   for (int it = 0; it < 2; ++it) {
-    cp_async_wait<0>();
+    cp_async_wait<1>();
     __syncthreads();
     {
-      const int nx = it + 1;
+      const int nx = it + 2;
       if (nx < 2) {
         const int sb = nx % 2;
         load_s_Kt(s_Kt_ring + sb * 384, g_s_Kt + nx * 16, tid);
@@ -303,8 +305,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_7a21ee0d7e(con
     #pragma unroll 4
         for (int r = (lane & 15); r < 16; r += 16) p += hload(ew4[acc7_o1 * 24 + r]);
       }
-      p = warp_sum(p, 16);
-      ra7[j] += p;
+      ra7[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
   }
   cp_async_wait<0>();
@@ -314,9 +315,10 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_7a21ee0d7e(con
   #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int o = (j * 4 + warp) * 2 + (lane >> 4);
+    const float p = warp_sum(ra7[j], 16);
     if ((lane & 15) == 0) {
       const int a7_o1 = o;
-      acc7[a7_o1] = ra7[j];
+      acc7[a7_o1] = p;
     }
   }
   __syncthreads();
@@ -353,7 +355,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_7a21ee0d7e(con
   }
 }
 
-// Prism generated kernel prism_gqa_combine_7a21ee0d7e (deterministic output; do not edit)
+// Prism generated kernel prism_gqa_combine_c01f53905f (deterministic output; do not edit)
 // program gqa, kernel 'combine' (2 of 2 custom), target sm_80
 // sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 1536 B dynamic shared memory
 // tensors: N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate), O[2, 8, 16] float16 (output)
@@ -369,94 +371,94 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_7a21ee0d7e(con
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
   unsigned a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
-static __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void cp_async_wait() {
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-static __device__ __forceinline__ float prism_sq(float x) { return x * x; }
-static __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-static __device__ __forceinline__ float prism_gelu(float x) {
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
-static __device__ __forceinline__ float warp_sum(float v, int width) {
+__device__ __forceinline__ float warp_sum(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-static __device__ __forceinline__ float warp_max(float v, int width) {
+__device__ __forceinline__ float warp_max(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-static __device__ __forceinline__ float hload(half_t h) {
+__device__ __forceinline__ float hload(half_t h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-static __device__ __forceinline__ half_t hstore(float f) {
+__device__ __forceinline__ half_t hstore(float f) {
   half_t h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
 // d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
   return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
 }
-static __device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
                                              float h) {
   uint4 v;
   v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
   *reinterpret_cast<uint4*>(p) = v;
 }
-static __device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
   uint2 v;
   v.x = pack2(a, b); v.y = pack2(c, d);
   *reinterpret_cast<uint2*>(p) = v;
 }
-static __device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-static __device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-static __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
   float4 v;
   v.x = a; v.y = b; v.z = c; v.w = d;
   *reinterpret_cast<float4*>(p) = v;
 }
-static __device__ __forceinline__ void st_f2(float* p, float a, float b) {
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
   float2 v;
   v.x = a; v.y = b;
   *reinterpret_cast<float2*>(p) = v;
 }
-static __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // N[2, 8, 32] -> tile [1, 8, 16]: 32 copies of 16 B over 128 threads
-static __device__ __forceinline__ void load_s_N(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_N(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -470,7 +472,7 @@ static __device__ __forceinline__ void load_s_N(float* dst, const float* __restr
 }
 
 // D[2, 8, 2] -> tile [1, 8, 1]: 8 copies of 4 B over 128 threads
-static __device__ __forceinline__ void load_s_D(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_D(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -481,7 +483,7 @@ static __device__ __forceinline__ void load_s_D(float* dst, const float* __restr
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_7a21ee0d7e(const float* __restrict__ N, const float* __restrict__ D, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(const float* __restrict__ N, const float* __restrict__ D, half_t* __restrict__ O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -498,20 +500,20 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_7a21ee0d7e(c
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 1; ++st) {
+  for (int st = 0; st < 2; ++st) {
     if (st < 2) {
       load_s_N(s_N_ring + st * 160, g_s_N + st * 16, tid);
       load_s_D(s_D_ring + st * 8, g_s_D + st * 1, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<1>();
+  cp_async_wait<2>();
   __syncthreads();
   for (int it = 0; it < 2; ++it) {
-    cp_async_wait<0>();
+    cp_async_wait<1>();
     __syncthreads();
     {
-      const int nx = it + 1;
+      const int nx = it + 2;
       if (nx < 2) {
         const int sb = nx % 2;
         load_s_N(s_N_ring + sb * 160, g_s_N + nx * 16, tid);

@@ -1,4 +1,4 @@
-// Prism generated kernel prism_rmsnorm_linear_k0_daabb25d10 (deterministic output; do not edit)
+// Prism generated kernel prism_rmsnorm_linear_k0_547022d473 (deterministic output; do not edit)
 // program rmsnorm_linear, kernel 'k0' (1 of 1 custom), target sm_80
 // sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 6400 B dynamic shared memory
 // tensors: X[8, 64] float16 (input), W[64, 64] float16 (input), O[8, 64] float16 (output)
@@ -19,94 +19,94 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
   unsigned a;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   return a;
 }
-static __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
 }
-static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void cp_async_wait() {
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-static __device__ __forceinline__ float prism_sq(float x) { return x * x; }
-static __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-static __device__ __forceinline__ float prism_gelu(float x) {
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
-static __device__ __forceinline__ float warp_sum(float v, int width) {
+__device__ __forceinline__ float warp_sum(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-static __device__ __forceinline__ float warp_max(float v, int width) {
+__device__ __forceinline__ float warp_max(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-static __device__ __forceinline__ float hload(half_t h) {
+__device__ __forceinline__ float hload(half_t h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-static __device__ __forceinline__ half_t hstore(float f) {
+__device__ __forceinline__ half_t hstore(float f) {
   half_t h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
 // d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-static __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
   return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
 }
-static __device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
                                              float h) {
   uint4 v;
   v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
   *reinterpret_cast<uint4*>(p) = v;
 }
-static __device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
   uint2 v;
   v.x = pack2(a, b); v.y = pack2(c, d);
   *reinterpret_cast<uint2*>(p) = v;
 }
-static __device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-static __device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-static __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
   float4 v;
   v.x = a; v.y = b; v.z = c; v.w = d;
   *reinterpret_cast<float4*>(p) = v;
 }
-static __device__ __forceinline__ void st_f2(float* p, float a, float b) {
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
   float2 v;
   v.x = a; v.y = b;
   *reinterpret_cast<float2*>(p) = v;
 }
-static __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // X[8, 64] -> tile [8, 32]: 32 copies of 16 B over 128 threads
-static __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -120,7 +120,7 @@ static __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __res
 }
 
 // W[64, 64] -> tile [32, 32]: 128 copies of 16 B over 128 threads
-static __device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -132,7 +132,7 @@ static __device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __res
 }
 
 // op 2: [1x]8x32 @ 32x32: 2 units of 16x16 over 4 warps (1 per warp), k split 2 ways, 1 k-steps per warp
-static __device__ __forceinline__ void mma_2(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+__device__ __forceinline__ void mma_2(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
   const int kpart = warp / 2;
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
@@ -142,7 +142,8 @@ static __device__ __forceinline__ void mma_2(float (&acc)[1][2][4], const half_t
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 40 + (lane >> 4) * 8);
     const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
     #pragma unroll
-    for (int t = kpart * 1; t < kpart * 1 + 1; ++t) {
+    for (int q = 0; q < 1; ++q) {
+      const int t = kpart * 1 + q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
       ldsm_x4_t(b, b_addr + t * 1280);
@@ -152,7 +153,7 @@ static __device__ __forceinline__ void mma_2(float (&acc)[1][2][4], const half_t
   }
 }
 
-static __device__ __forceinline__ void store_2(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+__device__ __forceinline__ void store_2(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
   const int kpart = warp / 2;
   D += kpart * 288;
 #pragma unroll
@@ -171,7 +172,7 @@ static __device__ __forceinline__ void store_2(const float (&acc)[1][2][4], floa
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_daabb25d10(const half_t* __restrict__ X, const half_t* __restrict__ W, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022d473(const half_t* __restrict__ X, const half_t* __restrict__ W, half_t* __restrict__ O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -190,20 +191,20 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_daabb2
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 1; ++st) {
+  for (int st = 0; st < 2; ++st) {
     if (st < 2) {
       load_s_X(s_X_ring + st * 320, g_s_X + st * 32, tid);
       load_s_W(s_W_ring + st * 1280, g_s_W + st * 2048, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<1>();
+  cp_async_wait<2>();
   __syncthreads();
   for (int it = 0; it < 2; ++it) {
-    cp_async_wait<0>();
+    cp_async_wait<1>();
     __syncthreads();
     {
-      const int nx = it + 1;
+      const int nx = it + 2;
       if (nx < 2) {
         const int sb = nx % 2;
         load_s_X(s_X_ring + sb * 320, g_s_X + nx * 32, tid);
@@ -225,8 +226,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_daabb2
     #pragma unroll 4
         for (int r = lane; r < 32; r += 32) p += prism_sq(hload(s_X[acc5_o0 * 40 + r]));
       }
-      p = warp_sum(p, 32);
-      ra5[j] += p;
+      ra5[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
   }
   cp_async_wait<0>();
@@ -236,9 +236,10 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_daabb2
   #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int o = (j * 4 + warp) * 1;
+    const float p = warp_sum(ra5[j], 32);
     if (lane == 0) {
       const int a5_o0 = o;
-      acc5[a5_o0] = ra5[j];
+      acc5[a5_o0] = p;
     }
   }
   __syncthreads();
