@@ -11,8 +11,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -23,7 +21,15 @@ class Settings:
 
 def settings() -> Settings:
     """Read the environment now (tests change it between calls)."""
-    cache = os.environ.get("PRISM_CACHE_DIR") or platformdirs.user_cache_dir("prism", appauthor=False)
+    cache = os.environ.get("PRISM_CACHE_DIR") or _default_cache_dir()
     jobs_text = os.environ.get("PRISM_JOBS", "")
     jobs = int(jobs_text) if jobs_text.isdigit() and int(jobs_text) > 0 else (os.cpu_count() or 1)
     return Settings(Path(cache).expanduser(), jobs, os.environ.get("PRISM_NO_CACHE", "") not in ("", "0"))
+
+
+def _default_cache_dir() -> str:
+    try:
+        import platformdirs
+    except ImportError:  # a bare GPU image: fall back to the XDG convention
+        return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "prism")
+    return platformdirs.user_cache_dir("prism", appauthor=False)
