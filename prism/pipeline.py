@@ -147,6 +147,7 @@ def superoptimize(
     program: str = "program",
     progress: bool = True,
     scales: dict[str, float] | None = None,
+    backend: Any = None,
 ) -> Any:
     """Search, verify, tune and compile ``graph``; return the fastest verified kernel as a callable.
 
@@ -159,11 +160,12 @@ def superoptimize(
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress)
     if not outcome.templates:
         raise PrismError(f"{program}: no verified sGraph was found ({outcome.stats})")
-    _require_gpu(program, outcome)
     from prism.tune.backends import CudaBackend
     from prism.tune.tuner import TOLERANCE, input_scales, random_inputs, tune
 
-    backend = CudaBackend(target)
+    if backend is None:  # tests pass the interpreter backend instead
+        _require_gpu(program, outcome)
+        backend = CudaBackend(target)
     arch = backend.arch()
     scales = scales if scales is not None else input_scales(graph)
     use_cache = cache and not settings().no_cache
@@ -182,6 +184,7 @@ def superoptimize(
         kg, rec = hit
         t0 = time.perf_counter()
         kernel = backend.compile(kg)
+        backend.setup(graph, random_inputs(graph, scales, seed))
         # never trust a cache blindly: check the kernel against the float64 reference again
         inputs = random_inputs(graph, scales, seed + 0xCAC4E)
         ref = graph.evaluate(inputs)
@@ -193,9 +196,7 @@ def superoptimize(
             summary.update(rec["summary"])
             summary.update({"tune_cache_hit": True, "tune_s": time.perf_counter() - t0, "rel_err": err,
                             "search_cache_hit": outcome.cached})
-            kernel.summary = summary
-            kernel.kernel_graph = kg
-            return kernel
+            return Superoptimized(kernel, summary, kg)
         log.error("cached tuned kernel %s fails the reference check (rel. error %.3g): retuning", key, err)
     result = tune(graph, list(outcome.templates), samples=samples, seed=seed, time_budget=time_budget, arch=target,
                   backend=backend, scales=scales)
@@ -219,10 +220,28 @@ def superoptimize(
         store.put(key, {"kernel_graph": concrete.to_json(), "summary": {
             k: summary[k] for k in ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch", "sizes",
                                     "template")}})
-    kernel = result.kernel
-    kernel.summary = summary
-    kernel.kernel_graph = concrete
-    return kernel
+    return Superoptimized(result.kernel, summary, concrete)
+
+
+class Superoptimized:
+    """What ``superoptimize`` returns: the compiled kernel (an ``OptimizedGraph``: call it on torch
+    tensors or CuPy arrays, same signature) plus ``summary`` and the chosen ``kernel_graph``."""
+
+    def __init__(self, kernel: Any, summary: dict[str, Any], kernel_graph: KernelGraph) -> None:
+        self.kernel = kernel
+        self.summary = summary
+        self.kernel_graph = kernel_graph
+
+    def __call__(self, *args: Any, out: Any = None, **named: Any) -> Any:
+        return self.kernel(*args, out=out, **named) if out is not None else self.kernel(*args, **named)
+
+    def __getattr__(self, name: str) -> Any:  # plan, inputs, outputs, ... of the OptimizedGraph
+        return getattr(self.__dict__["kernel"], name)
+
+    def __repr__(self) -> str:
+        best = self.summary.get("best_us")
+        shown = f"{best:.2f} µs" if isinstance(best, float) else "untimed"
+        return f"Superoptimized({self.kernel!r}, {shown})"
 
 
 def library_optimizer(samples: int = 48, seed: int = 0) -> Any:

@@ -13,10 +13,15 @@ MAP_KINDS: tuple[str, ...] = ("imap", "fmap", "omap")
 class SearchConfig:
     """Limits of the sGraph generator.
 
-    ``max_block_ops`` counts every op of one block graph (loads and saves included).
+    ``max_block_ops`` counts every op of one block graph (loads and saves included); None means
+    "the fewest ops any single-kernel graph of the program needs, plus ``extra_ops``" (the program's
+    own size decides, so the default covers small and large programs alike).
     ``max_kernels`` bounds custom kernels per kernel graph; a later kernel may read tensors written by
     an earlier one (at most ``max_intermediates`` such tensors in a graph) and may reuse an earlier
     kernel's grid size as its own loop or grid size (``share_sizes``).
+    ``split_only`` keeps only the multi-kernel graphs whose later kernel loops over an earlier
+    kernel's grid size (split-K / split-KV: partial results reduced by the next kernel); a plain
+    kernel pipeline that fuses less is left out of the space.
     ``concrete_maps`` is the paper's Table-4 ablation: the named map kinds are enumerated during the
     search instead of being kept as symbolic Boolean variables.
     ``op_budget`` optionally caps how often an op kind (``"unary:exp"``, ``"binary:mul"``,
@@ -24,12 +29,14 @@ class SearchConfig:
     structural space (the soundness tests use it to keep brute force small); None means no cap.
     """
 
-    max_block_ops: int = 16
+    max_block_ops: int | None = None
+    extra_ops: int = 2
     max_kernels: int = 2
     min_grid_dims: int = 1
     max_grid_dims: int = 3
     max_intermediates: int = 2
     share_sizes: bool = True
+    split_only: bool = True
     time_budget_s: float = 600.0
     concrete_maps: frozenset[str] = frozenset()
     op_budget: tuple[tuple[str, int], ...] | None = None
@@ -38,11 +45,13 @@ class SearchConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.min_grid_dims <= self.max_grid_dims <= 3:
             raise SearchError(f"grid dims {self.min_grid_dims}..{self.max_grid_dims}: a block graph has 1 to 3")
-        if self.max_block_ops < 2 or self.max_kernels < 1 or self.max_intermediates < 0:
+        if (self.max_block_ops is not None and self.max_block_ops < 2) or self.extra_ops < 0 or self.max_kernels < 1 or self.max_intermediates < 0:
             raise SearchError("max_block_ops >= 2, max_kernels >= 1 and max_intermediates >= 0 are required")
         bad = set(self.concrete_maps) - set(MAP_KINDS)
         if bad:
             raise SearchError(f"concrete_maps {sorted(bad)}: known map kinds are {', '.join(MAP_KINDS)}")
+        if self.max_kernels > 2:
+            raise SearchError("this generator builds kernel graphs of at most 2 custom kernels")
         if self.time_budget_s <= 0:
             raise SearchError("time_budget_s must be positive")
 

@@ -14,6 +14,8 @@ The generator works in two incremental steps:
    value is computed twice, each block graph comes out exactly once (no duplicate orderings:
    its op sequence is the canonical order of ``canonical``), and only graphs that complete are
    ever built. The ops within ``max_block_ops`` bound the choice.
+   In a split graph (``split_only``) the second kernel loops over a grid size of the first and
+   only accumulates tensors the first kernel wrote, then finishes the computation after its loop.
 
 Each block-graph structure then gets symbolic sizes (a kernel's grid dims and loop; a later kernel
 may reuse an earlier kernel's grid size) and mapping variables; ``symbolic`` replays its ops with
@@ -199,6 +201,8 @@ class Generator:
         self.results: list[SGraph] = []
         self._seen: set[object] = set()
         self.on_result: Callable[[SGraph], None] | None = None
+        self.max_ops: int = config.max_block_ops or 0
+        self.min_ops: int | None = None
 
     # ------------------------------------------------------------------ values
     def _intern(self, p: Poly) -> int:
@@ -264,7 +268,7 @@ class Generator:
         v = self.vocab
         singles: list[BlockOp] = [UnaryOp(fn, 0, sc) for fn, sc in v.unary]
         pairs: list[BlockOp] = [BinaryOp(fn, 0, 1) for fn in v.binary] + ([MatmulOp(0, 1)] if v.matmul else [])
-        for _ in range(self.cfg.max_block_ops):
+        for _ in range(self.max_ops or 64):
             if not fresh:
                 break
             frontier, fresh = fresh, []
@@ -320,8 +324,15 @@ class Generator:
                     stack.extend(r.args)
             return False
 
+        split = inter_ok is not None and self.cfg.split_only
+
         def options(n: int) -> list[Recipe]:
+            if split and self.nodes[n][2] == "loop":
+                # a split graph's second kernel only accumulates the first kernel's partial results
+                return [Recipe(None, (), INTERMEDIATE)] if n in inter_ok else []  # type: ignore[operator]
             opts = list(self.recipes[n])
+            if split:
+                opts = [r for r in opts if not (isinstance(r.op, Accum) and r.op.reduce_dim is not None)]
             if inter_ok is not None and n in inter_ok:
                 opts.append(Recipe(None, (), INTERMEDIATE))
             return opts
@@ -411,6 +422,9 @@ class Generator:
         self.deadline = time.monotonic() + self.cfg.time_budget_s
         try:
             self.build_values()
+            self.min_ops = self._min_ops()
+            if self.cfg.max_block_ops is None:
+                self.max_ops = (self.min_ops or 0) + self.cfg.extra_ops
             self._single_kernel()
             if self.cfg.max_kernels >= 2 and self.cfg.max_intermediates >= 1:
                 self._two_kernels()
@@ -427,6 +441,19 @@ class Generator:
             roots.append((n, t.name))
         return roots
 
+    def _min_ops(self) -> int | None:
+        """The fewest ops of any single-kernel block graph computing the outputs (saves included)."""
+        roots = self._out_roots()
+        if roots is None:
+            return None
+        for budget in range(1, 64):
+            steps = self.stats.block_graphs
+            for _ in self.closures([n for n, _ in roots], budget, None, 0):
+                self.stats.block_graphs = steps
+                return budget + len(roots)
+            self.stats.block_graphs = steps
+        return None
+
     def _grids(self, k: int) -> list[tuple[str, ...]]:
         return [tuple(f"k{k}_{p}" for p in PARALLEL[:ng]) for ng in range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1)]
 
@@ -434,7 +461,7 @@ class Generator:
         roots = self._out_roots()
         if roots is None:
             return
-        budget = self.cfg.max_block_ops - len(roots)
+        budget = self.max_ops - len(roots)
         for chosen in self.closures([n for n, _ in roots], budget, None, 0):
             ops, _ = self._ops(chosen, roots, {})
             self.stats.structures += 1
@@ -450,14 +477,14 @@ class Generator:
             if ph == "loop" and (e, labs, "post") in self.index and self.exprs[e] not in
             {self.alg.var(t.name) for t in self.inputs}
         }
-        budget = self.cfg.max_block_ops - len(roots)
+        budget = self.max_ops - len(roots)
         for last in self.closures([n for n, _ in roots], budget, inter_ok, self.cfg.max_intermediates):
             inters = sorted(n for n, r in last.items() if r.tensor == INTERMEDIATE)
             if not inters:
                 continue
             first_roots = [self.index[(self.nodes[n][0], self.nodes[n][1], "post")] for n in inters]
             saves0 = [(r, INTERMEDIATE) for r in first_roots]
-            for first in self.closures(first_roots, self.cfg.max_block_ops - len(saves0), None, 0):
+            for first in self.closures(first_roots, self.max_ops - len(saves0), None, 0):
                 ops0, pos0 = self._ops(first, saves0, {})
                 # intermediate names follow the canonical order of the first kernel's saves
                 names: dict[int, str] = {}
@@ -481,13 +508,14 @@ class Generator:
                                     KernelSpec(tuple(ops1), grid1, loop1)])
 
     def _second_sizes(self, grid0: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
-        shared = sorted(grid0) if self.cfg.share_sizes else []
+        shared = sorted(grid0) if self.cfg.share_sizes or self.cfg.split_only else []
         for ng in range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1):
             fresh = [f"k1_{p}" for p in PARALLEL[:ng]]
             for nshare in range(min(ng, len(shared)) + 1):
                 for sh in itertools.combinations(shared, nshare):
                     grid = (*fresh[: ng - nshare], *sh)
-                    for loop in [f"k1_{LOOP}", *(s for s in shared if s not in sh)]:
+                    loops = [] if self.cfg.split_only else [f"k1_{LOOP}"]
+                    for loop in [*loops, *(s for s in shared if s not in sh)]:
                         yield grid, loop
 
     def _emit(self, kernels: list[KernelSpec]) -> None:

@@ -49,6 +49,8 @@ def search(graph: Graph, config: SearchConfig | None = None, *, name: str = "pro
         "seconds": time.perf_counter() - t0,
         "pruned": dict(st.pruned),
         "values": st.values,
+        "min_block_ops": gen.min_ops,
+        "max_block_ops": gen.max_ops,
         "structures": st.structures,
         "block_graph_steps": st.block_graphs,
         "timed_out": st.timed_out,
