@@ -478,13 +478,17 @@ class Generator:
             {self.alg.var(t.name) for t in self.inputs}
         }
         budget = self.max_ops - len(roots)
+        firsts: dict[tuple[int, ...], list[dict[int, Recipe]]] = {}
         for last in self.closures([n for n, _ in roots], budget, inter_ok, self.cfg.max_intermediates):
             inters = sorted(n for n, r in last.items() if r.tensor == INTERMEDIATE)
             if not inters:
                 continue
             first_roots = [self.index[(self.nodes[n][0], self.nodes[n][1], "post")] for n in inters]
             saves0 = [(r, INTERMEDIATE) for r in first_roots]
-            for first in self.closures(first_roots, self.max_ops - len(saves0), None, 0):
+            memo_key = tuple(first_roots)
+            if memo_key not in firsts:
+                firsts[memo_key] = list(self.closures(first_roots, self.max_ops - len(saves0), None, 0))
+            for first in firsts[memo_key]:
                 ops0, pos0 = self._ops(first, saves0, {})
                 # intermediate names follow the canonical order of the first kernel's saves
                 names: dict[int, str] = {}

@@ -1,0 +1,103 @@
+"""The pipeline's caches and superoptimize's contract, on the CPU (interpreter backend).
+
+The search cache is seeded here with verified hand plans so that these tests exercise the
+pipeline, not the search (tests/test_search*.py cover that)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prism import pipeline, plans, workloads
+from prism.cache import JsonCache
+from prism.errors import DeviceError
+from prism.ir import KernelGraph
+from prism.tune.backends import InterpreterBackend
+from prism.verify import verify_all
+
+
+def _seed_search_cache(program: str, graph: object) -> list[KernelGraph]:
+    templates = plans.hand_plans(program, graph)  # type: ignore[arg-type]
+    verdicts = verify_all(graph, templates)  # type: ignore[arg-type]
+    assert all(v.proven for v in verdicts)
+    key = graph.structure_key()  # type: ignore[attr-defined]
+    JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).put(
+        key, {"structure_key": key, "templates": [t.to_json() for t in templates], "stats": {"candidates": 0}})
+    return templates
+
+
+def _timer(kg: KernelGraph) -> float:
+    # a deterministic fake time: fewer blocks × iterations is 'faster'
+    return float(sum(abs(hash(str(k))) % 97 + 1 for k in kg.kernels))
+
+
+def test_search_cache_hit_rebinds_shapes() -> None:
+    small = workloads.rmsnorm_linear(4, 32)
+    _seed_search_cache("rmsnorm_linear", small)
+    other = workloads.rmsnorm_linear(8, 64)  # same structure, other sizes
+    out = pipeline.search_and_verify(other, program="rmsnorm_linear")
+    assert out.cached and out.seconds["search"] == 0.0
+    assert out.templates and all(t.inputs[0].shape == (8, 64) for t in out.templates)
+    assert out.to_json()["verified"] == len(out.templates)
+
+
+def test_corrupt_search_cache_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = workloads.swiglu(4, 32)
+    _seed_search_cache("swiglu", g)
+    store = JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA)
+    path = store.path(g.structure_key())
+    doc = json.loads(path.read_text())
+    doc["payload"]["templates"][0]["kernels"][0]["ops"][0]["imap"] = [0]  # tampered, checksum now stale
+    path.write_text(json.dumps(doc))
+    calls: list[str] = []
+
+    def fake_search(*a: object, **k: object) -> object:
+        calls.append("search")
+        raise RuntimeError("search was run")
+
+    monkeypatch.setattr("prism.search.search", fake_search)
+    with pytest.raises(RuntimeError, match="search was run"):
+        pipeline.search_and_verify(g, program="swiglu")
+    assert calls == ["search"] and not path.exists()
+
+
+def test_superoptimize_tunes_then_hits_the_tuned_cache() -> None:
+    g = workloads.rmsnorm_linear(4, 32)
+    templates = _seed_search_cache("rmsnorm_linear", g)
+    backend = InterpreterBackend(_timer)
+    first = pipeline.superoptimize(g, program="rmsnorm_linear", samples=6, seed=1, backend=backend)
+    s = first.summary
+    assert s["search_cache_hit"] and not s["tune_cache_hit"]
+    assert s["verified_sgraphs"] == len(templates) and s["samples"] == 6 and s["rel_err"] < 1e-9
+    assert first.kernel_graph.is_concrete
+    second = pipeline.superoptimize(g, program="rmsnorm_linear", samples=6, seed=1, backend=backend)
+    assert second.summary["tune_cache_hit"] and second.kernel_graph == first.kernel_graph
+    assert second.summary["best_us"] == s["best_us"]
+
+
+def test_tuned_cache_is_keyed_by_shape_and_arch() -> None:
+    a, b = workloads.rmsnorm_linear(4, 32), workloads.rmsnorm_linear(8, 32)
+    _seed_search_cache("rmsnorm_linear", a)
+    pipeline.superoptimize(a, samples=3, backend=InterpreterBackend(_timer))
+    rb = pipeline.superoptimize(b, samples=3, backend=InterpreterBackend(_timer))
+    assert rb.summary["search_cache_hit"] and not rb.summary["tune_cache_hit"]
+    rc = pipeline.superoptimize(a, samples=3, backend=InterpreterBackend(_timer, arch="sm_80"))
+    assert not rc.summary["tune_cache_hit"]
+
+
+def test_no_gpu_stops_after_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = workloads.swiglu(4, 32)
+    _seed_search_cache("swiglu", g)
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # as on a machine without CuPy
+    with pytest.raises(DeviceError, match="verified sGraphs; tuning them needs an NVIDIA GPU") as e:
+        pipeline.superoptimize(g, program="swiglu")
+    assert e.value.summary["cached"] is True  # type: ignore[attr-defined]
+
+
+def test_cache_dir_is_isolated(tmp_path: Path) -> None:
+    # the autouse fixture points PRISM_CACHE_DIR at a fresh folder: nothing leaks between tests
+    assert not list(JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).root.glob("*.json"))
