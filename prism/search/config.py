@@ -22,6 +22,11 @@ class SearchConfig:
     ``split_only`` keeps only the multi-kernel graphs whose later kernel loops over an earlier
     kernel's grid size (split-K / split-KV: partial results reduced by the next kernel); a plain
     kernel pipeline that fuses less is left out of the space.
+    ``loop_one`` also builds every one-kernel graph with no for-loop (loop size 1): a program with
+    nothing to reduce (an elementwise chain) has no mapping that is right for every loop size.
+    ``check_feasible`` asks z3, for every candidate, whether any mapping satisfies all constraints
+    (off by default: mapping instantiation answers the same question, a candidate without mappings
+    then simply yields none).
     ``concrete_maps`` is the paper's Table-4 ablation: the named map kinds are enumerated during the
     search instead of being kept as symbolic Boolean variables.
     ``op_budget`` optionally caps how often an op kind (``"unary:exp"``, ``"binary:mul"``,
@@ -37,6 +42,8 @@ class SearchConfig:
     max_intermediates: int = 2
     share_sizes: bool = True
     split_only: bool = True
+    loop_one: bool = False
+    check_feasible: bool = False
     time_budget_s: float = 600.0
     concrete_maps: frozenset[str] = frozenset()
     op_budget: tuple[tuple[str, int], ...] | None = None

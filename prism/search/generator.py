@@ -465,8 +465,10 @@ class Generator:
         for chosen in self.closures([n for n, _ in roots], budget, None, 0):
             ops, _ = self._ops(chosen, roots, {})
             self.stats.structures += 1
+            loops: list[str | int] = [f"k0_{LOOP}", *([1] if self.cfg.loop_one else [])]
             for grid in self._grids(0):
-                self._emit([KernelSpec(tuple(ops), grid, f"k0_{LOOP}")])
+                for loop in loops:
+                    self._emit([KernelSpec(tuple(ops), grid, loop)])
 
     def _two_kernels(self) -> None:
         roots = self._out_roots()
@@ -512,15 +514,19 @@ class Generator:
                                     KernelSpec(tuple(ops1), grid1, loop1)])
 
     def _second_sizes(self, grid0: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
-        shared = sorted(grid0) if self.cfg.share_sizes or self.cfg.split_only else []
+        """Sizes of the second kernel. The first kernel's grid dims are interchangeable, so one
+        representative of each way to share them is enough: the loop reuses the first grid size
+        (a split graph), the second kernel's grid may reuse the next ones."""
+        share = self.cfg.share_sizes or self.cfg.split_only
         for ng in range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1):
-            fresh = [f"k1_{p}" for p in PARALLEL[:ng]]
-            for nshare in range(min(ng, len(shared)) + 1):
-                for sh in itertools.combinations(shared, nshare):
-                    grid = (*fresh[: ng - nshare], *sh)
-                    loops = [] if self.cfg.split_only else [f"k1_{LOOP}"]
-                    for loop in [*loops, *(s for s in shared if s not in sh)]:
-                        yield grid, loop
+            fresh = tuple(f"k1_{p}" for p in PARALLEL[:ng])
+            if not self.cfg.split_only:
+                yield fresh, f"k1_{LOOP}"
+            if not share:
+                continue
+            loop, rest = grid0[0], grid0[1:]
+            for nshare in range(min(ng, len(rest)) + 1):
+                yield (*fresh[: ng - nshare], *rest[:nshare]), loop
 
     def _emit(self, kernels: list[KernelSpec]) -> None:
         from .mapping import feasible
@@ -528,13 +534,9 @@ class Generator:
         found = False
         for sg in symbolize(self.name, self.inputs, self.outputs, self.labels.inputs, kernels, self.cfg.concrete_maps):
             found = True
-            if not feasible(sg):
+            if self.cfg.check_feasible and not feasible(sg):
                 self.stats.pruned["map_infeasible"] += 1
                 continue
-            key = (sg.structure_key, sg.fixed) if sg.fixed else sg.structure_key
-            if key in self._seen:
-                continue
-            self._seen.add(key)
             self.results.append(sg)
             if self.on_result is not None:
                 self.on_result(sg)

@@ -61,7 +61,7 @@ def _solver(variables: Sequence[MapVar], eqs: Iterable[LinForm], fixed: Mapping[
             if const != 0:
                 s.add(z3.BoolVal(False))
             continue
-        s.add(z3.Sum([z3.If(b, c, 0) for b, c in terms]) + const == 0)
+        s.add(z3.PbEq(terms, -const))
     return s, bools
 
 

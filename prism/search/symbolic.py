@@ -46,7 +46,7 @@ class KernelSpec:
 
     ops: tuple[BlockOp, ...]
     grid: tuple[str, ...]
-    loop: str
+    loop: str | int
 
 
 def _map_choices(kind: str, rank: int, ng: int, concrete: frozenset[str]) -> list[object]:
@@ -83,7 +83,7 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
         return
     ks = kernels[k]
     ng = len(ks.grid)
-    pars = [*zip(PARALLEL, ks.grid, strict=False), (LOOP, ks.loop)]
+    pars = [*zip(PARALLEL, ks.grid, strict=False), *([(LOOP, ks.loop)] if isinstance(ks.loop, str) else [])]
     grid_pars = pars[:ng]
 
     def rec(j: int, tiles: list[Tile | None], vs: list[MapVar], es: list[LinForm], fx: dict[str, int],
@@ -106,7 +106,7 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
                             for pi, (p, _) in enumerate(grid_pars):
                                 for a in range(rank):
                                     f2[load_var(k, j, a, p)] = int(im[pi] == a)  # type: ignore[index]
-                        if fm != "sym":
+                        if fm != "sym" and isinstance(ks.loop, str):
                             for a in range(rank):
                                 f2[load_var(k, j, a, LOOP)] = int(fm == a)
                         tile = []

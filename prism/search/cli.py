@@ -1,0 +1,111 @@
+"""``python -m prism search NAME [--json] [--no-cache]``: the symbolic search of a benchmark program.
+
+The search and the mapping instantiation are one call each (``run_search``, ``run_mapping``), so the
+orchestrating command can add verification, the cache and more JSON fields around them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from prism import workloads
+from prism.errors import WorkloadError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("program", choices=sorted(workloads.PROGRAMS), help="a benchmark program (its sizes do not matter)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-cache", action="store_true", help="ignore cached results (search again)")
+    p.add_argument("--no-mappings", action="store_true", help="skip mapping instantiation")
+    p.add_argument("--max-block-ops", type=int, default=None, help="ops per block graph (default: program's minimum + 2)")
+    p.add_argument("--max-kernels", type=int, default=2)
+    p.add_argument("--max-grid-dims", type=int, default=3)
+    p.add_argument("--time-budget", type=float, default=600.0, help="wall-clock budget of the search in seconds")
+    p.add_argument("--concrete-maps", default="", help="ablation: comma-separated map kinds enumerated during the search "
+                   "(imap,fmap,omap)")
+
+
+def config_from(args: argparse.Namespace) -> Any:
+    from prism.search.config import SearchConfig
+
+    concrete = frozenset(s for s in args.concrete_maps.split(",") if s)
+    return SearchConfig(max_block_ops=args.max_block_ops, max_kernels=args.max_kernels, max_grid_dims=args.max_grid_dims,
+                        time_budget_s=args.time_budget, concrete_maps=concrete, progress=not args.json)
+
+
+def run_search(name: str, config: Any) -> Any:
+    """The search part: one call, returns a SearchResult."""
+    from prism.search import search
+
+    if name not in workloads.PROGRAMS:
+        raise WorkloadError(f"unknown program {name!r}")
+    return search(workloads.program(name), config, name=name)
+
+
+def run_mapping(result: Any, progress: bool = False) -> dict[str, Any]:
+    """Mapping instantiation of every candidate: the graphs and the counts."""
+    from prism.search import instantiate_mappings
+
+    graphs = []
+    before = after = 0
+    t0 = time.perf_counter()
+    cands = result.candidates
+    if progress:
+        from tqdm import tqdm
+
+        cands = tqdm(cands, desc="mappings", unit=" sGraphs", leave=False)
+    for c in cands:
+        m = instantiate_mappings(c)
+        graphs.extend(m.graphs)
+        before += m.before_symmetry
+        after += m.after_symmetry
+    return {"graphs": graphs, "mappings": after, "mappings_before_symmetry": before,
+            "seconds": time.perf_counter() - t0}
+
+
+def summary(result: Any, mapping: dict[str, Any] | None) -> dict[str, Any]:
+    st = result.stats
+    kernels: dict[str, int] = {}
+    for c in result.candidates:
+        kernels[str(len(c.kernels))] = kernels.get(str(len(c.kernels)), 0) + 1
+    out: dict[str, Any] = {
+        "program": result.program,
+        "structure_key": result.structure_key,
+        "candidates": len(result.candidates),
+        "candidates_by_kernels": kernels,
+        "structures": st["structures"],
+        "pruned": st["pruned"],
+        "values": st["values"],
+        "max_block_ops": st["max_block_ops"],
+        "timed_out": st["timed_out"],
+        "seconds": {"search": round(float(st["seconds"]), 3)},
+    }
+    if mapping is not None:
+        out["mappings"] = mapping["mappings"]
+        out["mappings_before_symmetry"] = mapping["mappings_before_symmetry"]
+        out["seconds"]["mapping"] = round(mapping["seconds"], 3)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config_from(args)
+    result = run_search(args.program, cfg)
+    mapping = None if args.no_mappings else run_mapping(result, progress=not args.json)
+    out = summary(result, mapping)
+    if args.json:
+        print(json.dumps(out, sort_keys=True))
+        return 0
+    w = sys.stdout.write
+    w(f"{out['program']}: {out['candidates']} candidate sGraphs ({out['structures']} block-graph structures, "
+      f"by kernels {out['candidates_by_kernels']}) in {out['seconds']['search']:.2f} s\n")
+    w(f"  pruned: {', '.join(f'{k} {v}' for k, v in out['pruned'].items())}\n")
+    if mapping is not None:
+        w(f"  mappings: {out['mappings']} after symmetry breaking ({out['mappings_before_symmetry']} before) "
+          f"in {out['seconds']['mapping']:.2f} s\n")
+    if out["timed_out"]:
+        w("  the search stopped at its time budget: results are partial\n")
+    return 0

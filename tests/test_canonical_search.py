@@ -1,0 +1,70 @@
+"""Canonical forms of kernel graphs: op order, symbol names, kernel names and grid order do not matter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from prism import plans, workloads
+from prism.ir import CustomKernel, KernelGraph, Load, Save, op_args
+from prism.search import canonical_key, structure_key
+
+
+def _permute_ops(kg: KernelGraph, order: list[int]) -> KernelGraph:
+    """The same block graph with its ops in another topological order."""
+    k = kg.kernels[0]
+    assert isinstance(k, CustomKernel)
+    pos = {j: i for i, j in enumerate(order)}
+    ops = []
+    for j in order:
+        op = k.ops[j]
+        fields = {f: pos[getattr(op, f)] for f in ("x", "a", "b") if hasattr(op, f)}
+        ops.append(replace(op, **fields))  # type: ignore[type-var]
+    for i, op in enumerate(ops):
+        assert all(a < i for a in op_args(op))
+    return replace(kg, kernels=(replace(k, ops=tuple(ops)),))
+
+
+def test_op_order_does_not_matter() -> None:
+    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear())
+    # plan order: 0 X, 1 W, 2 mm, 3 acc, 4 sq, 5 acc, 6-8 rms, 9 mul, 10 save; another valid order:
+    other = _permute_ops(kg, [1, 0, 4, 5, 6, 7, 8, 2, 3, 9, 10])
+    assert canonical_key(other) == canonical_key(kg)
+    assert structure_key(other) == structure_key(kg)
+
+
+def test_names_do_not_matter() -> None:
+    g = workloads.gqa()
+    kg = plans.gqa_split_plan(g)
+    k0, k1 = kg.kernels
+    assert isinstance(k0, CustomKernel) and isinstance(k1, CustomKernel)
+
+    def ren(op: object) -> object:
+        if isinstance(op, Load) and op.tensor in ("N", "D"):
+            return replace(op, tensor={"N": "part_num", "D": "part_den"}[op.tensor])
+        if isinstance(op, Save) and op.tensor in ("N", "D"):
+            return replace(op, tensor={"N": "part_num", "D": "part_den"}[op.tensor])
+        return op
+
+    renamed = replace(kg, kernels=(
+        replace(k0, name="first", grid=("bx", "split"), loop="kv", ops=tuple(ren(o) for o in k0.ops)),  # type: ignore[misc]
+        replace(k1, name="second", grid=("bx",), loop="split", ops=tuple(ren(o) for o in k1.ops)),  # type: ignore[misc]
+    ))
+    assert canonical_key(renamed) == canonical_key(kg)
+
+
+def test_grid_order_and_maps() -> None:
+    g = workloads.rmsnorm_linear()
+    kg = plans.rmsnorm_linear_2d_plan(g)
+    k = kg.kernels[0]
+    assert isinstance(k, CustomKernel)
+    swapped_ops = tuple(
+        replace(op, imap=op.imap[::-1]) if isinstance(op, Load) else replace(op, omap=op.omap[::-1]) if isinstance(op, Save) else op
+        for op in k.ops
+    )
+    swapped = replace(kg, kernels=(replace(k, grid=k.grid[::-1], ops=swapped_ops),))
+    assert canonical_key(swapped) == canonical_key(kg)
+    assert canonical_key(swapped, grid_perms=False) != canonical_key(kg, grid_perms=False)
+    wrong = plans.rmsnorm_linear_2d_plan(g, omap=(1, 0))
+    assert canonical_key(wrong) != canonical_key(kg)  # maps matter ...
+    assert structure_key(wrong) == structure_key(kg)  # ... except in the structure key
+    assert structure_key(plans.rmsnorm_linear_plan(g)) != structure_key(kg)  # 1 vs 2 grid dims
