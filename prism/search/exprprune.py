@@ -18,7 +18,8 @@ The axioms are built into a normal form instead of being run as rewrites:
 The target is "saturated" once: every sub-expression of every equivalent form that the normal form
 can reach (sub-products with sub-exponents, bodies of sums with outer factors pushed in, partial
 sums over a subset of dims) is enumerated into one set, and a membership query is a hash lookup.
-A top-level constant factor is ignored in the lookup, which only keeps more graphs (sound).
+Sub-products are also kept with the constant factor of the product they come from. A value that
+depends on no input (a constant, such as ``x / x``) is not a sub-expression: a rule of the space.
 """
 
 from __future__ import annotations
@@ -261,12 +262,24 @@ class Algebra:
 
 
 def key(p: Poly) -> Poly:
-    """Lookup key: a single monomial's constant factor is dropped."""
-    if len(p) == 1:
-        ((m, c),) = tuple(p)
-        if c != 1:
-            return frozenset({(m, F1)})
+    """Lookup key: the normal form itself (constant factors included)."""
     return p
+
+
+def has_var(p: Poly) -> bool:
+    """Does ``p`` depend on any program input? (A value that does not is a constant.)"""
+    for m, _ in p:
+        for a, _ in m:
+            match a[0]:
+                case "var":
+                    return True
+                case "fn" if has_var(a[2]):  # type: ignore[arg-type]
+                    return True
+                case "pow" if has_var(a[1]):  # type: ignore[arg-type]
+                    return True
+                case "sig" if has_var(frozenset({(a[2], F1)})):  # type: ignore[arg-type]
+                    return True
+    return False
 
 
 def _sub_exps(q: Fraction) -> list[Fraction]:
@@ -287,6 +300,7 @@ class Target:
     outputs: dict[str, Poly]
     subexprs: set[Poly] = field(default_factory=set)
     _seen: set[object] = field(default_factory=set)
+    _coeff: dict[Mono, set[tuple[Mono, Fraction]]] = field(default_factory=dict)
 
     def build(self) -> Target:
         for p in self.outputs.values():
@@ -294,7 +308,7 @@ class Target:
         return self
 
     def contains(self, p: Poly) -> bool:
-        return key(p) in self.subexprs
+        return has_var(p) and key(p) in self.subexprs
 
     def _add(self, p: Poly) -> None:
         if p:
@@ -306,6 +320,8 @@ class Target:
         self._seen.add(p)
         self._add(p)
         terms = list(p)
+        for m, c in terms:
+            self._coeff.setdefault(m, set()).add((m, c))
         if len(terms) > 1:
             for m, _ in terms:
                 self._mono(m)
@@ -332,9 +348,11 @@ class Target:
         alg = self.alg
         factors = list(m)
         choices = [[Fraction(0), *_sub_exps(q)] for _, q in factors]
+        coeffs = {F1, *(c for mm, c in self._coeff.get(m, ()))}
         for combo in itertools.product(*choices):
             if any(combo):
-                self._add(alg.mono_poly({a: e for (a, _), e in zip(factors, combo, strict=True) if e}, F1))
+                for c in coeffs:
+                    self._add(alg.mono_poly({a: e for (a, _), e in zip(factors, combo, strict=True) if e}, c))
         for a, _ in factors:
             self._atom(a)
         # open a sum: its body with outer factors pushed in, summed over any subset of its dims

@@ -292,6 +292,23 @@ class Generator:
                             self._try(op, (n, m), fresh)
             self._check_time()
         self.stats.values = len(self.nodes)
+        self._heights()
+
+    def _heights(self) -> None:
+        """h[n]: the fewest values on a chain from value n down to a load (a lower bound on any
+        block graph computing n; an intermediate load counts 1)."""
+        inf = 1 << 30
+        h = [inf] * len(self.nodes)
+        changed = True
+        while changed:
+            changed = False
+            for n, rs in enumerate(self.recipes):
+                for r in rs:
+                    v = 1 + max((h[a] for a in r.args), default=0)
+                    if v < h[n]:
+                        h[n] = v
+                        changed = True
+        self.h = h
 
     # ------------------------------------------------------------------ block graphs
     def _check_time(self) -> None:
@@ -306,6 +323,8 @@ class Generator:
         ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor."""
         chosen: dict[int, Recipe] = {}
         pending = list(dict.fromkeys(roots))
+        depth: dict[int, int] = dict.fromkeys(pending, 0)  # values above n on one path from a root
+        h = self.h
         counts: dict[str, int] = {}
         caps = dict(self.cfg.op_budget) if self.cfg.op_budget is not None else None
         n_inter = [0]
@@ -358,10 +377,16 @@ class Generator:
                 if len(chosen) + 1 + len(pending) + len(new) > budget:
                     self.stats.pruned["op_limit"] += 1
                     continue
+                if r.tensor is None and any(depth[n] + 1 + (1 if inter_ok is not None and a in inter_ok else h[a]) > budget
+                                            for a in new):
+                    self.stats.pruned["op_limit"] += 1  # a root-to-load path longer than the budget
+                    continue
                 chosen[n] = r
                 counts[kind] = counts.get(kind, 0) + 1
                 n_inter[0] += r.tensor == INTERMEDIATE
                 pending.extend(new)
+                for a in new:
+                    depth[a] = depth[n] + 1
                 yield from rec()
                 del pending[len(pending) - len(new):]
                 n_inter[0] -= r.tensor == INTERMEDIATE
@@ -446,7 +471,8 @@ class Generator:
         roots = self._out_roots()
         if roots is None:
             return None
-        for budget in range(1, 64):
+        start = max(self.h[n] for n, _ in roots)
+        for budget in range(start, 64):
             steps = self.stats.block_graphs
             for _ in self.closures([n for n, _ in roots], budget, None, 0):
                 self.stats.block_graphs = steps
