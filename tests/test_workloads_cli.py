@@ -67,7 +67,21 @@ def test_cli_help() -> None:
         assert cmd in r.stdout
 
 
-def test_cli_demo_runs_fused_plan() -> None:
+def test_cli_demo_runs_the_pipeline_without_gpu() -> None:
+    """The README's first command: with the search cache seeded (verified hand plans), the demo
+    evaluates the programs, loads the verified sGraphs, interprets them, and stops before tuning."""
+    from prism import pipeline, plans
+    from prism.cache import JsonCache
+    from prism.verify import verify_all
+
+    g = workloads.config("swiglu_d1024").build()
+    templates = plans.hand_plans("swiglu", g)
+    assert all(v.proven for v in verify_all(g, templates))
+    key = g.structure_key()
+    JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).put(
+        key, {"structure_key": key, "templates": [t.to_json() for t in templates], "stats": {"candidates": 1}})
     r = _prism("demo", "swiglu")
     assert r.returncode == 0, r.stderr
-    assert "rel. error vs float64 reference" in r.stdout
+    assert "(from the cache)" in r.stdout
+    assert "interpreter vs reference, rel. error" in r.stdout
+    assert "no usable GPU here: stopped after verification" in r.stdout or "best kernel" in r.stdout
