@@ -110,12 +110,38 @@ class HandPlanProvider:
         return PrismKernel(res.kernel, info)
 
 
-PROVIDERS = ("superoptimize", "hand-plans", "none")
+class SearchedOrHandProvider:
+    """``prism.superoptimize`` where the program's verified sGraphs are in the search cache (a GPU
+    machine without z3/egglog can only load them), else the tuner over the hand-built plans. Each
+    record says which one ran (``prism_source``)."""
+
+    name = "searched-or-hand"
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+
+    def prepare(self, cfg: Config) -> PrismKernel:
+        from prism.cache import JsonCache
+        from prism.pipeline import SEARCH_CACHE_SCHEMA
+
+        key = cfg.build().structure_key()
+        if JsonCache("search", SEARCH_CACHE_SCHEMA).path(key).exists():
+            kernel = SuperoptimizeProvider(self.budget).prepare(cfg)
+            kernel.info["prism_source"] = "superoptimize"
+        else:
+            kernel = HandPlanProvider(self.budget).prepare(cfg)
+            kernel.info["prism_source"] = "hand-plans"
+        return kernel
+
+
+PROVIDERS = ("superoptimize", "hand-plans", "searched-or-hand", "none")
 
 
 def make_provider(name: str, budget: Budget) -> Provider | None:
     if name == "superoptimize":
         return SuperoptimizeProvider(budget)
+    if name == "searched-or-hand":
+        return SearchedOrHandProvider(budget)
     if name == "hand-plans":
         return HandPlanProvider(budget)
     if name == "none":
