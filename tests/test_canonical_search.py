@@ -57,10 +57,14 @@ def test_grid_order_and_maps() -> None:
     kg = plans.rmsnorm_linear_2d_plan(g)
     k = kg.kernels[0]
     assert isinstance(k, CustomKernel)
-    swapped_ops = tuple(
-        replace(op, imap=op.imap[::-1]) if isinstance(op, Load) else replace(op, omap=op.omap[::-1]) if isinstance(op, Save) else op
-        for op in k.ops
-    )
+    def swap(op: object) -> object:
+        if isinstance(op, Load):
+            return replace(op, imap=op.imap[::-1])
+        if isinstance(op, Save):
+            return replace(op, omap=op.omap[::-1])
+        return op
+
+    swapped_ops = tuple(swap(op) for op in k.ops)
     swapped = replace(kg, kernels=(replace(k, grid=k.grid[::-1], ops=swapped_ops),))
     assert canonical_key(swapped) == canonical_key(kg)
     assert canonical_key(swapped, grid_perms=False) != canonical_key(kg, grid_perms=False)

@@ -19,7 +19,20 @@ import pytest
 from prism import interpreter
 from prism.errors import IRError
 from prism.graph import Graph
-from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, TensorSpec, UnaryOp, op_args
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    ReduceOp,
+    Save,
+    TensorSpec,
+    UnaryOp,
+    op_args,
+)
 from prism.ops import BINARY_NUMPY, COMMUTATIVE, REDUCE_NUMPY, UNARY_NUMPY
 from prism.search import SearchConfig, canonical_key, instantiate_mappings, search, structure_key
 from prism.search.canonical import op_key
@@ -232,14 +245,12 @@ def check(graph: Graph, max_ops: int, grids: tuple[int, ...], max_mapping_checks
             assert cands, f"correct at d = 1 but not found by the search: {ops}"
             n_struct += 1
             keys = {canonical_key(g) for c in cands for g in instantiate_mappings(c, symmetry_breaking=False).graphs}
-            checked = 0
-            for m in concrete_mappings(graph, kg):
+            for checked, m in enumerate(concrete_mappings(graph, kg)):
+                if max_mapping_checks is not None and checked >= max_mapping_checks:
+                    break
                 if correct_for_all_sizes(graph, m, inputs, ref):
                     assert canonical_key(m) in keys, f"a correct mapping is missing from mapping instantiation: {m}"
                     n_maps += 1
-                checked += 1
-                if max_mapping_checks is not None and checked >= max_mapping_checks:
-                    break
     return n_struct, n_maps
 
 

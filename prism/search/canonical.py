@@ -140,7 +140,8 @@ def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set
             ins = ",".join(names.get(t, t) for t in k.inputs)
             if k.output not in names:
                 names[k.output] = fresh()
-            parts.append(f"P[{k.kind.value}|{k.fn and k.fn.value}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{names[k.output]}]")
+            fn = k.fn and k.fn.value
+            parts.append(f"P[{k.kind.value}|{fn}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{names[k.output]}]")
             continue
         grid = [k.grid[p] for p in perm]
         head = f"K[{','.join(sym(g) for g in grid)};{sym(k.loop)}]"

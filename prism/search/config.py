@@ -52,7 +52,8 @@ class SearchConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.min_grid_dims <= self.max_grid_dims <= 3:
             raise SearchError(f"grid dims {self.min_grid_dims}..{self.max_grid_dims}: a block graph has 1 to 3")
-        if (self.max_block_ops is not None and self.max_block_ops < 2) or self.extra_ops < 0 or self.max_kernels < 1 or self.max_intermediates < 0:
+        bad_ops = self.max_block_ops is not None and self.max_block_ops < 2
+        if bad_ops or self.extra_ops < 0 or self.max_kernels < 1 or self.max_intermediates < 0:
             raise SearchError("max_block_ops >= 2, max_kernels >= 1 and max_intermediates >= 0 are required")
         bad = set(self.concrete_maps) - set(MAP_KINDS)
         if bad:

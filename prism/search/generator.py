@@ -30,7 +30,6 @@ by the first.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -267,7 +266,9 @@ class Generator:
             fresh.append(i)
         v = self.vocab
         singles: list[BlockOp] = [UnaryOp(fn, 0, sc) for fn, sc in v.unary]
-        pairs: list[BlockOp] = [BinaryOp(fn, 0, 1) for fn in v.binary] + ([MatmulOp(0, 1)] if v.matmul else [])
+        pairs: list[BlockOp] = [BinaryOp(fn, 0, 1) for fn in v.binary]
+        if v.matmul:
+            pairs.append(MatmulOp(0, 1))
         for _ in range(self.max_ops or 64):
             if not fresh:
                 break
@@ -481,7 +482,8 @@ class Generator:
         return None
 
     def _grids(self, k: int) -> list[tuple[str, ...]]:
-        return [tuple(f"k{k}_{p}" for p in PARALLEL[:ng]) for ng in range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1)]
+        dims = range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1)
+        return [tuple(f"k{k}_{p}" for p in PARALLEL[:ng]) for ng in dims]
 
     def _single_kernel(self) -> None:
         roots = self._out_roots()

@@ -32,7 +32,8 @@ class MappingResult:
     seconds: float
 
 
-def _solver(variables: Sequence[MapVar], eqs: Iterable[LinForm], fixed: Mapping[str, int]) -> tuple[z3.Solver, dict[str, z3.BoolRef]]:
+def _solver(variables: Sequence[MapVar], eqs: Iterable[LinForm],
+            fixed: Mapping[str, int]) -> tuple[z3.Solver, dict[str, z3.BoolRef]]:
     s = z3.Solver()
     bools = {v.name: z3.Bool(v.name) for v in variables}
     groups: dict[tuple[str, int, int], list[MapVar]] = {}
@@ -78,7 +79,7 @@ def feasible(sg: SGraph) -> bool:
 
 def _symmetry(sg: SGraph, bools: Mapping[str, z3.BoolRef]) -> list[z3.BoolRef]:
     users = sg.symbol_users()
-    out = []
+    out: list[z3.BoolRef] = []
     for ki, k in enumerate(sg.kernels):
         pars = [p for p, sym in zip(PARALLEL, k.grid, strict=False) if len(users.get(str(sym), ())) == 1]
         if len(pars) < 2:

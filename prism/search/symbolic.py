@@ -28,10 +28,8 @@ def op_tile(op: BlockOp, tiles: Sequence[Tile], eqs: list[LinForm]) -> Tile:
             if len(a) < 2 or len(b) < 2 or len(b) > len(a) or len(a) > 3:
                 raise Mismatch("rank")
             match(a[-1], b[-2], eqs)
-            if len(a) == len(b):
-                batch = tuple(broadcast(x, y, eqs) for x, y in zip(a[:-2], b[:-2], strict=True))
-            else:
-                batch = a[:-2]
+            same = len(a) == len(b)
+            batch = tuple(broadcast(x, y, eqs) for x, y in zip(a[:-2], b[:-2], strict=True)) if same else a[:-2]
             return (*batch, a[-2], b[-1])
         case ReduceOp(_, _, dim) | Accum(_, dim):
             if dim is None:
@@ -109,16 +107,16 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
                         if fm != "sym" and isinstance(ks.loop, str):
                             for a in range(rank):
                                 f2[load_var(k, j, a, LOOP)] = int(fm == a)
-                        tile = []
+                        tile: list[Ext] = []
                         for a, e in enumerate(base):
                             for p, sym in pars:
                                 e = e.shifted(sym, lin_var(load_var(k, j, a, p), -1, f2))
                             tile.append(e)
                         yield from rec(j + 1, [*tiles, tuple(tile)], vs + nv, es, f2, new_tensors)
             case Save(x, tensor):
-                tile = tiles[x]
-                assert tile is not None
-                rank = len(tile)
+                saved = tiles[x]
+                assert saved is not None
+                rank = len(saved)
                 if rank < ng:
                     return
                 nv = [MapVar(save_var(k, j, a, p), "save", k, j, a, p) for a in range(rank) for p, _ in grid_pars]
@@ -130,7 +128,7 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
                             for a in range(rank):
                                 f2[save_var(k, j, a, p)] = int(om[pi] == a)  # type: ignore[index]
                     dims = []
-                    for a, e in enumerate(tile):
+                    for a, e in enumerate(saved):
                         for p, sym in grid_pars:
                             e = e.shifted(sym, lin_var(save_var(k, j, a, p), 1, f2))
                         dims.append(e)
@@ -146,12 +144,12 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
             case _:
                 from prism.ir import op_args
 
-                e2 = []
+                e3: list[LinForm] = []
                 try:
-                    tile = op_tile(op, [tiles[a] for a in op_args(op)], e2)  # type: ignore[misc]
+                    out = op_tile(op, [tiles[a] for a in op_args(op)], e3)  # type: ignore[misc]
                 except Mismatch:
                     return
-                yield from rec(j + 1, [*tiles, tile], vs, es + e2, fx, new_tensors)
+                yield from rec(j + 1, [*tiles, out], vs, es + e3, fx, new_tensors)
 
     yield from rec(0, [], [], [], {}, {})
 
