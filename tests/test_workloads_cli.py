@@ -85,3 +85,25 @@ def test_cli_demo_runs_the_pipeline_without_gpu() -> None:
     assert "(from the cache)" in r.stdout
     assert "interpreter vs reference, rel. error" in r.stdout
     assert "no usable GPU here: stopped after verification" in r.stdout or "best kernel" in r.stdout
+
+
+def test_cli_search_json_from_cache() -> None:
+    """`python -m prism search NAME --json` reports the pipeline's fields; a cached run does no search."""
+    import json
+
+    from prism import pipeline, plans
+    from prism.cache import JsonCache
+
+    g = workloads.program("gqa")
+    templates = plans.hand_plans("gqa", g)
+    key = g.structure_key()
+    JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).put(
+        key, {"structure_key": key, "templates": [t.to_json() for t in templates],
+              "stats": {"candidates": 7, "mappings": 9, "mappings_before_symmetry": 12}, "seconds": {"search": 1.5}})
+    r = _prism("search", "gqa", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["program"] == "gqa" and out["structure_key"] == key and out["cached"] is True
+    assert out["verified"] == len(templates) and out["candidates"] == 7 and out["mappings"] == 9
+    assert out["seconds"]["search"] == 0.0 and out["searched_seconds"]["search"] == 1.5
+    assert {"mapping", "verify", "total"} <= set(out["seconds"])

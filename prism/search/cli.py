@@ -91,7 +91,37 @@ def summary(result: Any, mapping: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
+    """Search + mapping + verification through the pipeline (cached by structure key)."""
+    import logging
+
+    from prism.pipeline import search_and_verify
+
+    logging.getLogger("egglog").setLevel(logging.WARNING)
+    graph = workloads.program(args.program)
+    outcome = search_and_verify(graph, program=args.program, cache=not args.no_cache, progress=not args.json,
+                                config=config_from(args))
+    out = outcome.to_json()
+    out["seconds"] = {k: round(v, 3) for k, v in outcome.seconds.items()}
+    out.setdefault("candidates", None)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
+    if not args.no_mappings and not args.concrete_maps:
+        out = run_pipeline(args)
+        if args.json:
+            print(json.dumps(out, sort_keys=True))
+            return 0
+        w = sys.stdout.write
+        src = " (loaded from the cache: no search)" if out["cached"] else ""
+        w(f"{out['program']} (structure key {out['structure_key']}){src}\n")
+        w(f"  {out.get('candidates')} candidate sGraphs; {out.get('mappings')} mappings after symmetry breaking "
+          f"({out.get('mappings_before_symmetry')} before); {out['verified']} distinct verified sGraphs\n")
+        if out.get("pruned"):
+            w(f"  pruned: {', '.join(f'{k} {v}' for k, v in out['pruned'].items())}\n")
+        w(f"  seconds: {out['seconds']}\n")
+        return 0
     cfg = config_from(args)
     result = run_search(args.program, cfg)
     mapping = None if args.no_mappings else run_mapping(result, progress=not args.json)
