@@ -328,7 +328,9 @@ def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *,
     from prism import codegen, runtime
 
     plan = codegen.generate(kg, arch=rec["arch"])  # deterministic: the shipped source, regenerated
-    source = "\n".join(k.source for k in plan.kernels)
+    from prism.pipeline import library_source
+
+    source = library_source(plan)
     shipped = root / rec["source"]
     if shipped.exists() and sha256(shipped.read_text()) != sha256(source):
         log.warning("%s: this Prism generates different code than the shipped %s; using the new code "

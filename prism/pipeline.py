@@ -258,10 +258,19 @@ def library_optimizer(samples: int = 48, seed: int = 0) -> Any:
         kernel = superoptimize(graph, target=arch, samples=samples, seed=seed, program=entry.program,
                                progress=False, scales=entry.scales())
         plan = codegen.generate(kernel.kernel_graph, arch=arch)
-        source = "\n".join(k.source for k in plan.kernels)
+        source = library_source(plan)
         return Built(kernel.kernel_graph, source, plan.to_json(), kernel.summary.get("best_us"), _gpu_name())
 
     return optimize
+
+
+def library_source(plan: Any) -> str:
+    """All custom kernels of a plan in one translation unit: each in its own namespace so their
+    preludes do not collide (the ``extern "C"`` entry points keep their names)."""
+    if len(plan.kernels) == 1:
+        return str(plan.kernels[0].source)
+    return "\n".join(f"namespace prism_{i} {{\n{k.source}\n}}  // namespace prism_{i}\n"
+                     for i, k in enumerate(plan.kernels))
 
 
 def _gpu_name() -> str:
