@@ -98,7 +98,7 @@ def search_and_verify(
         "mappings": len(mapped),
         "mappings_before_symmetry": before,
         "proven": sum(v.proven for v in verdicts),
-        "pruned": dict(result.stats.get("pruned", {})),
+        "pruned": dict(result.stats.get("pruned") or {}),  # type: ignore[call-overload]
         "search_timed_out": bool(result.stats.get("timed_out", False)),
     }
     seconds = {"search": t1 - t0, "mapping": t2 - t1, "verify": t3 - t2, "total": t3 - t0}
