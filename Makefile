@@ -2,7 +2,7 @@
 PYTHON ?= $(shell command -v python3.12 2>/dev/null || echo python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-PROGRAM ?= rmsnorm_linear
+PROGRAM ?= swiglu
 
 .PHONY: demo test lint venv bench clean
 

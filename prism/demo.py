@@ -2,7 +2,7 @@
 
 1. Builds every benchmark program and evaluates it with the float64 reference.
 2. Runs the symbolic search, mapping instantiation and verification of PROGRAM (default
-   rmsnorm_linear; cached by structure key, so a second run is instant) and runs a few of the
+   swiglu; cached by structure key, so a second run is instant) and runs a few of the
    verified sGraphs through the μGraph interpreter at random legal sizes against the reference.
 3. On a machine with an NVIDIA GPU (CuPy + torch): superoptimizes PROGRAM's first benchmark
    configuration and reports the kernel time; without one it says so and stops there.
@@ -34,8 +34,8 @@ DEMO_SIZES: dict[str, dict[str, int]] = {
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("program", nargs="?", default="rmsnorm_linear", choices=sorted(workloads.PROGRAMS),
-                   help="the program to superoptimize (default rmsnorm_linear)")
+    p.add_argument("program", nargs="?", default="swiglu", choices=sorted(workloads.PROGRAMS),
+                   help="the program to superoptimize (default swiglu)")
     p.add_argument("--samples", type=int, default=32, help="tuning samples on a GPU")
     p.add_argument("--no-cache", action="store_true", help="ignore cached search/tuning results")
 
