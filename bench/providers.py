@@ -121,11 +121,9 @@ class SearchedOrHandProvider:
         self.budget = budget
 
     def prepare(self, cfg: Config) -> PrismKernel:
-        from prism.cache import JsonCache
-        from prism.pipeline import SEARCH_CACHE_SCHEMA
+        from prism.pipeline import search_cache
 
-        key = cfg.build().structure_key()
-        if JsonCache("search", SEARCH_CACHE_SCHEMA).path(key).exists():
+        if search_cache().path(cfg.build().structure_key()).exists():
             kernel = SuperoptimizeProvider(self.budget).prepare(cfg)
             kernel.info["prism_source"] = "superoptimize"
         else:

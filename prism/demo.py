@@ -18,7 +18,7 @@ import numpy as np
 
 from prism import interpreter, workloads
 from prism.errors import DeviceError, IRError
-from prism.pipeline import search_and_verify, superoptimize
+from prism.pipeline import bind_shapes, search_and_verify, superoptimize
 from prism.reference import relative_error
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def _interpret_some(name: str, templates: list, rng: random.Random) -> float:  #
     ref = g.evaluate(inputs)
     worst, shown = 0.0, 0
     for kg in templates[:6]:
-        kg = kg.with_shapes({t.name: t.shape for t in g.inputs}, {t.name: t.shape for t in g.outputs})
+        kg = bind_shapes(kg, g)
         for _ in range(20):  # find a legal random size choice
             sizes = {s: rng.choice([1, 2, 4]) for s in kg.symbols}
             try:

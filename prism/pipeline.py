@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from prism.cache import JsonCache
 from prism.errors import DeviceError, PrismError, SerializationError
 from prism.graph import Graph
 from prism.ir import KernelGraph
+from prism.reference import relative_error
 from prism.settings import settings
 
 log = logging.getLogger(__name__)
@@ -50,9 +52,24 @@ class SearchOutcome:
         }
 
 
-def _bind(template: KernelGraph, graph: Graph) -> KernelGraph:
-    """A cached template re-bound to the shapes of ``graph`` (same structure, other sizes)."""
+def bind_shapes(template: KernelGraph, graph: Graph) -> KernelGraph:
+    """A template re-bound to the shapes of ``graph`` (same structure, other sizes)."""
     return template.with_shapes({t.name: t.shape for t in graph.inputs}, {t.name: t.shape for t in graph.outputs})
+
+
+def search_cache() -> JsonCache:
+    """Verified sGraphs, keyed by the program's size-free structure key."""
+    return JsonCache("search", SEARCH_CACHE_SCHEMA)
+
+
+def save_verified(graph: Graph, templates: Sequence[KernelGraph], stats: dict[str, Any],
+                  seconds: dict[str, float] | None = None) -> None:
+    """Store the verified sGraphs of ``graph``'s structure (atomically)."""
+    key = graph.structure_key()
+    payload: dict[str, Any] = {"structure_key": key, "templates": [t.to_json() for t in templates], "stats": stats}
+    if seconds is not None:
+        payload["seconds"] = seconds
+    search_cache().put(key, payload)
 
 
 def search_and_verify(
@@ -62,14 +79,13 @@ def search_and_verify(
     graph.check_complete()
     key = graph.structure_key()
     use_cache = cache and not settings().no_cache
-    store = JsonCache("search", SEARCH_CACHE_SCHEMA)
     if use_cache:
         t0 = time.perf_counter()
-        hit = store.get(key, lambda p: _decode_search(p, key))
+        hit = search_cache().get(key, lambda p: _decode_search(p, key))
         if hit is not None:
             cached_templates, stats = hit
             log.info("%s: %d verified sGraphs loaded from the cache (key %s)", program, len(cached_templates), key)
-            return SearchOutcome(program, key, tuple(_bind(t, graph) for t in cached_templates), True, stats,
+            return SearchOutcome(program, key, tuple(bind_shapes(t, graph) for t in cached_templates), True, stats,
                                  {"search": 0.0, "mapping": 0.0, "verify": 0.0, "load": time.perf_counter() - t0,
                                   "total": time.perf_counter() - t0})
 
@@ -103,8 +119,7 @@ def search_and_verify(
     }
     seconds = {"search": t1 - t0, "mapping": t2 - t1, "verify": t3 - t2, "total": t3 - t0}
     if use_cache:
-        store.put(key, {"structure_key": key, "templates": [t.to_json() for t in templates],
-                        "stats": stats, "seconds": seconds})
+        save_verified(graph, templates, stats, seconds)
     return SearchOutcome(program, key, templates, False, stats, seconds)
 
 
@@ -193,8 +208,6 @@ def superoptimize(
         inputs = random_inputs(graph, scales, seed + 0xCAC4E)
         ref = graph.evaluate(inputs)
         out = backend.run(kernel, inputs)
-        from prism.reference import relative_error
-
         err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
         if err < max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs):
             summary.update(rec["summary"])

@@ -118,7 +118,7 @@ def rmsnorm_mlp_plan(graph: Graph) -> KernelGraph:
 
 def _attention_body(qknorm: bool, q_imap: tuple[int | None, ...], kv_imap: tuple[int | None, ...]) -> list[BlockOp]:
     """Loads Q, Kt, V; returns ops ending with numerator (-2) and denominator (-1) accumulators."""
-    ops: list[BlockOp] = [Load("Q", q_imap, None), Load("Kt", kv_imap, 2), Load("V", kv_imap and _v_imap(kv_imap), 1)]
+    ops: list[BlockOp] = [Load("Q", q_imap, None), Load("Kt", kv_imap, 2), Load("V", _v_imap(kv_imap), 1)]
     q = 0
     if qknorm:
         ops += [

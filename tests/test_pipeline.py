@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from prism import pipeline, plans, workloads
-from prism.cache import JsonCache
 from prism.errors import DeviceError
 from prism.ir import KernelGraph
 from prism.tune.backends import InterpreterBackend
@@ -22,9 +21,7 @@ def _seed_search_cache(program: str, graph: object) -> list[KernelGraph]:
     templates = plans.hand_plans(program, graph)  # type: ignore[arg-type]
     verdicts = verify_all(graph, templates)  # type: ignore[arg-type]
     assert all(v.proven for v in verdicts)
-    key = graph.structure_key()  # type: ignore[attr-defined]
-    JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).put(
-        key, {"structure_key": key, "templates": [t.to_json() for t in templates], "stats": {"candidates": 0}})
+    pipeline.save_verified(graph, templates, {"candidates": 0})  # type: ignore[arg-type]
     return templates
 
 
@@ -46,7 +43,7 @@ def test_search_cache_hit_rebinds_shapes() -> None:
 def test_corrupt_search_cache_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
     g = workloads.swiglu(4, 32)
     _seed_search_cache("swiglu", g)
-    store = JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA)
+    store = pipeline.search_cache()
     path = store.path(g.structure_key())
     doc = json.loads(path.read_text())
     doc["payload"]["templates"][0]["kernels"][0]["ops"][0]["imap"] = [0]  # tampered, checksum now stale
@@ -100,4 +97,4 @@ def test_no_gpu_stops_after_verification(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_cache_dir_is_isolated(tmp_path: Path) -> None:
     # the autouse fixture points PRISM_CACHE_DIR at a fresh folder: nothing leaks between tests
-    assert not list(JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).root.glob("*.json"))
+    assert not list(pipeline.search_cache().root.glob("*.json"))

@@ -71,15 +71,12 @@ def test_cli_demo_runs_the_pipeline_without_gpu() -> None:
     """The README's first command: with the search cache seeded (verified hand plans), the demo
     evaluates the programs, loads the verified sGraphs, interprets them, and stops before tuning."""
     from prism import pipeline, plans
-    from prism.cache import JsonCache
     from prism.verify import verify_all
 
     g = workloads.config("swiglu_d1024").build()
     templates = plans.hand_plans("swiglu", g)
     assert all(v.proven for v in verify_all(g, templates))
-    key = g.structure_key()
-    JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).put(
-        key, {"structure_key": key, "templates": [t.to_json() for t in templates], "stats": {"candidates": 1}})
+    pipeline.save_verified(g, templates, {"candidates": 1})
     r = _prism("demo", "swiglu")
     assert r.returncode == 0, r.stderr
     assert "(from the cache)" in r.stdout
@@ -92,14 +89,12 @@ def test_cli_search_json_from_cache() -> None:
     import json
 
     from prism import pipeline, plans
-    from prism.cache import JsonCache
 
     g = workloads.program("gqa")
     templates = plans.hand_plans("gqa", g)
     key = g.structure_key()
-    JsonCache("search", pipeline.SEARCH_CACHE_SCHEMA).put(
-        key, {"structure_key": key, "templates": [t.to_json() for t in templates],
-              "stats": {"candidates": 7, "mappings": 9, "mappings_before_symmetry": 12}, "seconds": {"search": 1.5}})
+    pipeline.save_verified(g, templates, {"candidates": 7, "mappings": 9, "mappings_before_symmetry": 12},
+                           {"search": 1.5})
     r = _prism("search", "gqa", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
