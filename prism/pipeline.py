@@ -26,7 +26,7 @@ from prism.settings import settings
 log = logging.getLogger(__name__)
 
 # Bump when the search, the mapping rules or the axioms change what a cached result would hold.
-SEARCH_CACHE_SCHEMA = 1
+SEARCH_CACHE_SCHEMA = 2
 TUNE_CACHE_SCHEMA = 1
 
 
@@ -91,21 +91,30 @@ def search_and_verify(
 
     from prism.search import canonical_key, instantiate_mappings, search
     from prism.verify import verify_all
+    from prism.verify.screen import screen
 
     t0 = time.perf_counter()
     result = search(graph, config)
     t1 = time.perf_counter()
     mapped: list[KernelGraph] = []
     before = 0
-    for cand in result.candidates:
+    cands = result.candidates
+    if progress and cands:
+        from tqdm import tqdm
+
+        cands = tqdm(cands, desc=f"mappings {program}", unit=" sGraphs", leave=False)
+    for cand in cands:
         m = instantiate_mappings(cand)
         before += m.before_symmetry
         mapped.extend(m.graphs)
     t2 = time.perf_counter()
-    verdicts = verify_all(graph, mapped, progress=progress)
+    passed = screen(graph, mapped)
+    to_prove = [kg for kg, ok in zip(mapped, passed, strict=True) if ok is not False]
     t3 = time.perf_counter()
+    verdicts = verify_all(graph, to_prove, progress=progress)
+    t4 = time.perf_counter()
     seen: dict[str, KernelGraph] = {}
-    for kg, verdict in zip(mapped, verdicts, strict=True):
+    for kg, verdict in zip(to_prove, verdicts, strict=True):
         if verdict.proven:
             seen.setdefault(canonical_key(kg), kg)
     templates = tuple(seen.values())
@@ -113,11 +122,13 @@ def search_and_verify(
         "candidates": len(result.candidates),
         "mappings": len(mapped),
         "mappings_before_symmetry": before,
+        "screen_rejected": sum(ok is False for ok in passed),
+        "proof_attempts": len(to_prove),
         "proven": sum(v.proven for v in verdicts),
         "pruned": dict(result.stats.get("pruned") or {}),  # type: ignore[call-overload]
         "search_timed_out": bool(result.stats.get("timed_out", False)),
     }
-    seconds = {"search": t1 - t0, "mapping": t2 - t1, "verify": t3 - t2, "total": t3 - t0}
+    seconds = {"search": t1 - t0, "mapping": t2 - t1, "screen": t3 - t2, "verify": t4 - t3, "total": t4 - t0}
     if use_cache:
         save_verified(graph, templates, stats, seconds)
     return SearchOutcome(program, key, templates, False, stats, seconds)

@@ -55,17 +55,28 @@ def test_symmetry_breaking_keeps_one_of_each_permutation_class() -> None:
     for ng in (2, 3):
         cands = _candidates(ng) if ng == 2 else _rmsnorm_linear_grid3()
         assert cands
-        sg = cands[0]
-        full = instantiate_mappings(sg, symmetry_breaking=False)
-        kept = instantiate_mappings(sg, symmetry_breaking=True)
-        assert full.before_symmetry == full.after_symmetry == len(full.graphs)
-        assert kept.before_symmetry == len(full.graphs)
-        assert kept.after_symmetry < full.after_symmetry
-        # the kept set covers every class of the full set, once
-        full_keys = {canonical_key(g) for g in full.graphs}
-        kept_keys = [canonical_key(g) for g in kept.graphs]
-        assert set(kept_keys) == full_keys
-        assert len(kept_keys) == len(set(kept_keys))
+        for typed in (False, True):
+            # the first candidate whose assignments symmetry breaking actually thins out
+            pairs = ((instantiate_mappings(sg, symmetry_breaking=False, typed=typed),
+                      instantiate_mappings(sg, symmetry_breaking=True, typed=typed)) for sg in cands)
+            full, kept = next((f, k) for f, k in pairs if k.after_symmetry < f.after_symmetry)
+            assert full.before_symmetry == full.after_symmetry == len(full.graphs)
+            # before_symmetry of the kept set counts the whole classes (z3 recount, or orbit sizes when typed)
+            assert kept.before_symmetry == len(full.graphs)
+            # the kept set covers every class of the full set, once
+            full_keys = {canonical_key(g) for g in full.graphs}
+            kept_keys = [canonical_key(g) for g in kept.graphs]
+            assert set(kept_keys) == full_keys
+            assert len(kept_keys) == len(set(kept_keys))
+
+
+def test_typed_enumeration_is_the_well_typed_part_of_the_full_one() -> None:
+    from prism.search.layout import layout_ok
+
+    for sg in _candidates(2)[:6]:
+        typed = {canonical_key(g) for g in instantiate_mappings(sg, symmetry_breaking=False).graphs}
+        full = instantiate_mappings(sg, symmetry_breaking=False, typed=False).graphs
+        assert typed == {canonical_key(g) for g in full if layout_ok(g)}
 
 
 def _rmsnorm_linear_grid3() -> list[SGraph]:

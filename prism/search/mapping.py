@@ -12,15 +12,18 @@ not permuted.
 
 from __future__ import annotations
 
+import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import z3
 
-from prism.ir import CustomKernel, KernelGraph
+from prism.ir import CustomKernel, KernelGraph, Load, Save
 
 from .dimmatch import LinForm, Tile
+from .layout import IllTyped, check_layout
 from .sgraph import LOOP, PARALLEL, MapVar, SGraph
 
 
@@ -111,15 +114,92 @@ def count_mappings(sg: SGraph, *, symmetry_breaking: bool) -> int:
     return len(_enumerate(s, bools, free))
 
 
-def instantiate_mappings(candidate: SGraph, *, symmetry_breaking: bool = True, count_before: bool = True) -> MappingResult:
-    """Every valid concrete mapping of ``candidate`` (sizes symbolic), optionally symmetry-broken."""
+def _map_ops(candidate: SGraph) -> list[list[MapVar]]:
+    """The variables of every Load and Save, in kernel and op order (the order ``check_layout`` counts)."""
+    by_op: dict[tuple[int, int], list[MapVar]] = {}
+    for v in candidate.variables:
+        by_op.setdefault((v.kernel, v.op), []).append(v)
+    return [by_op.get((ki, j), []) for ki, k in enumerate(candidate.kernels)
+            for j, op in enumerate(k.ops) if isinstance(op, Load | Save)]
+
+
+def _orbit(candidate: SGraph, values: Mapping[str, int]) -> int:
+    """How many assignments the grid-dim permutations make of this one (its class under symmetry)."""
+    users = candidate.symbol_users()
+    total = 1
+    for ki, k in enumerate(candidate.kernels):
+        pars = [p for p, sym in zip(PARALLEL, k.grid, strict=False) if len(users.get(str(sym), ())) == 1]
+        if len(pars) < 2:
+            continue
+        cols = []
+        for p in pars:
+            vs = sorted((v for v in candidate.variables if v.kernel == ki and v.par == p),
+                        key=lambda v: (v.kind, v.op, v.dim))
+            cols.append(tuple(values.get(v.name, 0) for v in vs))
+        n = math.factorial(len(cols))
+        for c in Counter(cols).values():
+            n //= math.factorial(c)
+        total *= n
+    return total
+
+
+def instantiate_mappings(candidate: SGraph, *, symmetry_breaking: bool = True, count_before: bool = True,
+                         typed: bool = True) -> MappingResult:
+    """Every valid concrete mapping of ``candidate`` (sizes symbolic), optionally symmetry-broken.
+
+    With ``typed`` (the default) the assignments are built op by op, depth first: z3 enumerates the
+    assignments of the next op's variables that extend the current prefix to a full solution of the
+    constraints (under assumptions, projected on that op), and each must keep a layout
+    (``layout.check_layout``), so whole subtrees of wrong mappings are never enumerated.
+    ``before_symmetry`` then counts the well-typed assignments before symmetry breaking (each kept one
+    stands for its class of grid-dim permutations). ``typed=False`` enumerates every assignment that
+    satisfies the constraints with z3 blocking clauses.
+    """
     t0 = time.perf_counter()
     fixed = dict(candidate.fixed)
-    free = [v.name for v in candidate.variables if v.name not in fixed]
     s, bools = _solver(candidate.variables, candidate.equalities, fixed)
     if symmetry_breaking:
         s.add(*_symmetry(candidate, bools))
-    sols = _enumerate(s, bools, free)
-    before = count_mappings(candidate, symmetry_breaking=False) if symmetry_breaking and count_before else len(sols)
-    graphs = [candidate.instantiate(sol) for sol in sols]
-    return MappingResult(graphs, before, len(sols), time.perf_counter() - t0)
+    if not typed:
+        free = [v.name for v in candidate.variables if v.name not in fixed]
+        sols = _enumerate(s, bools, free)
+        before = count_mappings(candidate, symmetry_breaking=False) if symmetry_breaking and count_before else len(sols)
+        return MappingResult([candidate.instantiate(sol) for sol in sols], before, len(sols), time.perf_counter() - t0)
+    levels = [[v.name for v in vs if v.name not in fixed] for vs in _map_ops(candidate)]
+    lits = {n: (b, z3.Not(b)) for n, b in bools.items()}  # built once: z3's Python wrappers are slow
+    graphs: list[KernelGraph] = []
+    before = 0
+    assignment: dict[str, int] = {}
+
+    def choices(names: list[str], assumptions: list[z3.BoolRef]) -> list[dict[str, int]]:
+        """The assignments of one op's variables that extend ``assumptions`` (z3, projected)."""
+        if not names:
+            return [{}] if s.check(*assumptions) == z3.sat else []
+        out = []
+        s.push()
+        while s.check(*assumptions) == z3.sat:
+            model = s.model()
+            ch = {n: int(z3.is_true(model[bools[n]])) for n in names}  # unassigned: free, false will do
+            out.append(ch)
+            s.add(z3.Or([lits[n][v] for n, v in ch.items()]))
+        s.pop()
+        return out
+
+    def walk(level: int, assumptions: list[z3.BoolRef]) -> None:
+        nonlocal before
+        if level == len(levels):
+            graphs.append(candidate.instantiate(assignment))
+            before += _orbit(candidate, {**fixed, **assignment}) if symmetry_breaking else 1
+            return
+        for choice in choices(levels[level], assumptions):
+            assignment.update(choice)
+            try:
+                check_layout(candidate.instantiate(assignment), assigned=level + 1)
+            except IllTyped:
+                continue
+            walk(level + 1, assumptions + [lits[n][1 - v] for n, v in choice.items()])
+        for n in levels[level]:
+            assignment.pop(n, None)
+
+    walk(0, [])
+    return MappingResult(graphs, before, len(graphs), time.perf_counter() - t0)

@@ -1,0 +1,272 @@
+"""Layout typing of concrete mappings: a cheap necessary condition for a μGraph to be right.
+
+For every tile value of a block graph and every parallel dim p of its kernel (grid dims and the
+for-loop), the value is one of
+
+* ``R``        replicated: the same for every coordinate along p,
+* ``S(a)``     the slice (by the coordinate along p) of data dim ``a`` of the logical tensor,
+* ``P``        a partial sum: the logical tensor is the sum over the coordinates along p,
+
+or it is ill-typed. A value may also be *folded* along data dims: an accumulator that sums slices
+of dim ``a`` over the loop leaves a tensor whose sum over ``a`` is right, so ``a`` must be summed
+later (only linear ops may come in between); and *scaled* by a power of a loop size (a loop that
+sums identical iterations), right only if the factor cancels (a softmax's ratio) before a save.
+
+The rules follow the interpreter's semantics (a loader slices, a matmul of operands sliced along
+the contraction dim gives partial sums, an accumulator sums over the loop, a saver places each
+block's tile by its grid coordinate). A mapping whose values are ill-typed at some op computes
+something that is not the program for general sizes (an ``exp`` of a partial sum, a saver writing
+copies into an output, a division of two partial sums, a binary op whose operands are sliced along
+different dims), so it is dropped before verification. A partial sum (or a slice of another dim,
+or a copy) saved by one kernel is *placed by block* along the saver's dim; a later kernel that
+slices that dim by the same size symbol reads one block per coordinate, with the layout the block
+had (split-K / split-KV: one partial sum per coordinate).
+
+The typing only rejects; what it accepts still goes through the numeric screen and egglog. It is
+deliberately narrow where plans are exotic (a dim of placed blocks read whole or by another size):
+those are rejected, which can only lose plans, never admit a wrong one. The search's soundness
+tests (brute force over every concrete μGraph) check that the typing keeps every
+interpreter-correct one-kernel plan, and tests/test_layout_screen.py that it keeps the hand plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, Size, UnaryOp
+from prism.ops import Binary, Reduce, Unary
+
+Tag = tuple[str, int]  # R, P or ("S", dim)
+R: Tag = ("R", -1)
+P: Tag = ("P", -1)
+Power = tuple[tuple[str, int], ...]  # (size symbol, exponent), sorted, no zero exponents
+
+
+def _times(a: Power, b: Power, sign: int = 1) -> Power:
+    out = dict(a)
+    for sym, e in b:
+        out[sym] = out.get(sym, 0) + sign * e
+    return tuple(sorted((k, e) for k, e in out.items() if e))
+LINEAR_UNARY = frozenset({Unary.NEG, Unary.SCALE})
+
+
+def _s(a: int) -> Tag:
+    return ("S", a)
+
+
+@dataclass(frozen=True)
+class _Val:
+    tags: tuple[Tag, ...]  # one per parallel dim of the kernel (grid dims, then the loop)
+    shape: tuple[int, ...]  # logical shape (1 marks a broadcastable dim)
+    folded: frozenset[int] = frozenset()  # dims whose slices were summed by a loop: must be summed later
+    power: Power = ()  # the value is Π size**e times its logical value (a loop summed identical copies)
+
+
+class IllTyped(Exception):
+    """A mapping whose layout cannot be right; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class _Stored:
+    shape: tuple[int, ...]  # logical shape of the value the kernel saved
+    folded: frozenset[int]
+    power: Power
+    stacks: tuple[tuple[int, Size, Tag], ...]  # (stored dim, grid size, tag): blocks placed by coordinate
+
+
+def _fold_binary(fn: Binary, a: _Val, b: _Val, where: str) -> frozenset[int]:
+    """Folded sums are linear: + and - of two alike, * or / by a value that is constant along the dims."""
+    if not (a.folded or b.folded):
+        return frozenset()
+    if a.folded == b.folded and fn in (Binary.ADD, Binary.SUB):
+        return a.folded
+    if not b.folded and fn in (Binary.MUL, Binary.DIV) and all(b.shape[d] == 1 for d in a.folded):
+        return a.folded
+    if not a.folded and fn is Binary.MUL and all(a.shape[d] == 1 for d in b.folded):
+        return b.folded
+    raise IllTyped(f"{where}: {fn.value} of a folded sum")
+
+
+def _binary(fn: Binary, a: _Val, b: _Val, where: str) -> _Val:
+    shape = tuple(x if y == 1 else y for x, y in zip(a.shape, b.shape, strict=True))
+    folded = _fold_binary(fn, a, b, where)
+    power = {Binary.MUL: _times(a.power, b.power), Binary.DIV: _times(a.power, b.power, -1)}.get(fn, a.power)
+    if fn in (Binary.ADD, Binary.SUB) and a.power != b.power:
+        raise IllTyped(f"{where}: {fn.value} of values scaled differently by the loop size")
+    tags: list[Tag] = []
+    for ta, tb in zip(a.tags, b.tags, strict=True):
+        if (ta == tb and ta != P) or (ta[0] == "S" and tb == R and b.shape[ta[1]] == 1):
+            tags.append(ta)
+        elif tb[0] == "S" and ta == R and a.shape[tb[1]] == 1:
+            tags.append(tb)
+        elif P in (ta, tb) and _partial_ok(fn, ta, tb):
+            tags.append(P)
+        else:
+            raise IllTyped(f"{where}: {fn.value} of operands laid out as {ta} and {tb}")
+    return _Val(tuple(tags), shape, folded, power)
+
+
+def _partial_ok(fn: Binary, ta: Tag, tb: Tag) -> bool:
+    if ta == P and tb == P:
+        return fn in (Binary.ADD, Binary.SUB)
+    if ta == P and tb == R:
+        return fn in (Binary.MUL, Binary.DIV)
+    if ta == R and tb == P:
+        return fn is Binary.MUL
+    return False
+
+
+def _matmul(a: _Val, b: _Val, where: str) -> _Val:
+    ra, rb = len(a.shape), len(b.shape)
+    ak, am, bk, bn = ra - 1, ra - 2, rb - 2, rb - 1
+    batch = ra - 2
+    shape = (*a.shape[:-2], a.shape[-2], b.shape[-1])
+    if rb == ra:
+        shape = (*(x if y == 1 else y for x, y in zip(a.shape[:-2], b.shape[:-2], strict=True)), a.shape[-2], b.shape[-1])
+    tags: list[Tag] = []
+    for ta, tb in zip(a.tags, b.tags, strict=True):
+        if ta == R and tb == R:
+            tags.append(R)
+        elif ta == ("S", ak) and tb == ("S", bk):
+            tags.append(P)
+        elif ta == ("S", am) and tb == R:
+            tags.append(_s(ra - 2))
+        elif ta == R and tb == ("S", bn):
+            tags.append(_s(ra - 1))
+        elif (ta, tb) in ((P, R), (R, P)):
+            tags.append(P)
+        elif ta[0] == "S" and ta[1] < batch:
+            if not ((rb == ra and tb == ta) or (tb == R and (rb < ra or b.shape[ta[1]] == 1))):
+                raise IllTyped(f"{where}: matmul of operands laid out as {ta} and {tb}")
+            tags.append(ta)
+        elif tb[0] == "S" and rb == ra and tb[1] < batch and ta == R and a.shape[tb[1]] == 1:
+            tags.append(tb)
+        else:
+            raise IllTyped(f"{where}: matmul of operands laid out as {ta} and {tb}")
+    if b.folded or ak in a.folded:
+        raise IllTyped(f"{where}: matmul of a folded sum")
+    return _Val(tuple(tags), shape, a.folded, _times(a.power, b.power))
+
+
+def _reduce(x: _Val, dim: int, linear: bool, where: str, skip: int | None = None) -> _Val:
+    tags: list[Tag] = []
+    for p, t in enumerate(x.tags):
+        if p == skip:
+            tags.append(t)
+        elif t == _s(dim) or t == P:
+            if not linear:
+                raise IllTyped(f"{where}: a max over a dim that is split or partial along a parallel dim")
+            tags.append(P)
+        else:
+            tags.append(t)
+    shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
+    if x.folded and not linear:
+        raise IllTyped(f"{where}: a max of a folded sum")
+    return _Val(tuple(tags), shape, x.folded - {dim}, x.power)
+
+
+def _load(op: Load, k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], stored: Mapping[str, _Stored],
+          where: str) -> _Val:
+    sizes: list[Size] = [*k.grid, k.loop]
+    maps = [*op.imap, op.fmap]
+    if op.tensor in stored:
+        st = stored[op.tensor]
+        shape, stacks, folded, power = st.shape, {a: (sym, t) for a, sym, t in st.stacks}, st.folded, st.power
+    else:
+        shape, stacks, folded, power = shapes[op.tensor], {}, frozenset(), ()
+    for a, (sym, _) in stacks.items():
+        qs = [q for q, m in enumerate(maps) if m == a]
+        if len(qs) != 1 or sizes[qs[0]] != sym:
+            raise IllTyped(f"{where}: blocks placed along dim {a} of {op.tensor!r} are not read one per coordinate")
+    tags: list[Tag] = [R if a is None else stacks[a][1] if a in stacks else _s(a) for a in maps]
+    return _Val(tuple(tags), shape, folded, power)
+
+
+def check_layout(kg: KernelGraph, assigned: int | None = None) -> None:
+    """Raise ``IllTyped`` unless every value of ``kg`` has a layout; only the first ``assigned`` loads
+    and saves (in kernel order) and the ops that depend on them alone are checked when given."""
+    shapes = {t.name: t.shape for t in kg.inputs}
+    outputs = {t.name for t in kg.outputs}
+    stored: dict[str, _Stored] = {}
+    seen = 0
+    for k in kg.kernels:
+        if not isinstance(k, CustomKernel):
+            return
+        sizes: Sequence[Size] = [*k.grid, k.loop]
+        trivial = [s == 1 for s in sizes]
+        loop = len(k.grid)
+        vals: list[_Val | None] = [None] * len(k.ops)
+        for j, op in enumerate(k.ops):
+            where = f"kernel {k.name} op {j}"
+            if isinstance(op, Load | Save):
+                seen += 1
+                if assigned is not None and seen > assigned:
+                    continue  # not assigned yet: it and what depends on it are not checked
+            args = [vals[a] for a in _args(op)]
+            if any(v is None for v in args):
+                continue  # depends on a load not assigned yet
+            xs = [v for v in args if v is not None]
+            match op:
+                case Load(tensor=tensor):
+                    if tensor not in shapes and tensor not in stored:
+                        continue  # written by a saver not assigned yet
+                    v = _load(op, k, shapes, stored, where)
+                case UnaryOp(fn=fn):
+                    v = xs[0]
+                    if (P in v.tags or v.folded or v.power) and fn not in LINEAR_UNARY:
+                        raise IllTyped(f"{where}: {fn.value} of a partial sum")
+                case BinaryOp(fn=fn):
+                    v = _binary(fn, xs[0], xs[1], where)
+                case MatmulOp():
+                    v = _matmul(xs[0], xs[1], where)
+                case ReduceOp(fn=fn, dim=dim):
+                    v = _reduce(xs[0], dim, fn is Reduce.SUM, where)
+                case Accum(reduce_dim=rd):
+                    x = xs[0]
+                    ti = x.tags[loop]
+                    if rd is not None and ti == _s(rd):
+                        ti = P
+                    # identical iterations: a factor of the loop size
+                    copies: Power = ((str(k.loop), 1),) if not trivial[loop] and ti == R else ()
+                    # summing slices of a dim over the loop folds them: right only if that dim is summed later
+                    v = x if rd is None else _reduce(x, rd, True, where, skip=loop)
+                    fold = frozenset() if ti in (P, R) else frozenset({ti[1]})
+                    v = _Val((*v.tags[:loop], R), v.shape, v.folded | fold, _times(v.power, copies))
+                case Save(tensor=tensor, omap=omap):
+                    x = xs[0]
+                    if x.folded and tensor in outputs:
+                        raise IllTyped(f"{where}: saves a folded sum whose dim was never summed")
+                    if x.power and tensor in outputs:
+                        raise IllTyped(f"{where}: saves a value scaled by a power of a loop size")
+                    stacks: list[tuple[int, Size, Tag]] = []
+                    for p, a in enumerate(omap):
+                        t = x.tags[p]
+                        if a is None:
+                            raise IllTyped(f"{where}: grid dim {p} is not mapped by the saver")
+                        if t == _s(a) or trivial[p]:
+                            continue
+                        if tensor not in outputs:
+                            stacks.append((a, sizes[p], t))
+                            continue
+                        raise IllTyped(f"{where}: saves a value laid out as {t} along grid dim {p} into dim {a}")
+                    stored[tensor] = _Stored(x.shape, x.folded, x.power, tuple(stacks))
+                    v = x
+            vals[j] = _Val(tuple(R if trivial[p] else t for p, t in enumerate(v.tags)), v.shape, v.folded, v.power)
+
+
+def _args(op: object) -> tuple[int, ...]:
+    match op:
+        case UnaryOp(x=x) | ReduceOp(x=x) | Accum(x=x) | Save(x=x):
+            return (x,)
+        case BinaryOp(a=a, b=b) | MatmulOp(a=a, b=b):
+            return (a, b)
+    return ()
+
+
+def layout_ok(kg: KernelGraph) -> bool:
+    try:
+        check_layout(kg)
+    except IllTyped:
+        return False
+    return True

@@ -1,0 +1,75 @@
+"""A numeric screen before the proof: run each candidate once, small, in the μGraph interpreter.
+
+A candidate that computes the program for every size computes it at one small size, so a
+candidate whose result differs from the float64 reference there is wrong and is rejected without
+asking egglog. Only what passes (or what cannot be run at the screen's sizes) goes on to the
+proof, which alone can accept. The screen runs the program at a small shape of the same
+structure (every distinct input extent above 1 becomes a small multiple of 4, so each dim can be
+split by a grid dim and the loop) with every parallel size 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from prism import interpreter
+from prism.errors import PrismError
+from prism.graph import Graph, OpKind, Tensor
+from prism.ir import KernelGraph
+from prism.ops import Binary, Reduce, Unary
+from prism.reference import relative_error
+
+SCREEN_SIZE = 2
+TOLERANCE = 1e-8
+
+
+def small_instance(graph: Graph) -> Graph:
+    """``graph`` rebuilt with small input extents (equal extents stay equal, 1 stays 1)."""
+    extents = sorted({s for t in graph.inputs for s in t.shape if s > 1})
+    small = {s: 8 + 4 * i for i, s in enumerate(extents)}
+    g = Graph()
+    ts: list[Tensor] = []
+    for n in graph.nodes:
+        args = [ts[a] for a in n.args]
+        match n.kind:
+            case OpKind.INPUT:
+                ts.append(g.input(tuple(small.get(s, s) for s in n.shape), n.dtype, n.name))
+            case OpKind.UNARY:
+                assert isinstance(n.fn, Unary)
+                ts.append(g._unary(n.fn, args[0], n.scalar))
+            case OpKind.BINARY:
+                assert isinstance(n.fn, Binary)
+                ts.append(g._binary(n.fn, args[0], args[1]))
+            case OpKind.REDUCE:
+                assert isinstance(n.fn, Reduce) and n.dim is not None
+                ts.append(g._reduce(n.fn, args[0], n.dim))
+            case OpKind.MATMUL:
+                ts.append(g.matmul(args[0], args[1]))
+            case OpKind.TRANSPOSE:
+                ts.append(g.transpose(args[0]))
+    for name, i in graph.output_indices:
+        g.output(ts[i], name)
+    return g
+
+
+def screen(graph: Graph, candidates: Sequence[KernelGraph], *, seed: int = 0) -> list[bool | None]:
+    """Per candidate: False when it differs from the reference at the screen's size (so it is wrong),
+    True when it matches there, None when it cannot run at that size (the proof must decide)."""
+    small = small_instance(graph)
+    rng = np.random.default_rng(seed)
+    inputs = {t.name: rng.standard_normal(t.shape) * 0.5 for t in small.inputs}
+    ref = small.evaluate(inputs)
+    ins = {t.name: t.shape for t in small.inputs}
+    outs = {t.name: t.shape for t in small.outputs}
+    out: list[bool | None] = []
+    for cand in candidates:
+        kg = cand.with_shapes(ins, outs)
+        try:
+            got = interpreter.run(kg.instantiate({s: SCREEN_SIZE for s in kg.symbols}), inputs)
+        except PrismError:
+            out.append(None)
+            continue
+        out.append(all(relative_error(got[name], ref[name]) < TOLERANCE for name in ref))
+    return out
