@@ -117,3 +117,22 @@ def test_input_scales_follow_the_benchmark_config() -> None:
     cfg = workloads.config("gqa_h1024")
     assert input_scales(cfg.build()) == cfg.scales
     assert input_scales(GRAPH) == {}
+
+
+def test_refinement_samples_the_fastest_templates_again() -> None:
+    plain = tune(GRAPH, TEMPLATES, samples=6, seed=3, backend=backend(), jobs=1, refine=0)
+    refined = tune(GRAPH, TEMPLATES, samples=6, seed=3, backend=backend(), jobs=1, refine=20)
+    assert plain.counts["sampled"] == 6
+    first = refined.records[:6]
+    assert [(r.template, r.sizes) for r in first] == [(r.template, r.sizes) for r in plain.records]
+    extra = refined.records[6:]
+    assert 0 < len(extra) <= 20
+    timed = [r for r in first if r.time_us is not None and math.isfinite(r.time_us)]
+    best: dict[int, float] = {}
+    for r in timed:
+        best[r.template] = min(best.get(r.template, math.inf), r.time_us)  # type: ignore[arg-type]
+    top = set(sorted(best, key=lambda t: (best[t], t))[:3])
+    assert all(r.template in top for r in extra)
+    pairs = [(r.template, tuple(r.sizes.items())) for r in refined.records]
+    assert len(pairs) == len(set(pairs))  # nothing is sampled twice
+    assert refined.time_us <= plain.time_us

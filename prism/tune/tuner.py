@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import logging
 import math
+import multiprocessing
 import os
+import pickle
+import random
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +114,49 @@ def _error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}".splitlines()[0][:500]
 
 
+def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
+    legal: list[dict[str, int]] = []
+    for sizes in iter_legal_sizes(template, arch=arch, resources=resources):
+        legal.append(sizes)
+        if cap is not None and len(legal) >= cap:
+            log.warning("a template has more than %d legal sizes; enumeration truncated", cap)
+            break
+    return legal
+
+
+def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, cap: int | None,
+                 jobs: int | None) -> list[list[dict[str, int]]]:
+    """Legal sizes of every template; in worker processes when there are many templates (the
+    enumeration lowers each candidate size assignment, which is pure Python)."""
+    workers = min(jobs or os.cpu_count() or 1, len(templates))
+    if workers > 1 and len(templates) >= 8 and "fork" in multiprocessing.get_all_start_methods():
+        try:
+            pickle.dumps(resources)
+        except Exception:  # a local function (tests): enumerate here
+            pass
+        else:
+            ctx = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                futs = [pool.submit(_legal, t, arch, resources, cap) for t in templates]
+                return [f.result() for f in futs]
+    return [_legal(t, arch, resources, cap) for t in templates]
+
+
+def _refinement(space: Sequence[Sequence[Mapping[str, int]]], chosen: Sequence[Sample],
+                records: Mapping[int, SampleRecord], count: int, seed: int) -> list[Sample]:
+    """Up to ``count`` new samples from the legal sizes of the three fastest templates so far."""
+    best: dict[int, float] = {}
+    for r in records.values():
+        if r.time_us is not None and math.isfinite(r.time_us):
+            best[r.template] = min(best.get(r.template, math.inf), r.time_us)
+    top = sorted(best, key=lambda t: (best[t], t))[:3]
+    taken = {(s.template, s.sizes) for s in chosen}
+    pairs = [(t, tuple(sz.items())) for t in top for sz in space[t]]
+    pairs = [p for p in pairs if p not in taken]
+    picks = random.Random(seed + 1).sample(pairs, min(max(count, 0), len(pairs)))
+    return [Sample(t, sz) for t, sz in picks]
+
+
 def tune(
     graph: Graph,
     templates: Sequence[KernelGraph],
@@ -123,8 +169,13 @@ def tune(
     backend: Backend | None = None,
     scales: Mapping[str, float] | None = None,
     max_legal_per_template: int | None = 100_000,
+    refine: int | None = None,
 ) -> TuneResult:
     """Tune ``templates`` (sGraphs with symbolic sizes, shapes of ``graph``) and return the checked winner.
+
+    ``samples`` (template, sizes) pairs are drawn uniformly from all legal pairs; then ``refine``
+    more (default ``samples // 2``) are drawn uniformly from the legal sizes of the three templates
+    whose best sample was fastest (a local search where the first round found the good templates).
 
     ``time_budget`` (seconds, whole call) stops new compiles and timings once at least one sample
     has a time; the rest are recorded as skipped. ``jobs`` compile threads (default: CPU count).
@@ -140,15 +191,7 @@ def tune(
 
     # 1. legal sizes of every template, 2. the sample
     resources = backend.resources()
-    space: list[list[dict[str, int]]] = []
-    for i, t in enumerate(templates):
-        legal: list[dict[str, int]] = []
-        for sizes in iter_legal_sizes(t, arch=arch, resources=resources):
-            legal.append(sizes)
-            if max_legal_per_template is not None and len(legal) >= max_legal_per_template:
-                log.warning("template %d: more than %d legal sizes; enumeration truncated", i, len(legal))
-                break
-        space.append(legal)
+    space = _legal_space(templates, arch, resources, max_legal_per_template, jobs)
     legal_counts = tuple(len(s) for s in space)
     if not any(legal_counts):
         raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
@@ -170,37 +213,45 @@ def tune(
     def over_budget() -> bool:
         return deadline is not None and time.perf_counter() > deadline and bool(kernels)
 
-    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        futures: dict[Future[tuple[Any, float]], int] = {pool.submit(build, s): n for n, s in enumerate(chosen)}
-        for fut in as_completed(futures):
-            n = futures[fut]
-            s = chosen[n]
-            base = SampleRecord(n, s.template, s.size_map)
-            if over_budget():
-                pool.shutdown(wait=False, cancel_futures=True)
-                records[n] = SampleRecord(n, s.template, s.size_map, error="time budget spent", stage="skipped")
-                continue
-            try:
-                kernel, c_s = fut.result()
-            except Exception as e:  # a sample that does not compile is infinitely slow
-                log.debug("sample %d (template %d, %s) does not compile: %s", n, s.template, s.size_map, e)
-                records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="compile")
-                continue
-            compile_s += c_s
-            t0 = time.perf_counter()
-            try:
-                us = float(backend.time_us(kernel))
-                if not us > 0 or math.isnan(us):
-                    raise RuntimeError(f"timer returned {us}")
-            except Exception as e:  # nor does one that fails to launch
-                log.debug("sample %d (template %d, %s) fails to launch: %s", n, s.template, s.size_map, e)
-                records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="launch",
-                                          compile_s=c_s)
-                continue
-            finally:
-                profile_s += time.perf_counter() - t0
-            records[n] = SampleRecord(base.index, base.template, base.sizes, us, compile_s=c_s)
-            kernels[n] = kernel
+    def run(batch: list[tuple[int, Sample]]) -> None:
+        nonlocal compile_s, profile_s
+        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+            futures: dict[Future[tuple[Any, float]], int] = {pool.submit(build, s): n for n, s in batch}
+            for fut in as_completed(futures):
+                n = futures[fut]
+                s = chosen[n]
+                base = SampleRecord(n, s.template, s.size_map)
+                if over_budget():
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    records[n] = SampleRecord(n, s.template, s.size_map, error="time budget spent", stage="skipped")
+                    continue
+                try:
+                    kernel, c_s = fut.result()
+                except Exception as e:  # a sample that does not compile is infinitely slow
+                    log.debug("sample %d (template %d, %s) does not compile: %s", n, s.template, s.size_map, e)
+                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="compile")
+                    continue
+                compile_s += c_s
+                t0 = time.perf_counter()
+                try:
+                    us = float(backend.time_us(kernel))
+                    if not us > 0 or math.isnan(us):
+                        raise RuntimeError(f"timer returned {us}")
+                except Exception as e:  # nor does one that fails to launch
+                    log.debug("sample %d (template %d, %s) fails to launch: %s", n, s.template, s.size_map, e)
+                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="launch",
+                                              compile_s=c_s)
+                    continue
+                finally:
+                    profile_s += time.perf_counter() - t0
+                records[n] = SampleRecord(base.index, base.template, base.sizes, us, compile_s=c_s)
+                kernels[n] = kernel
+    run(list(enumerate(chosen)))
+    extra = _refinement(space, chosen, records, refine if refine is not None else samples // 2, seed)
+    if extra and not over_budget():
+        start = len(chosen)
+        chosen.extend(extra)
+        run([(start + i, s) for i, s in enumerate(extra)])
     for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
         records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent", stage="skipped"))
     t_prof = time.perf_counter()
