@@ -26,7 +26,7 @@ from prism.settings import settings
 log = logging.getLogger(__name__)
 
 # Bump when the search, the mapping rules or the axioms change what a cached result would hold.
-SEARCH_CACHE_SCHEMA = 2
+SEARCH_CACHE_SCHEMA = 3
 TUNE_CACHE_SCHEMA = 1
 
 
@@ -90,6 +90,8 @@ def search_and_verify(
                                   "total": time.perf_counter() - t0})
 
     from prism.search import canonical_key, instantiate_mappings, search
+    from prism.search.layout import layout_ok
+    from prism.search.mapping import without_idle_loops
     from prism.verify import verify_all
     from prism.verify.screen import screen
 
@@ -107,9 +109,17 @@ def search_and_verify(
         m = instantiate_mappings(cand)
         before += m.before_symmetry
         mapped.extend(m.graphs)
+    # A loop that reads nothing per iteration only repeats itself: keep its loop-size-1 form, once.
+    # What still sums identical iterations (right only where the repeats cancel, in a ratio) is
+    # never faster than the same plan without them: it is dropped before the proof.
+    distinct: dict[str, KernelGraph] = {}
+    for kg in mapped:
+        one = without_idle_loops(kg)
+        distinct.setdefault(canonical_key(one), one)
+    checked = [kg for kg in distinct.values() if layout_ok(kg, repeats=False)]
     t2 = time.perf_counter()
-    passed = screen(graph, mapped)
-    to_prove = [kg for kg, ok in zip(mapped, passed, strict=True) if ok is not False]
+    passed = screen(graph, checked)
+    to_prove = [kg for kg, ok in zip(checked, passed, strict=True) if ok is not False]
     t3 = time.perf_counter()
     verdicts = verify_all(graph, to_prove, progress=progress)
     t4 = time.perf_counter()
@@ -122,6 +132,8 @@ def search_and_verify(
         "candidates": len(result.candidates),
         "mappings": len(mapped),
         "mappings_before_symmetry": before,
+        "distinct_mappings": len(distinct),
+        "repeating_loops_dropped": len(distinct) - len(checked),
         "screen_rejected": sum(ok is False for ok in passed),
         "proof_attempts": len(to_prove),
         "proven": sum(v.proven for v in verdicts),

@@ -183,9 +183,11 @@ def _load(op: Load, k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], stor
     return _Val(tuple(tags), shape, folded, power)
 
 
-def check_layout(kg: KernelGraph, assigned: int | None = None) -> None:
+def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool = True) -> None:
     """Raise ``IllTyped`` unless every value of ``kg`` has a layout; only the first ``assigned`` loads
-    and saves (in kernel order) and the ops that depend on them alone are checked when given."""
+    and saves (in kernel order) and the ops that depend on them alone are checked when given.
+    ``repeats=False`` also rejects a loop that sums identical iterations (right only when the
+    repeats cancel, and never faster than the same plan without them)."""
     shapes = {t.name: t.shape for t in kg.inputs}
     outputs = {t.name for t in kg.outputs}
     stored: dict[str, _Stored] = {}
@@ -229,6 +231,8 @@ def check_layout(kg: KernelGraph, assigned: int | None = None) -> None:
                         ti = P
                     # identical iterations: a factor of the loop size
                     copies: Power = ((str(k.loop), 1),) if not trivial[loop] and ti == R else ()
+                    if copies and not repeats:
+                        raise IllTyped(f"{where}: the accumulator sums identical iterations")
                     # summing slices of a dim over the loop folds them: right only if that dim is summed later
                     v = x if rd is None else _reduce(x, rd, True, where, skip=loop)
                     fold = frozenset() if ti in (P, R) else frozenset({ti[1]})
@@ -264,9 +268,9 @@ def _args(op: object) -> tuple[int, ...]:
     return ()
 
 
-def layout_ok(kg: KernelGraph) -> bool:
+def layout_ok(kg: KernelGraph, *, repeats: bool = True) -> bool:
     try:
-        check_layout(kg)
+        check_layout(kg, repeats=repeats)
     except IllTyped:
         return False
     return True

@@ -16,7 +16,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import z3
 
@@ -203,3 +203,26 @@ def instantiate_mappings(candidate: SGraph, *, symmetry_breaking: bool = True, c
 
     walk(0, [])
     return MappingResult(graphs, before, len(graphs), time.perf_counter() - t0)
+
+
+def without_idle_loops(kg: KernelGraph) -> KernelGraph:
+    """``kg`` with loop size 1 in every kernel whose loop reads nothing per iteration.
+
+    Such a loop repeats one iteration; at loop size 1 it is the same kernel without the repeats, which
+    the verifier can prove (the repeated form is only right when the repeats cancel, as in a ratio).
+    A loop size shared with another kernel (a split graph's combine loop) is left alone."""
+    uses: dict[str, int] = {}
+    for k in kg.kernels:
+        if isinstance(k, CustomKernel):
+            for s in {*k.grid, k.loop}:
+                if isinstance(s, str):
+                    uses[s] = uses.get(s, 0) + 1
+    kernels = []
+    changed = False
+    for k in kg.kernels:
+        if (isinstance(k, CustomKernel) and isinstance(k.loop, str) and uses[k.loop] == 1
+                and all(op.fmap is None for op in k.loads)):
+            k = replace(k, loop=1)
+            changed = True
+        kernels.append(k)
+    return replace(kg, kernels=tuple(kernels)) if changed else kg

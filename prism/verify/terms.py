@@ -237,6 +237,8 @@ def encode_candidate(kg: KernelGraph, graph: Graph, dims: DimTable) -> Encoding:
         for p, size in zip(pars, (*k.grid, k.loop), strict=True):
             par_sizes[p] = size
         grid_pars, loop_par = pars[:-1], pars[-1]
+        # a parallel dim of size 1 splits, replicates, reduces and combines nothing: no operator for it
+        unit = {p for p, size in zip(pars, (*k.grid, k.loop), strict=True) if size == 1}
         vals: list[Any] = []
         rk: list[int] = []
         for op in k.ops:
@@ -248,9 +250,9 @@ def encode_candidate(kg: KernelGraph, graph: Graph, dims: DimTable) -> Encoding:
                     r = ranks[tensor]
                     if any(a is not None and not 0 <= a < r for a in (*imap, fmap)):
                         raise IllFormed(f"kernel {k.name!r}: Load of {tensor!r} maps a dim outside rank {r}")
-                    for p, a in zip(grid_pars, imap, strict=True):
-                        t = ("Repl", t, p) if a is None else ("Part", t, a, p)
-                    t = ("Repl", t, loop_par) if fmap is None else ("Part", t, fmap, loop_par)
+                    for p, a in zip((*grid_pars, loop_par), (*imap, fmap), strict=True):
+                        if p not in unit:
+                            t = ("Repl", t, p) if a is None else ("Part", t, a, p)
                 case UnaryOp(fn, x, scalar):
                     t, r = ("Un", unary_name(fn, scalar, dims, names), vals[x]), rk[x]
                 case BinaryOp(fn, a, b):
@@ -265,13 +267,14 @@ def encode_candidate(kg: KernelGraph, graph: Graph, dims: DimTable) -> Encoding:
                     t, r = ("Sum" if fn is Reduce.SUM else "Max", vals[x], dim), rk[x]
                 case Accum(x, reduce_dim):
                     inner = vals[x] if reduce_dim is None else ("Sum", vals[x], reduce_dim)
-                    t, r = ("Red", inner, loop_par), rk[x]
+                    t, r = (inner if loop_par in unit else ("Red", inner, loop_par)), rk[x]
                 case Save(x, tensor, omap):
                     v = vals[x]
                     assert v is not None
                     for p, a in zip(grid_pars, omap, strict=True):
                         assert a is not None  # check_structure: every grid dim is mapped
-                        v = ("Comb", v, a, p)
+                        if p not in unit:
+                            v = ("Comb", v, a, p)
                     tensors[tensor] = v
                     ranks[tensor] = rk[x]
             vals.append(t)
