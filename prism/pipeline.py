@@ -216,7 +216,7 @@ def superoptimize(
         "program": program,
         # once per program: when loaded from the cache, what the search cost when it ran
         "search_s": searched.get("search", 0.0),
-        "verify_s": searched.get("mapping", 0.0) + searched.get("verify", 0.0),
+        "verify_s": sum(searched.get(k, 0.0) for k in ("mapping", "screen", "verify")),
         "verified_sgraphs": len(outcome.templates),
         "search_cache_hit": outcome.cached,
         "search": outcome.to_json(),

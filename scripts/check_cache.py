@@ -11,7 +11,7 @@ import json
 import sys
 
 from prism import pipeline, plans, workloads
-from prism.search import canonical_key
+from prism.search import canonical_key, structure_key
 
 for name in sys.argv[1:] or list(workloads.PROGRAMS):
     graph = workloads.configs_of(name)[0].build()
@@ -24,5 +24,7 @@ for name in sys.argv[1:] or list(workloads.PROGRAMS):
     shapes = collections.Counter(f"{len(t.kernels)} kernel(s), grid {len(t.kernels[0].grid)}-D"  # type: ignore[union-attr]
                                  for t in out.templates)
     found = {i: canonical_key(kg) in keys for i, kg in enumerate(plans.codegen_plans(name, graph))}
-    print(json.dumps({"program": name, "verified": len(out.templates), "by_shape": dict(shapes),
+    structures = len({structure_key(t) for t in out.templates})  # op sequences, mappings aside
+    print(json.dumps({"program": name, "verified": len(out.templates), "op_structures": structures,
+                      "by_shape": dict(shapes),
                       "hand_plans_found": found, "stats": out.stats}))

@@ -13,14 +13,14 @@ for step in $steps; do
   start=$(date +%s)
   case $step in
     tests)
-      timeout "${T_TESTS:-110}" python3 -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
+      timeout "${T_TESTS:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
         tests/ > "$OUT/gpu_tests.log" 2>&1; tail -8 "$OUT/gpu_tests.log" ;;
     bench)
-      timeout "${T_BENCH:-250}" python3 -m bench --prism searched-or-hand --samples "${SAMPLES:-24}" --out "$OUT" \
-        --note "prism: superoptimize from the carried search cache (else tuner over hand plans); ${SAMPLES:-24} samples" \
+      timeout "${T_BENCH:-450}" python3 -m bench --prism searched-or-hand --samples "${SAMPLES:-64}" --out "$OUT" \
+        --note "prism: superoptimize from the carried search cache (else tuner over hand plans); ${SAMPLES:-64} uniform samples + half as many around the fastest templates" \
         > "$OUT/bench.log" 2>&1; tail -22 "$OUT/bench.log" ;;
     library)
-      timeout "${T_LIB:-200}" python3 -m prism library build --samples "${LIB_SAMPLES:-12}" > "$OUT/library.log" 2>&1
+      timeout "${T_LIB:-540}" python3 -m prism library build --samples "${LIB_SAMPLES:-32}" > "$OUT/library.log" 2>&1
       tail -30 "$OUT/library.log"; tar czf "$OUT/kernels.tgz" kernels/ ;;
   esac
   echo "== $step took $(( $(date +%s) - start )) s"

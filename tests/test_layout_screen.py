@@ -69,3 +69,38 @@ def test_small_instance_keeps_extent_one() -> None:
     x = g.input((1, 64), "float16", "X")
     g.output(g.exp(x), "O")
     assert small_instance(g).inputs[0].shape[0] == 1
+
+
+def _gqa_without_split_loop() -> tuple[Graph, object]:
+    from dataclasses import replace
+
+    from prism.ir import Load
+
+    g = workloads.program("gqa", **SMALL["gqa"])
+    kg = plans.gqa_plan(g)
+    k = kg.kernels[0]
+    ops = tuple(Load(op.tensor, op.imap, None) if isinstance(op, Load) else op for op in k.ops)  # type: ignore[union-attr]
+    return g, replace(kg, kernels=(replace(k, ops=ops),))
+
+
+def test_an_idle_loop_becomes_loop_size_one_and_is_proven() -> None:
+    from prism.search.mapping import without_idle_loops
+    from prism.verify import check_equivalent
+
+    g, idle = _gqa_without_split_loop()
+    # the loop repeats one iteration: right only because the repeats cancel in the ratio
+    assert layout_ok(idle) and not layout_ok(idle, repeats=False)  # type: ignore[arg-type]
+    assert not check_equivalent(g, idle).proven  # type: ignore[arg-type]
+    one = without_idle_loops(idle)  # type: ignore[arg-type]
+    assert one.kernels[0].loop == 1  # type: ignore[union-attr]
+    assert layout_ok(one, repeats=False)
+    assert check_equivalent(g, one).proven
+    assert screen(g, [one]) == [True]
+
+
+def test_a_loop_shared_with_another_kernel_is_left_alone() -> None:
+    from prism.search.mapping import without_idle_loops
+
+    g = workloads.program("gqa", **SMALL["gqa"])
+    kg = plans.gqa_split_plan(g)
+    assert without_idle_loops(kg) == kg
