@@ -419,9 +419,11 @@ def check_structure(kg: KernelGraph) -> None:
             raise IRError(f"{kg.program}: output {spec.name!r} is never written")
 
 
-def infer(kg: KernelGraph) -> tuple[dict[str, tuple[int, ...]], list[KernelShapes | None]]:
-    """Validate a concrete kernel graph; return every tensor's shape and each kernel's tile shapes."""
-    check_structure(kg)
+def infer(kg: KernelGraph, *, structure: bool = True) -> tuple[dict[str, tuple[int, ...]], list[KernelShapes | None]]:
+    """Validate a concrete kernel graph; return every tensor's shape and each kernel's tile shapes.
+    ``structure=False`` skips the size-free checks (a caller that ran ``check_structure`` on the template)."""
+    if structure:
+        check_structure(kg)
     if not kg.is_concrete:
         raise IRError(f"{kg.program}: sizes {kg.symbols} are symbolic; instantiate them first")
     shapes: dict[str, tuple[int, ...]] = {t.name: t.shape for t in kg.inputs}

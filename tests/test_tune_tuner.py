@@ -136,3 +136,15 @@ def test_refinement_samples_the_fastest_templates_again() -> None:
     pairs = [(r.template, tuple(r.sizes.items())) for r in refined.records]
     assert len(pairs) == len(set(pairs))  # nothing is sampled twice
     assert refined.time_us <= plain.time_us
+
+
+def test_more_templates_than_samples_draws_templates_first() -> None:
+    many = [GOOD_1D, GOOD_2D] * 6  # 12 templates, 4 samples: only the drawn ones are enumerated
+    a = tune(GRAPH, many, samples=4, seed=2, backend=backend(), jobs=1, refine=0)
+    b = tune(GRAPH, many, samples=4, seed=2, backend=backend(), jobs=1, refine=0)
+    assert [(r.template, r.sizes) for r in a.records] == [(r.template, r.sizes) for r in b.records]
+    assert len(a.records) == 4 and len({r.template for r in a.records}) == 4
+    enumerated = [i for i, n in enumerate(a.legal) if n]
+    assert len(enumerated) == 4 and {r.template for r in a.records} == set(enumerated)
+    assert all(a.legal[i] == (36 if i % 2 == 0 else 144) for i in enumerated)
+    assert a.rel_err < 1e-9

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prism.errors import CodegenError, IRError, TuningError
-from prism.ir import CustomKernel, KernelGraph, Load, infer
+from prism.ir import CustomKernel, KernelGraph, Load, check_structure, infer
 
 log = logging.getLogger(__name__)
 
@@ -146,10 +146,11 @@ def _grid_ok(kg: KernelGraph) -> bool:
 
 
 def is_legal(kg: KernelGraph, arch: str, *, resources: Resources | None = None,
-             max_threads: int = MAX_THREADS) -> bool:
-    """Whether a concrete μGraph is legal on ``arch`` (shapes, grid limits, shared memory, threads)."""
+             max_threads: int = MAX_THREADS, structure: bool = True) -> bool:
+    """Whether a concrete μGraph is legal on ``arch`` (shapes, grid limits, shared memory, threads);
+    ``structure=False`` when the template's size-free structure was checked already."""
     try:
-        infer(kg)
+        infer(kg, structure=structure)
     except IRError:
         return False
     if not _grid_ok(kg):
@@ -172,6 +173,10 @@ def iter_legal_sizes(template: KernelGraph, *, arch: str, max_threads: int = MAX
     smem_budget(arch)  # unknown arch: fail before enumerating
     if resources is _AUTO:
         resources = default_resources()
+    try:
+        check_structure(template)  # size-free: once per template, not per size assignment
+    except IRError:
+        return
     symbols = template.symbols
     values = candidate_values(template)
     splits = _splits(template)
@@ -189,7 +194,7 @@ def iter_legal_sizes(template: KernelGraph, *, arch: str, max_threads: int = MAX
     def rec(i: int) -> Iterator[dict[str, int]]:
         if i == len(symbols):
             kg = template.instantiate(assigned)
-            if is_legal(kg, arch, resources=resources, max_threads=max_threads):
+            if is_legal(kg, arch, resources=resources, max_threads=max_threads, structure=False):
                 yield dict(assigned)
             return
         for v in values:

@@ -142,6 +142,27 @@ def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, ca
     return [_legal(t, arch, resources, cap) for t in templates]
 
 
+def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed: int, arch: str, resources: Any,
+                            cap: int | None, jobs: int | None) -> tuple[list[list[dict[str, int]]], list[Sample]]:
+    """More templates than samples: draw templates uniformly (without replacement), then one legal size
+    assignment of each uniformly; only the drawn templates' legal sizes are enumerated (a template
+    with none is replaced by the next draw). Templates never drawn keep an empty (unenumerated) list."""
+    rng = random.Random(seed)
+    order = rng.sample(range(len(templates)), len(templates))
+    space: list[list[dict[str, int]]] = [[] for _ in templates]
+    picked: list[int] = []
+    pos = 0
+    while len(picked) < samples and pos < len(order):
+        batch = order[pos:pos + samples - len(picked)]
+        pos += len(batch)
+        for t, legal in zip(batch, _legal_space([templates[t] for t in batch], arch, resources, cap, jobs),
+                            strict=True):
+            space[t] = legal
+            if legal:
+                picked.append(t)
+    return space, [Sample(t, tuple(rng.choice(space[t]).items())) for t in picked]
+
+
 def _refinement(space: Sequence[Sequence[Mapping[str, int]]], chosen: Sequence[Sample],
                 records: Mapping[int, SampleRecord], count: int, seed: int) -> list[Sample]:
     """Up to ``count`` new samples from the legal sizes of the three fastest templates so far."""
@@ -173,7 +194,8 @@ def tune(
 ) -> TuneResult:
     """Tune ``templates`` (sGraphs with symbolic sizes, shapes of ``graph``) and return the checked winner.
 
-    ``samples`` (template, sizes) pairs are drawn uniformly from all legal pairs; then ``refine``
+    ``samples`` (template, sizes) pairs are drawn uniformly from all legal pairs (when there are more
+    templates than samples: templates uniformly, then sizes uniformly within each); then ``refine``
     more (default ``samples // 2``) are drawn uniformly from the legal sizes of the three templates
     whose best sample was fastest (a local search where the first round found the good templates).
 
@@ -191,11 +213,16 @@ def tune(
 
     # 1. legal sizes of every template, 2. the sample
     resources = backend.resources()
-    space = _legal_space(templates, arch, resources, max_legal_per_template, jobs)
+    if len(templates) <= samples:
+        space = _legal_space(templates, arch, resources, max_legal_per_template, jobs)
+        if not any(space):
+            raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
+        chosen = sample(space, samples, seed)
+    else:
+        space, chosen = _sample_templates_first(templates, samples, seed, arch, resources, max_legal_per_template, jobs)
+        if not chosen:
+            raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
     legal_counts = tuple(len(s) for s in space)
-    if not any(legal_counts):
-        raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
-    chosen = sample(space, samples, seed)
     t_enum = time.perf_counter()
     log.info("tuning: %d templates, %d legal size assignments, %d samples on %s",
              len(templates), sum(legal_counts), len(chosen), arch)
