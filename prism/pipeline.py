@@ -113,10 +113,14 @@ def search_and_verify(
     # What still sums identical iterations (right only where the repeats cancel, in a ratio) is
     # never faster than the same plan without them: it is dropped before the proof.
     distinct: dict[str, KernelGraph] = {}
+    repeating = 0
     for kg in mapped:
         one = without_idle_loops(kg)
+        if not layout_ok(one, repeats=False):
+            repeating += 1
+            continue
         distinct.setdefault(canonical_key(one), one)
-    checked = [kg for kg in distinct.values() if layout_ok(kg, repeats=False)]
+    checked = list(distinct.values())
     t2 = time.perf_counter()
     passed = screen(graph, checked)
     to_prove = [kg for kg, ok in zip(checked, passed, strict=True) if ok is not False]
@@ -132,8 +136,8 @@ def search_and_verify(
         "candidates": len(result.candidates),
         "mappings": len(mapped),
         "mappings_before_symmetry": before,
-        "distinct_mappings": len(distinct),
-        "repeating_loops_dropped": len(distinct) - len(checked),
+        "repeating_loops_dropped": repeating,
+        "distinct_mappings": len(checked),
         "screen_rejected": sum(ok is False for ok in passed),
         "proof_attempts": len(to_prove),
         "proven": sum(v.proven for v in verdicts),
