@@ -132,8 +132,10 @@ def test_codegen_errors() -> None:
     template = plans.hand_plans(cfg.program, cfg.build())[0]
     with pytest.raises(CodegenError, match="multiple of 16"):
         generate(template.instantiate({"x": 8, "i": 128}))  # contraction tile 1024/128 = 8
-    with pytest.raises(CodegenError, match="multiple of 8"):
+    with pytest.raises(CodegenError, match="output width 4 is not a multiple of 16"):
         generate(template.instantiate({"x": 256, "i": 8}))  # output tile 1024/256 = 4 columns
+    with pytest.raises(CodegenError, match="output width 8 is not a multiple of 16"):
+        generate(template.instantiate({"x": 128, "i": 8}))  # one n8 tile: refused (faulted on the H200)
     with pytest.raises(CodegenError, match="symbolic"):
         generate(template)
     with pytest.raises(CodegenError, match="unknown target"):

@@ -350,8 +350,10 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
         m, kk, n = ta[-2], ta[-1], tb[-1]
         if kk % 16:
             raise fail(f"matmul contraction length {kk} is not a multiple of 16 (mma k-step)", i)
-        if n % 8:
-            raise fail(f"matmul output width {n} is not a multiple of 8 (mma n-tile)", i)
+        if n % 16:
+            # A single n8 tile (width 8) faulted on the H200 (misaligned shared-memory read under
+            # compute-sanitizer in the k-split path): refused until that path is fixed.
+            raise fail(f"matmul output width {n} is not a multiple of 16 (two mma n-tiles)", i)
         batch = to[0] if len(to) == 3 else 1
         a_b = len(ta) == 3 and ta[0] > 1
         b_b = len(tb) == 3 and tb[0] > 1
