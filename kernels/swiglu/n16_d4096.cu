@@ -1,12 +1,12 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_edf6aff823 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_12db45660a (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=64), for-loop 1; block 128 threads; 1 pipeline stage(s); 82176 B dynamic shared memory
-// tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[16, 4096] float16 (input), t0[256, 4096] float32 (intermediate), t1[256, 4096] float32 (intermediate)
+// sizes: grid (x=8, y=64), for-loop 4; block 128 threads; 2 pipeline stage(s); 82432 B dynamic shared memory
+// tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[16, 4096] float16 (input), t0[128, 4096] float32 (intermediate), t1[128, 4096] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Wg, imap=(0, 1), fmap=0)                [256, 64]      loop  smem s_Wg (ring x1)
-//   %1  Load(Wu, imap=(0, 1), fmap=0)                [256, 64]      loop  smem s_Wu (ring x1)
-//   %2  Load(X, imap=(1, None), fmap=1)              [16, 256]      loop  smem s_X (ring x1)
+//   %0  Load(Wg, imap=(0, 1), fmap=0)                [128, 64]      loop  smem s_Wg (ring x2)
+//   %1  Load(Wu, imap=(0, 1), fmap=0)                [128, 64]      loop  smem s_Wu (ring x2)
+//   %2  Load(X, imap=(1, None), fmap=1)              [16, 128]      loop  smem s_X (ring x2)
 //   %3  matmul(%2, %0)                               [16, 64]       loop  mma fragments (1 unit(s)/warp, k split 1)
 //   %4  matmul(%2, %1)                               [16, 64]       loop  mma fragments (1 unit(s)/warp, k split 1)
 //   %5  Accum(%3)                                    [16, 64]       post  registers (frag) -> smem acc5
@@ -104,10 +104,10 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
-// Wg[4096, 4096] -> tile [256, 64]: 2048 copies of 16 B over 128 threads
+// Wg[4096, 4096] -> tile [128, 64]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
@@ -116,10 +116,10 @@ __device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict_
   }
 }
 
-// Wu[4096, 4096] -> tile [256, 64]: 2048 copies of 16 B over 128 threads
+// Wu[4096, 4096] -> tile [128, 64]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
@@ -128,30 +128,30 @@ __device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict_
   }
 }
 
-// X[16, 4096] -> tile [16, 256]: 512 copies of 16 B over 128 threads
+// X[16, 4096] -> tile [16, 128]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int t1 = (e % 32) * 8;
-    const int tr1 = e / 32;
+    const int t1 = (e % 16) * 8;
+    const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 264 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
   }
 }
 
-// op 3: [1x]16x256 @ 256x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 16 k-steps per warp
+// op 3: [1x]16x128 @ 128x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 8 k-steps per warp
 __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 264 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
     const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
-    for (int q = 0; q < 16; ++q) {
+    for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
@@ -184,18 +184,18 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-// op 4: [1x]16x256 @ 256x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 16 k-steps per warp
+// op 4: [1x]16x128 @ 128x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 8 k-steps per warp
 __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 264 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
     const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
-    for (int q = 0; q < 16; ++q) {
+    for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
@@ -228,21 +228,21 @@ __device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_edf6aff823(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_12db45660a(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [256, 64] pitch 72 ring of 1
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 36864);  // loop [256, 64] pitch 72 ring of 1
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 73728);  // loop [16, 256] pitch 264 ring of 1
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 64] pitch 72 ring of 2
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 36864);  // loop [128, 64] pitch 72 ring of 2
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 73728);  // loop [16, 128] pitch 136 ring of 2
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [16, 64] pitch 68
   float* const acc6 = reinterpret_cast<float*>(smem + 4352);  // post [16, 64] pitch 68
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 1048576 + (int)blockIdx.y * 64;
-  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 1048576 + (int)blockIdx.y * 64;
-  const half_t* const g_s_X = X + (int)blockIdx.x * 256;
+  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 64;
+  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 64;
+  const half_t* const g_s_X = X + (int)blockIdx.x * 512;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[1][2][4] = {};
@@ -250,32 +250,32 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_edf6aff823(co
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
-    if (st < 1) {
-      load_s_Wg(s_Wg_ring + st * 18432, g_s_Wg + st * 1048576, tid);
-      load_s_Wu(s_Wu_ring + st * 18432, g_s_Wu + st * 1048576, tid);
-      load_s_X(s_X_ring + st * 4224, g_s_X + st * 256, tid);
+    if (st < 4) {
+      load_s_Wg(s_Wg_ring + st * 9216, g_s_Wg + st * 524288, tid);
+      load_s_Wu(s_Wu_ring + st * 9216, g_s_Wu + st * 524288, tid);
+      load_s_X(s_X_ring + st * 2176, g_s_X + st * 128, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
-  for (int it = 0; it < 1; ++it) {
+  for (int it = 0; it < 4; ++it) {
     cp_async_wait<0>();
     __syncthreads();
     {
       const int nx = it + 1;
-      if (nx < 1) {
-        const int sb = nx % 1;
-        load_s_Wg(s_Wg_ring + sb * 18432, g_s_Wg + nx * 1048576, tid);
-        load_s_Wu(s_Wu_ring + sb * 18432, g_s_Wu + nx * 1048576, tid);
-        load_s_X(s_X_ring + sb * 4224, g_s_X + nx * 256, tid);
+      if (nx < 4) {
+        const int sb = nx % 2;
+        load_s_Wg(s_Wg_ring + sb * 9216, g_s_Wg + nx * 524288, tid);
+        load_s_Wu(s_Wu_ring + sb * 9216, g_s_Wu + nx * 524288, tid);
+        load_s_X(s_X_ring + sb * 2176, g_s_X + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 1;
-    half_t* const s_Wg = s_Wg_ring + sb * 18432;
-    half_t* const s_Wu = s_Wu_ring + sb * 18432;
-    half_t* const s_X = s_X_ring + sb * 4224;
+    const int sb = it % 2;
+    half_t* const s_Wg = s_Wg_ring + sb * 9216;
+    half_t* const s_Wu = s_Wu_ring + sb * 9216;
+    half_t* const s_X = s_X_ring + sb * 2176;
     mma_3(ra5, s_X, s_Wg, warp, lane);
     mma_4(ra6, s_X, s_Wu, warp, lane);
   }
@@ -285,7 +285,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_edf6aff823(co
   store_3(ra5, acc5, warp, lane);
   store_4(ra6, acc6, warp, lane);
   __syncthreads();
-  // save t0[256, 4096] <- tile [16, 64], omap (0, 1): 4-element stores
+  // save t0[128, 4096] <- tile [16, 64], omap (0, 1): 4-element stores
   {
     const int blk_7 = (int)blockIdx.x * 65536 + (int)blockIdx.y * 64;
   #pragma unroll
@@ -301,7 +301,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_edf6aff823(co
       st_f4(t0 + blk_7 + s7_0 * 4096 + s7_1, v0, v1, v2, v3);
     }
   }
-  // save t1[256, 4096] <- tile [16, 64], omap (0, 1): 4-element stores
+  // save t1[128, 4096] <- tile [16, 64], omap (0, 1): 4-element stores
   {
     const int blk_8 = (int)blockIdx.x * 65536 + (int)blockIdx.y * 64;
   #pragma unroll
@@ -322,17 +322,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_edf6aff823(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_edf6aff823 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_12db45660a (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=512), for-loop 16; block 128 threads; 16 pipeline stage(s); 24576 B dynamic shared memory
-// tensors: t0[256, 4096] float32 (intermediate), t1[256, 4096] float32 (intermediate), O[16, 4096] float16 (output)
+// sizes: grid (x=256), for-loop 8; block 128 threads; 8 pipeline stage(s); 20480 B dynamic shared memory
+// tensors: t0[128, 4096] float32 (intermediate), t1[128, 4096] float32 (intermediate), O[16, 4096] float16 (output)
 // block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(1,), fmap=0)                  [16, 8]        loop  smem s_t0 (ring x16)
-//   %1  Load(t1, imap=(1,), fmap=0)                  [16, 8]        loop  smem s_t1 (ring x16)
-//   %2  Accum(%0)                                    [16, 8]        post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [16, 8]        post  registers (ew) -> smem acc3
-//   %4  silu(%2)                                     [16, 8]        post  inline
-//   %5  mul(%3, %4)                                  [16, 8]        post  inline
+//   %0  Load(t0, imap=(1,), fmap=0)                  [16, 16]       loop  smem s_t0 (ring x8)
+//   %1  Load(t1, imap=(1,), fmap=0)                  [16, 16]       loop  smem s_t1 (ring x8)
+//   %2  Accum(%0)                                    [16, 16]       post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [16, 16]       post  registers (ew) -> smem acc3
+//   %4  silu(%2)                                     [16, 16]       post  inline
+//   %5  mul(%3, %4)                                  [16, 16]       post  inline
 //   %6  Save(%5 -> O, omap=(1,))                                    save  global
 
 
@@ -425,129 +425,131 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
-// t0[256, 4096] -> tile [16, 8]: 32 copies of 16 B over 128 threads
+// t0[128, 4096] -> tile [16, 16]: 64 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = (e % 2) * 4;
-      const int tr1 = e / 2;
+    if (e < 64) {
+      const int t1 = (e % 4) * 4;
+      const int tr1 = e / 4;
       const int t0 = tr1;
-      cp_async16(dst + t0 * 12 + t1, src + t0 * 4096 + t1);
+      cp_async16(dst + t0 * 20 + t1, src + t0 * 4096 + t1);
     }
   }
 }
 
-// t1[256, 4096] -> tile [16, 8]: 32 copies of 16 B over 128 threads
+// t1[128, 4096] -> tile [16, 16]: 64 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = (e % 2) * 4;
-      const int tr1 = e / 2;
+    if (e < 64) {
+      const int t1 = (e % 4) * 4;
+      const int tr1 = e / 4;
       const int t0 = tr1;
-      cp_async16(dst + t0 * 12 + t1, src + t0 * 4096 + t1);
+      cp_async16(dst + t0 * 20 + t1, src + t0 * 4096 + t1);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_edf6aff823(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_12db45660a(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 8] pitch 12 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 12288);  // loop [16, 8] pitch 12 ring of 16
-  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 8] pitch 12
-  float* const acc3 = reinterpret_cast<float*>(smem + 768);  // post [16, 8] pitch 12
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 16] pitch 20 ring of 8
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 10240);  // loop [16, 16] pitch 20 ring of 8
+  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 16] pitch 20
+  float* const acc3 = reinterpret_cast<float*>(smem + 1280);  // post [16, 16] pitch 20
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 8;
-  const float* const g_s_t1 = t1 + (int)blockIdx.x * 8;
+  const float* const g_s_t0 = t0 + (int)blockIdx.x * 16;
+  const float* const g_s_t1 = t1 + (int)blockIdx.x * 16;
   // accumulators (registers)
-  float ra2[1] = {};
-  float ra3[1] = {};
+  float ra2[2] = {};
+  float ra3[2] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 16; ++st) {
-    if (st < 16) {
-      load_s_t0(s_t0_ring + st * 192, g_s_t0 + st * 65536, tid);
-      load_s_t1(s_t1_ring + st * 192, g_s_t1 + st * 65536, tid);
+  for (int st = 0; st < 8; ++st) {
+    if (st < 8) {
+      load_s_t0(s_t0_ring + st * 320, g_s_t0 + st * 65536, tid);
+      load_s_t1(s_t1_ring + st * 320, g_s_t1 + st * 65536, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<16>();
+  cp_async_wait<8>();
   __syncthreads();
-  for (int it = 0; it < 16; ++it) {
-    cp_async_wait<15>();
+  for (int it = 0; it < 8; ++it) {
+    cp_async_wait<7>();
     __syncthreads();
     {
-      const int nx = it + 16;
-      if (nx < 16) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 192, g_s_t0 + nx * 65536, tid);
-        load_s_t1(s_t1_ring + sb * 192, g_s_t1 + nx * 65536, tid);
+      const int nx = it + 8;
+      if (nx < 8) {
+        const int sb = nx % 8;
+        load_s_t0(s_t0_ring + sb * 320, g_s_t0 + nx * 65536, tid);
+        load_s_t1(s_t1_ring + sb * 320, g_s_t1 + nx * 65536, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
-    float* const s_t0 = s_t0_ring + sb * 192;
-    float* const s_t1 = s_t1_ring + sb * 192;
+    const int sb = it % 8;
+    float* const s_t0 = s_t0_ring + sb * 320;
+    float* const s_t1 = s_t1_ring + sb * 320;
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
+    for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = (e % 8);
-      const int a2_er1 = e / 8;
+      const int a2_e1 = (e % 16);
+      const int a2_er1 = e / 16;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 12 + a2_e1];
+      ra2[j] += s_t0[a2_e0 * 20 + a2_e1];
     }
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
+    for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
-      const int a3_e1 = (e % 8);
-      const int a3_er1 = e / 8;
+      const int a3_e1 = (e % 16);
+      const int a3_er1 = e / 16;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 12 + a3_e1];
+      ra3[j] += s_t1[a3_e0 * 20 + a3_e1];
     }
   }
   cp_async_wait<0>();
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = (e % 8);
-    const int a2_er1 = e / 8;
+    const int a2_e1 = (e % 16);
+    const int a2_er1 = e / 16;
     const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 12 + a2_e1] = ra2[j];
+    acc2[a2_e0 * 20 + a2_e1] = ra2[j];
   }
   #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int a3_e1 = (e % 8);
-    const int a3_er1 = e / 8;
+    const int a3_e1 = (e % 16);
+    const int a3_er1 = e / 16;
     const int a3_e0 = a3_er1;
-    acc3[a3_e0 * 12 + a3_e1] = ra3[j];
+    acc3[a3_e0 * 20 + a3_e1] = ra3[j];
   }
   __syncthreads();
-  // save O[16, 4096] <- tile [16, 8], omap (1,): 8-element stores
+  // save O[16, 4096] <- tile [16, 16], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 8;
+    const int blk_6 = (int)blockIdx.x * 16;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      if (e < 16) {
-        const int s6_0 = e;
-        const float v0 = (acc3[s6_0 * 12] * prism_silu(acc2[s6_0 * 12]));
-        const float v1 = (acc3[s6_0 * 12 + 1] * prism_silu(acc2[s6_0 * 12 + 1]));
-        const float v2 = (acc3[s6_0 * 12 + 2] * prism_silu(acc2[s6_0 * 12 + 2]));
-        const float v3 = (acc3[s6_0 * 12 + 3] * prism_silu(acc2[s6_0 * 12 + 3]));
-        const float v4 = (acc3[s6_0 * 12 + 4] * prism_silu(acc2[s6_0 * 12 + 4]));
-        const float v5 = (acc3[s6_0 * 12 + 5] * prism_silu(acc2[s6_0 * 12 + 5]));
-        const float v6 = (acc3[s6_0 * 12 + 6] * prism_silu(acc2[s6_0 * 12 + 6]));
-        const float v7 = (acc3[s6_0 * 12 + 7] * prism_silu(acc2[s6_0 * 12 + 7]));
-        st_h8(O + blk_6 + s6_0 * 4096, v0, v1, v2, v3, v4, v5, v6, v7);
+      if (e < 32) {
+        const int s6_1 = (e % 2) * 8;
+        const int s6_r1 = e / 2;
+        const int s6_0 = s6_r1;
+        const float v0 = (acc3[s6_0 * 20 + s6_1] * prism_silu(acc2[s6_0 * 20 + s6_1]));
+        const float v1 = (acc3[s6_0 * 20 + (s6_1 + 1)] * prism_silu(acc2[s6_0 * 20 + (s6_1 + 1)]));
+        const float v2 = (acc3[s6_0 * 20 + (s6_1 + 2)] * prism_silu(acc2[s6_0 * 20 + (s6_1 + 2)]));
+        const float v3 = (acc3[s6_0 * 20 + (s6_1 + 3)] * prism_silu(acc2[s6_0 * 20 + (s6_1 + 3)]));
+        const float v4 = (acc3[s6_0 * 20 + (s6_1 + 4)] * prism_silu(acc2[s6_0 * 20 + (s6_1 + 4)]));
+        const float v5 = (acc3[s6_0 * 20 + (s6_1 + 5)] * prism_silu(acc2[s6_0 * 20 + (s6_1 + 5)]));
+        const float v6 = (acc3[s6_0 * 20 + (s6_1 + 6)] * prism_silu(acc2[s6_0 * 20 + (s6_1 + 6)]));
+        const float v7 = (acc3[s6_0 * 20 + (s6_1 + 7)] * prism_silu(acc2[s6_0 * 20 + (s6_1 + 7)]));
+        st_h8(O + blk_6 + s6_0 * 4096 + s6_1, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

@@ -1,17 +1,17 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_c8efab4328 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_7c73d2f7b5 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=128), for-loop 8; block 128 threads; 4 pipeline stage(s); 82944 B dynamic shared memory
-// tensors: Wg[8192, 8192] float16 (input), Wu[8192, 8192] float16 (input), X[16, 8192] float16 (input), t0[256, 8192] float32 (intermediate), t1[256, 8192] float32 (intermediate)
+// sizes: grid (x=2, y=128), for-loop 32; block 128 threads; 2 pipeline stage(s); 82432 B dynamic shared memory
+// tensors: Wg[8192, 8192] float16 (input), Wu[8192, 8192] float16 (input), X[16, 8192] float16 (input), t0[2048, 128] float32 (intermediate), t1[32, 8192] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Wg, imap=(0, 1), fmap=0)                [64, 64]       loop  smem s_Wg (ring x4)
-//   %1  Load(Wu, imap=(0, 1), fmap=0)                [64, 64]       loop  smem s_Wu (ring x4)
-//   %2  Load(X, imap=(1, None), fmap=1)              [16, 64]       loop  smem s_X (ring x4)
+//   %0  Load(Wg, imap=(0, 1), fmap=0)                [128, 64]      loop  smem s_Wg (ring x2)
+//   %1  Load(Wu, imap=(0, 1), fmap=0)                [128, 64]      loop  smem s_Wu (ring x2)
+//   %2  Load(X, imap=(1, None), fmap=1)              [16, 128]      loop  smem s_X (ring x2)
 //   %3  matmul(%2, %0)                               [16, 64]       loop  mma fragments (1 unit(s)/warp, k split 1)
 //   %4  matmul(%2, %1)                               [16, 64]       loop  mma fragments (1 unit(s)/warp, k split 1)
 //   %5  Accum(%3)                                    [16, 64]       post  registers (frag) -> smem acc5
 //   %6  Accum(%4)                                    [16, 64]       post  registers (frag) -> smem acc6
-//   %7  Save(%5 -> t0, omap=(0, 1))                                 save  global
+//   %7  Save(%5 -> t0, omap=(1, 0))                                 save  global
 //   %8  Save(%6 -> t1, omap=(0, 1))                                 save  global
 
 
@@ -104,10 +104,10 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
-// Wg[8192, 8192] -> tile [64, 64]: 512 copies of 16 B over 128 threads
+// Wg[8192, 8192] -> tile [128, 64]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
@@ -116,10 +116,10 @@ __device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict_
   }
 }
 
-// Wu[8192, 8192] -> tile [64, 64]: 512 copies of 16 B over 128 threads
+// Wu[8192, 8192] -> tile [128, 64]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
@@ -128,30 +128,30 @@ __device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict_
   }
 }
 
-// X[16, 8192] -> tile [16, 64]: 128 copies of 16 B over 128 threads
+// X[16, 8192] -> tile [16, 128]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
+    const int t1 = (e % 16) * 8;
+    const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + t0 * 136 + t1, src + t0 * 8192 + t1);
   }
 }
 
-// op 3: [1x]16x64 @ 64x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 4 k-steps per warp
+// op 3: [1x]16x128 @ 128x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 8 k-steps per warp
 __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 72 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
     const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
@@ -184,18 +184,18 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-// op 4: [1x]16x64 @ 64x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 4 k-steps per warp
+// op 4: [1x]16x128 @ 128x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 8 k-steps per warp
 __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 72 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
     const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
@@ -228,54 +228,54 @@ __device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c8efab4328(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7c73d2f7b5(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [64, 64] pitch 72 ring of 4
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 36864);  // loop [64, 64] pitch 72 ring of 4
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 73728);  // loop [16, 64] pitch 72 ring of 4
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 64] pitch 72 ring of 2
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 36864);  // loop [128, 64] pitch 72 ring of 2
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 73728);  // loop [16, 128] pitch 136 ring of 2
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [16, 64] pitch 68
   float* const acc6 = reinterpret_cast<float*>(smem + 4352);  // post [16, 64] pitch 68
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 4194304 + (int)blockIdx.y * 64;
-  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 4194304 + (int)blockIdx.y * 64;
-  const half_t* const g_s_X = X + (int)blockIdx.x * 512;
+  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
+  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
+  const half_t* const g_s_X = X + (int)blockIdx.x * 4096;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[1][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 3; ++st) {
-    if (st < 8) {
-      load_s_Wg(s_Wg_ring + st * 4608, g_s_Wg + st * 524288, tid);
-      load_s_Wu(s_Wu_ring + st * 4608, g_s_Wu + st * 524288, tid);
-      load_s_X(s_X_ring + st * 1152, g_s_X + st * 64, tid);
+  for (int st = 0; st < 1; ++st) {
+    if (st < 32) {
+      load_s_Wg(s_Wg_ring + st * 9216, g_s_Wg + st * 1048576, tid);
+      load_s_Wu(s_Wu_ring + st * 9216, g_s_Wu + st * 1048576, tid);
+      load_s_X(s_X_ring + st * 2176, g_s_X + st * 128, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<3>();
+  cp_async_wait<1>();
   __syncthreads();
-  for (int it = 0; it < 8; ++it) {
-    cp_async_wait<2>();
+  for (int it = 0; it < 32; ++it) {
+    cp_async_wait<0>();
     __syncthreads();
     {
-      const int nx = it + 3;
-      if (nx < 8) {
-        const int sb = nx % 4;
-        load_s_Wg(s_Wg_ring + sb * 4608, g_s_Wg + nx * 524288, tid);
-        load_s_Wu(s_Wu_ring + sb * 4608, g_s_Wu + nx * 524288, tid);
-        load_s_X(s_X_ring + sb * 1152, g_s_X + nx * 64, tid);
+      const int nx = it + 1;
+      if (nx < 32) {
+        const int sb = nx % 2;
+        load_s_Wg(s_Wg_ring + sb * 9216, g_s_Wg + nx * 1048576, tid);
+        load_s_Wu(s_Wu_ring + sb * 9216, g_s_Wu + nx * 1048576, tid);
+        load_s_X(s_X_ring + sb * 2176, g_s_X + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 4;
-    half_t* const s_Wg = s_Wg_ring + sb * 4608;
-    half_t* const s_Wu = s_Wu_ring + sb * 4608;
-    half_t* const s_X = s_X_ring + sb * 1152;
+    const int sb = it % 2;
+    half_t* const s_Wg = s_Wg_ring + sb * 9216;
+    half_t* const s_Wu = s_Wu_ring + sb * 9216;
+    half_t* const s_X = s_X_ring + sb * 2176;
     mma_3(ra5, s_X, s_Wg, warp, lane);
     mma_4(ra6, s_X, s_Wu, warp, lane);
   }
@@ -285,9 +285,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c8efab4328(co
   store_3(ra5, acc5, warp, lane);
   store_4(ra6, acc6, warp, lane);
   __syncthreads();
-  // save t0[256, 8192] <- tile [16, 64], omap (0, 1): 4-element stores
+  // save t0[2048, 128] <- tile [16, 64], omap (1, 0): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 131072 + (int)blockIdx.y * 64;
+    const int blk_7 = (int)blockIdx.x * 64 + (int)blockIdx.y * 2048;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
@@ -298,10 +298,10 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c8efab4328(co
       const float v1 = acc5[s7_0 * 68 + (s7_1 + 1)];
       const float v2 = acc5[s7_0 * 68 + (s7_1 + 2)];
       const float v3 = acc5[s7_0 * 68 + (s7_1 + 3)];
-      st_f4(t0 + blk_7 + s7_0 * 8192 + s7_1, v0, v1, v2, v3);
+      st_f4(t0 + blk_7 + s7_0 * 128 + s7_1, v0, v1, v2, v3);
     }
   }
-  // save t1[256, 8192] <- tile [16, 64], omap (0, 1): 4-element stores
+  // save t1[32, 8192] <- tile [16, 64], omap (0, 1): 4-element stores
   {
     const int blk_8 = (int)blockIdx.x * 131072 + (int)blockIdx.y * 64;
   #pragma unroll
@@ -322,17 +322,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c8efab4328(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_c8efab4328 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_7c73d2f7b5 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=1024), for-loop 16; block 128 threads; 16 pipeline stage(s); 24576 B dynamic shared memory
-// tensors: t0[256, 8192] float32 (intermediate), t1[256, 8192] float32 (intermediate), O[16, 8192] float16 (output)
+// sizes: grid (x=128), for-loop 2; block 128 threads; 2 pipeline stage(s); 17408 B dynamic shared memory
+// tensors: t0[2048, 128] float32 (intermediate), t1[32, 8192] float32 (intermediate), O[16, 8192] float16 (output)
 // block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(1,), fmap=0)                  [16, 8]        loop  smem s_t0 (ring x16)
-//   %1  Load(t1, imap=(1,), fmap=0)                  [16, 8]        loop  smem s_t1 (ring x16)
-//   %2  Accum(%0)                                    [16, 8]        post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [16, 8]        post  registers (ew) -> smem acc3
-//   %4  silu(%2)                                     [16, 8]        post  inline
-//   %5  mul(%3, %4)                                  [16, 8]        post  inline
+//   %0  Load(t0, imap=(0,), fmap=1)                  [16, 64]       loop  smem s_t0 (ring x2)
+//   %1  Load(t1, imap=(1,), fmap=0)                  [16, 64]       loop  smem s_t1 (ring x2)
+//   %2  Accum(%0)                                    [16, 64]       post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [16, 64]       post  registers (ew) -> smem acc3
+//   %4  silu(%2)                                     [16, 64]       post  inline
+//   %5  mul(%3, %4)                                  [16, 64]       post  inline
 //   %6  Save(%5 -> O, omap=(1,))                                    save  global
 
 
@@ -425,130 +425,126 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
-// t0[256, 8192] -> tile [16, 8]: 32 copies of 16 B over 128 threads
+// t0[2048, 128] -> tile [16, 64]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = (e % 2) * 4;
-      const int tr1 = e / 2;
-      const int t0 = tr1;
-      cp_async16(dst + t0 * 12 + t1, src + t0 * 8192 + t1);
-    }
+    const int t1 = (e % 16) * 4;
+    const int tr1 = e / 16;
+    const int t0 = tr1;
+    cp_async16(dst + t0 * 68 + t1, src + t0 * 128 + t1);
   }
 }
 
-// t1[256, 8192] -> tile [16, 8]: 32 copies of 16 B over 128 threads
+// t1[32, 8192] -> tile [16, 64]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = (e % 2) * 4;
-      const int tr1 = e / 2;
-      const int t0 = tr1;
-      cp_async16(dst + t0 * 12 + t1, src + t0 * 8192 + t1);
-    }
+    const int t1 = (e % 16) * 4;
+    const int tr1 = e / 16;
+    const int t0 = tr1;
+    cp_async16(dst + t0 * 68 + t1, src + t0 * 8192 + t1);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_c8efab4328(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7c73d2f7b5(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 8] pitch 12 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 12288);  // loop [16, 8] pitch 12 ring of 16
-  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 8] pitch 12
-  float* const acc3 = reinterpret_cast<float*>(smem + 768);  // post [16, 8] pitch 12
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 64] pitch 68 ring of 2
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 8704);  // loop [16, 64] pitch 68 ring of 2
+  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 64] pitch 68
+  float* const acc3 = reinterpret_cast<float*>(smem + 4352);  // post [16, 64] pitch 68
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 8;
-  const float* const g_s_t1 = t1 + (int)blockIdx.x * 8;
+  const float* const g_s_t0 = t0 + (int)blockIdx.x * 2048;
+  const float* const g_s_t1 = t1 + (int)blockIdx.x * 64;
   // accumulators (registers)
-  float ra2[1] = {};
-  float ra3[1] = {};
+  float ra2[8] = {};
+  float ra3[8] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 16; ++st) {
-    if (st < 16) {
-      load_s_t0(s_t0_ring + st * 192, g_s_t0 + st * 131072, tid);
-      load_s_t1(s_t1_ring + st * 192, g_s_t1 + st * 131072, tid);
+  for (int st = 0; st < 2; ++st) {
+    if (st < 2) {
+      load_s_t0(s_t0_ring + st * 1088, g_s_t0 + st * 64, tid);
+      load_s_t1(s_t1_ring + st * 1088, g_s_t1 + st * 131072, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<16>();
+  cp_async_wait<2>();
   __syncthreads();
-  for (int it = 0; it < 16; ++it) {
-    cp_async_wait<15>();
+  for (int it = 0; it < 2; ++it) {
+    cp_async_wait<1>();
     __syncthreads();
     {
-      const int nx = it + 16;
-      if (nx < 16) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 192, g_s_t0 + nx * 131072, tid);
-        load_s_t1(s_t1_ring + sb * 192, g_s_t1 + nx * 131072, tid);
+      const int nx = it + 2;
+      if (nx < 2) {
+        const int sb = nx % 2;
+        load_s_t0(s_t0_ring + sb * 1088, g_s_t0 + nx * 64, tid);
+        load_s_t1(s_t1_ring + sb * 1088, g_s_t1 + nx * 131072, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
-    float* const s_t0 = s_t0_ring + sb * 192;
-    float* const s_t1 = s_t1_ring + sb * 192;
+    const int sb = it % 2;
+    float* const s_t0 = s_t0_ring + sb * 1088;
+    float* const s_t1 = s_t1_ring + sb * 1088;
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
+    for (int j = 0; j < 8; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = (e % 8);
-      const int a2_er1 = e / 8;
+      const int a2_e1 = (e % 64);
+      const int a2_er1 = e / 64;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 12 + a2_e1];
+      ra2[j] += s_t0[a2_e0 * 68 + a2_e1];
     }
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
+    for (int j = 0; j < 8; ++j) {
       const int e = tid + j * 128;
-      const int a3_e1 = (e % 8);
-      const int a3_er1 = e / 8;
+      const int a3_e1 = (e % 64);
+      const int a3_er1 = e / 64;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 12 + a3_e1];
+      ra3[j] += s_t1[a3_e0 * 68 + a3_e1];
     }
   }
   cp_async_wait<0>();
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = (e % 8);
-    const int a2_er1 = e / 8;
+    const int a2_e1 = (e % 64);
+    const int a2_er1 = e / 64;
     const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 12 + a2_e1] = ra2[j];
+    acc2[a2_e0 * 68 + a2_e1] = ra2[j];
   }
   #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
-    const int a3_e1 = (e % 8);
-    const int a3_er1 = e / 8;
+    const int a3_e1 = (e % 64);
+    const int a3_er1 = e / 64;
     const int a3_e0 = a3_er1;
-    acc3[a3_e0 * 12 + a3_e1] = ra3[j];
+    acc3[a3_e0 * 68 + a3_e1] = ra3[j];
   }
   __syncthreads();
-  // save O[16, 8192] <- tile [16, 8], omap (1,): 8-element stores
+  // save O[16, 8192] <- tile [16, 64], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 8;
+    const int blk_6 = (int)blockIdx.x * 64;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      if (e < 16) {
-        const int s6_0 = e;
-        const float v0 = (acc3[s6_0 * 12] * prism_silu(acc2[s6_0 * 12]));
-        const float v1 = (acc3[s6_0 * 12 + 1] * prism_silu(acc2[s6_0 * 12 + 1]));
-        const float v2 = (acc3[s6_0 * 12 + 2] * prism_silu(acc2[s6_0 * 12 + 2]));
-        const float v3 = (acc3[s6_0 * 12 + 3] * prism_silu(acc2[s6_0 * 12 + 3]));
-        const float v4 = (acc3[s6_0 * 12 + 4] * prism_silu(acc2[s6_0 * 12 + 4]));
-        const float v5 = (acc3[s6_0 * 12 + 5] * prism_silu(acc2[s6_0 * 12 + 5]));
-        const float v6 = (acc3[s6_0 * 12 + 6] * prism_silu(acc2[s6_0 * 12 + 6]));
-        const float v7 = (acc3[s6_0 * 12 + 7] * prism_silu(acc2[s6_0 * 12 + 7]));
-        st_h8(O + blk_6 + s6_0 * 8192, v0, v1, v2, v3, v4, v5, v6, v7);
-      }
+      const int s6_1 = (e % 8) * 8;
+      const int s6_r1 = e / 8;
+      const int s6_0 = s6_r1;
+      const float v0 = (acc3[s6_0 * 68 + s6_1] * prism_silu(acc2[s6_0 * 68 + s6_1]));
+      const float v1 = (acc3[s6_0 * 68 + (s6_1 + 1)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 1)]));
+      const float v2 = (acc3[s6_0 * 68 + (s6_1 + 2)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 2)]));
+      const float v3 = (acc3[s6_0 * 68 + (s6_1 + 3)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 3)]));
+      const float v4 = (acc3[s6_0 * 68 + (s6_1 + 4)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 4)]));
+      const float v5 = (acc3[s6_0 * 68 + (s6_1 + 5)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 5)]));
+      const float v6 = (acc3[s6_0 * 68 + (s6_1 + 6)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 6)]));
+      const float v7 = (acc3[s6_0 * 68 + (s6_1 + 7)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 7)]));
+      st_h8(O + blk_6 + s6_0 * 8192 + s6_1, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }
 }

@@ -1,17 +1,17 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_12262dec80 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_c7b387760d (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=8, y=64), for-loop 32; block 128 threads; 16 pipeline stage(s); 75776 B dynamic shared memory
-// tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[1, 4096] float16 (input), t0[8, 4096] float32 (intermediate), t1[8, 4096] float32 (intermediate)
+// sizes: grid (x=8, y=32), for-loop 16; block 128 threads; 5 pipeline stage(s); 87680 B dynamic shared memory
+// tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[1, 4096] float16 (input), t0[32, 1024] float32 (intermediate), t1[8, 4096] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Wg, imap=(0, 1), fmap=0)                [16, 64]       loop  smem s_Wg (ring x16)
-//   %1  Load(Wu, imap=(0, 1), fmap=0)                [16, 64]       loop  smem s_Wu (ring x16)
-//   %2  Load(X, imap=(1, None), fmap=1)              [1, 16]        loop  smem s_X (ring x16)
-//   %3  matmul(%2, %0)                               [1, 64]        loop  mma fragments (1 unit(s)/warp, k split 1)
-//   %4  matmul(%2, %1)                               [1, 64]        loop  mma fragments (1 unit(s)/warp, k split 1)
-//   %5  Accum(%3)                                    [1, 64]        post  registers (frag) -> smem acc5
-//   %6  Accum(%4)                                    [1, 64]        post  registers (frag) -> smem acc6
-//   %7  Save(%5 -> t0, omap=(0, 1))                                 save  global
+//   %0  Load(Wg, imap=(0, 1), fmap=0)                [32, 128]      loop  smem s_Wg (ring x5)
+//   %1  Load(Wu, imap=(0, 1), fmap=0)                [32, 128]      loop  smem s_Wu (ring x5)
+//   %2  Load(X, imap=(1, None), fmap=1)              [1, 32]        loop  smem s_X (ring x5)
+//   %3  matmul(%2, %0)                               [1, 128]       loop  mma fragments (2 unit(s)/warp, k split 1)
+//   %4  matmul(%2, %1)                               [1, 128]       loop  mma fragments (2 unit(s)/warp, k split 1)
+//   %5  Accum(%3)                                    [1, 128]       post  registers (frag) -> smem acc5
+//   %6  Accum(%4)                                    [1, 128]       post  registers (frag) -> smem acc6
+//   %7  Save(%5 -> t0, omap=(1, 0))                                 save  global
 //   %8  Save(%6 -> t1, omap=(0, 1))                                 save  global
 
 
@@ -104,166 +104,178 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
-// Wg[4096, 4096] -> tile [16, 64]: 128 copies of 16 B over 128 threads
+// Wg[4096, 4096] -> tile [32, 128]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
+    const int t1 = (e % 16) * 8;
+    const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
   }
 }
 
-// Wu[4096, 4096] -> tile [16, 64]: 128 copies of 16 B over 128 threads
+// Wu[4096, 4096] -> tile [32, 128]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
+    const int t1 = (e % 16) * 8;
+    const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
   }
 }
 
-// X[1, 4096] -> tile [1, 16]: 2 copies of 16 B over 128 threads
+// X[1, 4096] -> tile [1, 32]: 4 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    if (e < 2) {
+    if (e < 4) {
       const int t1 = e * 8;
       cp_async16(dst + t1, src + t1);
     }
   }
 }
 
-// op 3: [1x]1x16 @ 16x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 1 k-steps per warp
-__device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+// op 3: [1x]1x32 @ 32x128: 8 units of 16x16 over 4 warps (2 per warp), k split 1 ways, 2 k-steps per warp
+__device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
-    const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 16 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
+    const int np = u % 8;
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 32 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
-    for (int q = 0; q < 1; ++q) {
+    for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 2304);
-      mma16816(acc[j][0], a, b[0], b[1]);
-      mma16816(acc[j][1], a, b[2], b[3]);
+      ldsm_x4_t(b, b_addr + t * 4352);
+      mma16816(c[q & 1][0], a, b[0], b[1]);
+      mma16816(c[q & 1][1], a, b[2], b[3]);
+    }
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+    #pragma unroll
+      for (int r = 0; r < 4; ++r) acc[j][h][r] += c[0][h][r] + c[1][h][r];
     }
   }
 }
 
-__device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+__device__ __forceinline__ void store_3(const float (&acc)[2][2][4], float* D, const int warp, const int lane) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
-    const int np = u % 4;
+    const int np = u % 8;
     const int r0 = mt * 16 + (lane >> 2);
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int col = np * 16 + h * 8 + 2 * (lane & 3);
-      float* d = D + r0 * 64 + col;
+      float* d = D + r0 * 128 + col;
       if (r0 < 1) st_f2(d, acc[j][h][0], acc[j][h][1]);
-      if (r0 + 8 < 1) st_f2(d + 512, acc[j][h][2], acc[j][h][3]);
+      if (r0 + 8 < 1) st_f2(d + 1024, acc[j][h][2], acc[j][h][3]);
     }
   }
 }
 
-// op 4: [1x]1x16 @ 16x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 1 k-steps per warp
-__device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+// op 4: [1x]1x32 @ 32x128: 8 units of 16x16 over 4 warps (2 per warp), k split 1 ways, 2 k-steps per warp
+__device__ __forceinline__ void mma_4(float (&acc)[2][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
-    const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 16 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
+    const int np = u % 8;
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 32 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
-    for (int q = 0; q < 1; ++q) {
+    for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 2304);
-      mma16816(acc[j][0], a, b[0], b[1]);
-      mma16816(acc[j][1], a, b[2], b[3]);
+      ldsm_x4_t(b, b_addr + t * 4352);
+      mma16816(c[q & 1][0], a, b[0], b[1]);
+      mma16816(c[q & 1][1], a, b[2], b[3]);
+    }
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+    #pragma unroll
+      for (int r = 0; r < 4; ++r) acc[j][h][r] += c[0][h][r] + c[1][h][r];
     }
   }
 }
 
-__device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+__device__ __forceinline__ void store_4(const float (&acc)[2][2][4], float* D, const int warp, const int lane) {
 #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int u = warp + j * 4;
     const int mt = 0;
-    const int np = u % 4;
+    const int np = u % 8;
     const int r0 = mt * 16 + (lane >> 2);
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int col = np * 16 + h * 8 + 2 * (lane & 3);
-      float* d = D + r0 * 64 + col;
+      float* d = D + r0 * 128 + col;
       if (r0 < 1) st_f2(d, acc[j][h][0], acc[j][h][1]);
-      if (r0 + 8 < 1) st_f2(d + 512, acc[j][h][2], acc[j][h][3]);
+      if (r0 + 8 < 1) st_f2(d + 1024, acc[j][h][2], acc[j][h][3]);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_12262dec80(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c7b387760d(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [16, 64] pitch 72 ring of 16
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 36864);  // loop [16, 64] pitch 72 ring of 16
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 73728);  // loop [1, 16] pitch 16 ring of 16
-  float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [1, 64] pitch 64
-  float* const acc6 = reinterpret_cast<float*>(smem + 256);  // post [1, 64] pitch 64
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [32, 128] pitch 136 ring of 5
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 43520);  // loop [32, 128] pitch 136 ring of 5
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 87040);  // loop [1, 32] pitch 32 ring of 5
+  float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [1, 128] pitch 128
+  float* const acc6 = reinterpret_cast<float*>(smem + 512);  // post [1, 128] pitch 128
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 64;
-  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 64;
+  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 128;
+  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 128;
   const half_t* const g_s_X = X + (int)blockIdx.x * 512;
   // accumulators (registers)
-  float ra5[1][2][4] = {};
-  float ra6[1][2][4] = {};
+  float ra5[2][2][4] = {};
+  float ra6[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 15; ++st) {
-    if (st < 32) {
-      load_s_Wg(s_Wg_ring + st * 1152, g_s_Wg + st * 65536, tid);
-      load_s_Wu(s_Wu_ring + st * 1152, g_s_Wu + st * 65536, tid);
-      load_s_X(s_X_ring + st * 16, g_s_X + st * 16, tid);
+  for (int st = 0; st < 4; ++st) {
+    if (st < 16) {
+      load_s_Wg(s_Wg_ring + st * 4352, g_s_Wg + st * 131072, tid);
+      load_s_Wu(s_Wu_ring + st * 4352, g_s_Wu + st * 131072, tid);
+      load_s_X(s_X_ring + st * 32, g_s_X + st * 32, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<15>();
+  cp_async_wait<4>();
   __syncthreads();
-  for (int it = 0; it < 32; ++it) {
-    cp_async_wait<14>();
+  for (int it = 0; it < 16; ++it) {
+    cp_async_wait<3>();
     __syncthreads();
     {
-      const int nx = it + 15;
-      if (nx < 32) {
-        const int sb = nx % 16;
-        load_s_Wg(s_Wg_ring + sb * 1152, g_s_Wg + nx * 65536, tid);
-        load_s_Wu(s_Wu_ring + sb * 1152, g_s_Wu + nx * 65536, tid);
-        load_s_X(s_X_ring + sb * 16, g_s_X + nx * 16, tid);
+      const int nx = it + 4;
+      if (nx < 16) {
+        const int sb = nx % 5;
+        load_s_Wg(s_Wg_ring + sb * 4352, g_s_Wg + nx * 131072, tid);
+        load_s_Wu(s_Wu_ring + sb * 4352, g_s_Wu + nx * 131072, tid);
+        load_s_X(s_X_ring + sb * 32, g_s_X + nx * 32, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
-    half_t* const s_Wg = s_Wg_ring + sb * 1152;
-    half_t* const s_Wu = s_Wu_ring + sb * 1152;
-    half_t* const s_X = s_X_ring + sb * 16;
+    const int sb = it % 5;
+    half_t* const s_Wg = s_Wg_ring + sb * 4352;
+    half_t* const s_Wu = s_Wu_ring + sb * 4352;
+    half_t* const s_X = s_X_ring + sb * 32;
     mma_3(ra5, s_X, s_Wg, warp, lane);
     mma_4(ra6, s_X, s_Wu, warp, lane);
   }
@@ -273,13 +285,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_12262dec80(co
   store_3(ra5, acc5, warp, lane);
   store_4(ra6, acc6, warp, lane);
   __syncthreads();
-  // save t0[8, 4096] <- tile [1, 64], omap (0, 1): 4-element stores
+  // save t0[32, 1024] <- tile [1, 128], omap (1, 0): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 4096 + (int)blockIdx.y * 64;
+    const int blk_7 = (int)blockIdx.x * 128 + (int)blockIdx.y * 1024;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      if (e < 16) {
+      if (e < 32) {
         const int s7_1 = e * 4;
         const float v0 = acc5[s7_1];
         const float v1 = acc5[(s7_1 + 1)];
@@ -289,13 +301,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_12262dec80(co
       }
     }
   }
-  // save t1[8, 4096] <- tile [1, 64], omap (0, 1): 4-element stores
+  // save t1[8, 4096] <- tile [1, 128], omap (0, 1): 4-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 4096 + (int)blockIdx.y * 64;
+    const int blk_8 = (int)blockIdx.x * 4096 + (int)blockIdx.y * 128;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      if (e < 16) {
+      if (e < 32) {
         const int s8_1 = e * 4;
         const float v0 = acc6[s8_1];
         const float v1 = acc6[(s8_1 + 1)];
@@ -310,17 +322,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_12262dec80(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_12262dec80 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_c7b387760d (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=8), for-loop 8; block 128 threads; 8 pipeline stage(s); 32768 B dynamic shared memory
-// tensors: t0[8, 4096] float32 (intermediate), t1[8, 4096] float32 (intermediate), O[1, 4096] float16 (output)
+// sizes: grid (x=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 8192 B dynamic shared memory
+// tensors: t0[32, 1024] float32 (intermediate), t1[8, 4096] float32 (intermediate), O[1, 4096] float16 (output)
 // block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(1,), fmap=0)                  [1, 512]       loop  smem s_t0 (ring x8)
-//   %1  Load(t1, imap=(1,), fmap=0)                  [1, 512]       loop  smem s_t1 (ring x8)
-//   %2  Accum(%0)                                    [1, 512]       post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [1, 512]       post  registers (ew) -> smem acc3
-//   %4  silu(%2)                                     [1, 512]       post  inline
-//   %5  mul(%3, %4)                                  [1, 512]       post  inline
+//   %0  Load(t0, imap=(0,), fmap=1)                  [1, 128]       loop  smem s_t0 (ring x8)
+//   %1  Load(t1, imap=(1,), fmap=0)                  [1, 128]       loop  smem s_t1 (ring x8)
+//   %2  Accum(%0)                                    [1, 128]       post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 128]       post  registers (ew) -> smem acc3
+//   %4  silu(%2)                                     [1, 128]       post  inline
+//   %5  mul(%3, %4)                                  [1, 128]       post  inline
 //   %6  Save(%5 -> O, omap=(1,))                                    save  global
 
 
@@ -413,47 +425,51 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
-// t0[8, 4096] -> tile [1, 512]: 128 copies of 16 B over 128 threads
+// t0[32, 1024] -> tile [1, 128]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int t1 = e * 4;
-    cp_async16(dst + t1, src + t1);
+    if (e < 32) {
+      const int t1 = e * 4;
+      cp_async16(dst + t1, src + t1);
+    }
   }
 }
 
-// t1[8, 4096] -> tile [1, 512]: 128 copies of 16 B over 128 threads
+// t1[8, 4096] -> tile [1, 128]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int t1 = e * 4;
-    cp_async16(dst + t1, src + t1);
+    if (e < 32) {
+      const int t1 = e * 4;
+      cp_async16(dst + t1, src + t1);
+    }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_12262dec80(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_c7b387760d(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 512] pitch 512 ring of 8
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 16384);  // loop [1, 512] pitch 512 ring of 8
-  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 512] pitch 512
-  float* const acc3 = reinterpret_cast<float*>(smem + 2048);  // post [1, 512] pitch 512
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 128] pitch 128 ring of 8
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 4096);  // loop [1, 128] pitch 128 ring of 8
+  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 128] pitch 128
+  float* const acc3 = reinterpret_cast<float*>(smem + 512);  // post [1, 128] pitch 128
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 512;
-  const float* const g_s_t1 = t1 + (int)blockIdx.x * 512;
+  const float* const g_s_t0 = t0 + (int)blockIdx.x * 1024;
+  const float* const g_s_t1 = t1 + (int)blockIdx.x * 128;
   // accumulators (registers)
-  float ra2[4] = {};
-  float ra3[4] = {};
+  float ra2[1] = {};
+  float ra3[1] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 8; ++st) {
     if (st < 8) {
-      load_s_t0(s_t0_ring + st * 512, g_s_t0 + st * 4096, tid);
-      load_s_t1(s_t1_ring + st * 512, g_s_t1 + st * 4096, tid);
+      load_s_t0(s_t0_ring + st * 128, g_s_t0 + st * 128, tid);
+      load_s_t1(s_t1_ring + st * 128, g_s_t1 + st * 4096, tid);
     }
     cp_async_commit();
   }
@@ -466,22 +482,22 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_12262dec80(co
       const int nx = it + 8;
       if (nx < 8) {
         const int sb = nx % 8;
-        load_s_t0(s_t0_ring + sb * 512, g_s_t0 + nx * 4096, tid);
-        load_s_t1(s_t1_ring + sb * 512, g_s_t1 + nx * 4096, tid);
+        load_s_t0(s_t0_ring + sb * 128, g_s_t0 + nx * 128, tid);
+        load_s_t1(s_t1_ring + sb * 128, g_s_t1 + nx * 4096, tid);
       }
       cp_async_commit();
     }
     const int sb = it % 8;
-    float* const s_t0 = s_t0_ring + sb * 512;
-    float* const s_t1 = s_t1_ring + sb * 512;
+    float* const s_t0 = s_t0_ring + sb * 128;
+    float* const s_t1 = s_t1_ring + sb * 128;
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
       const int a2_e1 = e;
       ra2[j] += s_t0[a2_e1];
     }
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
       const int a3_e1 = e;
       ra3[j] += s_t1[a3_e1];
@@ -491,25 +507,25 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_12262dec80(co
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int a2_e1 = e;
     acc2[a2_e1] = ra2[j];
   }
   #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int a3_e1 = e;
     acc3[a3_e1] = ra3[j];
   }
   __syncthreads();
-  // save O[1, 4096] <- tile [1, 512], omap (1,): 8-element stores
+  // save O[1, 4096] <- tile [1, 128], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 512;
+    const int blk_6 = (int)blockIdx.x * 128;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      if (e < 64) {
+      if (e < 16) {
         const int s6_1 = e * 8;
         const float v0 = (acc3[s6_1] * prism_silu(acc2[s6_1]));
         const float v1 = (acc3[(s6_1 + 1)] * prism_silu(acc2[(s6_1 + 1)]));

@@ -1,0 +1,591 @@
+namespace prism_0 {
+// Prism generated kernel prism_program_k0_7d0d3e306a (deterministic output; do not edit)
+// program program, kernel 'k0' (1 of 2 custom), target sm_80
+// sizes: grid (x=32, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 24192 B dynamic shared memory
+// tensors: Kt[2, 128, 1024] float16 (input), Q[2, 8, 128] float16 (input), V[2, 1024, 128] float16 (input), t0[32, 8, 256] float32 (intermediate), t1[2, 8, 32] float32 (intermediate)
+// block graph (tile per block; where the value lives):
+//   %0  Load(Kt, imap=(2, 0), fmap=None)             [1, 128, 32]   pre   smem s_Kt (once)
+//   %1  Load(Q, imap=(None, 0), fmap=None)           [1, 8, 128]    pre   smem s_Q (once)
+//   %2  Load(V, imap=(1, 0), fmap=None)              [1, 32, 128]   pre   smem s_V (once)
+//   %3  matmul(%1, %0)                               [1, 8, 32]     pre   smem mm3 x2 partial
+//   %4  exp(%3)                                      [1, 8, 32]     pre   smem ew4
+//   %5  matmul(%4, %2)                               [1, 8, 128]    loop  mma fragments (2 unit(s)/warp, k split 1)
+//   %6  sum(%4, dim=2)                               [1, 8, 1]      pre   smem red6
+//   %7  Accum(%5)                                    [1, 8, 128]    post  registers (frag) -> smem acc7
+//   %8  Accum(%6)                                    [1, 8, 1]      post  registers (ew) -> smem acc8
+//   %9  Save(%7 -> t0, omap=(0, 2))                                 save  global
+//   %10 Save(%8 -> t1, omap=(2, 0))                                 save  global
+
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
+
+// Kt[2, 128, 1024] -> tile [1, 128, 32]: 512 copies of 16 B over 128 threads
+__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int e = tid + j * 128;
+    const int t2 = (e % 4) * 8;
+    const int tr2 = e / 4;
+    const int t1 = tr2;
+    cp_async16(dst + t1 * 40 + t2, src + t1 * 1024 + t2);
+  }
+}
+
+// Q[2, 8, 128] -> tile [1, 8, 128]: 128 copies of 16 B over 128 threads
+__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    const int t2 = (e % 16) * 8;
+    const int tr2 = e / 16;
+    const int t1 = tr2;
+    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+  }
+}
+
+// V[2, 1024, 128] -> tile [1, 32, 128]: 512 copies of 16 B over 128 threads
+__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int e = tid + j * 128;
+    const int t2 = (e % 16) * 8;
+    const int tr2 = e / 16;
+    const int t1 = tr2;
+    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+  }
+}
+
+// op 3: [1x]8x128 @ 128x32: 2 units of 16x16 over 4 warps (1 per warp), k split 2 ways, 4 k-steps per warp
+__device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+  const int kpart = warp / 2;
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp % 2;
+    const int mt = 0;
+    const int np = u % 2;
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 136 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
+    #pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int t = kpart * 4 + q;
+      unsigned a[4], b[4];
+      ldsm_x4(a, a_addr + t * 32);
+      ldsm_x4_t(b, b_addr + t * 1280);
+      mma16816(c[q & 1][0], a, b[0], b[1]);
+      mma16816(c[q & 1][1], a, b[2], b[3]);
+    }
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+    #pragma unroll
+      for (int r = 0; r < 4; ++r) acc[j][h][r] += c[0][h][r] + c[1][h][r];
+    }
+  }
+}
+
+__device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, const int warp, const int lane) {
+  const int kpart = warp / 2;
+  D += kpart * 288;
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int u = warp % 2;
+    const int mt = 0;
+    const int np = u % 2;
+    const int r0 = mt * 16 + (lane >> 2);
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int col = np * 16 + h * 8 + 2 * (lane & 3);
+      float* d = D + r0 * 36 + col;
+      if (r0 < 8) st_f2(d, acc[j][h][0], acc[j][h][1]);
+      if (r0 + 8 < 8) st_f2(d + 288, acc[j][h][2], acc[j][h][3]);
+    }
+  }
+}
+
+// op 5: [1x]8x32 @ 32x128: 8 units of 16x16 over 4 warps (2 per warp), k split 1 ways, 2 k-steps per warp
+__device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int u = warp + j * 4;
+    const int mt = 0;
+    const int np = u % 8;
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 40 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
+    #pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int t = q;
+      unsigned a[4], b[4];
+      ldsm_x4(a, a_addr + t * 32);
+      ldsm_x4_t(b, b_addr + t * 4352);
+      mma16816(c[q & 1][0], a, b[0], b[1]);
+      mma16816(c[q & 1][1], a, b[2], b[3]);
+    }
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+    #pragma unroll
+      for (int r = 0; r < 4; ++r) acc[j][h][r] += c[0][h][r] + c[1][h][r];
+    }
+  }
+}
+
+__device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int u = warp + j * 4;
+    const int mt = 0;
+    const int np = u % 8;
+    const int r0 = mt * 16 + (lane >> 2);
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int col = np * 16 + h * 8 + 2 * (lane & 3);
+      float* d = D + r0 * 132 + col;
+      if (r0 < 8) st_f2(d, acc[j][h][0], acc[j][h][1]);
+      if (r0 + 8 < 8) st_f2(d + 1056, acc[j][h][2], acc[j][h][3]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(const half_t* __restrict__ Kt, const half_t* __restrict__ Q, const half_t* __restrict__ V, float* __restrict__ t0, float* __restrict__ t1) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  // shared-memory tiles (the post-loop tiles reuse the loop's space)
+  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 32] pitch 40
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 10240);  // pre [1, 8, 128] pitch 136
+  half_t* const s_V = reinterpret_cast<half_t*>(smem + 12416);  // pre [1, 32, 128] pitch 136
+  float* const mm3 = reinterpret_cast<float*>(smem + 21120);  // pre [1, 8, 32] pitch 36 2 partial copies
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 23424);  // pre [1, 8, 32] pitch 40
+  float* const red6 = reinterpret_cast<float*>(smem + 24064);  // pre [1, 8, 1] pitch 1
+  float* const acc7 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 128] pitch 132
+  float* const acc8 = reinterpret_cast<float*>(smem + 4224);  // post [1, 8, 1] pitch 1
+  // this block's tile origins in global memory
+  const half_t* const g_s_Kt = Kt + (int)blockIdx.y * 131072 + (int)blockIdx.x * 32;
+  const half_t* const g_s_Q = Q + (int)blockIdx.y * 1024;
+  const half_t* const g_s_V = V + (int)blockIdx.y * 131072 + (int)blockIdx.x * 4096;
+  // accumulators (registers)
+  float ra7[2][2][4] = {};
+  float ra8[1] = {};
+  // prologue: loop-invariant tiles, then the first stages
+  load_s_Kt(s_Kt, g_s_Kt, tid);
+  load_s_Q(s_Q, g_s_Q, tid);
+  load_s_V(s_V, g_s_V, tid);
+  cp_async_commit();
+  #pragma unroll
+  for (int st = 0; st < 1; ++st) {
+    cp_async_commit();
+  }
+  cp_async_wait<1>();
+  __syncthreads();
+  // loop-invariant ops, hoisted
+  {
+    float f[1][2][4] = {};
+    mma_3(f, s_Q, s_Kt, warp, lane);
+    store_3(f, mm3, warp, lane);
+  }
+  __syncthreads();
+  // ew4 = half(op 4) [1, 8, 32]
+  #pragma unroll 4
+  for (int j = 0; j < 2; ++j) {
+    const int e = tid + j * 128;
+    const int m4_2 = (e % 32);
+    const int m4_r2 = e / 32;
+    const int m4_1 = m4_r2;
+    ew4[m4_1 * 40 + m4_2] = hstore(__expf((mm3[m4_1 * 36 + m4_2] + mm3[m4_1 * 36 + m4_2 + 288])));
+  }
+  __syncthreads();
+  // red6: sum over dim 2 of a [1, 8, 32] tile: 8 outputs, 32 lanes each
+  #pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int o = (j * 4 + warp) * 1;
+    float p = 0.0f;
+    {
+      const int red6_o1 = o;
+  #pragma unroll 4
+      for (int r = lane; r < 32; r += 32) p += hload(ew4[red6_o1 * 40 + r]);
+    }
+    p = warp_sum(p, 32);
+    if (lane == 0) {
+      const int red6_o1 = o;
+      red6[red6_o1] = p;
+    }
+  }
+  __syncthreads();
+  for (int it = 0; it < 1; ++it) {
+    cp_async_wait<0>();
+    __syncthreads();
+    cp_async_commit();
+    mma_5(ra7, ew4, s_V, warp, lane);
+    #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 8) {
+        const int a8_e1 = e;
+        ra8[j] += red6[a8_e1];
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // epilogue: accumulators to shared memory, then the post-loop ops and savers
+  store_5(ra7, acc7, warp, lane);
+  #pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 8) {
+      const int a8_e1 = e;
+      acc8[a8_e1] = ra8[j];
+    }
+  }
+  __syncthreads();
+  // save t0[32, 8, 256] <- tile [1, 8, 128], omap (0, 2): 4-element stores
+  {
+    const int blk_9 = (int)blockIdx.x * 2048 + (int)blockIdx.y * 128;
+  #pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int e = tid + j * 128;
+      const int s9_2 = (e % 32) * 4;
+      const int s9_r2 = e / 32;
+      const int s9_1 = s9_r2;
+      const float v0 = acc7[s9_1 * 132 + s9_2];
+      const float v1 = acc7[s9_1 * 132 + (s9_2 + 1)];
+      const float v2 = acc7[s9_1 * 132 + (s9_2 + 2)];
+      const float v3 = acc7[s9_1 * 132 + (s9_2 + 3)];
+      st_f4(t0 + blk_9 + s9_1 * 256 + s9_2, v0, v1, v2, v3);
+    }
+  }
+  // save t1[2, 8, 32] <- tile [1, 8, 1], omap (2, 0): 1-element stores
+  {
+    const int blk_10 = (int)blockIdx.x + (int)blockIdx.y * 256;
+  #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 8) {
+        const int s10_1 = e;
+        const float v0 = acc8[s10_1];
+        st_f1(t1 + blk_10 + s10_1 * 32, v0);
+      }
+    }
+  }
+}
+
+}  // namespace prism_0
+
+namespace prism_1 {
+// Prism generated kernel prism_program_k1_7d0d3e306a (deterministic output; do not edit)
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=2, y=2), for-loop 32; block 128 threads; 16 pipeline stage(s); 36864 B dynamic shared memory
+// tensors: t0[32, 8, 256] float32 (intermediate), t1[2, 8, 32] float32 (intermediate), O[2, 8, 128] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(1, 2), fmap=0)                [1, 4, 128]    loop  smem s_t0 (ring x16)
+//   %1  Load(t1, imap=(1, 0), fmap=2)                [1, 4, 1]      loop  smem s_t1 (ring x16)
+//   %2  Accum(%0)                                    [1, 4, 128]    post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 4, 1]      post  registers (ew) -> smem acc3
+//   %4  div(%2, %3)                                  [1, 4, 128]    post  inline
+//   %5  Save(%4 -> O, omap=(1, 0))                                  save  global
+
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
+
+// t0[32, 8, 256] -> tile [1, 4, 128]: 128 copies of 16 B over 128 threads
+__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    const int t2 = (e % 32) * 4;
+    const int tr2 = e / 32;
+    const int t1 = tr2;
+    cp_async16(dst + t1 * 132 + t2, src + t1 * 256 + t2);
+  }
+}
+
+// t1[2, 8, 32] -> tile [1, 4, 1]: 4 copies of 4 B over 128 threads
+__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 4) {
+      const int t1 = e;
+      cp_async4(dst + t1, src + t1 * 32);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x;
+  // shared-memory tiles (the post-loop tiles reuse the loop's space)
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 4, 128] pitch 132 ring of 16
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 33792);  // loop [1, 4, 1] pitch 1 ring of 16
+  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 128] pitch 132
+  float* const acc3 = reinterpret_cast<float*>(smem + 2176);  // post [1, 4, 1] pitch 1
+  // this block's tile origins in global memory
+  const float* const g_s_t0 = t0 + (int)blockIdx.x * 1024 + (int)blockIdx.y * 128;
+  const float* const g_s_t1 = t1 + (int)blockIdx.y * 256 + (int)blockIdx.x * 128;
+  // accumulators (registers)
+  float ra2[4] = {};
+  float ra3[1] = {};
+  // prologue: loop-invariant tiles, then the first stages
+  cp_async_commit();
+  #pragma unroll
+  for (int st = 0; st < 15; ++st) {
+    if (st < 32) {
+      load_s_t0(s_t0_ring + st * 528, g_s_t0 + st * 2048, tid);
+      load_s_t1(s_t1_ring + st * 4, g_s_t1 + st * 1, tid);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<15>();
+  __syncthreads();
+  for (int it = 0; it < 32; ++it) {
+    cp_async_wait<14>();
+    __syncthreads();
+    {
+      const int nx = it + 15;
+      if (nx < 32) {
+        const int sb = nx % 16;
+        load_s_t0(s_t0_ring + sb * 528, g_s_t0 + nx * 2048, tid);
+        load_s_t1(s_t1_ring + sb * 4, g_s_t1 + nx * 1, tid);
+      }
+      cp_async_commit();
+    }
+    const int sb = it % 16;
+    float* const s_t0 = s_t0_ring + sb * 528;
+    float* const s_t1 = s_t1_ring + sb * 4;
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int e = tid + j * 128;
+      const int a2_e2 = (e % 128);
+      const int a2_er2 = e / 128;
+      const int a2_e1 = a2_er2;
+      ra2[j] += s_t0[a2_e1 * 132 + a2_e2];
+    }
+    #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 4) {
+        const int a3_e1 = e;
+        ra3[j] += s_t1[a3_e1];
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // epilogue: accumulators to shared memory, then the post-loop ops and savers
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int e = tid + j * 128;
+    const int a2_e2 = (e % 128);
+    const int a2_er2 = e / 128;
+    const int a2_e1 = a2_er2;
+    acc2[a2_e1 * 132 + a2_e2] = ra2[j];
+  }
+  #pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 4) {
+      const int a3_e1 = e;
+      acc3[a3_e1] = ra3[j];
+    }
+  }
+  __syncthreads();
+  // save O[2, 8, 128] <- tile [1, 4, 128], omap (1, 0): 8-element stores
+  {
+    const int blk_5 = (int)blockIdx.x * 512 + (int)blockIdx.y * 1024;
+  #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 64) {
+        const int s5_2 = (e % 16) * 8;
+        const int s5_r2 = e / 16;
+        const int s5_1 = s5_r2;
+        const float v0 = (acc2[s5_1 * 132 + s5_2] / acc3[s5_1]);
+        const float v1 = (acc2[s5_1 * 132 + (s5_2 + 1)] / acc3[s5_1]);
+        const float v2 = (acc2[s5_1 * 132 + (s5_2 + 2)] / acc3[s5_1]);
+        const float v3 = (acc2[s5_1 * 132 + (s5_2 + 3)] / acc3[s5_1]);
+        const float v4 = (acc2[s5_1 * 132 + (s5_2 + 4)] / acc3[s5_1]);
+        const float v5 = (acc2[s5_1 * 132 + (s5_2 + 5)] / acc3[s5_1]);
+        const float v6 = (acc2[s5_1 * 132 + (s5_2 + 6)] / acc3[s5_1]);
+        const float v7 = (acc2[s5_1 * 132 + (s5_2 + 7)] / acc3[s5_1]);
+        st_h8(O + blk_5 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
+      }
+    }
+  }
+}
+
+}  // namespace prism_1

@@ -1,0 +1,522 @@
+namespace prism_0 {
+// Prism generated kernel prism_program_k0_d25c36bc1d (deterministic output; do not edit)
+// program program, kernel 'k0' (1 of 2 custom), target sm_80
+// sizes: grid (x=8, y=32), for-loop 4; block 128 threads; 2 pipeline stage(s); 78336 B dynamic shared memory
+// tensors: W[4096, 4096] float16 (input), X[16, 4096] float16 (input), t0[128, 4096] float32 (intermediate), t1[128, 32] float32 (intermediate)
+// block graph (tile per block; where the value lives):
+//   %0  Load(W, imap=(0, 1), fmap=0)                 [128, 128]     loop  smem s_W (ring x2)
+//   %1  Load(X, imap=(1, None), fmap=1)              [16, 128]      loop  smem s_X (ring x2)
+//   %2  square(%1)                                   [16, 128]      loop  inline
+//   %3  matmul(%1, %0)                               [16, 128]      loop  mma fragments (2 unit(s)/warp, k split 1)
+//   %4  Accum(%2)                                    [16, 128]      post  registers (ew) -> smem acc4
+//   %5  Accum(%3)                                    [16, 128]      post  registers (frag) -> smem acc5
+//   %6  sum(%4, dim=1)                               [16, 1]        post  smem red6
+//   %7  Save(%5 -> t0, omap=(0, 1))                                 save  global
+//   %8  Save(%6 -> t1, omap=(0, 1))                                 save  global
+
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
+
+// W[4096, 4096] -> tile [128, 128]: 2048 copies of 16 B over 128 threads
+__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int e = tid + j * 128;
+    const int t1 = (e % 16) * 8;
+    const int tr1 = e / 16;
+    const int t0 = tr1;
+    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
+  }
+}
+
+// X[16, 4096] -> tile [16, 128]: 256 copies of 16 B over 128 threads
+__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int e = tid + j * 128;
+    const int t1 = (e % 16) * 8;
+    const int tr1 = e / 16;
+    const int t0 = tr1;
+    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
+  }
+}
+
+// op 3: [1x]16x128 @ 128x128: 8 units of 16x16 over 4 warps (2 per warp), k split 1 ways, 8 k-steps per warp
+__device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int u = warp + j * 4;
+    const int mt = 0;
+    const int np = u % 8;
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
+    #pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const int t = q;
+      unsigned a[4], b[4];
+      ldsm_x4(a, a_addr + t * 32);
+      ldsm_x4_t(b, b_addr + t * 4352);
+      mma16816(c[q & 1][0], a, b[0], b[1]);
+      mma16816(c[q & 1][1], a, b[2], b[3]);
+    }
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+    #pragma unroll
+      for (int r = 0; r < 4; ++r) acc[j][h][r] += c[0][h][r] + c[1][h][r];
+    }
+  }
+}
+
+__device__ __forceinline__ void store_3(const float (&acc)[2][2][4], float* D, const int warp, const int lane) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int u = warp + j * 4;
+    const int mt = 0;
+    const int np = u % 8;
+    const int r0 = mt * 16 + (lane >> 2);
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int col = np * 16 + h * 8 + 2 * (lane & 3);
+      float* d = D + r0 * 132 + col;
+      if (r0 < 16) st_f2(d, acc[j][h][0], acc[j][h][1]);
+      if (r0 + 8 < 16) st_f2(d + 1056, acc[j][h][2], acc[j][h][3]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(const half_t* __restrict__ W, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  // shared-memory tiles (the post-loop tiles reuse the loop's space)
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 128] pitch 136 ring of 2
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 69632);  // loop [16, 128] pitch 136 ring of 2
+  float* const acc4 = reinterpret_cast<float*>(smem + 0);  // post [16, 128] pitch 132
+  float* const acc5 = reinterpret_cast<float*>(smem + 8448);  // post [16, 128] pitch 132
+  float* const red6 = reinterpret_cast<float*>(smem + 16896);  // post [16, 1] pitch 1
+  // this block's tile origins in global memory
+  const half_t* const g_s_W = W + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 128;
+  const half_t* const g_s_X = X + (int)blockIdx.x * 512;
+  // accumulators (registers)
+  float ra4[16] = {};
+  float ra5[2][2][4] = {};
+  // prologue: loop-invariant tiles, then the first stages
+  cp_async_commit();
+  #pragma unroll
+  for (int st = 0; st < 1; ++st) {
+    if (st < 4) {
+      load_s_W(s_W_ring + st * 17408, g_s_W + st * 524288, tid);
+      load_s_X(s_X_ring + st * 2176, g_s_X + st * 128, tid);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<1>();
+  __syncthreads();
+  for (int it = 0; it < 4; ++it) {
+    cp_async_wait<0>();
+    __syncthreads();
+    {
+      const int nx = it + 1;
+      if (nx < 4) {
+        const int sb = nx % 2;
+        load_s_W(s_W_ring + sb * 17408, g_s_W + nx * 524288, tid);
+        load_s_X(s_X_ring + sb * 2176, g_s_X + nx * 128, tid);
+      }
+      cp_async_commit();
+    }
+    const int sb = it % 2;
+    half_t* const s_W = s_W_ring + sb * 17408;
+    half_t* const s_X = s_X_ring + sb * 2176;
+    mma_3(ra5, s_X, s_W, warp, lane);
+    #pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int e = tid + j * 128;
+      const int a4_e1 = (e % 128);
+      const int a4_er1 = e / 128;
+      const int a4_e0 = a4_er1;
+      ra4[j] += prism_sq(hload(s_X[a4_e0 * 136 + a4_e1]));
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // epilogue: accumulators to shared memory, then the post-loop ops and savers
+  #pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int e = tid + j * 128;
+    const int a4_e1 = (e % 128);
+    const int a4_er1 = e / 128;
+    const int a4_e0 = a4_er1;
+    acc4[a4_e0 * 132 + a4_e1] = ra4[j];
+  }
+  store_3(ra5, acc5, warp, lane);
+  __syncthreads();
+  // red6: sum over dim 1 of a [16, 128] tile: 16 outputs, 32 lanes each
+  #pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int o = (j * 4 + warp) * 1;
+    float p = 0.0f;
+    {
+      const int red6_o0 = o;
+  #pragma unroll 4
+      for (int r = lane; r < 128; r += 32) p += acc4[red6_o0 * 132 + r];
+    }
+    p = warp_sum(p, 32);
+    if (lane == 0) {
+      const int red6_o0 = o;
+      red6[red6_o0] = p;
+    }
+  }
+  __syncthreads();
+  // save t0[128, 4096] <- tile [16, 128], omap (0, 1): 4-element stores
+  {
+    const int blk_7 = (int)blockIdx.x * 65536 + (int)blockIdx.y * 128;
+  #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int e = tid + j * 128;
+      const int s7_1 = (e % 32) * 4;
+      const int s7_r1 = e / 32;
+      const int s7_0 = s7_r1;
+      const float v0 = acc5[s7_0 * 132 + s7_1];
+      const float v1 = acc5[s7_0 * 132 + (s7_1 + 1)];
+      const float v2 = acc5[s7_0 * 132 + (s7_1 + 2)];
+      const float v3 = acc5[s7_0 * 132 + (s7_1 + 3)];
+      st_f4(t0 + blk_7 + s7_0 * 4096 + s7_1, v0, v1, v2, v3);
+    }
+  }
+  // save t1[128, 32] <- tile [16, 1], omap (0, 1): 1-element stores
+  {
+    const int blk_8 = (int)blockIdx.x * 512 + (int)blockIdx.y;
+  #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 16) {
+        const int s8_0 = e;
+        const float v0 = red6[s8_0];
+        st_f1(t1 + blk_8 + s8_0 * 32, v0);
+      }
+    }
+  }
+}
+
+}  // namespace prism_0
+
+namespace prism_1 {
+// Prism generated kernel prism_program_k1_d25c36bc1d (deterministic output; do not edit)
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 68608 B dynamic shared memory
+// tensors: t0[128, 4096] float32 (intermediate), t1[128, 32] float32 (intermediate), O[16, 4096] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(1,), fmap=0)                  [16, 128]      loop  smem s_t0 (ring x8)
+//   %1  Load(t1, imap=(1,), fmap=0)                  [16, 1]        loop  smem s_t1 (ring x8)
+//   %2  Accum(%0)                                    [16, 128]      post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [16, 1]        post  registers (ew) -> smem acc3
+//   %4  scale(%3, {'recip_dim': ['X', 1]})           [16, 1]        post  inline
+//   %5  add_scalar(%4, {'const': 1e-06})             [16, 1]        post  inline
+//   %6  rsqrt(%5)                                    [16, 1]        post  inline
+//   %7  mul(%2, %6)                                  [16, 128]      post  inline
+//   %8  Save(%7 -> O, omap=(1,))                                    save  global
+
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
+
+// t0[128, 4096] -> tile [16, 128]: 512 copies of 16 B over 128 threads
+__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int e = tid + j * 128;
+    const int t1 = (e % 32) * 4;
+    const int tr1 = e / 32;
+    const int t0 = tr1;
+    cp_async16(dst + t0 * 132 + t1, src + t0 * 4096 + t1);
+  }
+}
+
+// t1[128, 32] -> tile [16, 1]: 16 copies of 4 B over 128 threads
+__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+#pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 16) {
+      const int t0 = e;
+      cp_async4(dst + t0, src + t0 * 32);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_d25c36bc1d(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x;
+  // shared-memory tiles (the post-loop tiles reuse the loop's space)
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 128] pitch 132 ring of 8
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 67584);  // loop [16, 1] pitch 1 ring of 8
+  float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 128] pitch 132
+  float* const acc3 = reinterpret_cast<float*>(smem + 8448);  // post [16, 1] pitch 1
+  // this block's tile origins in global memory
+  const float* const g_s_t0 = t0 + (int)blockIdx.x * 128;
+  const float* const g_s_t1 = t1 + (int)blockIdx.x;
+  // accumulators (registers)
+  float ra2[16] = {};
+  float ra3[1] = {};
+  // prologue: loop-invariant tiles, then the first stages
+  cp_async_commit();
+  #pragma unroll
+  for (int st = 0; st < 8; ++st) {
+    if (st < 8) {
+      load_s_t0(s_t0_ring + st * 2112, g_s_t0 + st * 65536, tid);
+      load_s_t1(s_t1_ring + st * 16, g_s_t1 + st * 512, tid);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<8>();
+  __syncthreads();
+  for (int it = 0; it < 8; ++it) {
+    cp_async_wait<7>();
+    __syncthreads();
+    {
+      const int nx = it + 8;
+      if (nx < 8) {
+        const int sb = nx % 8;
+        load_s_t0(s_t0_ring + sb * 2112, g_s_t0 + nx * 65536, tid);
+        load_s_t1(s_t1_ring + sb * 16, g_s_t1 + nx * 512, tid);
+      }
+      cp_async_commit();
+    }
+    const int sb = it % 8;
+    float* const s_t0 = s_t0_ring + sb * 2112;
+    float* const s_t1 = s_t1_ring + sb * 16;
+    #pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int e = tid + j * 128;
+      const int a2_e1 = (e % 128);
+      const int a2_er1 = e / 128;
+      const int a2_e0 = a2_er1;
+      ra2[j] += s_t0[a2_e0 * 132 + a2_e1];
+    }
+    #pragma unroll
+    for (int j = 0; j < 1; ++j) {
+      const int e = tid + j * 128;
+      if (e < 16) {
+        const int a3_e0 = e;
+        ra3[j] += s_t1[a3_e0];
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // epilogue: accumulators to shared memory, then the post-loop ops and savers
+  #pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int e = tid + j * 128;
+    const int a2_e1 = (e % 128);
+    const int a2_er1 = e / 128;
+    const int a2_e0 = a2_er1;
+    acc2[a2_e0 * 132 + a2_e1] = ra2[j];
+  }
+  #pragma unroll
+  for (int j = 0; j < 1; ++j) {
+    const int e = tid + j * 128;
+    if (e < 16) {
+      const int a3_e0 = e;
+      acc3[a3_e0] = ra3[j];
+    }
+  }
+  __syncthreads();
+  // save O[16, 4096] <- tile [16, 128], omap (1,): 8-element stores
+  {
+    const int blk_8 = (int)blockIdx.x * 128;
+  #pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int e = tid + j * 128;
+      const int s8_1 = (e % 16) * 8;
+      const int s8_r1 = e / 16;
+      const int s8_0 = s8_r1;
+      const float v0 = (acc2[s8_0 * 132 + s8_1] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      const float v1 = (acc2[s8_0 * 132 + (s8_1 + 1)] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      const float v2 = (acc2[s8_0 * 132 + (s8_1 + 2)] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      const float v3 = (acc2[s8_0 * 132 + (s8_1 + 3)] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      const float v4 = (acc2[s8_0 * 132 + (s8_1 + 4)] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      const float v5 = (acc2[s8_0 * 132 + (s8_1 + 5)] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      const float v6 = (acc2[s8_0 * 132 + (s8_1 + 6)] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      const float v7 = (acc2[s8_0 * 132 + (s8_1 + 7)] * rsqrtf(((acc3[s8_0] * 0.000244140625f) + 1e-06f)));
+      st_h8(O + blk_8 + s8_0 * 4096 + s8_1, v0, v1, v2, v3, v4, v5, v6, v7);
+    }
+  }
+}
+
+}  // namespace prism_1
