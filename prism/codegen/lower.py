@@ -40,6 +40,7 @@ from prism.ir import (
     Save,
     UnaryOp,
     infer,
+    op_args,
 )
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -189,7 +190,7 @@ class KernelLowering:
         return sum(a.regs for a in self.accs.values())
 
     def users(self, i: int) -> list[int]:
-        return [j for j, op in enumerate(self.kernel.ops) if i in _args(op)]
+        return [j for j, op in enumerate(self.kernel.ops) if i in op_args(op)]
 
 
 @dataclass(frozen=True)
@@ -204,15 +205,6 @@ class GraphLowering:
 
 def _round(n: int, a: int = ALIGN) -> int:
     return -(-n // a) * a
-
-
-def _args(op: object) -> tuple[int, ...]:
-    match op:
-        case UnaryOp(x=x) | ReduceOp(x=x) | Accum(x=x) | Save(x=x):
-            return (x,)
-        case BinaryOp(a=a, b=b) | MatmulOp(a=a, b=b):
-            return (a, b)
-    return ()
 
 
 def _pow2_floor(n: int) -> int:
@@ -299,12 +291,12 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
             if isinstance(op, Load):
                 ph = "pre" if op.fmap is None else "loop"
             else:
-                ph = "pre" if all(phases[a] == "pre" for a in _args(op)) else "loop"
+                ph = "pre" if all(phases[a] == "pre" for a in op_args(op)) else "loop"
         phases.append(ph)
 
     users: dict[int, list[int]] = {i: [] for i in range(len(ops))}
     for j, op in enumerate(ops):
-        for a in _args(op):
+        for a in op_args(op):
             users[a].append(j)
     mm_operand = {a for op in ops if isinstance(op, MatmulOp) for a in (op.a, op.b)}
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, Size, UnaryOp
+from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, Size, UnaryOp, op_args
 from prism.ops import Binary, Reduce, Unary
 
 Tag = tuple[str, int]  # R, P or ("S", dim)
@@ -205,7 +205,7 @@ def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool 
                 seen += 1
                 if assigned is not None and seen > assigned:
                     continue  # not assigned yet: it and what depends on it are not checked
-            args = [vals[a] for a in _args(op)]
+            args = [vals[a] for a in op_args(op)]
             if any(v is None for v in args):
                 continue  # depends on a load not assigned yet
             xs = [v for v in args if v is not None]
@@ -257,15 +257,6 @@ def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool 
                     stored[tensor] = _Stored(x.shape, x.folded, x.power, tuple(stacks))
                     v = x
             vals[j] = _Val(tuple(R if trivial[p] else t for p, t in enumerate(v.tags)), v.shape, v.folded, v.power)
-
-
-def _args(op: object) -> tuple[int, ...]:
-    match op:
-        case UnaryOp(x=x) | ReduceOp(x=x) | Accum(x=x) | Save(x=x):
-            return (x,)
-        case BinaryOp(a=a, b=b) | MatmulOp(a=a, b=b):
-            return (a, b)
-    return ()
 
 
 def layout_ok(kg: KernelGraph, *, repeats: bool = True) -> bool:
