@@ -72,3 +72,11 @@ def test_qknorm_split_kv_plan_is_found() -> None:
 def test_every_plan_is_found_with_the_default_config(program: str) -> None:
     for make in plans.PLANS[program]:
         _found(program, make, SearchConfig())
+
+
+def test_default_op_bound_is_capped_for_large_programs() -> None:
+    g = workloads.program("swiglu")
+    one = SearchConfig(max_kernels=1)
+    assert search(g, one).stats["max_block_ops"] == 9 + 2  # the fewest ops + extra_ops
+    assert search(g, SearchConfig(max_kernels=1, auto_block_ops_cap=10)).stats["max_block_ops"] == 10
+    assert search(g, SearchConfig(max_kernels=1, auto_block_ops_cap=5)).stats["max_block_ops"] == 9  # never below

@@ -14,8 +14,9 @@ class SearchConfig:
     """Limits of the sGraph generator.
 
     ``max_block_ops`` counts every op of one block graph (loads and saves included); None means
-    "the fewest ops any single-kernel graph of the program needs, plus ``extra_ops``" (the program's
-    own size decides, so the default covers small and large programs alike).
+    "the fewest ops any single-kernel graph of the program needs, plus ``extra_ops``, but no more
+    than ``auto_block_ops_cap`` unless the fewest is itself larger" (the program's own size decides;
+    the slack shrinks for large programs, whose block-graph space grows fastest with it).
     ``max_kernels`` bounds custom kernels per kernel graph; a later kernel may read tensors written by
     an earlier one (at most ``max_intermediates`` such tensors in a graph) and may reuse an earlier
     kernel's grid size as its own loop or grid size (``share_sizes``).
@@ -36,6 +37,7 @@ class SearchConfig:
 
     max_block_ops: int | None = None
     extra_ops: int = 2
+    auto_block_ops_cap: int = 16
     max_kernels: int = 2
     min_grid_dims: int = 1
     max_grid_dims: int = 3

@@ -450,7 +450,8 @@ class Generator:
             self.build_values()
             self.min_ops = self._min_ops()
             if self.cfg.max_block_ops is None:
-                self.max_ops = (self.min_ops or 0) + self.cfg.extra_ops
+                least = self.min_ops or 0
+                self.max_ops = max(least, min(least + self.cfg.extra_ops, self.cfg.auto_block_ops_cap))
             self._single_kernel()
             if self.cfg.max_kernels >= 2 and self.cfg.max_intermediates >= 1:
                 self._two_kernels()
