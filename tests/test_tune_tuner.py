@@ -148,3 +148,23 @@ def test_more_templates_than_samples_draws_templates_first() -> None:
     assert len(enumerated) == 4 and {r.template for r in a.records} == set(enumerated)
     assert all(a.legal[i] == (36 if i % 2 == 0 else 144) for i in enumerated)
     assert a.rel_err < 1e-9
+
+
+def test_a_kernel_that_faults_stops_tuning_with_a_clear_error() -> None:
+    class Faulting(InterpreterBackend):
+        def time_us(self, kernel: Any) -> float:
+            if _kernel(kernel).saves[0].omap == (1, 0):
+                raise RuntimeError("CUDA error: misaligned address")
+            return super().time_us(kernel)
+
+    with pytest.raises(TuningError, match=r"template 2, sizes .* faulted on the GPU .*misaligned address"):
+        tune(GRAPH, TEMPLATES, samples=10_000, seed=0, backend=Faulting(fake_time), jobs=1)
+    # an ordinary launch failure is only an infinitely slow sample
+    class Failing(InterpreterBackend):
+        def time_us(self, kernel: Any) -> float:
+            if _kernel(kernel).saves[0].omap == (1, 0):
+                raise RuntimeError("too many resources requested for launch")
+            return super().time_us(kernel)
+
+    res = tune(GRAPH, TEMPLATES, samples=10_000, seed=0, backend=Failing(fake_time), jobs=1)
+    assert res.template_index != 2 and any(r.stage == "launch" for r in res.records)

@@ -114,6 +114,16 @@ def _error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}".splitlines()[0][:500]
 
 
+# CUDA errors after which a context cannot be used again (every later call fails the same way)
+STICKY_ERRORS = ("misaligned address", "illegal memory access", "illegal address", "unspecified launch failure",
+                 "illegal instruction", "hardware stack error")
+
+
+def _poisons_context(e: BaseException) -> bool:
+    text = str(e).lower()
+    return any(m in text for m in STICKY_ERRORS)
+
+
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
     legal: list[dict[str, int]] = []
     for sizes in iter_legal_sizes(template, arch=arch, resources=resources):
@@ -265,6 +275,12 @@ def tune(
                     if not us > 0 or math.isnan(us):
                         raise RuntimeError(f"timer returned {us}")
                 except Exception as e:  # nor does one that fails to launch
+                    if _poisons_context(e):
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        raise TuningError(
+                            f"sample {n} (template {s.template}, sizes {s.size_map}) faulted on the GPU ({_error(e)}); "
+                            "the CUDA context of this process is unusable now, so tuning stops here: this is a bug "
+                            "in the generated kernel, please report it with the template") from e
                     log.debug("sample %d (template %d, %s) fails to launch: %s", n, s.template, s.size_map, e)
                     records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="launch",
                                               compile_s=c_s)
