@@ -127,11 +127,8 @@ def search_and_verify(
     t3 = time.perf_counter()
     verdicts = verify_all(graph, to_prove, progress=progress)
     t4 = time.perf_counter()
-    seen: dict[str, KernelGraph] = {}
-    for kg, verdict in zip(to_prove, verdicts, strict=True):
-        if verdict.proven:
-            seen.setdefault(canonical_key(kg), kg)
-    templates = tuple(seen.values())
+    # to_prove holds distinct canonical keys already (deduplicated above)
+    templates = tuple(kg for kg, verdict in zip(to_prove, verdicts, strict=True) if verdict.proven)
     stats = {
         "candidates": len(result.candidates),
         "mappings": len(mapped),

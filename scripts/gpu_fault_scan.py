@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=12)
     args = ap.parse_args()
     from prism import pipeline, workloads
-    from prism.tune.sizes import default_resources, iter_legal_sizes
+    from prism.tune.sizes import legal_sizes
 
     jobs = []
     for cid in args.configs:
@@ -57,11 +57,7 @@ def main() -> None:
         for t in order:
             if n >= args.per_config:
                 break
-            legal = []
-            for s in iter_legal_sizes(tpls[t], arch="sm_90", resources=default_resources()):
-                legal.append(s)
-                if len(legal) >= 200:
-                    break
+            legal = legal_sizes(tpls[t], arch="sm_90", limit=200)
             if not legal:
                 continue
             sizes = rng.choice(legal)

@@ -80,16 +80,24 @@ def feasible(sg: SGraph) -> bool:
     return feasible_partial(sg.variables, sg.equalities, dict(sg.fixed))
 
 
-def _symmetry(sg: SGraph, bools: Mapping[str, z3.BoolRef]) -> list[z3.BoolRef]:
+def _permutable_columns(sg: SGraph) -> list[list[list[MapVar]]]:
+    """Per kernel whose grid has two or more dims of unshared size: one column of variables per such
+    grid dim (sorted alike), the unit that symmetry breaking orders and grid permutations swap."""
     users = sg.symbol_users()
-    out: list[z3.BoolRef] = []
+    out = []
     for ki, k in enumerate(sg.kernels):
         pars = [p for p, sym in zip(PARALLEL, k.grid, strict=False) if len(users.get(str(sym), ())) == 1]
-        if len(pars) < 2:
-            continue
+        if len(pars) >= 2:
+            out.append([sorted((v for v in sg.variables if v.kernel == ki and v.par == p),
+                               key=lambda v: (v.kind, v.op, v.dim)) for p in pars])
+    return out
+
+
+def _symmetry(sg: SGraph, bools: Mapping[str, z3.BoolRef]) -> list[z3.BoolRef]:
+    out: list[z3.BoolRef] = []
+    for columns in _permutable_columns(sg):
         cols = []
-        for p in pars:
-            vs = sorted((v for v in sg.variables if v.kernel == ki and v.par == p), key=lambda v: (v.kind, v.op, v.dim))
+        for vs in columns:
             bits = [z3.If(bools[v.name], z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)) for v in vs]
             cols.append(bits[0] if len(bits) == 1 else z3.Concat(*bits))
         out.extend(z3.UGE(cols[i], cols[i + 1]) for i in range(len(cols) - 1))
@@ -123,19 +131,11 @@ def _map_ops(candidate: SGraph) -> list[list[MapVar]]:
             for j, op in enumerate(k.ops) if isinstance(op, Load | Save)]
 
 
-def _orbit(candidate: SGraph, values: Mapping[str, int]) -> int:
+def _orbit(columns: list[list[list[MapVar]]], values: Mapping[str, int]) -> int:
     """How many assignments the grid-dim permutations make of this one (its class under symmetry)."""
-    users = candidate.symbol_users()
     total = 1
-    for ki, k in enumerate(candidate.kernels):
-        pars = [p for p, sym in zip(PARALLEL, k.grid, strict=False) if len(users.get(str(sym), ())) == 1]
-        if len(pars) < 2:
-            continue
-        cols = []
-        for p in pars:
-            vs = sorted((v for v in candidate.variables if v.kernel == ki and v.par == p),
-                        key=lambda v: (v.kind, v.op, v.dim))
-            cols.append(tuple(values.get(v.name, 0) for v in vs))
+    for kernel_columns in columns:
+        cols = [tuple(values.get(v.name, 0) for v in vs) for vs in kernel_columns]
         n = math.factorial(len(cols))
         for c in Counter(cols).values():
             n //= math.factorial(c)
@@ -167,6 +167,7 @@ def instantiate_mappings(candidate: SGraph, *, symmetry_breaking: bool = True, c
         return MappingResult([candidate.instantiate(sol) for sol in sols], before, len(sols), time.perf_counter() - t0)
     levels = [[v.name for v in vs if v.name not in fixed] for vs in _map_ops(candidate)]
     lits = {n: (b, z3.Not(b)) for n, b in bools.items()}  # built once: z3's Python wrappers are slow
+    columns = _permutable_columns(candidate)
     graphs: list[KernelGraph] = []
     before = 0
     assignment: dict[str, int] = {}
@@ -189,7 +190,7 @@ def instantiate_mappings(candidate: SGraph, *, symmetry_breaking: bool = True, c
         nonlocal before
         if level == len(levels):
             graphs.append(candidate.instantiate(assignment))
-            before += _orbit(candidate, {**fixed, **assignment}) if symmetry_breaking else 1
+            before += _orbit(columns, {**fixed, **assignment}) if symmetry_breaking else 1
             return
         for choice in choices(levels[level], assumptions):
             assignment.update(choice)

@@ -32,7 +32,7 @@ from prism.ir import KernelGraph
 from prism.reference import evaluate, relative_error, round_to_dtype
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.sampler import Sample, sample
-from prism.tune.sizes import iter_legal_sizes
+from prism.tune.sizes import legal_sizes
 
 log = logging.getLogger(__name__)
 
@@ -125,12 +125,9 @@ def _poisons_context(e: BaseException) -> bool:
 
 
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
-    legal: list[dict[str, int]] = []
-    for sizes in iter_legal_sizes(template, arch=arch, resources=resources):
-        legal.append(sizes)
-        if cap is not None and len(legal) >= cap:
-            log.warning("a template has more than %d legal sizes; enumeration truncated", cap)
-            break
+    legal = legal_sizes(template, arch=arch, resources=resources, limit=cap)
+    if cap is not None and len(legal) >= cap:
+        log.warning("a template has more than %d legal sizes; enumeration truncated", cap)
     return legal
 
 
