@@ -61,6 +61,8 @@ class Node:
         """A JSON-able description used for hashing; sizes dropped when ``size_free``."""
         d: dict[str, object] = {"kind": self.kind.value, "args": list(self.args), "dtype": self.dtype}
         d["shape"] = len(self.shape) if size_free else list(self.shape)
+        if size_free and self.kind is OpKind.INPUT and 1 in self.shape:  # unit dims broadcast: structural
+            d["unit_dims"] = [i for i, e in enumerate(self.shape) if e == 1]
         if self.fn is not None:
             d["fn"] = self.fn.value
         if self.dim is not None:

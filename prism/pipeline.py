@@ -10,29 +10,59 @@ structure key, so a second shape of the same program does no search; tuned kerne
 
 from __future__ import annotations
 
+import enum
+import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from prism.cache import JsonCache
-from prism.errors import DeviceError, PrismError, SerializationError
-from prism.graph import Graph
+from prism.errors import DeviceError, SearchError, SerializationError, TuningError, VerificationError
+from prism.graph import Graph, OpKind, bind_inputs
 from prism.ir import KernelGraph
-from prism.reference import relative_error
+from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch, tensor_names
+from prism.reference import node_values, relative_error, round_to_dtype
 from prism.settings import settings
+
+if TYPE_CHECKING:
+    from prism.search.config import SearchConfig
 
 log = logging.getLogger(__name__)
 
 # Bump when the search, the mapping rules or the axioms change what a cached result would hold.
 SEARCH_CACHE_SCHEMA = 3
-TUNE_CACHE_SCHEMA = 1
+TUNE_CACHE_SCHEMA = 2
+# Programs with more primitive ops than this are not searched whole, only in parts (prism.partition).
+WHOLE_PROGRAM_OPS = 12
+# Seconds each symbolic search may take (its mapping instantiation gets as long again).
+DEFAULT_SEARCH_BUDGET_S = 30.0
+# Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).
+MAX_STITCHED = 4
+
+
+class PlanSource(enum.Enum):
+    """Where a verified plan comes from."""
+
+    SEARCHED = "searched"  # the symbolic search of the whole program
+    STITCHED = "stitched"  # one plan per part of the partitioned program (parts' search or predefined)
+    PREDEFINED = "predefined"  # predefined kernels only: always present
+
+
+@dataclass(frozen=True)
+class PartOutcome:
+    """What the search found for one part of a partitioned program (its predefined plan last)."""
+
+    part: Part
+    outcome: SearchOutcome
 
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    """What search + mapping + verification found for a program (templates keep symbolic sizes)."""
+    """Every verified plan of a program (templates keep symbolic sizes), with where each comes from."""
 
     program: str
     structure_key: str
@@ -40,13 +70,21 @@ class SearchOutcome:
     cached: bool
     stats: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    sources: tuple[PlanSource, ...] = ()
+    parts: tuple[PartOutcome, ...] = ()
+
+    def of(self, *sources: PlanSource) -> tuple[KernelGraph, ...]:
+        return tuple(t for t, s in zip(self.templates, self.sources, strict=True) if s in sources)
 
     def to_json(self) -> dict[str, Any]:
+        counts = {s.value: sum(1 for x in self.sources if x is s) for s in PlanSource}
         return {
             "program": self.program,
             "structure_key": self.structure_key,
             "cached": self.cached,
             "verified": len(self.templates),
+            "verified_by_source": counts,
+            "parts": len(self.parts),
             "seconds": self.seconds,
             **self.stats,
         }
@@ -62,22 +100,115 @@ def search_cache() -> JsonCache:
     return JsonCache("search", SEARCH_CACHE_SCHEMA)
 
 
-def save_verified(graph: Graph, templates: Sequence[KernelGraph], stats: dict[str, Any],
-                  seconds: dict[str, float] | None = None) -> None:
-    """Store the verified sGraphs of ``graph``'s structure (atomically)."""
+def default_config(graph: Graph, time_budget: float | None = None) -> SearchConfig:
+    """The search limits for a program nobody tuned them to: loop-free one-kernel plans too when
+    there is no matmul (nothing needs a for-loop to reduce over a contraction)."""
+    from prism.search.config import SearchConfig
+
+    has_matmul = any(n.kind is OpKind.MATMUL for n in graph.nodes)
+    budget = time_budget if time_budget is not None else DEFAULT_SEARCH_BUDGET_S
+    return SearchConfig(loop_one=not has_matmul, time_budget_s=budget)
+
+
+def cache_key(graph: Graph, config: SearchConfig | None) -> str:
+    """The search cache key: the size-free structure, plus the limits that shape the space."""
     key = graph.structure_key()
+    if config is None:
+        return key
+    space = {k: v for k, v in vars(config).items() if k not in ("time_budget_s", "progress", "check_feasible")}
+    from prism.search.config import SearchConfig
+
+    if space == {k: v for k, v in vars(SearchConfig()).items() if k in space}:
+        return key
+    digest = hashlib.sha256(repr(sorted(space.items())).encode()).hexdigest()[:8]
+    return f"{key}-{digest}"
+
+
+def save_verified(graph: Graph, templates: Sequence[KernelGraph], stats: dict[str, Any],
+                  seconds: dict[str, float] | None = None, key: str | None = None) -> None:
+    """Store the verified sGraphs of ``graph``'s structure (atomically)."""
+    key = key or graph.structure_key()
     payload: dict[str, Any] = {"structure_key": key, "templates": [t.to_json() for t in templates], "stats": stats}
     if seconds is not None:
         payload["seconds"] = seconds
     search_cache().put(key, payload)
 
 
+def primitive_ops(graph: Graph) -> int:
+    return sum(1 for n in graph.nodes if n.kind is not OpKind.INPUT)
+
+
 def search_and_verify(
-    graph: Graph, *, program: str = "program", cache: bool = True, progress: bool = True, config: Any = None
+    graph: Graph, *, program: str = "program", cache: bool = True, progress: bool = True, config: Any = None,
+    time_budget: float | None = None, partitioned: bool = True, part_ops: int = MAX_PART_OPS,
 ) -> SearchOutcome:
-    """Stages 1–3: every verified sGraph of ``graph`` (from the cache when possible)."""
+    """Stages 1–3: every verified plan of ``graph`` (search results from the cache when possible).
+
+    The plans are the whole program's verified sGraphs (searched when it has at most
+    ``WHOLE_PROGRAM_OPS`` primitive ops or a ``config`` is given), stitched plans of its parts
+    (``partitioned``: each part searched and cached on its own, falling back to its predefined
+    kernels; at most ``part_ops`` ops a part) and the all-predefined plan, which is always last.
+    ``time_budget`` bounds each search (seconds; the default is ``DEFAULT_SEARCH_BUDGET_S``).
+    """
     graph.check_complete()
-    key = graph.structure_key()
+    t0 = time.perf_counter()
+    parts = partition(graph, part_ops) if partitioned else []
+    part_outcomes: list[PartOutcome] = []
+    if len(parts) > 1:  # the parts first: small searches, so generated kernels are found early
+        part_outcomes = _search_parts(graph, parts, program, cache, progress, time_budget)
+    stitched = _stitched(graph, part_outcomes, program)
+    t_parts = time.perf_counter()
+    whole: SearchOutcome | None = None
+    if config is not None or primitive_ops(graph) <= WHOLE_PROGRAM_OPS:
+        cfg = config if config is not None else default_config(graph, time_budget)
+        try:
+            whole = _search_whole(graph, program, cache, progress, cfg)
+        except (SearchError, VerificationError) as e:  # outside what the search or prover handle
+            log.warning("%s: no whole-program search (%s); parts and predefined kernels remain", program, e)
+            whole = SearchOutcome(program, graph.structure_key(), (), False, {"whole_program_error": str(e)})
+    searched = whole.templates if whole is not None else ()
+    templates = (*searched, *stitched, predefined_plan(graph, program))
+    sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
+    seconds = dict(whole.seconds) if whole is not None else {}
+    seconds["parts"] = t_parts - t0
+    seconds["total"] = time.perf_counter() - t0
+    stats = dict(whole.stats) if whole is not None else {"whole_program_searched": False}
+    return SearchOutcome(program, graph.structure_key(), templates, bool(whole and whole.cached), stats, seconds,
+                         sources, tuple(part_outcomes))
+
+
+def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool, progress: bool,
+                  time_budget: float | None) -> list[PartOutcome]:
+    out: list[PartOutcome] = []
+    for part in parts:
+        log.info("%s: part %d/%d (%d ops) ...", program, part.index + 1, len(parts), len(part.nodes))
+        if part.searchable:
+            res = search_and_verify(part.graph, program=f"{program}.p{part.index}", cache=cache, progress=progress,
+                                    time_budget=time_budget, partitioned=False)
+        else:
+            pre = predefined_plan(part.graph, f"{program}.p{part.index}")
+            res = SearchOutcome(pre.program, part.graph.structure_key(), (pre,), False, {}, {"total": 0.0},
+                                (PlanSource.PREDEFINED,))
+        log.info("%s: part %d/%d: %d verified plans", program, part.index + 1, len(parts), len(res.templates))
+        out.append(PartOutcome(part, res))
+    return out
+
+
+def _stitched(graph: Graph, parts: Sequence[PartOutcome], program: str) -> list[KernelGraph]:
+    """A few stitched plans: the j-th takes the j-th plan of every part (cyclically), so each part's
+    plans all appear; superoptimize tunes parts one by one and stitches the winners instead."""
+    if not parts:
+        return []
+    width = min(MAX_STITCHED, max(len(p.outcome.templates) for p in parts))
+    plans = [stitch(graph, [p.part for p in parts],
+                    [p.outcome.templates[j % len(p.outcome.templates)] for p in parts], program)
+             for j in range(width)]
+    return list({kg.dumps(): kg for kg in plans}.values())
+
+
+def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, config: SearchConfig) -> SearchOutcome:
+    """The symbolic search of the whole program: search → mappings → screen → proof → cache."""
+    key = cache_key(graph, config)
     use_cache = cache and not settings().no_cache
     if use_cache:
         t0 = time.perf_counter()
@@ -87,7 +218,7 @@ def search_and_verify(
             log.info("%s: %d verified sGraphs loaded from the cache (key %s)", program, len(cached_templates), key)
             return SearchOutcome(program, key, tuple(bind_shapes(t, graph) for t in cached_templates), True, stats,
                                  {"search": 0.0, "mapping": 0.0, "verify": 0.0, "load": time.perf_counter() - t0,
-                                  "total": time.perf_counter() - t0})
+                                  "total": time.perf_counter() - t0}, (PlanSource.SEARCHED,) * len(cached_templates))
 
     from prism.search import canonical_key, instantiate_mappings, search
     from prism.search.layout import layout_ok
@@ -96,6 +227,8 @@ def search_and_verify(
     from prism.verify.screen import screen
 
     t0 = time.perf_counter()
+    deadline = t0 + 2 * config.time_budget_s  # the search, then as long again for the mappings
+    log.info("%s: searching (%d primitive ops, budget %.0f s)", program, primitive_ops(graph), config.time_budget_s)
     result = search(graph, config)
     t1 = time.perf_counter()
     mapped: list[KernelGraph] = []
@@ -105,7 +238,12 @@ def search_and_verify(
         from tqdm import tqdm
 
         cands = tqdm(cands, desc=f"mappings {program}", unit=" sGraphs", leave=False)
+    mapping_timed_out = False
     for cand in cands:
+        if time.perf_counter() > deadline:
+            mapping_timed_out = True
+            log.warning("%s: mapping instantiation stopped at its budget", program)
+            break
         m = instantiate_mappings(cand)
         before += m.before_symmetry
         mapped.extend(m.graphs)
@@ -140,11 +278,13 @@ def search_and_verify(
         "proven": sum(v.proven for v in verdicts),
         "pruned": dict(result.stats.get("pruned") or {}),  # type: ignore[call-overload]
         "search_timed_out": bool(result.stats.get("timed_out", False)),
+        "mapping_timed_out": mapping_timed_out,
+        "whole_program_searched": True,
     }
     seconds = {"search": t1 - t0, "mapping": t2 - t1, "screen": t3 - t2, "verify": t4 - t3, "total": t4 - t0}
     if use_cache:
-        save_verified(graph, templates, stats, seconds)
-    return SearchOutcome(program, key, templates, False, stats, seconds)
+        save_verified(graph, templates, stats, seconds, key)
+    return SearchOutcome(program, key, templates, False, stats, seconds, (PlanSource.SEARCHED,) * len(templates))
 
 
 def _decode_search(payload: Any, key: str) -> tuple[list[KernelGraph], dict[str, Any]]:
@@ -177,6 +317,66 @@ def _tuned_key(graph: Graph, arch: str) -> str:
     return f"{graph.structure_hash()}-{arch}"
 
 
+InputSampler = Callable[[int], dict[str, np.ndarray]]
+
+
+def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any] | None = None,
+                  scales: Mapping[str, float] | None = None) -> InputSampler:
+    """Fresh random inputs per seed (float64 arrays holding values of each input's dtype).
+
+    With ``example_inputs`` (arrays or tensors, by name or in order), each input is drawn from a
+    normal distribution with the example's mean and standard deviation. Otherwise from the
+    documented default (``prism.tune.tuner.default_scales``): N(0, 1), except an input that is the
+    right operand of a matmul, N(0, 1/K) (K: the contraction length), so that products stay O(1)
+    as with the usual weight initialisation. ``scales`` overrides the standard deviation per input.
+    """
+    from prism.tune.tuner import default_scales, random_inputs
+
+    if example_inputs is None:
+        sd = {**default_scales(graph), **dict(scales or {})}
+        return lambda seed: random_inputs(graph, sd, seed)
+    values = bind_inputs(graph, {k: _to_numpy(v) for k, v in example_inputs.items()} if isinstance(example_inputs, Mapping)
+                         else [_to_numpy(v) for v in example_inputs])
+    stats = {n: (float(np.mean(v)), float(np.std(v)) or 1.0) for n, v in values.items()}
+
+    def sample(seed: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {t.name: round_to_dtype(rng.standard_normal(t.shape) * stats[t.name][1] + stats[t.name][0], t.dtype)
+                for t in graph.inputs}
+
+    return sample
+
+
+def _to_numpy(v: Any) -> np.ndarray:
+    if hasattr(v, "detach"):  # torch
+        return np.asarray(v.detach().double().cpu().numpy())
+    if hasattr(v, "get") and hasattr(v, "__cuda_array_interface__"):  # CuPy
+        return np.asarray(v.get(), dtype=np.float64)
+    return np.asarray(v, dtype=np.float64)
+
+
+def part_sampler(graph: Graph, part: Part, program_inputs: InputSampler) -> InputSampler:
+    """Inputs of a part as the program produces them: the program's reference on its own random
+    inputs, read at the part's cut tensors (so a part sees realistic magnitudes and signs)."""
+    names = tensor_names(graph)
+    wanted = {t.name for t in part.graph.inputs}
+    dtypes = {t.name: t.dtype for t in part.graph.inputs}
+
+    def sample(seed: int) -> dict[str, np.ndarray]:
+        values = node_values(graph, program_inputs(seed))
+        return {names[i]: round_to_dtype(v, dtypes[names[i]]) for i, v in enumerate(values) if names[i] in wanted}
+
+    return sample
+
+
+@dataclass
+class _TuneRequest:
+    graph: Graph
+    templates: list[KernelGraph]
+    sampler: InputSampler
+    program: str
+
+
 def superoptimize(
     graph: Graph,
     *,
@@ -188,59 +388,106 @@ def superoptimize(
     program: str = "program",
     progress: bool = True,
     scales: dict[str, float] | None = None,
+    example_inputs: Mapping[str, Any] | Sequence[Any] | None = None,
+    search_budget: float | None = None,
     backend: Any = None,
-) -> Any:
-    """Search, verify, tune and compile ``graph``; return the fastest verified kernel as a callable.
+) -> Superoptimized:
+    """Search, verify, tune and compile ``graph``; return the fastest verified plan as a callable.
 
     ``target`` is the architecture the code is generated for, like ``"sm_80"`` (default: the GPU at
-    hand). The returned ``OptimizedGraph`` is callable on torch tensors / CuPy arrays and carries a
-    ``summary`` dict (stage times, counts, best time, cache hits). Every kernel returned has passed
-    a check against the float64 reference on fresh random inputs on the GPU. Raises DeviceError
-    after verification when no GPU is present.
+    hand). The candidates are the whole program's verified sGraphs, a stitched plan of its parts
+    (each part tuned on its own: generated kernels or predefined ones such as the vendor GEMM) and
+    the all-predefined plan, so there is always an answer and it is never slower than the unfused
+    plan. Tuning inputs come from ``example_inputs`` (their mean and spread) or the documented
+    default (see ``input_sampler``). The returned ``Superoptimized`` is callable on torch tensors /
+    CuPy arrays and carries a ``summary`` dict (stage times, counts, best time, plan source, cache
+    hits). Every plan returned has passed a check against the float64 reference on fresh random
+    inputs on the device (and on ``example_inputs`` when given). Raises DeviceError after
+    verification when no GPU is present.
     """
-    outcome = search_and_verify(graph, program=program, cache=cache, progress=progress)
-    if not outcome.templates:
-        raise PrismError(f"{program}: no verified sGraph was found ({outcome.stats})")
+    outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)
     from prism.tune.backends import CudaBackend
-    from prism.tune.tuner import TOLERANCE, input_scales, random_inputs, tune
 
     if backend is None:  # tests pass the interpreter backend instead
         _require_gpu(program, outcome)
         backend = CudaBackend(target)
-    arch = backend.arch()
-    scales = scales if scales is not None else input_scales(graph)
-    use_cache = cache and not settings().no_cache
-    store = JsonCache("tuned", TUNE_CACHE_SCHEMA)
-    key = _tuned_key(graph, arch)
+    sampler = input_sampler(graph, example_inputs, scales)
     searched = outcome.stats.get("searched_seconds", outcome.seconds) if outcome.cached else outcome.seconds
     summary: dict[str, Any] = {
         "program": program,
         # once per program: when loaded from the cache, what the search cost when it ran
         "search_s": searched.get("search", 0.0),
         "verify_s": sum(searched.get(k, 0.0) for k in ("mapping", "screen", "verify")),
+        "parts_s": outcome.seconds.get("parts", 0.0),
         "verified_sgraphs": len(outcome.templates),
         "search_cache_hit": outcome.cached,
         "search": outcome.to_json(),
     }
+    searched_plans = list(outcome.of(PlanSource.SEARCHED))
+    candidates = [*searched_plans, *outcome.of(PlanSource.PREDEFINED)]
+    sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
+    t_parts = time.perf_counter()
+    if outcome.parts:
+        plans = []
+        for po in outcome.parts:
+            req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
+                               f"{program}.p{po.part.index}")
+            plans.append(_tune_cached(req, backend, target, samples, seed, time_budget, cache, {})[2])
+        candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
+        sources.append(PlanSource.STITCHED)
+    summary["parts_tune_s"] = time.perf_counter() - t_parts
+    kernel, summary, concrete = _tune_cached(_TuneRequest(graph, candidates, sampler, program), backend, target,
+                                             samples, seed, time_budget, cache, summary)
+    summary["plan_source"] = sources[int(summary["template"])].value
+    if example_inputs is not None:
+        _check_examples(graph, backend, kernel, example_inputs, program)
+    return Superoptimized(kernel, summary, concrete)
+
+
+def _check_examples(graph: Graph, backend: Any, kernel: Any, example_inputs: Any, program: str) -> None:
+    from prism.tune.tuner import TOLERANCE
+
+    values = bind_inputs(graph, {k: _to_numpy(v) for k, v in example_inputs.items()} if isinstance(example_inputs, Mapping)
+                         else [_to_numpy(v) for v in example_inputs])
+    values = {t.name: round_to_dtype(values[t.name], t.dtype) for t in graph.inputs}
+    ref = graph.evaluate(values)
+    out = backend.run(kernel, values)
+    err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+    tol = max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs)
+    if not err < tol:
+        raise TuningError(f"{program}: the tuned plan's relative error on example_inputs is {err:.3g} (≥ {tol:g}) "
+                          "against the float64 reference; the inputs may overflow the program's dtype")
+
+
+def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: int, seed: int,
+                 time_budget: float | None, cache: bool, summary: dict[str, Any]) -> tuple[Any, dict[str, Any], KernelGraph]:
+    """Tune ``req`` (or load its tuned plan, checked again); return (kernel, summary, concrete plan)."""
+    from prism.tune.tuner import TOLERANCE, tune
+
+    graph = req.graph
+    arch = backend.arch()
+    use_cache = cache and not settings().no_cache
+    store = JsonCache("tuned", TUNE_CACHE_SCHEMA)
+    key = _tuned_key(graph, arch)
     hit = store.get(key, lambda p: (KernelGraph.from_json(p["kernel_graph"]), p)) if use_cache else None
     if hit is not None:
         kg, rec = hit
         t0 = time.perf_counter()
         kernel = backend.compile(kg)
-        backend.setup(graph, random_inputs(graph, scales, seed))
+        backend.setup(graph, req.sampler(seed))
         # never trust a cache blindly: check the kernel against the float64 reference again
-        inputs = random_inputs(graph, scales, seed + 0xCAC4E)
+        inputs = req.sampler(seed + 0xCAC4E)
         ref = graph.evaluate(inputs)
         out = backend.run(kernel, inputs)
         err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
         if err < max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs):
             summary.update(rec["summary"])
-            summary.update({"tune_cache_hit": True, "tune_s": time.perf_counter() - t0, "rel_err": err,
-                            "search_cache_hit": outcome.cached})
-            return Superoptimized(kernel, summary, kg)
+            summary.update({"tune_cache_hit": True, "tune_s": time.perf_counter() - t0, "rel_err": err})
+            return kernel, summary, kg
         log.error("cached tuned kernel %s fails the reference check (rel. error %.3g): retuning", key, err)
-    result = tune(graph, list(outcome.templates), samples=samples, seed=seed, time_budget=time_budget, arch=target,
-                  backend=backend, scales=scales)
+    log.info("%s: tuning %d templates", req.program, len(req.templates))
+    result = tune(graph, req.templates, samples=samples, seed=seed, time_budget=time_budget, arch=target,
+                  backend=backend, inputs=req.sampler)
     distinct = {(r.template, tuple(sorted(r.sizes.items()))) for r in result.records if r.stage is None}
     summary.update({
         "tune_s": result.seconds.get("total", 0.0),
@@ -259,9 +506,9 @@ def superoptimize(
     concrete = result.template.instantiate(result.sizes)
     if use_cache:
         store.put(key, {"kernel_graph": concrete.to_json(), "summary": {
-            k: summary[k] for k in ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch", "sizes",
-                                    "template")}})
-    return Superoptimized(result.kernel, summary, concrete)
+            k: summary.get(k) for k in ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch",
+                                        "sizes", "template")}})
+    return result.kernel, summary, concrete
 
 
 class Superoptimized:

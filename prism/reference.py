@@ -37,6 +37,12 @@ def eval_node(node: Node, args: list[np.ndarray], shapes: dict[str, tuple[int, .
 def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Compute every output of ``graph`` in float64. Inputs by name or in declaration order."""
     graph.check_complete()
+    values = node_values(graph, inputs)
+    return {name: values[i] for name, i in graph.output_indices}
+
+
+def node_values(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The float64 value of every node of ``graph`` (inputs included), in node order."""
     bound = bind_inputs(graph, inputs)
     shapes = input_shapes(graph)
     values: list[np.ndarray] = []
@@ -46,7 +52,7 @@ def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarra
                 values.append(bound[node.name or ""])
             else:
                 values.append(eval_node(node, [values[a] for a in node.args], shapes))
-    return {name: values[i] for name, i in graph.output_indices}
+    return values
 
 
 def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:

@@ -122,6 +122,7 @@ class OptimizedGraph:
         self.outputs = outputs
         self.device = device
         self._streams: dict[int, Any] = {}
+        self._buffer_views: dict[str, Any] | None = None
 
     @property
     def input_names(self) -> list[str]:
@@ -238,9 +239,19 @@ class OptimizedGraph:
                     fn = self._kernels[step.entry]
                     fn(step.grid, step.block, tuple(np.uint64(ptrs[a]) for a in step.args),
                        shared_mem=step.smem_bytes)
+                elif kind == "torch":
+                    _run_predefined_torch(step, self._torch_views(ins, outs))
                 else:
                     _run_predefined(step, ptrs, self._spec_of)
         return outs_obj[0] if len(outs_obj) == 1 else tuple(outs_obj)
+
+    def _torch_views(self, ins: Mapping[str, _Arg], outs: Mapping[str, _Arg]) -> dict[str, Any]:
+        """Every tensor of the plan as a torch tensor (intermediates: views of the CuPy buffers)."""
+        if self._buffer_views is None:
+            torch = _torch()
+            assert torch is not None
+            self._buffer_views = {n: torch.as_tensor(b, device=f"cuda:{self.device}") for n, b in self._buffers.items()}
+        return {**self._buffer_views, **{n: a.obj for n, a in (*ins.items(), *outs.items())}}
 
     def _spec_of(self, name: str) -> tuple[tuple[int, ...], str]:
         for t in (*self.inputs, *self.outputs):
@@ -292,6 +303,58 @@ def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> 
         raise DeviceError(f"pre-defined op {op.name}: bfloat16 tensors are not supported by the CuPy fallback")
     dst = _wrap(ptrs[op.output], shape, dt)
     dst[...] = res.astype(dt)
+
+
+HALF = ("float16", "bfloat16")
+
+
+def _run_predefined_torch(op: PredefinedOp, t: Mapping[str, Any]) -> None:
+    """A predefined op with torch on the current stream (capturable in a CUDA graph): a matmul is
+    the vendor GEMM (cuBLAS) in the half dtype of its operands with float32 accumulation, like
+    PyTorch's own; elementwise ops and reductions compute in float32."""
+    torch = _torch()
+    assert torch is not None
+    args = [t[n] for n in op.inputs]
+    dst = t[op.output]
+    if op.kind == "matmul":
+        half = next((a.dtype for a in args if str(a.dtype).removeprefix("torch.") in HALF), torch.float32)
+        res = torch.matmul(args[0].to(half), args[1].to(half))
+    else:
+        res = _torch_elementwise(torch, op, [a.float() for a in args])
+    dst.copy_(res)
+
+
+def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any]) -> Any:
+    c = op.scalar if op.scalar is not None else 0.0
+    x = args[0]
+    match op.kind, op.fn:
+        case "unary", "exp":
+            return torch.exp(x)
+        case "unary", "sqrt":
+            return torch.sqrt(x)
+        case "unary", "rsqrt":
+            return torch.rsqrt(x)
+        case "unary", "square":
+            return x * x
+        case "unary", "neg":
+            return -x
+        case "unary", "scale":
+            return x * c
+        case "unary", "add_scalar":
+            return x + c
+        case "unary", "silu":
+            return torch.nn.functional.silu(x)
+        case "unary", "gelu":
+            return torch.nn.functional.gelu(x, approximate="tanh")
+        case "binary", fn:
+            return {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[str(fn)](x, args[1])
+        case "reduce", "sum":
+            return torch.sum(x, dim=op.dim, keepdim=True)
+        case "reduce", "max":
+            return torch.amax(x, dim=op.dim, keepdim=True)
+        case "transpose", _:
+            return torch.transpose(x, -1, -2)
+    raise DeviceError(f"pre-defined op {op.name}: {op.kind} {op.fn} has no runtime implementation")
 
 
 def compile_plan(plan: LaunchPlan, *, inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None,

@@ -12,7 +12,7 @@ from prism import plans, workloads
 from prism.errors import CompileError, TuningError
 from prism.ir import CustomKernel, KernelGraph
 from prism.tune import InterpreterBackend, tune
-from prism.tune.tuner import input_scales
+from prism.tune.tuner import default_scales, input_scales
 
 GRAPH = workloads.rmsnorm_linear(n=8, d=32)
 GOOD_1D = plans.rmsnorm_linear_plan(GRAPH)
@@ -113,10 +113,12 @@ def test_nothing_works_is_a_typed_error() -> None:
         tune(GRAPH, [], samples=5, seed=0, backend=backend())
 
 
-def test_input_scales_follow_the_benchmark_config() -> None:
-    cfg = workloads.config("gqa_h1024")
-    assert input_scales(cfg.build()) == cfg.scales
-    assert input_scales(GRAPH) == {}
+def test_default_scales_follow_the_program_structure_not_a_benchmark() -> None:
+    # weights (right operands of a matmul) get N(0, 1/K); V after softmax probabilities stays N(0, 1)
+    gqa = workloads.config("gqa_h1024").build()
+    assert default_scales(gqa) == pytest.approx({"Kt": 128**-0.5})
+    assert default_scales(workloads.rmsnorm_linear(8, 256)) == pytest.approx({"W": 256**-0.5})
+    assert input_scales(GRAPH) == default_scales(GRAPH)
 
 
 def test_refinement_samples_the_fastest_templates_again() -> None:

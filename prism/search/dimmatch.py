@@ -167,8 +167,8 @@ def program_labels(graph: Graph) -> ProgramLabels:
     for idx, node in enumerate(graph.nodes):
         args = [raw[a] for a in node.args]
         match node.kind:
-            case OpKind.INPUT:
-                lab = [f"{node.name}.{d}" for d in range(len(node.shape))]
+            case OpKind.INPUT:  # a dim of extent 1 broadcasts (a bias row, a per-row scale)
+                lab = [ONE if e == 1 else f"{node.name}.{d}" for d, e in enumerate(node.shape)]
             case OpKind.UNARY:
                 lab = list(args[0])
             case OpKind.BINARY:

@@ -18,17 +18,17 @@ import os
 import pickle
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from prism import workloads
 from prism.errors import TuningError
-from prism.graph import Graph
+from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph
+from prism.ops import Binary
 from prism.reference import evaluate, relative_error, round_to_dtype
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.sampler import Sample, sample
@@ -95,13 +95,29 @@ class TuneResult:
                 "seconds": dict(self.seconds)}
 
 
+def default_scales(graph: Graph) -> dict[str, float]:
+    """The documented default spread of tuning inputs: N(0, 1) for every input, except that an input
+    used (directly or through a transpose) as the right operand of a matmul is N(0, 1/K), K its
+    contraction length, as weights are initialised, so products and logits stay O(1) — unless the
+    left operand is a ratio (attention probabilities times V: V stays N(0, 1))."""
+    nodes = graph.nodes
+    out: dict[str, float] = {}
+    for n in nodes:
+        if n.kind is not OpKind.MATMUL:
+            continue
+        lhs, rhs = n.args
+        if nodes[lhs].kind is OpKind.BINARY and nodes[lhs].fn is Binary.DIV:
+            continue  # a ratio (softmax-like probabilities) on the left: its rows already sum to O(1)
+        if nodes[rhs].kind is OpKind.TRANSPOSE:
+            rhs = nodes[rhs].args[0]
+        if nodes[rhs].kind is OpKind.INPUT:
+            out[nodes[rhs].name or ""] = nodes[n.args[0]].shape[-1] ** -0.5
+    return out
+
+
 def input_scales(graph: Graph) -> dict[str, float]:
-    """The N(0,1) scale of each input: the matching BENCHMARKS.md configuration's, else 1."""
-    key = graph.structure_hash()
-    for cfg in workloads.CONFIGS.values():
-        if cfg.build().structure_hash() == key:
-            return dict(cfg.scales)
-    return {}
+    """Alias of ``default_scales`` (the product never matches benchmark programs)."""
+    return default_scales(graph)
 
 
 def random_inputs(graph: Graph, scales: Mapping[str, float], seed: int) -> dict[str, np.ndarray]:
@@ -170,6 +186,22 @@ def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed
     return space, [Sample(t, tuple(rng.choice(space[t]).items())) for t in picked]
 
 
+def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, int]]], chosen: Sequence[Sample],
+                   arch: str, resources: Any) -> list[Sample]:
+    """A sample for every size-free template (predefined or stitched plan) not drawn already: the
+    plan made of predefined kernels is always timed, so the winner is never slower than it."""
+    drawn = {s.template for s in chosen}
+    extra = []
+    for t, tpl in enumerate(templates):
+        if tpl.symbols or t in drawn:
+            continue
+        if not space[t]:
+            space[t] = _legal(tpl, arch, resources, None)
+        if space[t]:
+            extra.append(Sample(t, ()))
+    return extra
+
+
 def _refinement(space: Sequence[Sequence[Mapping[str, int]]], chosen: Sequence[Sample],
                 records: Mapping[int, SampleRecord], count: int, seed: int) -> list[Sample]:
     """Up to ``count`` new samples from the legal sizes of the three fastest templates so far."""
@@ -196,6 +228,7 @@ def tune(
     jobs: int | None = None,
     backend: Backend | None = None,
     scales: Mapping[str, float] | None = None,
+    inputs: Callable[[int], Mapping[str, np.ndarray]] | None = None,
     max_legal_per_template: int | None = 100_000,
     refine: int | None = None,
 ) -> TuneResult:
@@ -208,12 +241,15 @@ def tune(
 
     ``time_budget`` (seconds, whole call) stops new compiles and timings once at least one sample
     has a time; the rest are recorded as skipped. ``jobs`` compile threads (default: CPU count).
-    ``scales`` of the random inputs (default: the matching benchmark configuration's).
+    ``inputs(seed)`` draws fresh inputs (default: ``random_inputs`` with ``scales``, whose default
+    is ``default_scales``). Templates with no symbolic size (predefined or stitched plans) are
+    always timed, on top of the samples.
     """
     t_start = time.perf_counter()
     backend = backend if backend is not None else CudaBackend(arch)
     arch = arch or backend.arch()
-    scales = dict(scales) if scales is not None else input_scales(graph)
+    sd = dict(scales) if scales is not None else default_scales(graph)
+    draw = inputs if inputs is not None else (lambda seed: random_inputs(graph, sd, seed))
     deadline = None if time_budget is None else t_start + time_budget
     if not templates:
         raise TuningError("no templates to tune")
@@ -229,13 +265,14 @@ def tune(
         space, chosen = _sample_templates_first(templates, samples, seed, arch, resources, max_legal_per_template, jobs)
         if not chosen:
             raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
+    chosen.extend(_fixed_samples(templates, space, chosen, arch, resources))
     legal_counts = tuple(len(s) for s in space)
     t_enum = time.perf_counter()
     log.info("tuning: %d templates, %d legal size assignments, %d samples on %s",
              len(templates), sum(legal_counts), len(chosen), arch)
 
     # 3. compile in parallel, profile each as it comes (GPU work stays on this thread)
-    backend.setup(graph, random_inputs(graph, scales, seed + TIMING_SEED_OFFSET))
+    backend.setup(graph, dict(draw(seed + TIMING_SEED_OFFSET)))
     records: dict[int, SampleRecord] = {}
     kernels: dict[int, Any] = {}
     compile_s = profile_s = 0.0
@@ -256,9 +293,11 @@ def tune(
                 s = chosen[n]
                 base = SampleRecord(n, s.template, s.size_map)
                 if over_budget():
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    records[n] = SampleRecord(n, s.template, s.size_map, error="time budget spent", stage="skipped")
-                    continue
+                    # cancel what has not started and stop waiting: a future cancelled through
+                    # shutdown(cancel_futures=True) never notifies as_completed (it would hang)
+                    for f in futures:
+                        f.cancel()
+                    break
                 try:
                     kernel, c_s = fut.result()
                 except Exception as e:  # a sample that does not compile is infinitely slow
@@ -273,7 +312,8 @@ def tune(
                         raise RuntimeError(f"timer returned {us}")
                 except Exception as e:  # nor does one that fails to launch
                     if _poisons_context(e):
-                        pool.shutdown(wait=False, cancel_futures=True)
+                        for f in futures:
+                            f.cancel()
                         raise TuningError(
                             f"sample {n} (template {s.template}, sizes {s.size_map}) faulted on the GPU ({_error(e)}); "
                             "the CUDA context of this process is unusable now, so tuning stops here: this is a bug "
@@ -301,10 +341,10 @@ def tune(
     failures: list[SampleRecord] = []
     for attempt, n in enumerate(ranked):
         rec = records[n]
-        inputs = random_inputs(graph, scales, seed + CHECK_SEED_OFFSET + attempt)
-        ref = evaluate(graph, inputs)
+        fresh = dict(draw(seed + CHECK_SEED_OFFSET + attempt))
+        ref = evaluate(graph, fresh)
         try:
-            out = backend.run(kernels[n], inputs)
+            out = backend.run(kernels[n], fresh)
             err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
             problem = None
         except Exception as e:

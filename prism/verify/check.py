@@ -135,7 +135,9 @@ def _run_batch(prep: _Prepared, cands: list[list[Term]], budget: Budget, seconds
         for t in outs:
             ops |= _ops(t)
     lines += [f'(linear "{op}")' for op in sorted(ops) if model.is_linear(op)]
-    lines += [f'(varies (In "{n}") {d})' for n, r in prep.ranks.items() for d in range(r)]
+    # an input dim of extent 1 broadcasts (a unit fact, like a reduced dim); every other one varies
+    lines += [f'({"unit" if f"{n}.{d}" in prep.dims.unit else "varies"} (In "{n}") {d})'
+              for n, r in prep.ranks.items() for d in range(r)]
     eg = bindings.EGraph()
     eg.parse_and_run_program("\n".join(lines))
     done: dict[int, tuple[int, int]] = {}  # candidate -> (iteration, nodes) when proven

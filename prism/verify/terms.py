@@ -68,6 +68,7 @@ class DimTable:
 
     def __init__(self) -> None:
         self._parent: dict[str, str] = {}
+        self.unit: set[str] = set()  # input dims of extent 1: they broadcast, their extent is ONE
 
     def find(self, s: str) -> str:
         self._parent.setdefault(s, s)
@@ -155,7 +156,9 @@ def _encode_graph(graph: Graph, dims: DimTable) -> Encoding:
         match n.kind:
             case OpKind.INPUT:
                 t: Term = ("In", n.name)
-                s: list[str | None] = [f"{n.name}.{d}" for d in range(len(n.shape))]
+                # a dim of extent 1 broadcasts like a kept reduction dim
+                s: list[str | None] = [None if e == 1 else f"{n.name}.{d}" for d, e in enumerate(n.shape)]
+                dims.unit.update(f"{n.name}.{d}" for d, e in enumerate(n.shape) if e == 1)
             case OpKind.UNARY:
                 assert isinstance(n.fn, Unary)
                 t = ("Un", unary_name(n.fn, n.scalar, dims, names), args[0])
@@ -308,7 +311,10 @@ def _predefined(k: PredefinedKernel, args: list[Term], ranks: list[int], dims: D
 
 def input_types(ranks: Mapping[str, int], dims: DimTable) -> dict[str, model.Type]:
     """Every input whole (no parallel dims), each dim's extent its canonical symbol ``X.1``."""
-    return {n: (frozenset(), tuple(((dims.find(f"{n}.{d}"), 1),) for d in range(r))) for n, r in ranks.items()}
+    def extent(n: str, d: int) -> model.Mono:
+        return model.ONE if f"{n}.{d}" in dims.unit else ((dims.find(f"{n}.{d}"), 1),)
+
+    return {n: (frozenset(), tuple(extent(n, d) for d in range(r))) for n, r in ranks.items()}
 
 
 def par_symbols(par_sizes: Mapping[str, Size]) -> dict[str, str]:

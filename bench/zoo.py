@@ -1,0 +1,466 @@
+"""The program zoo: small tensor programs a user of Prism would write, in five families.
+
+Every entry builds a :class:`prism.Graph` from named sizes. ``small`` sizes are tiny (every dim 1 to 8)
+for CPU tests; ``decode`` and ``prefill`` sizes are realistic LLM shapes for benchmarks (``prefill`` is
+None for decode-attention). All sizes are powers of two and every realistic program keeps its inputs
+well under 256 MB in float16.
+
+    from bench.zoo import ZOO, zoo_graph
+    g = zoo_graph("swiglu_mlp", "decode")          # a prism.Graph
+    for name, p in ZOO.items(): p.build(**p.small)  # every program at tiny sizes
+
+Families: ``elementwise`` (chains of unary and binary ops), ``reduction`` (norms, softmax, row max),
+``residual`` (residual adds and broadcasts around a matmul or a norm), ``matmul`` (matmul chains, sums
+of matmuls, gated MLPs) and ``attention`` (3-D batched decode attention: Q (batch, group, head_dim),
+Kt (batch, head_dim, kv_len), V (batch, kv_len, head_dim)). Families 1-4 output 2-D tensors, attention
+3-D ones; each program has one output, ``O``, of the requested dtype.
+
+``softmax`` has no max subtraction (see prism/graph.py), so scores are scaled to stay moderate. The
+attention scale is the fixed constant 1/sqrt(128) (the realistic head_dim), not derived from the
+sizes, so that every size of a program has the same structure key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prism.graph import Graph, Tensor
+
+EPS = 1e-6
+ATTN_SCALE = 128**-0.5  # 1/sqrt(head_dim) at the realistic head_dim
+FAMILIES: tuple[str, ...] = ("elementwise", "reduction", "residual", "matmul", "attention")
+WHICH: tuple[str, ...] = ("small", "decode", "prefill")
+
+
+@dataclass(frozen=True)
+class ZooProgram:
+    """One zoo program: ``build(**sizes, dtype=...)`` returns its Graph."""
+
+    name: str
+    family: str
+    build: Callable[..., Graph]
+    small: dict[str, int]
+    decode: dict[str, int]
+    prefill: dict[str, int] | None
+    description: str
+
+    def sizes(self, which: str = "small") -> dict[str, int]:
+        """The sizes of ``which`` ("small", "decode" or "prefill")."""
+        if which not in WHICH:
+            raise ValueError(f"unknown size set {which!r} for zoo program {self.name!r}; use one of {', '.join(WHICH)}")
+        sizes: dict[str, int] | None = getattr(self, which)
+        if sizes is None:
+            raise ValueError(f"zoo program {self.name!r} ({self.family}) has no {which} sizes; use 'small' or 'decode'")
+        return dict(sizes)
+
+    def graph(self, which: str = "small", dtype: str = "float16") -> Graph:
+        return self.build(**self.sizes(which), dtype=dtype)
+
+
+# ---------------------------------------------------------------------- helpers
+def _rows(g: Graph, n: int, d: int, dtype: str, *names: str) -> list[Tensor]:
+    return [g.input((n, d), dtype, name) for name in names]
+
+
+def _qk_inputs(g: Graph, batch: int, group: int, kv_len: int, head_dim: int, dtype: str) -> tuple[Tensor, Tensor]:
+    q = g.input((batch, group, head_dim), dtype, "Q")
+    kt = g.input((batch, head_dim, kv_len), dtype, "Kt")
+    return q, kt
+
+
+def _attn_inputs(g: Graph, batch: int, group: int, kv_len: int, head_dim: int, dtype: str) -> tuple[Tensor, Tensor, Tensor]:
+    q, kt = _qk_inputs(g, batch, group, kv_len, head_dim, dtype)
+    v = g.input((batch, kv_len, head_dim), dtype, "V")
+    return q, kt, v
+
+
+# ---------------------------------------------------------------------- 1. elementwise chains
+def silu_mul(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, y = _rows(g, n, d, dtype, "X", "Y")
+    g.output(g.mul(g.silu(x), y), "O")
+    return g
+
+
+def bias_gelu(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    b = g.input((1, d), dtype, "B")
+    g.output(g.gelu(g.add(x, b)), "O")
+    return g
+
+
+def exp_scale(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.scale(g.exp(x), 0.5), "O")
+    return g
+
+
+def sigmoid_gate(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, y = _rows(g, n, d, dtype, "X", "Y")
+    g.output(g.div(y, g.add_scalar(g.exp(g.neg(x)), 1.0)), "O")
+    return g
+
+
+def isru(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.mul(x, g.rsqrt(g.add_scalar(g.square(x), 1.0))), "O")
+    return g
+
+
+def hypot(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, y = _rows(g, n, d, dtype, "X", "Y")
+    g.output(g.sqrt(g.add(g.square(x), g.square(y))), "O")
+    return g
+
+
+def residual_scale(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, r = _rows(g, n, d, dtype, "X", "R")
+    g.output(g.scale(g.add(x, r), 0.5), "O")
+    return g
+
+
+# ---------------------------------------------------------------------- 2. reductions over one dim
+def rms_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.rms_norm(x, EPS), "O")
+    return g
+
+
+def rms_norm_weight(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((1, d), dtype, "G")
+    g.output(g.mul(g.rms_norm(x, EPS), w), "O")
+    return g
+
+
+def double_rms_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.rms_norm(g.rms_norm(x, EPS), EPS), "O")
+    return g
+
+
+def layer_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    xc = g.sub(x, g.mean(x, -1))
+    var = g.mean(g.square(xc), -1)
+    g.output(g.mul(xc, g.rsqrt(g.add_scalar(var, EPS))), "O")
+    return g
+
+
+def l2_normalize(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.mul(x, g.rsqrt(g.add_scalar(g.sum(g.square(x), -1), EPS))), "O")
+    return g
+
+
+def softmax(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.softmax(x, -1), "O")
+    return g
+
+
+def scaled_softmax(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.softmax(g.scale(x, 0.125), -1), "O")
+    return g
+
+
+def stable_softmax(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    e = g.exp(g.sub(x, g.max(x, -1)))
+    g.output(g.div(e, g.sum(e, -1)), "O")
+    return g
+
+
+def row_max(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.max(x, -1), "O")
+    return g
+
+
+# ---------------------------------------------------------------------- 3. residual adds and broadcasts
+def matmul_residual(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, d), dtype, "W")
+    (r,) = _rows(g, n, d, dtype, "R")
+    g.output(g.add(g.matmul(x, w), r), "O")
+    return g
+
+
+def matmul_bias_gelu(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, f), dtype, "W")
+    b = g.input((1, f), dtype, "B")
+    g.output(g.gelu(g.add(g.matmul(x, w), b)), "O")
+    return g
+
+
+def matmul_col_scale(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, f), dtype, "W")
+    s = g.input((1, f), dtype, "S")
+    g.output(g.mul(g.matmul(x, w), s), "O")
+    return g
+
+
+def row_scale(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    s = g.input((n, 1), dtype, "S")
+    g.output(g.mul(x, s), "O")
+    return g
+
+
+def add_rms_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, r = _rows(g, n, d, dtype, "X", "R")
+    g.output(g.rms_norm(g.add(x, r), EPS), "O")
+    return g
+
+
+def add_rms_norm_weight(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, r = _rows(g, n, d, dtype, "X", "R")
+    w = g.input((1, d), dtype, "G")
+    g.output(g.mul(g.rms_norm(g.add(x, r), EPS), w), "O")
+    return g
+
+
+# ---------------------------------------------------------------------- 4. matmul chains and gated MLPs
+def mlp_silu(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w1 = g.input((d, f), dtype, "W1")
+    w2 = g.input((f, d), dtype, "W2")
+    g.output(g.matmul(g.silu(g.matmul(x, w1)), w2), "O")
+    return g
+
+
+def sum_of_matmuls(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, y = _rows(g, n, d, dtype, "X", "Y")
+    w1 = g.input((d, d), dtype, "W1")
+    w2 = g.input((d, d), dtype, "W2")
+    g.output(g.add(g.matmul(x, w1), g.matmul(y, w2)), "O")
+    return g
+
+
+def geglu(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    wg = g.input((d, f), dtype, "Wg")
+    wu = g.input((d, f), dtype, "Wu")
+    g.output(g.mul(g.gelu(g.matmul(x, wg)), g.matmul(x, wu)), "O")
+    return g
+
+
+def swiglu_mlp(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    wg = g.input((d, f), dtype, "Wg")
+    wu = g.input((d, f), dtype, "Wu")
+    wd = g.input((f, d), dtype, "Wd")
+    h = g.mul(g.silu(g.matmul(x, wg)), g.matmul(x, wu))
+    g.output(g.matmul(h, wd), "O")
+    return g
+
+
+def norm_matmul_silu(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, f), dtype, "W")
+    g.output(g.silu(g.matmul(g.rms_norm(x, EPS), w)), "O")
+    return g
+
+
+def norm_matmul_residual(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, d), dtype, "W")
+    (r,) = _rows(g, n, d, dtype, "R")
+    g.output(g.add(g.matmul(g.rms_norm(x, EPS), w), r), "O")
+    return g
+
+
+def lora_linear(n: int, d: int, r: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, d), dtype, "W")
+    la = g.input((d, r), dtype, "La")
+    lb = g.input((r, d), dtype, "Lb")
+    g.output(g.add(g.matmul(x, w), g.scale(g.matmul(g.matmul(x, la), lb), 2.0)), "O")
+    return g
+
+
+# ---------------------------------------------------------------------- 5. attention (3-D batched)
+def scaled_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    p = g.softmax(g.scale(g.matmul(q, kt), ATTN_SCALE), -1)
+    g.output(g.matmul(p, v), "O")
+    return g
+
+
+def qnorm_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    p = g.softmax(g.scale(g.matmul(g.rms_norm(q, EPS), kt), ATTN_SCALE), -1)
+    g.output(g.matmul(p, v), "O")
+    return g
+
+
+def qknorm_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    # K arrives transposed, so its rms norm runs over dim 1 (head_dim) of Kt.
+    ktn = g.mul(kt, g.rsqrt(g.add_scalar(g.mean(g.square(kt), 1), EPS)))
+    p = g.softmax(g.scale(g.matmul(g.rms_norm(q, EPS), ktn), ATTN_SCALE), -1)
+    g.output(g.matmul(p, v), "O")
+    return g
+
+
+def attention_k_transpose(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q = g.input((batch, group, head_dim), dtype, "Q")
+    k = g.input((batch, kv_len, head_dim), dtype, "K")
+    v = g.input((batch, kv_len, head_dim), dtype, "V")
+    p = g.softmax(g.scale(g.matmul(q, g.transpose(k)), ATTN_SCALE), -1)
+    g.output(g.matmul(p, v), "O")
+    return g
+
+
+def attention_scores(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt = _qk_inputs(g, batch, group, kv_len, head_dim, dtype)
+    g.output(g.matmul(q, kt), "O")
+    return g
+
+
+def attention_probs(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt = _qk_inputs(g, batch, group, kv_len, head_dim, dtype)
+    g.output(g.softmax(g.scale(g.matmul(q, kt), ATTN_SCALE), -1), "O")
+    return g
+
+
+# ---------------------------------------------------------------------- the zoo
+def _nd(n: int, d: int) -> dict[str, int]:
+    return {"n": n, "d": d}
+
+
+def _ndf(n: int, d: int, f: int) -> dict[str, int]:
+    return {"n": n, "d": d, "f": f}
+
+
+def _attn(batch: int, group: int, kv_len: int, head_dim: int) -> dict[str, int]:
+    return {"batch": batch, "group": group, "kv_len": kv_len, "head_dim": head_dim}
+
+
+_SMALL_ATTN = _attn(2, 4, 8, 8)
+
+_PROGRAMS: list[ZooProgram] = [
+    # 1. elementwise chains
+    ZooProgram("silu_mul", "elementwise", silu_mul, _nd(4, 8), _nd(8, 4096), _nd(1024, 4096),
+               "O = silu(X) * Y: the gate of a SwiGLU MLP on precomputed projections."),
+    ZooProgram("bias_gelu", "elementwise", bias_gelu, _nd(4, 8), _nd(16, 4096), _nd(512, 4096),
+               "O = gelu(X + B) with a bias row B (1, d) broadcast over the rows."),
+    ZooProgram("exp_scale", "elementwise", exp_scale, _nd(2, 8), _nd(4, 2048), _nd(2048, 2048),
+               "O = exp(X) * 0.5: an exponential scaled by a constant."),
+    ZooProgram("sigmoid_gate", "elementwise", sigmoid_gate, _nd(4, 4), _nd(8, 2048), _nd(1024, 2048),
+               "O = Y / (exp(-X) + 1): Y gated by sigmoid(X), written out by hand."),
+    ZooProgram("isru", "elementwise", isru, _nd(4, 8), _nd(1, 4096), _nd(2048, 4096),
+               "O = X * rsqrt(X^2 + 1): the inverse square root unit, a smooth clamp."),
+    ZooProgram("hypot", "elementwise", hypot, _nd(2, 4), _nd(16, 1024), _nd(256, 1024),
+               "O = sqrt(X^2 + Y^2): elementwise magnitude of a pair of tensors."),
+    ZooProgram("residual_scale", "elementwise", residual_scale, _nd(4, 8), _nd(8, 4096), _nd(512, 4096),
+               "O = (X + R) * 0.5: a residual add followed by a constant scale."),
+    # 2. reductions over one dim
+    ZooProgram("rms_norm", "reduction", rms_norm, _nd(4, 8), _nd(8, 4096), _nd(1024, 4096),
+               "O = rms_norm(X): RMS normalization over the last dim, no weight."),
+    ZooProgram("rms_norm_weight", "reduction", rms_norm_weight, _nd(4, 8), _nd(16, 4096), _nd(2048, 4096),
+               "O = rms_norm(X) * G with a weight row G (1, d), as in Llama."),
+    ZooProgram("double_rms_norm", "reduction", double_rms_norm, _nd(2, 8), _nd(8, 2048), _nd(512, 2048),
+               "O = rms_norm(rms_norm(X)): two RMS norms in a row (a redundant norm to simplify)."),
+    ZooProgram("layer_norm", "reduction", layer_norm, _nd(4, 8), _nd(8, 4096), _nd(1024, 4096),
+               "O = (X - mean(X)) * rsqrt(mean((X - mean(X))^2) + eps): layer norm without weight or bias."),
+    ZooProgram("l2_normalize", "reduction", l2_normalize, _nd(4, 8), _nd(4, 1024), _nd(2048, 1024),
+               "O = X * rsqrt(sum(X^2) + eps): L2 normalization of each row."),
+    ZooProgram("softmax", "reduction", softmax, _nd(4, 8), _nd(8, 1024), _nd(512, 1024),
+               "O = softmax(X) along the last dim (no max subtraction)."),
+    ZooProgram("scaled_softmax", "reduction", scaled_softmax, _nd(4, 8), _nd(16, 2048), _nd(1024, 2048),
+               "O = softmax(X * 0.125): softmax of scaled logits."),
+    ZooProgram("stable_softmax", "reduction", stable_softmax, _nd(4, 8), _nd(8, 4096), _nd(256, 4096),
+               "O = exp(X - max(X)) / sum(exp(X - max(X))): the numerically safe softmax written by hand."),
+    ZooProgram("row_max", "reduction", row_max, _nd(4, 8), _nd(16, 4096), _nd(2048, 4096),
+               "O = max(X) over the last dim, kept as a column (n, 1)."),
+    # 3. residual adds and broadcasts
+    ZooProgram("matmul_residual", "residual", matmul_residual, _nd(4, 8), _nd(8, 4096), _nd(512, 4096),
+               "O = X @ W + R: an output projection with its residual add."),
+    ZooProgram("matmul_bias_gelu", "residual", matmul_bias_gelu, _ndf(4, 8, 8), _ndf(16, 1024, 4096),
+               _ndf(1024, 1024, 4096), "O = gelu(X @ W + B): a linear layer with a bias row, then GELU."),
+    ZooProgram("matmul_col_scale", "residual", matmul_col_scale, _ndf(4, 8, 4), _ndf(8, 4096, 4096),
+               _ndf(512, 4096, 4096), "O = (X @ W) * S with S (1, f): per-output-channel (dequantization) scale."),
+    ZooProgram("row_scale", "residual", row_scale, _nd(4, 8), _nd(16, 4096), _nd(2048, 4096),
+               "O = X * S with S (n, 1): a per-row scale broadcast over the columns."),
+    ZooProgram("add_rms_norm", "residual", add_rms_norm, _nd(4, 8), _nd(8, 4096), _nd(1024, 4096),
+               "O = rms_norm(X + R): residual add then RMS norm."),
+    ZooProgram("add_rms_norm_weight", "residual", add_rms_norm_weight, _nd(2, 8), _nd(4, 2048), _nd(512, 2048),
+               "O = rms_norm(X + R) * G: residual add then weighted RMS norm (fused add-norm)."),
+    # 4. matmul chains, sums of matmuls and gated MLPs
+    ZooProgram("mlp_silu", "matmul", mlp_silu, _ndf(4, 8, 8), _ndf(8, 2048, 8192), _ndf(512, 2048, 8192),
+               "O = silu(X @ W1) @ W2: a two-layer MLP with SiLU in between."),
+    ZooProgram("sum_of_matmuls", "matmul", sum_of_matmuls, _nd(4, 8), _nd(8, 4096), _nd(1024, 4096),
+               "O = X @ W1 + Y @ W2: the sum of two projections of two inputs."),
+    ZooProgram("geglu", "matmul", geglu, _ndf(4, 8, 8), _ndf(16, 2048, 8192), _ndf(512, 2048, 8192),
+               "O = gelu(X @ Wg) * (X @ Wu): the GeGLU gated projection."),
+    ZooProgram("swiglu_mlp", "matmul", swiglu_mlp, _ndf(2, 4, 8), _ndf(8, 2048, 8192), _ndf(256, 2048, 8192),
+               "O = (silu(X @ Wg) * (X @ Wu)) @ Wd: a whole SwiGLU MLP block."),
+    ZooProgram("norm_matmul_silu", "matmul", norm_matmul_silu, _ndf(4, 8, 8), _ndf(4, 4096, 4096),
+               _ndf(1024, 4096, 4096), "O = silu(rms_norm(X) @ W): norm, then matmul, then activation."),
+    ZooProgram("norm_matmul_residual", "matmul", norm_matmul_residual, _nd(4, 8), _nd(16, 2048), _nd(2048, 2048),
+               "O = rms_norm(X) @ W + R: a pre-norm projection with its residual add."),
+    ZooProgram("lora_linear", "matmul", lora_linear, {"n": 4, "d": 8, "r": 2}, {"n": 8, "d": 4096, "r": 16},
+               {"n": 512, "d": 4096, "r": 16}, "O = X @ W + 2 * ((X @ La) @ Lb): linear layer plus a rank-r LoRA adapter."),
+    # 5. attention (3-D batched, decode)
+    ZooProgram("scaled_attention", "attention", scaled_attention, _SMALL_ATTN, _attn(2, 8, 4096, 128), None,
+               "O = softmax((Q @ Kt) / sqrt(128)) @ V: scaled decode GQA attention."),
+    ZooProgram("qnorm_attention", "attention", qnorm_attention, _SMALL_ATTN, _attn(4, 8, 2048, 128), None,
+               "O = softmax((rms_norm(Q) @ Kt) / sqrt(128)) @ V: attention with an RMS-normed query."),
+    ZooProgram("qknorm_attention", "attention", qknorm_attention, _SMALL_ATTN, _attn(8, 4, 1024, 128), None,
+               "O = softmax((rms_norm(Q) @ rms_norm_dim1(Kt)) / sqrt(128)) @ V: QK-norm attention, K given transposed."),
+    ZooProgram("attention_k_transpose", "attention", attention_k_transpose, _SMALL_ATTN, _attn(2, 4, 8192, 128), None,
+               "O = softmax((Q @ transpose(K)) / sqrt(128)) @ V: attention with K stored (batch, kv_len, head_dim)."),
+    ZooProgram("attention_scores", "attention", attention_scores, _SMALL_ATTN, _attn(8, 8, 4096, 128), None,
+               "O = Q @ Kt: the batched attention scores only."),
+    ZooProgram("attention_probs", "attention", attention_probs, _SMALL_ATTN, _attn(4, 4, 8192, 128), None,
+               "O = softmax((Q @ Kt) / sqrt(128)): attention probabilities, no V."),
+]
+
+ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
+assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
+
+
+def zoo_graph(name: str, which: str = "small", dtype: str = "float16") -> Graph:
+    """Build zoo program ``name`` at its ``which`` sizes ("small", "decode" or "prefill")."""
+    if name not in ZOO:
+        raise KeyError(f"unknown zoo program {name!r}; known: {', '.join(ZOO)}")
+    return ZOO[name].graph(which, dtype)

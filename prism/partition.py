@@ -1,0 +1,254 @@
+"""Predefined plans and partitioning: every program gets a plan, large programs get searched in parts.
+
+* ``predefined_plan(graph)``: the program as one predefined kernel per primitive op (vendor GEMM for
+  matmuls, one library kernel per elementwise op or reduction). It is always a candidate, so every
+  program the Graph API accepts has a correct plan, and the tuner's choice is never slower than it.
+* ``partition(graph)``: the program cut at op boundaries into ``Part``s. Matmuls and transposes are
+  parts of their own ("heavy" ops: a vendor GEMM or a generated GEMM); the other ops are grouped
+  into connected runs between heavy ops, each cut into chunks of at most ``max_ops`` ops. Parts are
+  ordered so that a part only reads tensors of earlier parts (a heavy op increases the *level* of
+  what depends on it; ops of one level that touch are one run, so runs of one level never depend on
+  each other).
+* ``Part.graph``: the part as a program of its own (cut tensors become inputs and outputs), searched
+  and cached under its own structure key, so a repeated block is searched once.
+* ``stitch(graph, parts, plans)``: one kernel graph of the whole program from one plan per part.
+
+Tensor names inside a stitched plan are the program's own for its inputs and outputs, and fresh
+names (never equal to a user's) for the tensors between parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from prism.errors import IRError
+from prism.graph import Graph, Node, OpKind, Tensor
+from prism.ir import (
+    CustomKernel,
+    Kernel,
+    KernelGraph,
+    Load,
+    PredefinedKernel,
+    Save,
+    Size,
+    TensorSpec,
+)
+from prism.ops import Const, DimRecip, Scalar, Unary
+
+# Ops per part: the one-kernel search of a part stays within seconds up to about this many primitive
+# ops (an RMS norm is six); measured in docs/search-budgets.md.
+MAX_PART_OPS = 6
+HEAVY = (OpKind.MATMUL, OpKind.TRANSPOSE)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A convex set of ops of a program, as a program of its own (``graph``)."""
+
+    index: int
+    nodes: tuple[int, ...]  # indices into the program's nodes, in order
+    graph: Graph
+    heavy: bool  # one matmul / transpose
+
+    @property
+    def searchable(self) -> bool:
+        """A transpose alone has no block-graph form: only its predefined kernel runs it."""
+        return not (self.heavy and self.graph.nodes[-1].kind is OpKind.TRANSPOSE)
+
+
+def tensor_names(graph: Graph) -> dict[int, str]:
+    """The name of every node's tensor: the user's for inputs and outputs, fresh names otherwise."""
+    taken = {t.name for t in graph.inputs} | {t.name for t in graph.outputs}
+    names: dict[int, str] = {}
+    for i, n in enumerate(graph.nodes):
+        if n.kind is OpKind.INPUT:
+            names[i] = n.name or ""
+    for name, i in graph.output_indices:
+        if i not in names:
+            names[i] = name
+    for i in range(len(graph.nodes)):
+        if i not in names:
+            base = f"v{i}"
+            while base in taken:
+                base = f"_{base}"
+            taken.add(base)
+            names[i] = base
+    return names
+
+
+# ---------------------------------------------------------------------------------- predefined plan
+
+
+def _predefined_kernel(name: str, node: Node, inputs: tuple[str, ...], output: str) -> PredefinedKernel:
+    return PredefinedKernel(name, node.kind, inputs, output, node.fn, node.dim, node.scalar)
+
+
+def _copy_kernel(name: str, src: str, dst: str) -> PredefinedKernel:
+    return PredefinedKernel(name, OpKind.UNARY, (src,), dst, Unary.SCALE, None, Const(1.0))
+
+
+def predefined_plan(graph: Graph, program: str = "program") -> KernelGraph:
+    """The program as predefined kernels only: one per primitive op, in program order."""
+    graph.check_complete()
+    names = tensor_names(graph)
+    kernels: list[Kernel] = []
+    for i, n in enumerate(graph.nodes):
+        if n.kind is not OpKind.INPUT:
+            kernels.append(_predefined_kernel(f"op{i}", n, tuple(names[a] for a in n.args), names[i]))
+    kernels.extend(_output_copies(graph, names))
+    return KernelGraph(program, _specs(graph.inputs), _specs(graph.outputs), tuple(kernels))
+
+
+def _output_copies(graph: Graph, names: dict[int, str]) -> list[PredefinedKernel]:
+    """Outputs that are an input, or a second name of one tensor, are written by a copy."""
+    out = []
+    for k, (name, i) in enumerate(graph.output_indices):
+        if names[i] != name:
+            out.append(_copy_kernel(f"copy{k}", names[i], name))
+    return out
+
+
+def _specs(infos: Sequence[object]) -> tuple[TensorSpec, ...]:
+    return tuple(TensorSpec(t.name, tuple(t.shape), t.dtype) for t in infos)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------- partition
+
+
+def _levels(graph: Graph) -> list[int]:
+    """Heavy ops on the longest path from the inputs (a heavy op counts itself)."""
+    lv: list[int] = []
+    for n in graph.nodes:
+        base = max((lv[a] for a in n.args), default=0)
+        lv.append(base + 1 if n.kind in HEAVY else base)
+    return lv
+
+
+def _runs(graph: Graph, levels: list[int]) -> list[list[int]]:
+    """Connected groups of non-heavy ops of one level (union-find over their edges)."""
+    parent = {i: i for i, n in enumerate(graph.nodes) if n.kind not in (*HEAVY, OpKind.INPUT)}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in parent:
+        for a in graph.nodes[i].args:
+            if a in parent and levels[a] == levels[i]:
+                parent[find(a)] = find(i)
+    groups: dict[int, list[int]] = {}
+    for i in sorted(parent):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
+def _chunks(graph: Graph, run: list[int], max_ops: int) -> list[list[int]]:
+    """A run cut into pieces of at most ``max_ops`` ops, each cut where the fewest values cross it
+    (the latest such place: a finished norm hands one tensor on, a half-finished one several)."""
+    outputs = {i for _, i in graph.output_indices}
+    users: dict[int, set[int]] = {}
+    for j, n in enumerate(graph.nodes):
+        for a in n.args:
+            users.setdefault(a, set()).add(j)
+    out: list[list[int]] = []
+    rest = list(run)
+    def crossing(head: set[int]) -> int:
+        return sum(1 for i in head if i in outputs or users.get(i, set()) - head)
+
+    while len(rest) > max_ops:
+        cut = min(range(1, max_ops + 1), key=lambda c, r=rest: (crossing(set(r[:c])), -c))  # type: ignore[misc]
+        out.append(rest[:cut])
+        rest = rest[cut:]
+    return [*out, rest] if rest else out
+
+
+def partition(graph: Graph, max_ops: int = MAX_PART_OPS) -> list[Part]:
+    """The program's parts in an order where each reads only inputs and earlier parts' tensors."""
+    if max_ops < 1:
+        raise IRError(f"max_ops {max_ops}: a part holds at least one op")
+    graph.check_complete()
+    levels = _levels(graph)
+    keyed: list[tuple[tuple[int, int, int], list[int], bool]] = []
+    for i, n in enumerate(graph.nodes):
+        if n.kind in HEAVY:
+            keyed.append(((levels[i], 0, i), [i], True))
+    for run in _runs(graph, levels):
+        for chunk in _chunks(graph, run, max_ops):
+            keyed.append(((levels[chunk[0]], 1, chunk[0]), chunk, False))
+    keyed.sort(key=lambda t: t[0])
+    names = tensor_names(graph)
+    return [Part(k, tuple(nodes), part_graph(graph, nodes, names), heavy)
+            for k, (_, nodes, heavy) in enumerate(keyed)]
+
+
+def part_graph(graph: Graph, nodes: Sequence[int], names: dict[int, str]) -> Graph:
+    """The ops ``nodes`` of ``graph`` as a program: what they read from outside becomes inputs,
+    what the rest of the program (or its outputs) reads becomes outputs."""
+    inside = set(nodes)
+    g = Graph()
+    local: dict[int, Tensor] = {}
+    for i in nodes:
+        for a in graph.nodes[i].args:
+            if a not in inside and a not in local:
+                src = graph.nodes[a]
+                local[a] = g.input(src.shape, src.dtype, names[a])
+        n = graph.nodes[i]
+        read = {names[a] for a in local if graph.nodes[a].kind is OpKind.INPUT}
+        local[i] = g._add(replace(n, args=tuple(local[a].index for a in n.args), name=None,
+                                  scalar=_portable(n.scalar, read, graph)))
+    used_outside = {a for j, n in enumerate(graph.nodes) if j not in inside for a in n.args}
+    used_outside |= {i for _, i in graph.output_indices}
+    for i in nodes:
+        if i in used_outside:
+            g.output(local[i], names[i])
+    return g
+
+
+def _portable(s: Scalar | None, read: set[str], graph: Graph) -> Scalar | None:
+    """A mean's 1/n names a program input; a part that does not read that input gets the number."""
+    if isinstance(s, DimRecip) and s.tensor not in read:
+        return Const(s.resolve({t.name: t.shape for t in graph.inputs}))
+    return s
+
+
+# ---------------------------------------------------------------------------------- stitching
+
+
+def stitch(graph: Graph, parts: Sequence[Part], plans: Sequence[KernelGraph], program: str = "program") -> KernelGraph:
+    """One kernel graph of ``graph`` from one plan per part (kernels, intermediates and symbols of
+    part k are renamed ``p{k}_…`` so that parts never collide)."""
+    if len(parts) != len(plans):
+        raise IRError(f"{program}: {len(plans)} plans for {len(parts)} parts")
+    taken = {t.name for t in graph.inputs} | {t.name for t in graph.outputs}
+    kernels: list[Kernel] = []
+    for part, plan in zip(parts, plans, strict=True):
+        boundary = {t.name for t in plan.inputs} | {t.name for t in plan.outputs}
+        kernels.extend(_renamed(k, f"p{part.index}_", boundary, taken) for k in plan.kernels)
+    kernels.extend(_output_copies(graph, tensor_names(graph)))
+    return KernelGraph(program, _specs(graph.inputs), _specs(graph.outputs), tuple(kernels))
+
+
+def _fresh(name: str, prefix: str, boundary: set[str], taken: set[str]) -> str:
+    if name in boundary:
+        return name
+    new = f"{prefix}{name}"
+    while new in taken:
+        new = f"_{new}"
+    return new
+
+
+def _renamed(k: Kernel, prefix: str, boundary: set[str], taken: set[str]) -> Kernel:
+    def t(name: str) -> str:
+        return _fresh(name, prefix, boundary, taken)
+
+    def size(s: Size) -> Size:
+        return f"{prefix}{s}" if isinstance(s, str) else s
+
+    if isinstance(k, PredefinedKernel):
+        return replace(k, name=f"{prefix}{k.name}", inputs=tuple(t(n) for n in k.inputs), output=t(k.output))
+    ops = tuple(replace(op, tensor=t(op.tensor)) if isinstance(op, Load | Save) else op for op in k.ops)
+    return CustomKernel(f"{prefix}{k.name}", tuple(size(s) for s in k.grid), size(k.loop), ops)
+

@@ -1,0 +1,126 @@
+"""CPU tests of the program zoo (bench/zoo.py): every program builds at every size set, is small where it
+should be, evaluates to finite values, and the zoo as a whole covers the operator set of the Graph API."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from bench.zoo import FAMILIES, ZOO, zoo_graph
+from prism.graph import Graph, OpKind
+from prism.ops import Binary, Reduce, Unary
+
+NAMES = list(ZOO)
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+INTERNAL = re.compile(r"^t\d+$")
+
+
+def _is_pow2(v: int) -> bool:
+    return v >= 1 and v & (v - 1) == 0
+
+
+def _builds(name: str) -> dict[str, Graph]:
+    p = ZOO[name]
+    out = {"small": zoo_graph(name, "small"), "decode": zoo_graph(name, "decode")}
+    if p.prefill is not None:
+        out["prefill"] = zoo_graph(name, "prefill")
+    return out
+
+
+def test_zoo_shape() -> None:
+    assert len(ZOO) >= 24
+    assert set(FAMILIES) == {p.family for p in ZOO.values()}
+    for fam in FAMILIES:
+        assert sum(p.family == fam for p in ZOO.values()) >= 4, fam
+    for name, p in ZOO.items():
+        assert p.name == name
+        assert p.description.strip() and "\n" not in p.description, name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_program_builds_at_every_size(name: str) -> None:
+    p = ZOO[name]
+    graphs = _builds(name)
+    assert (p.prefill is None) == (p.family == "attention")
+    keys = {g.structure_key() for g in graphs.values()}
+    assert len(keys) == 1, f"{name}: the size sets should share one structure"
+    for which, g in graphs.items():
+        sizes = p.sizes(which)
+        assert all(_is_pow2(v) for v in sizes.values()), (which, sizes)
+        assert [t.name for t in g.outputs] == ["O"]
+        for t in [*g.inputs, *g.outputs]:
+            assert t.name.isidentifier() and not INTERNAL.match(t.name), t.name
+            assert t.dtype == "float16"
+        rank = 3 if p.family == "attention" else 2
+        assert all(len(t.shape) == rank for t in g.outputs)
+        if which == "small":
+            assert all(1 <= v <= 8 for v in sizes.values()), sizes
+            assert all(1 <= s <= 8 for t in g.inputs for s in t.shape)
+        else:
+            nbytes = sum(math.prod(t.shape) * ITEMSIZE[t.dtype] for t in g.inputs)
+            assert nbytes < 256 * 2**20, f"{name} {which}: inputs take {nbytes / 2**20:.0f} MiB"
+            if p.family == "attention":
+                assert 2 <= sizes["batch"] <= 8 and 4 <= sizes["group"] <= 8
+                assert 1024 <= sizes["kv_len"] <= 8192 and sizes["head_dim"] == 128
+            elif which == "decode":
+                assert 1 <= sizes["n"] <= 16 and 1024 <= sizes["d"] <= 4096
+            else:
+                assert 128 <= sizes["n"] <= 2048 and 1024 <= sizes["d"] <= 4096
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_small_program_evaluates(name: str) -> None:
+    g = zoo_graph(name, "small")
+    rng = np.random.default_rng(sum(map(ord, name)))
+    values = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
+    out = g.evaluate(values)
+    assert set(out) == {t.name for t in g.outputs}
+    for t in g.outputs:
+        assert out[t.name].shape == t.shape
+        assert np.all(np.isfinite(out[t.name])), f"{name}: non-finite output"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_dtype_is_respected(dtype: str) -> None:
+    for name in NAMES:
+        g = zoo_graph(name, "small", dtype=dtype)
+        assert all(t.dtype == dtype for t in [*g.inputs, *g.outputs]), name
+
+
+def test_zoo_covers_the_operator_set() -> None:
+    unary: set[Unary] = set()
+    binary: set[Binary] = set()
+    reduce: set[Reduce] = set()
+    kinds: set[OpKind] = set()
+    batched_matmul = False
+    for name in NAMES:
+        g = zoo_graph(name, "small")
+        for node in g.nodes:
+            kinds.add(node.kind)
+            if isinstance(node.fn, Unary):
+                unary.add(node.fn)
+            elif isinstance(node.fn, Binary):
+                binary.add(node.fn)
+            elif isinstance(node.fn, Reduce):
+                reduce.add(node.fn)
+            if node.kind is OpKind.MATMUL and len(node.shape) == 3:
+                batched_matmul = True
+    reachable = {u for u in Unary if callable(getattr(Graph, u.value, None))}
+    assert reachable == set(Unary)  # every Unary has a Graph method of its name
+    assert reachable <= unary, f"no zoo program uses {sorted(u.value for u in reachable - unary)}"
+    assert binary == set(Binary)
+    assert reduce == set(Reduce)
+    assert {OpKind.MATMUL, OpKind.TRANSPOSE} <= kinds
+    assert batched_matmul
+
+
+def test_zoo_graph_errors() -> None:
+    with pytest.raises(KeyError, match="unknown zoo program"):
+        zoo_graph("no_such_program")
+    with pytest.raises(ValueError, match="no prefill sizes"):
+        zoo_graph("scaled_attention", "prefill")
+    with pytest.raises(ValueError, match="unknown size set"):
+        zoo_graph("rms_norm", "huge")
