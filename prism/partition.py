@@ -19,12 +19,13 @@ names (never equal to a user's) for the tensors between parts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from prism.errors import IRError
 from prism.graph import Graph, Node, OpKind, Tensor
 from prism.ir import (
+    BlockOp,
     CustomKernel,
     Kernel,
     KernelGraph,
@@ -33,6 +34,7 @@ from prism.ir import (
     Save,
     Size,
     TensorSpec,
+    UnaryOp,
 )
 from prism.ops import Const, DimRecip, Scalar, Unary
 
@@ -196,9 +198,8 @@ def part_graph(graph: Graph, nodes: Sequence[int], names: dict[int, str]) -> Gra
                 src = graph.nodes[a]
                 local[a] = g.input(src.shape, src.dtype, names[a])
         n = graph.nodes[i]
-        read = {names[a] for a in local if graph.nodes[a].kind is OpKind.INPUT}
         local[i] = g._add(replace(n, args=tuple(local[a].index for a in n.args), name=None,
-                                  scalar=_portable(n.scalar, read, graph)))
+                                  scalar=_portable(n.scalar, graph, [a for a in local if a not in inside], names)))
     used_outside = {a for j, n in enumerate(graph.nodes) if j not in inside for a in n.args}
     used_outside |= {i for _, i in graph.output_indices}
     for i in nodes:
@@ -207,11 +208,16 @@ def part_graph(graph: Graph, nodes: Sequence[int], names: dict[int, str]) -> Gra
     return g
 
 
-def _portable(s: Scalar | None, read: set[str], graph: Graph) -> Scalar | None:
-    """A mean's 1/n names a program input; a part that does not read that input gets the number."""
-    if isinstance(s, DimRecip) and s.tensor not in read:
-        return Const(s.resolve({t.name: t.shape for t in graph.inputs}))
-    return s
+def _portable(s: Scalar | None, graph: Graph, part_inputs: list[int], names: dict[int, str]) -> Scalar | None:
+    """A mean's 1/n names a program input's dim; in a part it names the part input's dim that has the
+    same extent by the program's shapes (so the part's search stays size-free), else the number."""
+    if not isinstance(s, DimRecip):
+        return s
+    for a in part_inputs:
+        for d in range(len(graph.nodes[a].shape)):
+            if graph._dim_origin(a, d) == (s.tensor, s.dim):
+                return DimRecip(names[a], d)
+    return Const(s.resolve({t.name: t.shape for t in graph.inputs}))
 
 
 # ---------------------------------------------------------------------------------- stitching
@@ -224,9 +230,10 @@ def stitch(graph: Graph, parts: Sequence[Part], plans: Sequence[KernelGraph], pr
         raise IRError(f"{program}: {len(plans)} plans for {len(parts)} parts")
     taken = {t.name for t in graph.inputs} | {t.name for t in graph.outputs}
     kernels: list[Kernel] = []
+    scalar = _program_scalar(graph)
     for part, plan in zip(parts, plans, strict=True):
         boundary = {t.name for t in plan.inputs} | {t.name for t in plan.outputs}
-        kernels.extend(_renamed(k, f"p{part.index}_", boundary, taken) for k in plan.kernels)
+        kernels.extend(_renamed(k, f"p{part.index}_", boundary, taken, scalar) for k in plan.kernels)
     kernels.extend(_output_copies(graph, tensor_names(graph)))
     return KernelGraph(program, _specs(graph.inputs), _specs(graph.outputs), tuple(kernels))
 
@@ -240,15 +247,38 @@ def _fresh(name: str, prefix: str, boundary: set[str], taken: set[str]) -> str:
     return new
 
 
-def _renamed(k: Kernel, prefix: str, boundary: set[str], taken: set[str]) -> Kernel:
+def _program_scalar(graph: Graph) -> Callable[[Scalar | None], Scalar | None]:
+    """A part's 1/n names a cut tensor's dim; in the whole program it names the input dim it comes
+    from (or becomes the number)."""
+    inputs = {t.name for t in graph.inputs}
+    node_of = {name: i for i, name in tensor_names(graph).items()}
+
+    def fix(s: Scalar | None) -> Scalar | None:
+        if not isinstance(s, DimRecip) or s.tensor in inputs:
+            return s
+        a = node_of[s.tensor]
+        origin = graph._dim_origin(a, s.dim)
+        return DimRecip(*origin) if origin is not None else Const(1.0 / graph.nodes[a].shape[s.dim])
+
+    return fix
+
+
+def _renamed(k: Kernel, prefix: str, boundary: set[str], taken: set[str],
+             scalar: Callable[[Scalar | None], Scalar | None]) -> Kernel:
     def t(name: str) -> str:
         return _fresh(name, prefix, boundary, taken)
 
     def size(s: Size) -> Size:
         return f"{prefix}{s}" if isinstance(s, str) else s
 
+    def op_of(op: BlockOp) -> BlockOp:
+        if isinstance(op, Load | Save):
+            return replace(op, tensor=t(op.tensor))
+        return replace(op, scalar=scalar(op.scalar)) if isinstance(op, UnaryOp) else op
+
     if isinstance(k, PredefinedKernel):
-        return replace(k, name=f"{prefix}{k.name}", inputs=tuple(t(n) for n in k.inputs), output=t(k.output))
-    ops = tuple(replace(op, tensor=t(op.tensor)) if isinstance(op, Load | Save) else op for op in k.ops)
-    return CustomKernel(f"{prefix}{k.name}", tuple(size(s) for s in k.grid), size(k.loop), ops)
+        return replace(k, name=f"{prefix}{k.name}", inputs=tuple(t(n) for n in k.inputs), output=t(k.output),
+                       scalar=scalar(k.scalar))
+    return CustomKernel(f"{prefix}{k.name}", tuple(size(s) for s in k.grid), size(k.loop),
+                        tuple(op_of(op) for op in k.ops))
 
