@@ -197,7 +197,7 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
 def _stitched(graph: Graph, parts: Sequence[PartOutcome], program: str) -> list[KernelGraph]:
     """A few stitched plans: the j-th takes the j-th plan of every part (cyclically), so each part's
     plans all appear; superoptimize tunes parts one by one and stitches the winners instead."""
-    if not parts:
+    if all(len(p.outcome.templates) == 1 for p in parts):  # predefined kernels only: the plan below
         return []
     width = min(MAX_STITCHED, max(len(p.outcome.templates) for p in parts))
     plans = [stitch(graph, [p.part for p in parts],
@@ -220,11 +220,14 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
                                  {"search": 0.0, "mapping": 0.0, "verify": 0.0, "load": time.perf_counter() - t0,
                                   "total": time.perf_counter() - t0}, (PlanSource.SEARCHED,) * len(cached_templates))
 
-    from prism.search import canonical_key, instantiate_mappings, search
-    from prism.search.layout import layout_ok
-    from prism.search.mapping import without_idle_loops
-    from prism.verify import verify_all
-    from prism.verify.screen import screen
+    try:  # the search's solvers (z3, egglog) are not on every machine (a GPU image, say)
+        from prism.search import canonical_key, instantiate_mappings, search
+        from prism.search.layout import layout_ok
+        from prism.search.mapping import without_idle_loops
+        from prism.verify import verify_all
+        from prism.verify.screen import screen
+    except ImportError as e:
+        raise SearchError(f"the symbolic search needs z3-solver and egglog ({e})") from e
 
     t0 = time.perf_counter()
     deadline = t0 + 2 * config.time_budget_s  # the search, then as long again for the mappings
@@ -427,7 +430,7 @@ def superoptimize(
     candidates = [*searched_plans, *outcome.of(PlanSource.PREDEFINED)]
     sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
     t_parts = time.perf_counter()
-    if outcome.parts:
+    if outcome.of(PlanSource.STITCHED):
         plans = []
         for po in outcome.parts:
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
