@@ -435,7 +435,8 @@ def superoptimize(
         for po in outcome.parts:
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
                                f"{program}.p{po.part.index}")
-            plans.append(_tune_cached(req, backend, target, samples, seed, time_budget, cache, {})[2])
+            part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
+            plans.append(_tune_cached(req, backend, target, part_samples, seed, time_budget, cache, {})[2])
         candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
         sources.append(PlanSource.STITCHED)
     summary["parts_tune_s"] = time.perf_counter() - t_parts

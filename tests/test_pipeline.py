@@ -102,3 +102,34 @@ def test_no_gpu_stops_after_verification(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_cache_dir_is_isolated(tmp_path: Path) -> None:
     # the autouse fixture points PRISM_CACHE_DIR at a fresh folder: nothing leaks between tests
     assert not list(pipeline.search_cache().root.glob("*.json"))
+
+
+def test_example_inputs_set_the_tuning_distribution() -> None:
+    import numpy as np
+
+    g = workloads.rmsnorm_linear(4, 32)
+    rng = np.random.default_rng(0)
+    examples = {"X": rng.normal(3.0, 0.25, (4, 32)), "W": rng.normal(0.0, 2.0, (32, 32))}
+    draw = pipeline.input_sampler(g, examples)
+    a, b = draw(1), draw(2)
+    assert abs(float(a["X"].mean()) - 3.0) < 0.2 and abs(float(a["W"].std()) - 2.0) < 0.3
+    assert not np.array_equal(a["X"], b["X"])  # fresh per seed
+    default = pipeline.input_sampler(g)(1)  # the documented default: W ~ N(0, 1/K)
+    assert abs(float(default["W"].std()) - 32**-0.5) < 0.05 and abs(float(default["X"].std()) - 1.0) < 0.2
+
+
+def test_the_predefined_plan_is_always_timed_and_answers_an_unseen_program() -> None:
+    from prism.graph import Graph
+    from prism.tune.tuner import tune
+
+    g = Graph()
+    x = g.input((4, 16), name="X")
+    b = g.input((1, 16), name="B")  # a bias row: size-1 broadcasting
+    g.output(g.gelu(g.add(x, b)), name="O")
+    out = pipeline.search_and_verify(g, progress=False)
+    assert out.to_json()["verified_by_source"]["searched"] >= 1
+    res = tune(g, list(out.templates), samples=1, refine=0, backend=InterpreterBackend(_timer))
+    predefined = len(out.templates) - 1
+    assert any(r.template == predefined and r.time_us is not None for r in res.records)
+    fast = pipeline.superoptimize(g, samples=2, backend=InterpreterBackend(_timer))
+    assert fast.summary["rel_err"] < 1e-9 and fast.summary["plan_source"] in ("searched", "predefined")
