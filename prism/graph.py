@@ -61,8 +61,6 @@ class Node:
         """A JSON-able description used for hashing; sizes dropped when ``size_free``."""
         d: dict[str, object] = {"kind": self.kind.value, "args": list(self.args), "dtype": self.dtype}
         d["shape"] = len(self.shape) if size_free else list(self.shape)
-        if size_free and self.kind is OpKind.INPUT and 1 in self.shape:  # unit dims broadcast: structural
-            d["unit_dims"] = [i for i, e in enumerate(self.shape) if e == 1]
         if self.fn is not None:
             d["fn"] = self.fn.value
         if self.dim is not None:
@@ -368,11 +366,34 @@ class Graph:
         return self.div(e, self.sum(e, d))
 
     # ------------------------------------------------------------------ identity
+    def broadcast_dims(self) -> frozenset[tuple[str, int]]:
+        """Input dims of extent 1 that broadcast against a larger extent (a bias row, a per-row
+        scale): they are part of the program's structure, not a size."""
+        out: set[tuple[str, int]] = set()
+        for n in self.nodes:
+            if n.kind is not OpKind.BINARY and n.kind is not OpKind.MATMUL:
+                continue
+            a, b = (self.nodes[i] for i in n.args)
+            if n.kind is OpKind.MATMUL:  # only the batch dims of equal-rank operands broadcast
+                pairs = [(0, 0)] if len(a.shape) == len(b.shape) == 3 else []
+            else:
+                pairs = [(d, d) for d in range(len(a.shape))]
+            for da, db in pairs:
+                for one, other, dim in ((n.args[0], b, da), (n.args[1], a, db)):
+                    if self.nodes[one].shape[dim] == 1 and other.shape[dim] > 1:
+                        origin = self._dim_origin(one, dim)
+                        if origin is not None:
+                            out.add(origin)
+        return frozenset(out)
+
     def _describe(self, size_free: bool) -> str:
-        doc = {
+        doc: dict[str, object] = {
             "nodes": [n.describe(size_free) for n in self.nodes],
             "outputs": [[name, i] for name, i in self._outputs],
         }
+        bcast = self.broadcast_dims()
+        if size_free and bcast:  # absent when empty: the keys of programs without broadcasts stay as they were
+            doc["broadcast_dims"] = sorted([name, d] for name, d in bcast)
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
     def structure_hash(self) -> str:

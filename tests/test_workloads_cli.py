@@ -95,10 +95,12 @@ def test_cli_search_json_from_cache() -> None:
     key = g.structure_key()
     pipeline.save_verified(g, templates, {"candidates": 7, "mappings": 9, "mappings_before_symmetry": 12},
                            {"search": 1.5})
-    r = _prism("search", "gqa", "--json")
+    r = _prism("search", "gqa", "--json", "--whole")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["program"] == "gqa" and out["structure_key"] == key and out["cached"] is True
-    assert out["verified"] == len(templates) and out["candidates"] == 7 and out["mappings"] == 9
+    # the cached sGraphs plus the all-predefined plan
+    assert out["verified"] == len(templates) + 1 and out["verified_by_source"]["searched"] == len(templates)
+    assert out["candidates"] == 7 and out["mappings"] == 9
     assert out["seconds"]["search"] == 0.0 and out["searched_seconds"]["search"] == 1.5
     assert {"mapping", "verify", "total"} <= set(out["seconds"])

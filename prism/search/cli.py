@@ -21,6 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="ignore cached results (search again)")
     p.add_argument("--no-mappings", action="store_true", help="skip mapping instantiation")
+    p.add_argument("--whole", action="store_true",
+                   help="search the whole program only (not also its parts, prism.partition)")
     p.add_argument("--max-block-ops", type=int, default=None, help="ops per block graph (default: program's minimum + 2)")
     p.add_argument("--max-kernels", type=int, default=2)
     p.add_argument("--max-grid-dims", type=int, default=3)
@@ -100,7 +102,7 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     logging.getLogger("egglog").setLevel(logging.WARNING)
     graph = workloads.program(args.program)
     outcome = search_and_verify(graph, program=args.program, cache=not args.no_cache, progress=not args.json,
-                                config=config_from(args))
+                                config=config_from(args), partitioned=not args.whole)
     out = outcome.to_json()
     out["seconds"] = {k: round(v, 3) for k, v in outcome.seconds.items()}
     out.setdefault("candidates", None)

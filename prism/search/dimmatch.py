@@ -164,11 +164,12 @@ def program_labels(graph: Graph) -> ProgramLabels:
     """Classes of data dims the program forces equal: every input dim starts in its own class."""
     uf = _UF()
     raw: list[list[str]] = []
+    bcast = graph.broadcast_dims()
     for idx, node in enumerate(graph.nodes):
         args = [raw[a] for a in node.args]
         match node.kind:
-            case OpKind.INPUT:  # a dim of extent 1 broadcasts (a bias row, a per-row scale)
-                lab = [ONE if e == 1 else f"{node.name}.{d}" for d, e in enumerate(node.shape)]
+            case OpKind.INPUT:  # a dim of extent 1 that broadcasts (a bias row, a per-row scale)
+                lab = [ONE if (node.name, d) in bcast else f"{node.name}.{d}" for d in range(len(node.shape))]
             case OpKind.UNARY:
                 lab = list(args[0])
             case OpKind.BINARY:

@@ -148,6 +148,7 @@ def encode_graph(graph: Graph) -> tuple[Encoding, DimTable]:
 
 def _encode_graph(graph: Graph, dims: DimTable) -> Encoding:
     names = {t.name for t in graph.inputs}
+    bcast = graph.broadcast_dims()
     terms: list[Term] = []
     sym: list[list[str | None]] = []  # per node, per dim: input-dim symbol or None (extent 1 from a reduce)
     for n in graph.nodes:
@@ -156,9 +157,9 @@ def _encode_graph(graph: Graph, dims: DimTable) -> Encoding:
         match n.kind:
             case OpKind.INPUT:
                 t: Term = ("In", n.name)
-                # a dim of extent 1 broadcasts like a kept reduction dim
-                s: list[str | None] = [None if e == 1 else f"{n.name}.{d}" for d, e in enumerate(n.shape)]
-                dims.unit.update(f"{n.name}.{d}" for d, e in enumerate(n.shape) if e == 1)
+                # a dim of extent 1 that broadcasts is like a kept reduction dim
+                s: list[str | None] = [None if (n.name, d) in bcast else f"{n.name}.{d}" for d in range(len(n.shape))]
+                dims.unit.update(f"{n.name}.{d}" for d in range(len(n.shape)) if (n.name, d) in bcast)
             case OpKind.UNARY:
                 assert isinstance(n.fn, Unary)
                 t = ("Un", unary_name(n.fn, n.scalar, dims, names), args[0])
