@@ -221,9 +221,10 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
                                   "total": time.perf_counter() - t0}, (PlanSource.SEARCHED,) * len(cached_templates))
 
     try:  # the search's solvers (z3, egglog) are not on every machine (a GPU image, say)
-        from prism.search import canonical_key, instantiate_mappings, search
+        from prism.search import canonical_key, search
         from prism.search.layout import layout_ok
         from prism.search.mapping import without_idle_loops
+        from prism.search.parallel import instantiate_all
         from prism.verify import verify_all
         from prism.verify.screen import screen
     except ImportError as e:
@@ -234,22 +235,22 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
     log.info("%s: searching (%d primitive ops, budget %.0f s)", program, primitive_ops(graph), config.time_budget_s)
     result = search(graph, config)
     t1 = time.perf_counter()
-    mapped: list[KernelGraph] = []
-    before = 0
-    cands = result.candidates
-    if progress and cands:
+    bar = None
+    if progress and result.candidates:
         from tqdm import tqdm
 
-        cands = tqdm(cands, desc=f"mappings {program}", unit=" sGraphs", leave=False)
-    mapping_timed_out = False
-    for cand in cands:
-        if time.perf_counter() > deadline:
-            mapping_timed_out = True
-            log.warning("%s: mapping instantiation stopped at its budget", program)
-            break
-        m = instantiate_mappings(cand)
-        before += m.before_symmetry
-        mapped.extend(m.graphs)
+        tqdm.monitor_interval = 0  # no monitor thread: mapping workers are forked from this process
+        bar = tqdm(total=len(result.candidates), desc=f"mappings {program}", unit=" sGraphs", leave=False)
+    try:
+        m = instantiate_all(result.candidates, deadline=time.time() + (deadline - time.perf_counter()),
+                            jobs=settings().jobs, on_progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    mapped, before, mapping_timed_out = m.graphs, m.before_symmetry, m.timed_out
+    if mapping_timed_out:
+        log.warning("%s: mapping instantiation stopped at its budget (%d of %d candidates)", program, m.done,
+                    len(result.candidates))
     # A loop that reads nothing per iteration only repeats itself: keep its loop-size-1 form, once.
     # What still sums identical iterations (right only where the repeats cancel, in a ratio) is
     # never faster than the same plan without them: it is dropped before the proof.
