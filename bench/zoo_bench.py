@@ -63,6 +63,9 @@ class Runner:
         if system == "eager":
             return base
         mode = {"compile": None, "max_autotune": "max-autotune-no-cudagraphs"}[system]
+        # every zoo program is the same Python function over another graph: start dynamo afresh, or it
+        # stops recompiling after its limit and silently runs eager
+        self.torch._dynamo.reset()
         return self.torch.compile(base, mode=mode, dynamic=False)
 
     def copy(self, graph: Graph, scales: dict[str, float], i: int) -> list[Any]:

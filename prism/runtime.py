@@ -13,7 +13,8 @@
 * Calls check device, dtype, shape, contiguity and 16-byte alignment (``InputError`` /
   ``DeviceError``), allocate outputs of the inputs' kind unless ``out=`` is given, and launch on the
   caller's current stream (torch: ``torch.cuda.current_stream()``; CuPy: the current CuPy stream).
-* CUDA graphs: intermediate float32 buffers are allocated once, at compile time, so a call under
+* CUDA graphs: intermediate buffers (float32 from generated kernels, the program's dtype from
+  predefined ops) are allocated once, at compile time, so a call under
   stream capture allocates nothing but its outputs (none with ``out=``) and never synchronises.
   One OptimizedGraph must not run concurrently on two streams (the intermediates are shared).
 * Without CuPy or a GPU, importing this module works; ``compile_plan`` raises ``DeviceError``.
@@ -250,15 +251,19 @@ class OptimizedGraph:
         if self._buffer_views is None:
             torch = _torch()
             assert torch is not None
-            self._buffer_views = {n: torch.as_tensor(b, device=f"cuda:{self.device}") for n, b in self._buffers.items()}
+            views = {}
+            for spec in self.plan.buffers:
+                v = torch.as_tensor(self._buffers[spec.name], device=f"cuda:{self.device}")
+                views[spec.name] = v.view(torch.bfloat16) if spec.dtype == "bfloat16" else v
+            self._buffer_views = views
         return {**self._buffer_views, **{n: a.obj for n, a in (*ins.items(), *outs.items())}}
 
     def _spec_of(self, name: str) -> tuple[tuple[int, ...], str]:
         for t in (*self.inputs, *self.outputs):
             if t.name == name:
                 return t.shape, t.dtype
-        b = self._buffers[name]
-        return tuple(b.shape), "float32"
+        spec = next(b for b in self.plan.buffers if b.name == name)
+        return tuple(spec.shape), spec.dtype
 
 
 def _wrap(ptr: int, shape: tuple[int, ...], dtype: str) -> Any:
@@ -309,52 +314,62 @@ HALF = ("float16", "bfloat16")
 
 
 def _run_predefined_torch(op: PredefinedOp, t: Mapping[str, Any]) -> None:
-    """A predefined op with torch on the current stream (capturable in a CUDA graph): a matmul is
-    the vendor GEMM (cuBLAS) in the half dtype of its operands with float32 accumulation, like
-    PyTorch's own; elementwise ops and reductions compute in float32."""
+    """A predefined op with torch on the current stream (capturable in a CUDA graph), one kernel
+    writing its output in place where torch has one, as PyTorch eager would run it: a matmul is the
+    vendor GEMM (cuBLAS) in the operands' half dtype with float32 accumulation; elementwise ops and
+    reductions compute in the dtype torch promotes their operands to."""
     torch = _torch()
     assert torch is not None
     args = [t[n] for n in op.inputs]
     dst = t[op.output]
     if op.kind == "matmul":
         half = next((a.dtype for a in args if str(a.dtype).removeprefix("torch.") in HALF), torch.float32)
-        res = torch.matmul(args[0].to(half), args[1].to(half))
-    else:
-        res = _torch_elementwise(torch, op, [a.float() for a in args])
-    dst.copy_(res)
+        a, b = (x if x.dtype == half else x.to(half) for x in args)
+        if dst.dtype == half:
+            torch.matmul(a, b, out=dst)
+        else:
+            dst.copy_(torch.matmul(a, b))
+        return
+    _torch_elementwise(torch, op, args, dst)
 
 
-def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any]) -> Any:
+def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any], dst: Any) -> None:
     c = op.scalar if op.scalar is not None else 0.0
     x = args[0]
+    aten = torch.ops.aten
     match op.kind, op.fn:
         case "unary", "exp":
-            return torch.exp(x)
+            torch.exp(x, out=dst)
         case "unary", "sqrt":
-            return torch.sqrt(x)
+            torch.sqrt(x, out=dst)
         case "unary", "rsqrt":
-            return torch.rsqrt(x)
+            torch.rsqrt(x, out=dst)
         case "unary", "square":
-            return x * x
+            torch.mul(x, x, out=dst)
         case "unary", "neg":
-            return -x
+            torch.neg(x, out=dst)
         case "unary", "scale":
-            return x * c
+            torch.mul(x, c, out=dst)
         case "unary", "add_scalar":
-            return x + c
+            torch.add(x, c, out=dst)
         case "unary", "silu":
-            return torch.nn.functional.silu(x)
+            aten.silu.out(x, out=dst) if x.dtype == dst.dtype else dst.copy_(torch.nn.functional.silu(x))
         case "unary", "gelu":
-            return torch.nn.functional.gelu(x, approximate="tanh")
+            if x.dtype == dst.dtype:
+                aten.gelu.out(x, approximate="tanh", out=dst)
+            else:
+                dst.copy_(torch.nn.functional.gelu(x, approximate="tanh"))
         case "binary", fn:
-            return {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[str(fn)](x, args[1])
+            {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[str(fn)](x, args[1], out=dst)
         case "reduce", "sum":
-            return torch.sum(x, dim=op.dim, keepdim=True)
+            torch.sum(x, dim=op.dim, keepdim=True, dtype=dst.dtype, out=dst)
         case "reduce", "max":
-            return torch.amax(x, dim=op.dim, keepdim=True)
+            torch.amax(x, dim=op.dim, keepdim=True, out=dst) if x.dtype == dst.dtype else \
+                dst.copy_(torch.amax(x, dim=op.dim, keepdim=True))
         case "transpose", _:
-            return torch.transpose(x, -1, -2)
-    raise DeviceError(f"pre-defined op {op.name}: {op.kind} {op.fn} has no runtime implementation")
+            dst.copy_(torch.transpose(x, -1, -2))
+        case _:
+            raise DeviceError(f"pre-defined op {op.name}: {op.kind} {op.fn} has no runtime implementation")
 
 
 def compile_plan(plan: LaunchPlan, *, inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None,
@@ -377,5 +392,6 @@ def compile_plan(plan: LaunchPlan, *, inputs: Sequence[str] | None = None, outpu
         raise InputError(f"{plan.program}: outputs= must name all of {list(out_by_name)}")
     device = cupy.cuda.Device().id
     kernels = {k.entry: compile_kernel(k, options=options) for k in plan.kernels}
-    buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype) for b in plan.buffers}
+    # CuPy has no bfloat16: such a buffer is raw 16-bit storage, viewed as bfloat16 by torch
+    buffers = {b.name: cupy.empty(b.shape, dtype="uint16" if b.dtype == "bfloat16" else b.dtype) for b in plan.buffers}
     return OptimizedGraph(plan, kernels, buffers, ins, outs, device)

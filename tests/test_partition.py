@@ -92,3 +92,21 @@ def test_stitch_keeps_parts_apart() -> None:
     assert len(names) == len(set(names))
     with pytest.raises(Exception, match="plans for"):
         stitch(g, parts, plans[:-1], "x")
+
+
+def test_predefined_ops_hand_on_the_programs_dtype_generated_kernels_float32() -> None:
+    from prism import codegen
+
+    g = zoo_graph("norm_matmul_silu", "small")
+    plan = codegen.generate(predefined_plan(g), arch="sm_80")
+    assert plan.buffers and {b.dtype for b in plan.buffers} == {"float16"}
+    parts = partition(g)  # rms_norm | matmul | silu
+    norm = pipeline.search_and_verify(parts[0].graph, progress=False, partitioned=False).of(pipeline.PlanSource.SEARCHED)
+    mixed = stitch(g, parts, [norm[0], *(predefined_plan(p.graph) for p in parts[1:])], "nms")
+    assert run_plan(g, mixed) < 1e-9
+    sizes = legal_sizes(mixed, arch="sm_80", resources=None, limit=1)[0]
+    lp = codegen.generate(mixed.instantiate(sizes), arch="sm_80")
+    written_by_custom = {s.tensor for k in mixed.kernels if isinstance(k, CustomKernel) for s in k.saves}
+    assert lp.buffers and written_by_custom
+    for b in lp.buffers:
+        assert b.dtype == ("float32" if b.name in written_by_custom else "float16"), b

@@ -35,5 +35,5 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
         sizes = (*zip("xyz", low.grid, strict=False), ("loop", low.loop))
         steps.append(KernelLaunch(k.name, entry, render_kernel(gl, low, entry), (grid[0], grid[1], grid[2]),
                                   (low.threads, 1, 1), low.smem_bytes, low.args, low.stages, sizes))
-    buffers = tuple(BufferSpec(n, gl.shapes[n]) for n in gl.intermediates)
+    buffers = tuple(BufferSpec(n, gl.shapes[n], gl.dtypes[n]) for n in gl.intermediates)
     return LaunchPlan(kg.program, arch, kg.inputs, kg.outputs, buffers, tuple(steps), kg.dumps())

@@ -234,22 +234,23 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
     for t in kg.outputs:
         dtypes[t.name] = t.dtype
     outputs = {t.name for t in kg.outputs}
-    intermediates = []
-    for k in kg.kernels:
-        written = [s.tensor for s in k.saves] if isinstance(k, CustomKernel) else [k.output]
-        for name in written:
-            if name not in outputs:
-                dtypes[name] = INTERMEDIATE_DTYPE
-                intermediates.append(name)
-    for name, shp in shapes.items():
-        if math.prod(shp) > MAX_ELEMS:
-            raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
-    half = {dt for n, dt in dtypes.items() if n not in intermediates}
+    half = set(dtypes.values())
     bad = half - set(HALF_DTYPES)
     if bad or len(half) > 1:
         raise CodegenError(f"{kg.program}: tensor-core code needs all inputs and outputs in one of "
                            f"{HALF_DTYPES}; got {sorted(half)}")
     dtype = half.pop() if half else "float16"
+    intermediates = []
+    for k in kg.kernels:
+        written = [s.tensor for s in k.saves] if isinstance(k, CustomKernel) else [k.output]
+        for name in written:
+            if name not in outputs:
+                # generated kernels hand on float32; a predefined op writes the program's dtype, as PyTorch does
+                dtypes[name] = INTERMEDIATE_DTYPE if isinstance(k, CustomKernel) else dtype
+                intermediates.append(name)
+    for name, shp in shapes.items():
+        if math.prod(shp) > MAX_ELEMS:
+            raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
     scalars = {t.name: t.shape for t in kg.inputs}
     lowered: list[KernelLowering | None] = []
     for idx, (k, ks) in enumerate(zip(kg.kernels, per_kernel, strict=True)):
