@@ -26,6 +26,7 @@ from prism.graph import Graph, OpKind, bind_inputs
 from prism.ir import KernelGraph
 from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch, tensor_names
 from prism.reference import node_values, relative_error, round_to_dtype
+from prism.rowwise import row_plan
 from prism.settings import settings
 
 if TYPE_CHECKING:
@@ -262,6 +263,10 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
             repeating += 1
             continue
         distinct.setdefault(canonical_key(one), one)
+    row = row_plan(graph, program)  # the row-wise one-kernel plan exists even where the budget stops the search
+    row_added = row is not None and canonical_key(row) not in distinct
+    if row is not None and row_added:
+        distinct[canonical_key(row)] = row
     checked = list(distinct.values())
     t2 = time.perf_counter()
     passed = screen(graph, checked)
@@ -283,6 +288,7 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
         "pruned": dict(result.stats.get("pruned") or {}),  # type: ignore[call-overload]
         "search_timed_out": bool(result.stats.get("timed_out", False)),
         "mapping_timed_out": mapping_timed_out,
+        "rowwise_plan_added": row_added,
         "whole_program_searched": True,
     }
     seconds = {"search": t1 - t0, "mapping": t2 - t1, "screen": t3 - t2, "verify": t4 - t3, "total": t4 - t0}

@@ -110,3 +110,24 @@ def test_predefined_ops_hand_on_the_programs_dtype_generated_kernels_float32() -
     assert lp.buffers and written_by_custom
     for b in lp.buffers:
         assert b.dtype == ("float32" if b.name in written_by_custom else "float16"), b
+
+
+@pytest.mark.parametrize("name", [n for n in ZOO if ZOO[n].family in ("elementwise", "reduction")])
+def test_rowwise_plan_of_matmul_free_programs_is_right_and_proven(name: str) -> None:
+    from prism.rowwise import row_plan
+
+    g = zoo_graph(name)
+    kg = row_plan(g, name)
+    assert kg is not None and len(kg.kernels) == 1
+    assert run_plan(g, kg) < 1e-12
+    assert verify_all(g, [kg])[0].proven
+
+
+def test_rowwise_plan_is_a_searched_candidate_even_when_the_search_finds_nothing() -> None:
+    from prism.search.config import SearchConfig
+
+    g = zoo_graph("layer_norm")  # the search needs more ops than this bound allows
+    out = pipeline.search_and_verify(g, progress=False, partitioned=False,
+                                     config=SearchConfig(loop_one=True, max_block_ops=4, time_budget_s=5))
+    assert out.stats["rowwise_plan_added"] is True
+    assert len(out.of(pipeline.PlanSource.SEARCHED)) == 1 and run_plan(g, out.templates[0]) < 1e-12

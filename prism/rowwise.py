@@ -1,0 +1,61 @@
+"""The row-wise fused plan: a program with no matmul, built directly as one kernel.
+
+Every op of such a program works elementwise or reduces some dims; a thread block that holds
+whole extents of the reduced dims can run the whole program with no communication. The plan:
+one kernel whose grid splits the dims no op reduces (up to three), loop size 1; each input is
+loaded (replicated along a grid dim where it broadcasts), passed through a loop-size-1
+accumulator into the post-loop phase, and the program's ops run there in order; outputs are
+saved along the grid dims. The search finds such plans for small programs; for larger ones (a
+layer norm, a residual add before a norm) its op bound or budget may stop it first, and this plan
+still exists. It is verified like any searched plan (screen + proof) before it is used.
+"""
+
+from __future__ import annotations
+
+from prism.graph import Graph, OpKind
+from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, TensorSpec, UnaryOp
+from prism.ops import Binary, Reduce, Unary
+
+GRID = ("k0_x", "k0_y", "k0_z")
+
+
+def row_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
+    """The one-kernel row-wise plan of ``graph``, or None when it has a matmul or transpose or
+    reduces every dim (nothing to spread over blocks)."""
+    nodes = graph.nodes
+    if any(n.kind in (OpKind.MATMUL, OpKind.TRANSPOSE) for n in nodes):
+        return None
+    rank = len(nodes[graph.output_indices[0][1]].shape)
+    if any(len(n.shape) != rank for n in nodes):
+        return None
+    reduced = {n.dim for n in nodes if n.kind is OpKind.REDUCE}
+    par = [d for d in range(rank) if d not in reduced][:3]
+    if not par:
+        return None
+    bcast = graph.broadcast_dims()
+    ops: list[BlockOp] = []
+    at: dict[int, int] = {}  # program node -> block op holding its value (post-loop phase)
+    for i in graph.input_indices:
+        name = nodes[i].name or ""
+        ops.append(Load(name, tuple(None if (name, d) in bcast else d for d in par)))
+        ops.append(Accum(len(ops) - 1))
+        at[i] = len(ops) - 1
+    for i, n in enumerate(nodes):
+        match n.kind:
+            case OpKind.UNARY:
+                assert isinstance(n.fn, Unary)
+                ops.append(UnaryOp(n.fn, at[n.args[0]], n.scalar))
+            case OpKind.BINARY:
+                assert isinstance(n.fn, Binary)
+                ops.append(BinaryOp(n.fn, at[n.args[0]], at[n.args[1]]))
+            case OpKind.REDUCE:
+                assert isinstance(n.fn, Reduce) and n.dim is not None
+                ops.append(ReduceOp(n.fn, at[n.args[0]], n.dim))
+            case _:
+                continue
+        at[i] = len(ops) - 1
+    for name, i in graph.output_indices:
+        ops.append(Save(at[i], name, tuple(par)))
+    kernel = CustomKernel("k0", GRID[:len(par)], 1, tuple(ops))
+    return KernelGraph(program, tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.inputs),
+                       tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.outputs), (kernel,))
