@@ -181,6 +181,11 @@ def search_and_verify(
 def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool, progress: bool,
                   time_budget: float | None) -> list[PartOutcome]:
     out: list[PartOutcome] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(parts), desc=f"parts of {program}", unit=" part", leave=False)
     for part in parts:
         log.info("%s: part %d/%d (%d ops) ...", program, part.index + 1, len(parts), len(part.nodes))
         if part.searchable:
@@ -192,6 +197,10 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
                                 (PlanSource.PREDEFINED,))
         log.info("%s: part %d/%d: %d verified plans", program, part.index + 1, len(parts), len(res.templates))
         out.append(PartOutcome(part, res))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     return out
 
 
