@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,22 @@ from prism.ops import (
     matmul_shape,
     scalar_to_json,
 )
+
+MAX_ELEMENTS = 2**31  # elements of one tensor: generated code indexes with 32-bit integers
+
+
+def _finite(op: str, c: object) -> float:
+    """A scalar operand as a float: an int, float or NumPy number that is finite."""
+    text = repr(c) if len(repr(c)) <= 40 else repr(c)[:37] + "..."
+    if isinstance(c, bool) or not isinstance(c, int | float | np.integer | np.floating):
+        raise GraphError(op, f"scalar {text} must be a finite number (or pass a Tensor)")
+    try:
+        value = float(c)
+    except OverflowError:
+        value = float("inf")
+    if not np.isfinite(value):
+        raise GraphError(op, f"scalar {text} must be a finite number")
+    return value
 
 
 class OpKind(enum.Enum):
@@ -157,15 +174,19 @@ class Graph:
         return ts  # type: ignore[return-value]
 
     def _norm_dim(self, op: str, t: Tensor, dim: int) -> int:
-        if not isinstance(dim, int) or isinstance(dim, bool) or not -t.rank <= dim < t.rank:
+        if not isinstance(dim, int | np.integer) or isinstance(dim, bool) or not -t.rank <= dim < t.rank:
             raise DimError(op, f"dim {dim!r} is out of range for {_fmt(t)} of rank {t.rank}")
-        return dim % t.rank
+        return int(dim) % t.rank
 
     # ------------------------------------------------------------------ inputs and outputs
     def input(self, shape: Sequence[int], dtype: str = "float16", name: str | None = None) -> Tensor:
         """Declare an input tensor (row-major, contiguous)."""
         name = name if name is not None else f"in{len(self.input_indices)}"
         op = f"input {name!r}"
+        if not isinstance(name, str):
+            raise GraphError(op, f"the name {name!r} must be a string")
+        if isinstance(shape, int | np.integer) or not isinstance(shape, Sequence | np.ndarray):
+            raise ShapeError(op, f"shape {shape!r} must be a sequence of 1 to 4 positive integers, like (8, 4096)")
         if dtype not in DTYPES:
             raise DTypeError(op, f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
         shp = tuple(shape)
@@ -173,6 +194,8 @@ class Graph:
             isinstance(s, int | np.integer) and not isinstance(s, bool) and s > 0 for s in shp
         ):
             raise ShapeError(op, f"shape {shape!r} must be 1 to 4 positive integers")
+        if math.prod(int(s) for s in shp) >= MAX_ELEMENTS:
+            raise ShapeError(op, f"shape {shape!r} has 2^31 or more elements; a tensor holds fewer")
         if not name.isidentifier():
             raise GraphError(op, "a tensor name must be a valid identifier")
         if name in {self.nodes[i].name for i in self.input_indices} | {n for n, _ in self._outputs}:
@@ -182,6 +205,8 @@ class Graph:
     def output(self, t: Tensor, name: str | None = None) -> None:
         """Mark ``t`` as an output of the program."""
         name = name if name is not None else ("O" if not self._outputs else f"O{len(self._outputs)}")
+        if not isinstance(name, str):
+            raise GraphError(f"output {name!r}", f"the name {name!r} must be a string")
         (t,) = self._own(f"output {name!r}", t)
         if not name.isidentifier():
             raise GraphError(f"output {name!r}", "a tensor name must be a valid identifier")
@@ -236,14 +261,10 @@ class Graph:
 
     def scale(self, x: Tensor, c: float) -> Tensor:
         """Multiply by a scalar."""
-        if not isinstance(c, int | float) or isinstance(c, bool) or not np.isfinite(c):
-            raise GraphError("scale", f"scalar {c!r} must be a finite number")
-        return self._unary(Unary.SCALE, x, Const(float(c)))
+        return self._unary(Unary.SCALE, x, Const(_finite("scale", c)))
 
     def add_scalar(self, x: Tensor, c: float) -> Tensor:
-        if not isinstance(c, int | float) or isinstance(c, bool) or not np.isfinite(c):
-            raise GraphError("add_scalar", f"scalar {c!r} must be a finite number")
-        return self._unary(Unary.ADD_SCALAR, x, Const(float(c)))
+        return self._unary(Unary.ADD_SCALAR, x, Const(_finite("add_scalar", c)))
 
     def _binary(self, fn: Binary, a: Tensor, b: Tensor) -> Tensor:
         a, b = self._own(fn.value, a, b)
@@ -260,14 +281,14 @@ class Graph:
         return self.add_scalar(a, b) if not isinstance(b, Tensor) else self._binary(Binary.ADD, a, b)
 
     def sub(self, a: Tensor, b: Tensor | float) -> Tensor:
-        return self.add_scalar(a, -b) if not isinstance(b, Tensor) else self._binary(Binary.SUB, a, b)
+        return self.add_scalar(a, -_finite("sub", b)) if not isinstance(b, Tensor) else self._binary(Binary.SUB, a, b)
 
     def mul(self, a: Tensor, b: Tensor | float) -> Tensor:
         return self.scale(a, b) if not isinstance(b, Tensor) else self._binary(Binary.MUL, a, b)
 
     def div(self, a: Tensor, b: Tensor | float) -> Tensor:
         if not isinstance(b, Tensor):
-            if b == 0:
+            if _finite("div", b) == 0:
                 raise GraphError("div", f"division of {_fmt(a)} by the scalar 0")
             return self.scale(a, 1.0 / b)
         return self._binary(Binary.DIV, a, b)

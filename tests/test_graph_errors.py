@@ -78,3 +78,30 @@ def test_errors_are_prism_errors() -> None:
     g = prism.Graph()
     with pytest.raises(prism.PrismError):
         g.matmul(g.input((2, 3), name="A"), g.input((2, 3), name="B"))
+
+
+@pytest.mark.parametrize(("call", "error", "pattern"), [
+    (lambda g, a: g.input(8), ShapeError, "sequence of 1 to 4 positive integers"),
+    (lambda g, a: g.input(None), ShapeError, "sequence of 1 to 4 positive integers"),
+    (lambda g, a: g.input((2**40, 2), name="B"), ShapeError, "2\\^31 or more elements"),
+    (lambda g, a: g.input((2, 2), name=123), GraphError, "must be a string"),
+    (lambda g, a: g.output(a, 5), GraphError, "must be a string"),
+    (lambda g, a: g.sub(a, "x"), GraphError, "sub: scalar 'x' must be a finite number"),
+    (lambda g, a: g.mul(a, None), GraphError, "must be a finite number"),
+    (lambda g, a: g.scale(a, 10**400), GraphError, r"scale: scalar 1000.*\.\.\. must be a finite number"),
+    (lambda g, a: g.div(a, float("nan")), GraphError, "must be a finite number"),
+])
+def test_bad_arguments_get_typed_errors_naming_the_value(call: object, error: type, pattern: str) -> None:
+    g = prism.Graph()
+    a = g.input((4, 8), name="A")
+    with pytest.raises(error, match=pattern):
+        call(g, a)  # type: ignore[operator]
+
+
+def test_numpy_scalars_and_dims_are_accepted() -> None:
+    import numpy as np
+
+    g = prism.Graph()
+    a = g.input((np.int64(4), 8), name="A")
+    g.output(g.sum(g.scale(a, np.float32(2.0)), np.int64(1)), name="O")
+    assert g.outputs[0].shape == (4, 1)
