@@ -38,3 +38,19 @@ def test_swiglu_pipeline_end_to_end_on_cpu() -> None:
         assert checked == 2, f"no two legal size choices found for {kg}"
     again = pipeline.search_and_verify(workloads.swiglu(8, 32), program="swiglu", progress=False)
     assert again.cached and again.seconds["search"] == 0.0 and len(again.templates) == len(out.templates)
+
+
+def test_user_names_like_internal_ones_lose_no_plan() -> None:
+    """An input or output named like the search's intermediates (t0, t1) gets the same plans."""
+    from prism.graph import Graph
+
+    def swiglu(x_name: str, out_name: str) -> Graph:
+        g = Graph()
+        x = g.input((8, 32), name=x_name)
+        wg, wu = g.input((32, 32), name="Wg"), g.input((32, 32), name="Wu")
+        g.output(g.mul(g.silu(g.matmul(x, wg)), g.matmul(x, wu)), name=out_name)
+        return g
+
+    counts = [len(pipeline.search_and_verify(swiglu(x, o), cache=False, progress=False, partitioned=False)
+                  .of(pipeline.PlanSource.SEARCHED)) for x, o in (("X", "O"), ("t0", "t1"))]
+    assert counts[0] > 0 and counts[0] == counts[1]

@@ -123,9 +123,9 @@ def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set
     syms: dict[str, str] = {}
     n_inter = [0]
 
-    def fresh() -> str:
+    def fresh() -> str:  # "~" is in no identifier: never equal to a program's tensor name
         n_inter[0] += 1
-        return f"t{n_inter[0] - 1}"
+        return f"~t{n_inter[0] - 1}"
 
     def sym(s: int | str) -> str:
         if isinstance(s, int):

@@ -443,6 +443,14 @@ class Generator:
                     out.append(_apply(op, tuple(newpos[a] for a in op_args(op))))
         return out, {n: newpos[pos[n]] for n in order}
 
+    def _intermediate_name(self, k: int) -> str:
+        """``t{k}``, unless the program already names a tensor so (then underscores in front)."""
+        taken = {t.name for t in (*self.inputs, *self.outputs)}
+        name = f"t{k}"
+        while name in taken:
+            name = f"_{name}"
+        return name
+
     # ------------------------------------------------------------------ kernel graphs
     def run(self) -> list[SGraph]:
         self.deadline = time.monotonic() + self.cfg.time_budget_s
@@ -527,7 +535,7 @@ class Generator:
                 renamed0: list[BlockOp] = []
                 for op in ops0:
                     if isinstance(op, Save):
-                        nm = f"t{count}"
+                        nm = self._intermediate_name(count)
                         count += 1
                         node = next(n for n in first_roots if pos0[n] == op.x)
                         names[node] = nm
