@@ -34,6 +34,8 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     out, n_out = _red_outputs(tile_x, dim)
     extent = tile_x[dim]
     nw = low.warps
+    if acc is None and dst is not None and nw > 1 and n_out < nw and extent >= 32 * nw:
+        return _block_reduce(low, ex, x, dim, fn, dst, name)
     gpw = 32 // group
     decl, idx = decompose("o", out, f"{name}_o")
     xidx = list(idx)
@@ -67,6 +69,44 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         lines.append("  }")
     lines.append("}")
     return lines
+
+
+def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str) -> list[str]:
+    """Fewer outputs than warps, long rows: every thread of the block strides each row, warps combine
+    with shuffles, then warp 0 combines the warps' partials (one short dependent chain, not 32 lanes
+    walking the whole row)."""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    out, n_out = _red_outputs(tile_x, dim)
+    nw, nt = low.warps, low.threads
+    decl, idx = decompose("o", out, f"{name}_o")
+    xidx = list(idx)
+    xidx[dim] = "r"
+    init = "0.0f" if fn is Reduce.SUM else "-__int_as_float(0x7f800000)"
+    comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
+    warp_op = "warp_sum" if fn is Reduce.SUM else "warp_max"
+    return [
+        f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, the whole block on each",
+        "{",
+        f"  __shared__ float {name}_part[{nw}];",
+        "#pragma unroll",
+        f"  for (int j = 0; j < {n_out}; ++j) {{",
+        "    const int o = j;",
+        *_indent(decl, 4),
+        f"    float p = {init};",
+        "#pragma unroll 4",
+        f"    for (int r = tid; r < {tile_x[dim]}; r += {nt}) " + comb.format(v=ex.read(x, xidx)),
+        f"    p = {warp_op}(p, 32);",
+        f"    if (lane == 0) {name}_part[warp] = p;",
+        "    __syncthreads();",
+        "    if (warp == 0) {",
+        f"      p = {warp_op}(lane < {nw} ? {name}_part[lane] : {init}, 32);",
+        f"      if (lane == 0) {dst.name}[{offset(dst.strides, idx)}] = p;",
+        "    }",
+        "    __syncthreads();",
+        "  }",
+        "}",
+    ]
 
 
 def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: int, count: int, dst: Buf,
