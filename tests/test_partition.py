@@ -131,3 +131,20 @@ def test_rowwise_plan_is_a_searched_candidate_even_when_the_search_finds_nothing
                                      config=SearchConfig(loop_one=True, max_block_ops=4, time_budget_s=5))
     assert out.stats["rowwise_plan_added"] is True
     assert len(out.of(pipeline.PlanSource.SEARCHED)) == 1 and run_plan(g, out.templates[0]) < 1e-12
+
+
+def test_rowwise_norm_reduces_with_the_whole_block_and_compiles() -> None:
+    from prism import codegen
+    from prism.codegen import nvcc
+    from prism.pipeline import library_source
+    from prism.rowwise import row_plan
+
+    g = zoo_graph("layer_norm", "decode")
+    kg = row_plan(g, "layer_norm")
+    assert kg is not None
+    plan = codegen.generate(kg.instantiate({s: 1 for s in kg.symbols} | {"k0_x": g.inputs[0].shape[0]}), arch="sm_80")
+    src = library_source(plan)
+    assert "the whole block on each" in src and "__syncthreads" in src
+    if nvcc.nvcc_path() is None:
+        pytest.skip("nvcc is not on the PATH")
+    assert len(nvcc.compile_check([(plan.kernels[0].entry, src)], arch="sm_80")) == 1
