@@ -41,6 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:  # the prover's own progress is noise at INFO; stage progress has bars
+        logging.getLogger("egglog").setLevel(logging.WARNING)
     if args.command is None:
         parser.print_help()
         return 0
