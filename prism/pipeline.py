@@ -14,20 +14,19 @@ import enum
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from prism.cache import JsonCache
-from prism.errors import DeviceError, SearchError, SerializationError, TuningError, VerificationError
-from prism.graph import Graph, OpKind, bind_inputs
+from prism.errors import DeviceError, SearchError, SerializationError, VerificationError
+from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph
-from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch, tensor_names
-from prism.reference import node_values, relative_error, round_to_dtype
+from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch
+from prism.reference import relative_error
 from prism.rowwise import row_plan
 from prism.settings import settings
+from prism.tune.inputs import InputSampler, check_examples, input_sampler, part_sampler
 
 if TYPE_CHECKING:
     from prism.search.config import SearchConfig
@@ -336,64 +335,6 @@ def _tuned_key(graph: Graph, arch: str) -> str:
     return f"{graph.structure_hash()}-{arch}"
 
 
-InputSampler = Callable[[int], dict[str, np.ndarray]]
-
-
-def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any] | None = None,
-                  scales: Mapping[str, float] | None = None) -> InputSampler:
-    """Fresh random inputs per seed (float64 arrays holding values of each input's dtype).
-
-    With ``example_inputs`` (arrays or tensors, by name or in order), each input is drawn from a
-    normal distribution with the example's mean and standard deviation. Otherwise from the
-    documented default (``prism.tune.tuner.default_scales``): N(0, 1), except an input that is the
-    right operand of a matmul, N(0, 1/K) (K: the contraction length), so that products stay O(1)
-    as with the usual weight initialisation. ``scales`` overrides the standard deviation per input.
-    """
-    from prism.tune.tuner import default_scales, random_inputs
-
-    if example_inputs is None:
-        sd = {**default_scales(graph), **dict(scales or {})}
-        return lambda seed: random_inputs(graph, sd, seed)
-    values = _example_values(graph, example_inputs)
-    stats = {n: (float(np.mean(v)), float(np.std(v)) or 1.0) for n, v in values.items()}
-
-    def sample(seed: int) -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(seed)
-        return {t.name: round_to_dtype(rng.standard_normal(t.shape) * stats[t.name][1] + stats[t.name][0], t.dtype)
-                for t in graph.inputs}
-
-    return sample
-
-
-def _example_values(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
-    """The user's example inputs (by name or in order; NumPy, torch or CuPy) as float64 arrays."""
-    if isinstance(example_inputs, Mapping):
-        return bind_inputs(graph, {k: _to_numpy(v) for k, v in example_inputs.items()})
-    return bind_inputs(graph, [_to_numpy(v) for v in example_inputs])
-
-
-def _to_numpy(v: Any) -> np.ndarray:
-    if hasattr(v, "detach"):  # torch
-        return np.asarray(v.detach().double().cpu().numpy())
-    if hasattr(v, "get") and hasattr(v, "__cuda_array_interface__"):  # CuPy
-        return np.asarray(v.get(), dtype=np.float64)
-    return np.asarray(v, dtype=np.float64)
-
-
-def part_sampler(graph: Graph, part: Part, program_inputs: InputSampler) -> InputSampler:
-    """Inputs of a part as the program produces them: the program's reference on its own random
-    inputs, read at the part's cut tensors (so a part sees realistic magnitudes and signs)."""
-    names = tensor_names(graph)
-    wanted = {t.name for t in part.graph.inputs}
-    dtypes = {t.name: t.dtype for t in part.graph.inputs}
-
-    def sample(seed: int) -> dict[str, np.ndarray]:
-        values = node_values(graph, program_inputs(seed))
-        return {names[i]: round_to_dtype(v, dtypes[names[i]]) for i, v in enumerate(values) if names[i] in wanted}
-
-    return sample
-
-
 @dataclass
 class _TuneRequest:
     graph: Graph
@@ -466,22 +407,8 @@ def superoptimize(
                                              samples, seed, time_budget, cache, summary)
     summary["plan_source"] = sources[int(summary["template"])].value
     if example_inputs is not None:
-        _check_examples(graph, backend, kernel, example_inputs, program)
+        check_examples(graph, backend, kernel, example_inputs, program)
     return Superoptimized(kernel, summary, concrete)
-
-
-def _check_examples(graph: Graph, backend: Any, kernel: Any, example_inputs: Any, program: str) -> None:
-    from prism.tune.tuner import TOLERANCE
-
-    values = _example_values(graph, example_inputs)
-    values = {t.name: round_to_dtype(values[t.name], t.dtype) for t in graph.inputs}
-    ref = graph.evaluate(values)
-    out = backend.run(kernel, values)
-    err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
-    tol = max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs)
-    if not err < tol:
-        raise TuningError(f"{program}: the tuned plan's relative error on example_inputs is {err:.3g} (≥ {tol:g}) "
-                          "against the float64 reference; the inputs may overflow the program's dtype")
 
 
 def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: int, seed: int,
