@@ -124,6 +124,8 @@ class OptimizedGraph:
         self.device = device
         self._streams: dict[int, Any] = {}
         self._buffer_views: dict[str, Any] | None = None
+        self._has_predefined = any(isinstance(st, PredefinedOp) for st in plan.steps)
+        self._view_only = _view_only_transposes(plan)
 
     @property
     def input_names(self) -> list[str]:
@@ -234,6 +236,7 @@ class OptimizedGraph:
         for n, b in self._buffers.items():
             ptrs[n] = b.data.ptr
         stream = self._stream(kind)
+        views = self._torch_views(ins, outs) if kind == "torch" and self._has_predefined else {}
         with cupy.cuda.Device(self.device), stream:
             for step in self.plan.steps:
                 if isinstance(step, KernelLaunch):
@@ -241,7 +244,7 @@ class OptimizedGraph:
                     fn(step.grid, step.block, tuple(np.uint64(ptrs[a]) for a in step.args),
                        shared_mem=step.smem_bytes)
                 elif kind == "torch":
-                    _run_predefined_torch(step, self._torch_views(ins, outs))
+                    _run_predefined_torch(step, views, as_view=step.output in self._view_only)
                 else:
                     _run_predefined(step, ptrs, self._spec_of)
         return outs_obj[0] if len(outs_obj) == 1 else tuple(outs_obj)
@@ -256,7 +259,7 @@ class OptimizedGraph:
                 v = torch.as_tensor(self._buffers[spec.name], device=f"cuda:{self.device}")
                 views[spec.name] = v.view(torch.bfloat16) if spec.dtype == "bfloat16" else v
             self._buffer_views = views
-        return {**self._buffer_views, **{n: a.obj for n, a in (*ins.items(), *outs.items())}}
+        return {**self._buffer_views, **{n: a.obj for n, a in (*ins.items(), *outs.items())}}  # a fresh dict per call
 
     def _spec_of(self, name: str) -> tuple[tuple[int, ...], str]:
         for t in (*self.inputs, *self.outputs):
@@ -313,14 +316,27 @@ def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> 
 HALF = ("float16", "bfloat16")
 
 
-def _run_predefined_torch(op: PredefinedOp, t: Mapping[str, Any]) -> None:
+def _view_only_transposes(plan: LaunchPlan) -> frozenset[str]:
+    """Transposes whose every reader is a predefined op (and not a program output): they can be a
+    torch view, as in PyTorch, instead of a copy (cuBLAS takes the transposed operand as it is)."""
+    custom_reads = {a for k in plan.kernels for a in k.args}
+    outputs = {t.name for t in plan.outputs}
+    return frozenset(st.output for st in plan.steps if isinstance(st, PredefinedOp) and st.kind == "transpose"
+                     and st.output not in custom_reads and st.output not in outputs)
+
+
+def _run_predefined_torch(op: PredefinedOp, t: dict[str, Any], *, as_view: bool = False) -> None:
     """A predefined op with torch on the current stream (capturable in a CUDA graph), one kernel
     writing its output in place where torch has one, as PyTorch eager would run it: a matmul is the
     vendor GEMM (cuBLAS) in the operands' half dtype with float32 accumulation; elementwise ops and
-    reductions compute in the dtype torch promotes their operands to."""
+    reductions compute in the dtype torch promotes their operands to. With ``as_view`` a transpose
+    only rebinds its output name to a view of its input for the later predefined ops of this call."""
     torch = _torch()
     assert torch is not None
     args = [t[n] for n in op.inputs]
+    if as_view:
+        t[op.output] = torch.transpose(args[0], -1, -2)
+        return
     dst = t[op.output]
     if op.kind == "matmul":
         half = next((a.dtype for a in args if str(a.dtype).removeprefix("torch.") in HALF), torch.float32)

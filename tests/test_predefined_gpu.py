@@ -32,7 +32,16 @@ def _attention() -> Graph:
     return g
 
 
-@pytest.mark.parametrize("build", [_bias_gelu_matmul, _attention])
+def _attention_k_transpose() -> Graph:
+    g = Graph()
+    q = g.input((2, 8, 128), name="Q")
+    k = g.input((2, 256, 128), name="Kt")  # K as stored: (batch, kv, head_dim); scaled like Kt below
+    v = g.input((2, 256, 128), name="V")
+    g.output(g.matmul(g.softmax(g.scale(g.matmul(q, g.transpose(k)), 128**-0.5)), v), name="O")
+    return g
+
+
+@pytest.mark.parametrize("build", [_bias_gelu_matmul, _attention, _attention_k_transpose])
 def test_superoptimize_answers_with_a_correct_capturable_plan(build: object) -> None:
     import torch
 
