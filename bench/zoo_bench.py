@@ -16,6 +16,8 @@ import datetime
 import json
 import logging
 import math
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -142,7 +144,8 @@ def main() -> None:
     result: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                               "gpu": runner.torch.cuda.get_device_name(), "torch": runner.torch.__version__,
                               "ceilings": {"copy_tb_per_s": copy_bw / 1e12, "matmul_tflop_per_s": mm / 1e12},
-                              "samples": args.samples, "systems": systems, "rows": []}
+                              "samples": args.samples, "systems": systems, "rows": [],
+                              "command": "python -m bench.zoo_bench " + shlex.join(sys.argv[1:])}
     out = args.out or Path("bench/results") / f"zoo-{result['date'][:10]}.json"
     for name, which in _entries(args.which.split(","), [n for n in args.only.split(",") if n]):
         graph = zoo_graph(name, which)
