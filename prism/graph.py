@@ -313,37 +313,37 @@ class Graph:
         (x,) = self._own("mean", x)
         d = self._norm_dim("mean", x, dim)
         s = self._reduce(Reduce.SUM, x, d)
-        origin = self._dim_origin(x.index, d)
+        origin = self.dim_origin(x.index, d)
         factor: Scalar = DimRecip(*origin) if origin is not None else Const(1.0 / x.shape[d])
         return self._unary(Unary.SCALE, s, factor)
 
-    def _dim_origin(self, index: int, dim: int) -> tuple[str, int] | None:
+    def dim_origin(self, index: int, dim: int) -> tuple[str, int] | None:
         """Which input dim the extent of ``dim`` of node ``index`` comes from (for mean's 1/n)."""
         node = self.nodes[index]
         match node.kind:
             case OpKind.INPUT:
                 return (node.name or "", dim)
             case OpKind.UNARY:
-                return self._dim_origin(node.args[0], dim)
+                return self.dim_origin(node.args[0], dim)
             case OpKind.BINARY | OpKind.REDUCE:
                 if node.kind is OpKind.REDUCE and dim == node.dim:
                     return None
                 for a in node.args:
                     if self.nodes[a].shape[dim] == node.shape[dim]:
-                        return self._dim_origin(a, dim)
+                        return self.dim_origin(a, dim)
                 return None
             case OpKind.TRANSPOSE:
                 r = len(node.shape)
                 src = {r - 1: r - 2, r - 2: r - 1}.get(dim, dim)
-                return self._dim_origin(node.args[0], src)
+                return self.dim_origin(node.args[0], src)
             case OpKind.MATMUL:
                 lhs, rhs = (self.nodes[i] for i in node.args)
                 r = len(node.shape)
                 if dim == r - 1:
-                    return self._dim_origin(node.args[1], len(rhs.shape) - 1)
+                    return self.dim_origin(node.args[1], len(rhs.shape) - 1)
                 if dim == r - 2:
-                    return self._dim_origin(node.args[0], len(lhs.shape) - 2)
-                return self._dim_origin(node.args[0], dim)
+                    return self.dim_origin(node.args[0], len(lhs.shape) - 2)
+                return self.dim_origin(node.args[0], dim)
 
     # ------------------------------------------------------------------ linear algebra
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
@@ -402,7 +402,7 @@ class Graph:
             for da, db in pairs:
                 for one, other, dim in ((n.args[0], b, da), (n.args[1], a, db)):
                     if self.nodes[one].shape[dim] == 1 and other.shape[dim] > 1:
-                        origin = self._dim_origin(one, dim)
+                        origin = self.dim_origin(one, dim)
                         if origin is not None:
                             out.add(origin)
         return frozenset(out)

@@ -22,11 +22,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from prism.errors import IRError, SerializationError
-from prism.graph import OpKind
+from prism.graph import Graph, OpKind
 from prism.ops import (
     Binary,
     Reduce,
@@ -194,6 +194,12 @@ class KernelGraph:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True)
+
+    @staticmethod
+    def of(graph: Graph, program: str, kernels: Sequence[Kernel]) -> KernelGraph:
+        """``kernels`` as a plan of ``graph``: its inputs and outputs, by name, shape and dtype."""
+        return KernelGraph(program, tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.inputs),
+                           tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.outputs), tuple(kernels))
 
     @staticmethod
     def from_json(obj: object) -> KernelGraph:

@@ -33,7 +33,6 @@ from prism.ir import (
     PredefinedKernel,
     Save,
     Size,
-    TensorSpec,
     UnaryOp,
 )
 from prism.ops import Const, DimRecip, Scalar, Unary
@@ -99,7 +98,7 @@ def predefined_plan(graph: Graph, program: str = "program") -> KernelGraph:
         if n.kind is not OpKind.INPUT:
             kernels.append(_predefined_kernel(f"op{i}", n, tuple(names[a] for a in n.args), names[i]))
     kernels.extend(_output_copies(graph, names))
-    return KernelGraph(program, _specs(graph.inputs), _specs(graph.outputs), tuple(kernels))
+    return KernelGraph.of(graph, program, kernels)
 
 
 def _output_copies(graph: Graph, names: dict[int, str]) -> list[PredefinedKernel]:
@@ -109,10 +108,6 @@ def _output_copies(graph: Graph, names: dict[int, str]) -> list[PredefinedKernel
         if names[i] != name:
             out.append(_copy_kernel(f"copy{k}", names[i], name))
     return out
-
-
-def _specs(infos: Sequence[object]) -> tuple[TensorSpec, ...]:
-    return tuple(TensorSpec(t.name, tuple(t.shape), t.dtype) for t in infos)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------- partition
@@ -215,7 +210,7 @@ def _portable(s: Scalar | None, graph: Graph, part_inputs: list[int], names: dic
         return s
     for a in part_inputs:
         for d in range(len(graph.nodes[a].shape)):
-            if graph._dim_origin(a, d) == (s.tensor, s.dim):
+            if graph.dim_origin(a, d) == (s.tensor, s.dim):
                 return DimRecip(names[a], d)
     return Const(s.resolve({t.name: t.shape for t in graph.inputs}))
 
@@ -230,12 +225,13 @@ def stitch(graph: Graph, parts: Sequence[Part], plans: Sequence[KernelGraph], pr
         raise IRError(f"{program}: {len(plans)} plans for {len(parts)} parts")
     taken = {t.name for t in graph.inputs} | {t.name for t in graph.outputs}
     kernels: list[Kernel] = []
-    scalar = _program_scalar(graph)
+    names = tensor_names(graph)
+    scalar = _program_scalar(graph, names)
     for part, plan in zip(parts, plans, strict=True):
         boundary = {t.name for t in plan.inputs} | {t.name for t in plan.outputs}
         kernels.extend(_renamed(k, f"p{part.index}_", boundary, taken, scalar) for k in plan.kernels)
-    kernels.extend(_output_copies(graph, tensor_names(graph)))
-    return KernelGraph(program, _specs(graph.inputs), _specs(graph.outputs), tuple(kernels))
+    kernels.extend(_output_copies(graph, names))
+    return KernelGraph.of(graph, program, kernels)
 
 
 def _fresh(name: str, prefix: str, boundary: set[str], taken: set[str]) -> str:
@@ -247,17 +243,17 @@ def _fresh(name: str, prefix: str, boundary: set[str], taken: set[str]) -> str:
     return new
 
 
-def _program_scalar(graph: Graph) -> Callable[[Scalar | None], Scalar | None]:
+def _program_scalar(graph: Graph, names: dict[int, str]) -> Callable[[Scalar | None], Scalar | None]:
     """A part's 1/n names a cut tensor's dim; in the whole program it names the input dim it comes
     from (or becomes the number)."""
     inputs = {t.name for t in graph.inputs}
-    node_of = {name: i for i, name in tensor_names(graph).items()}
+    node_of = {name: i for i, name in names.items()}
 
     def fix(s: Scalar | None) -> Scalar | None:
         if not isinstance(s, DimRecip) or s.tensor in inputs:
             return s
         a = node_of[s.tensor]
-        origin = graph._dim_origin(a, s.dim)
+        origin = graph.dim_origin(a, s.dim)
         return DimRecip(*origin) if origin is not None else Const(1.0 / graph.nodes[a].shape[s.dim])
 
     return fix

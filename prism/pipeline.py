@@ -272,9 +272,9 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
             continue
         distinct.setdefault(canonical_key(one), one)
     row = row_plan(graph, program)  # the row-wise one-kernel plan exists even where the budget stops the search
-    row_added = row is not None and canonical_key(row) not in distinct
-    if row is not None and row_added:
-        distinct[canonical_key(row)] = row
+    row_added = False
+    if row is not None and (row_key := canonical_key(row)) not in distinct:
+        distinct[row_key], row_added = row, True
     checked = list(distinct.values())
     t2 = time.perf_counter()
     passed = screen(graph, checked)

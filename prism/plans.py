@@ -20,7 +20,6 @@ from prism.ir import (
     MatmulOp,
     ReduceOp,
     Save,
-    TensorSpec,
     UnaryOp,
 )
 from prism.ops import Binary, Const, DimRecip, Reduce, Unary
@@ -29,12 +28,7 @@ EPS = 1e-6
 
 
 def _wrap(graph: Graph, name: str, kernels: list[CustomKernel]) -> KernelGraph:
-    return KernelGraph(
-        name,
-        tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.inputs),
-        tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.outputs),
-        tuple(kernels),
-    )
+    return KernelGraph.of(graph, name, kernels)
 
 
 def _rms_factor(sum_sq: int, tensor: str, dim: int, base: int) -> list[BlockOp]:

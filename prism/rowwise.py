@@ -13,7 +13,7 @@ still exists. It is verified like any searched plan (screen + proof) before it i
 from __future__ import annotations
 
 from prism.graph import Graph, OpKind
-from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, TensorSpec, UnaryOp
+from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, UnaryOp
 from prism.ops import Binary, Reduce, Unary
 
 GRID = ("k0_x", "k0_y", "k0_z")
@@ -57,5 +57,4 @@ def row_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
     for name, i in graph.output_indices:
         ops.append(Save(at[i], name, tuple(par)))
     kernel = CustomKernel("k0", GRID[:len(par)], 1, tuple(ops))
-    return KernelGraph(program, tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.inputs),
-                       tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.outputs), (kernel,))
+    return KernelGraph.of(graph, program, [kernel])
