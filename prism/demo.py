@@ -30,6 +30,8 @@ DEMO_SIZES: dict[str, dict[str, int]] = {
     "swiglu": {"n": 16, "d": 64},
     "gqa": {"batch": 2, "group": 8, "kv_len": 64, "head_dim": 16},
     "qknorm_gqa": {"batch": 2, "group": 8, "kv_len": 64, "head_dim": 16},
+    "gqa_safe": {"batch": 2, "group": 8, "kv_len": 64, "head_dim": 16},
+    "qknorm_gqa_safe": {"batch": 2, "group": 8, "kv_len": 64, "head_dim": 16},
 }
 
 

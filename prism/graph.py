@@ -6,8 +6,9 @@
     g.output(g.matmul(g.rms_norm(X), W), name="O")
 
 Composite ops (``rms_norm``, ``softmax``, ``mean``, ``silu`` and ``gelu`` are primitives) expand into
-primitives that the search and the verifier understand. ``softmax`` is ``exp(x) / sum(exp(x))``
-with **no** max subtraction (as in the Prism paper and BENCHMARKS.md); keep its inputs moderate.
+primitives that the search and the verifier understand. ``softmax`` subtracts the row max before
+``exp`` (safe for any finite logits); ``softmax(..., safe=False)`` is the Prism paper's
+``exp(x) / sum(exp(x))``, which the benchmark programs of BENCHMARKS.md keep.
 """
 
 from __future__ import annotations
@@ -379,11 +380,16 @@ class Graph:
         ms = self.mean(self.square(x), -1)
         return self.mul(x, self.rsqrt(self.add_scalar(ms, float(eps))))
 
-    def softmax(self, x: Tensor, dim: int = -1) -> Tensor:
-        """``exp(x) / sum(exp(x), dim)`` — no max subtraction (see the module docstring)."""
+    def softmax(self, x: Tensor, dim: int = -1, *, safe: bool = True) -> Tensor:
+        """``exp(x − max(x)) / sum(exp(x − max(x)))`` over ``dim``: finite for any finite logits.
+
+        ``safe=False`` is the paper's form ``exp(x) / sum(exp(x))`` (one reduction less; it overflows
+        float32 once a logit passes about 88)."""
         (x,) = self._own("softmax", x)
         d = self._norm_dim("softmax", x, dim)
-        e = self.exp(x)
+        if not isinstance(safe, bool):
+            raise GraphError("softmax", f"safe={safe!r} must be True or False")
+        e = self.exp(self.sub(x, self.max(x, d)) if safe else x)
         return self.div(e, self.sum(e, d))
 
     # ------------------------------------------------------------------ identity

@@ -66,6 +66,7 @@ def _run_custom(k: CustomKernel, tensors: dict[str, np.ndarray], shapes: dict[st
         tensors[save.tensor] = np.full(shapes[save.tensor], np.nan)
     for coord in grid_coords(grid):
         vals: list[np.ndarray | None] = [None] * len(k.ops)
+        running: dict[int, np.ndarray] = {}  # running max of each rescaled accumulator
         for it in range(loop):
             for i, op in enumerate(k.ops):
                 if phases[i] != "loop":
@@ -73,11 +74,7 @@ def _run_custom(k: CustomKernel, tensors: dict[str, np.ndarray], shapes: dict[st
                 vals[i] = _eval(op, vals, tensors, grid, loop, coord, it, scalars)
             for i, op in enumerate(k.ops):
                 if isinstance(op, Accum):
-                    x = vals[op.x]
-                    assert x is not None
-                    part = x if op.reduce_dim is None else np.sum(x, axis=op.reduce_dim, keepdims=True)
-                    prev = vals[i]
-                    vals[i] = part.copy() if it == 0 or prev is None else prev + part
+                    vals[i] = _accumulate(op, vals, vals[i] if it else None, running, i)
         for i, op in enumerate(k.ops):
             if phases[i] == "post" and not isinstance(op, Accum):
                 vals[i] = _eval(op, vals, tensors, grid, loop, coord, 0, scalars)
@@ -85,6 +82,37 @@ def _run_custom(k: CustomKernel, tensors: dict[str, np.ndarray], shapes: dict[st
                 tile = vals[op.x]
                 assert tile is not None
                 tensors[op.tensor][save_slices(tile.shape, op, coord)] = tile
+
+
+def _accumulate(op: Accum, vals: list[np.ndarray | None], prev: np.ndarray | None,
+                running: dict[int, np.ndarray], i: int) -> np.ndarray:
+    """One iteration of an accumulator (``prev`` None on the first)."""
+    x = vals[op.x]
+    assert x is not None
+    part = x if op.reduce_dim is None else np.sum(x, axis=op.reduce_dim, keepdims=True)
+    if op.rescale is not None:
+        c = vals[op.rescale]
+        assert c is not None
+        return _rescaled(part, c, prev, running, i)
+    if prev is None:
+        return part.copy()
+    return np.maximum(prev, part) if op.fn is Reduce.MAX else prev + part
+
+
+def _rescaled(x: np.ndarray, c: np.ndarray, prev: np.ndarray | None, running: dict[int, np.ndarray],
+              i: int) -> np.ndarray:
+    """``acc · exp(m − m') + x · exp(c − m')`` with ``m' = max(m, c)`` (a factor is 1 where its max
+    did not change, so an all −inf row stays finite as the generated code does)."""
+    c = np.broadcast_to(c, x.shape)
+    if prev is None:
+        running[i] = c.copy()
+        return x * 1.0
+    m = running[i]
+    mn = np.maximum(m, c)
+    a = np.where(m == mn, 1.0, np.exp(m - mn))
+    b = np.where(c == mn, 1.0, np.exp(c - mn))
+    running[i] = mn
+    return prev * a + x * b
 
 
 def _eval(op: object, vals: list[np.ndarray | None], tensors: dict[str, np.ndarray], grid: tuple[int, ...],

@@ -8,7 +8,12 @@ A *block graph* is what one thread block runs. It has 1–3 grid dims and one fo
 * ``UnaryOp``/``BinaryOp``/``MatmulOp``/``ReduceOp`` work on tiles (NumPy semantics, keepdim).
 * ``Accum(x, reduce_dim)`` sums ``x`` over the loop iterations (optionally first summing it over
   one dim): ops before an Accum run in every iteration ("loop" phase), ops after run once
-  ("post" phase). An op may not mix the two phases.
+  ("post" phase). An op may not mix the two phases. ``Accum(x, fn=MAX)`` keeps the running max
+  instead. ``Accum(x, rescale=c)`` is the online-softmax accumulator: with ``c`` a per-iteration
+  shift (a loop value broadcasting against ``x``, in practice the iteration's row max), it is
+  ``Σ_i x_i · exp(c_i − max_j c_j)``, computed with a running max ``m`` as
+  ``acc ← acc · exp(m − m') + x_i · exp(c_i − m')``, ``m' = max(m, c_i)`` — the rescaling that keeps
+  a safe softmax's sums and matmul accumulators finite, within a loop and across split partials.
 * ``Save(x, tensor, omap)`` writes a post-phase tile: ``omap[p]`` is the output dim along which grid
   dim p concatenates. Every grid dim must be mapped (no duplicated writes).
 
@@ -83,6 +88,13 @@ class ReduceOp:
 class Accum:
     x: int
     reduce_dim: int | None = None
+    fn: Reduce = Reduce.SUM
+    rescale: int | None = None  # the per-iteration shift c (an op index): see the module docstring
+
+    @property
+    def plain(self) -> bool:
+        """A plain sum over the iterations (no max, no rescaling)."""
+        return self.fn is Reduce.SUM and self.rescale is None
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,8 @@ def op_args(op: BlockOp) -> tuple[int, ...]:
     match op:
         case Load():
             return ()
+        case Accum(x=x, rescale=c) if c is not None:
+            return (x, c)
         case UnaryOp(x=x) | ReduceOp(x=x) | Accum(x=x) | Save(x=x):
             return (x,)
         case BinaryOp(a=a, b=b) | MatmulOp(a=a, b=b):
@@ -236,8 +250,11 @@ def _op_to_obj(op: BlockOp) -> dict[str, object]:
             return {"op": "matmul", "a": a, "b": b}
         case ReduceOp(fn, x, dim):
             return {"op": "reduce", "fn": fn.value, "x": x, "dim": dim}
-        case Accum(x, reduce_dim):
-            return {"op": "accum", "x": x, "reduce_dim": reduce_dim}
+        case Accum(x, reduce_dim, fn, rescale):
+            out: dict[str, object] = {"op": "accum", "x": x, "reduce_dim": reduce_dim}
+            if not op.plain:  # plain accumulators keep the old form (cached plans stay valid)
+                out |= {"fn": fn.value, "rescale": rescale}
+            return out
         case Save(x, tensor, omap):
             return {"op": "save", "x": x, "tensor": tensor, "omap": list(omap)}
 
@@ -262,7 +279,7 @@ def _op_from_obj(o: dict[str, object]) -> BlockOp:
     if kind == "reduce":
         return ReduceOp(Reduce(o["fn"]), i("x"), i("dim"))
     if kind == "accum":
-        return Accum(i("x"), opt(o.get("reduce_dim")))
+        return Accum(i("x"), opt(o.get("reduce_dim")), Reduce(str(o.get("fn", "sum"))), opt(o.get("rescale")))
     if kind == "save":
         return Save(i("x"), str(o["tensor"]), tuple(opt(v) for v in o["omap"]))  # type: ignore[attr-defined]
     raise ValueError(f"unknown block op {kind!r}")
@@ -402,6 +419,9 @@ def check_structure(kg: KernelGraph) -> None:
                 case Accum():
                     if arg_phases != {"loop"}:
                         raise _err(kg, k, i, "an accumulator sums a loop-phase value")
+                    if not op.plain and (op.reduce_dim is not None or (op.fn is Reduce.MAX and op.rescale is not None)):
+                        raise _err(kg, k, i, "a max or rescaled accumulator takes no reduce_dim, and a max "
+                                   "accumulator no rescale")
                     phases.append("post")
                 case Save(tensor=tensor, omap=omap):
                     if arg_phases != {"post"}:
@@ -478,6 +498,11 @@ def infer(kg: KernelGraph, *, structure: bool = True) -> tuple[dict[str, tuple[i
                     if dim is not None and not 0 <= dim < len(tx):
                         raise _err(kg, k, i, f"reduction dim {dim} is outside the tile {list(tx)}")
                     tile = tuple(1 if d == dim else s for d, s in enumerate(tx))
+                    if isinstance(op, Accum) and op.rescale is not None:
+                        tc = tiles[op.rescale]
+                        assert tc is not None
+                        if broadcast_shape(tx, tc) != tx:
+                            raise _err(kg, k, i, f"rescale tile {list(tc)} does not broadcast to {list(tx)}")
                     phases.append("post" if isinstance(op, Accum) else phases[x])
                 case Save(x, tensor, omap):
                     tx = tiles[x]

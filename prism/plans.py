@@ -165,6 +165,57 @@ def gqa_split_plan(graph: Graph, qknorm: bool = False) -> KernelGraph:
     )
 
 
+def _safe_attention_body(qknorm: bool, q_imap: tuple[int | None, ...],
+                         kv_imap: tuple[int | None, ...]) -> tuple[list[BlockOp], int]:
+    """Safe softmax: per KV chunk its row max c, exp(S - c), and the numerator and denominator
+    accumulated with rescaling by c (the online softmax). Returns the ops (numerator at -2,
+    denominator at -1) and the index of c."""
+    ops = _attention_body(qknorm, q_imap, kv_imap)[:-4]  # loads (+ rms factor) and S = Q @ Kt
+    s = len(ops) - 1
+    ops += [
+        ReduceOp(Reduce.MAX, s, 2),  # c: the chunk's row max
+        BinaryOp(Binary.SUB, s, s + 1),
+        UnaryOp(Unary.EXP, s + 2),
+        MatmulOp(s + 3, 2),
+        ReduceOp(Reduce.SUM, s + 3, 2),
+        Accum(s + 4, rescale=s + 1),
+        Accum(s + 5, rescale=s + 1),
+    ]
+    return ops, s + 1
+
+
+def safe_gqa_plan(graph: Graph, qknorm: bool = False) -> KernelGraph:
+    """One kernel of safe attention: batch over x, KV over the loop with online rescaling."""
+    ops, _ = _safe_attention_body(qknorm, (0,), (0,))
+    n = len(ops)
+    ops += [BinaryOp(Binary.DIV, n - 2, n - 1), Save(n, "O", (0,))]
+    name = "qknorm_gqa_safe" if qknorm else "gqa_safe"
+    return _wrap(graph, name, [CustomKernel("k0", ("x",), "i", tuple(ops))])
+
+
+def safe_gqa_split_plan(graph: Graph, qknorm: bool = False) -> KernelGraph:
+    """Split-KV safe attention: each split writes its rescaled partial sums and its running max;
+    the combine kernel rescales the partials by exp(M_p - max M) as it sums them."""
+    ops, c = _safe_attention_body(qknorm, (0, None), (0, 2))
+    n = len(ops)
+    ops += [Accum(c, fn=Reduce.MAX), Save(n - 2, "N", (0, 2)), Save(n - 1, "D", (0, 2)), Save(n, "M", (0, 2))]
+    combine: list[BlockOp] = [
+        Load("N", (0,), 2),  # [1, G, H]
+        Load("D", (0,), 2),  # [1, G, 1]
+        Load("M", (0,), 2),  # [1, G, 1]
+        Accum(0, rescale=2),
+        Accum(1, rescale=2),
+        BinaryOp(Binary.DIV, 3, 4),
+        Save(5, "O", (0,)),
+    ]
+    name = "qknorm_gqa_safe" if qknorm else "gqa_safe"
+    return _wrap(
+        graph,
+        name,
+        [CustomKernel("split", ("x", "s"), "i", tuple(ops)), CustomKernel("combine", ("x",), "s", tuple(combine))],
+    )
+
+
 PLANS: dict[str, list[Callable[[Graph], KernelGraph]]] = {
     "rmsnorm_linear": [rmsnorm_linear_plan, rmsnorm_linear_2d_plan],
     "rmsnorm_mlp": [rmsnorm_mlp_plan],
@@ -175,6 +226,8 @@ PLANS: dict[str, list[Callable[[Graph], KernelGraph]]] = {
         lambda g: gqa_plan(g, qknorm=True, rows_on_y=True),
         lambda g: gqa_split_plan(g, qknorm=True),
     ],
+    "gqa_safe": [safe_gqa_plan, safe_gqa_split_plan],
+    "qknorm_gqa_safe": [lambda g: safe_gqa_plan(g, qknorm=True), lambda g: safe_gqa_split_plan(g, qknorm=True)],
 }
 
 

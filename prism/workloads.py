@@ -1,4 +1,5 @@
-"""The five benchmark programs of BENCHMARKS.md and their ten configurations."""
+"""The five benchmark programs of BENCHMARKS.md and their ten configurations, plus safe-softmax
+variants of the two attention programs (their own configurations)."""
 
 from __future__ import annotations
 
@@ -42,24 +43,37 @@ def swiglu(n: int = 16, d: int = 1024, dtype: str = "float16") -> Graph:
     return g
 
 
-def gqa(batch: int = 2, group: int = 8, kv_len: int = 1024, head_dim: int = 128, dtype: str = "float16") -> Graph:
-    """O = softmax(Q @ Kt) @ V, decode-time grouped-query attention (batch = KV heads)."""
+def _attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str, *, norm: bool, safe: bool) -> Graph:
     g = Graph()
     q = g.input((batch, group, head_dim), dtype, "Q")
     kt = g.input((batch, head_dim, kv_len), dtype, "Kt")
     v = g.input((batch, kv_len, head_dim), dtype, "V")
-    g.output(g.matmul(g.softmax(g.matmul(q, kt), -1), v), "O")
+    logits = g.matmul(g.rms_norm(q) if norm else q, kt)
+    g.output(g.matmul(g.softmax(logits, -1, safe=safe), v), "O")
     return g
+
+
+def gqa(batch: int = 2, group: int = 8, kv_len: int = 1024, head_dim: int = 128, dtype: str = "float16") -> Graph:
+    """O = softmax(Q @ Kt) @ V, decode-time grouped-query attention (batch = KV heads), with the
+    paper's softmax (no max subtraction), as BENCHMARKS.md defines it."""
+    return _attention(batch, group, kv_len, head_dim, dtype, norm=False, safe=False)
 
 
 def qknorm_gqa(batch: int = 2, group: int = 8, kv_len: int = 1024, head_dim: int = 128, dtype: str = "float16") -> Graph:
-    """O = softmax(rms_norm(Q) @ Kt) @ V."""
-    g = Graph()
-    q = g.input((batch, group, head_dim), dtype, "Q")
-    kt = g.input((batch, head_dim, kv_len), dtype, "Kt")
-    v = g.input((batch, kv_len, head_dim), dtype, "V")
-    g.output(g.matmul(g.softmax(g.matmul(g.rms_norm(q), kt), -1), v), "O")
-    return g
+    """O = softmax(rms_norm(Q) @ Kt) @ V, the paper's softmax."""
+    return _attention(batch, group, kv_len, head_dim, dtype, norm=True, safe=False)
+
+
+def gqa_safe(batch: int = 2, group: int = 8, kv_len: int = 1024, head_dim: int = 128,
+             dtype: str = "float16") -> Graph:
+    """O = softmax(Q @ Kt) @ V with the safe softmax (row max subtracted)."""
+    return _attention(batch, group, kv_len, head_dim, dtype, norm=False, safe=True)
+
+
+def qknorm_gqa_safe(batch: int = 2, group: int = 8, kv_len: int = 1024, head_dim: int = 128,
+                    dtype: str = "float16") -> Graph:
+    """O = softmax(rms_norm(Q) @ Kt) @ V with the safe softmax."""
+    return _attention(batch, group, kv_len, head_dim, dtype, norm=True, safe=True)
 
 
 PROGRAMS: dict[str, Callable[..., Graph]] = {
@@ -68,6 +82,8 @@ PROGRAMS: dict[str, Callable[..., Graph]] = {
     "swiglu": swiglu,
     "gqa": gqa,
     "qknorm_gqa": qknorm_gqa,
+    "gqa_safe": gqa_safe,
+    "qknorm_gqa_safe": qknorm_gqa_safe,
 }
 
 
@@ -114,6 +130,23 @@ CONFIGS: dict[str, Config] = {
     ]
 }
 
+# Safe-softmax attention: not part of the ten (their figures stay comparable), configurations of
+# their own. Unit-normal inputs: logits of magnitude ~sqrt(head_dim), beyond ±50 at the tails.
+SAFE_CONFIGS: dict[str, Config] = {
+    c.id: c
+    for c in [
+        _cfg("gqa_safe_h1024", "gqa_safe", {}, batch=2, group=8, kv_len=1024, head_dim=128),
+        _cfg("gqa_safe_h2048", "gqa_safe", {}, batch=2, group=8, kv_len=2048, head_dim=128),
+        _cfg("qknorm_gqa_safe_h1024", "qknorm_gqa_safe", {}, batch=2, group=8, kv_len=1024, head_dim=128),
+        _cfg("qknorm_gqa_safe_h2048", "qknorm_gqa_safe", {}, batch=2, group=8, kv_len=2048, head_dim=128),
+        # long-context decode: 8 sequences x 4 KV heads, 8 query heads per KV head
+        _cfg("gqa_safe_b32_kv4096", "gqa_safe", {}, batch=32, group=8, kv_len=4096, head_dim=128),
+        _cfg("gqa_safe_b32_kv8192", "gqa_safe", {}, batch=32, group=8, kv_len=8192, head_dim=128),
+        _cfg("qknorm_gqa_safe_b32_kv4096", "qknorm_gqa_safe", {}, batch=32, group=8, kv_len=4096, head_dim=128),
+    ]
+}
+ALL_CONFIGS: dict[str, Config] = {**CONFIGS, **SAFE_CONFIGS}
+
 
 def program(name: str, **sizes: int) -> Graph:
     """Build a registered program by name (default sizes unless given)."""
@@ -124,13 +157,13 @@ def program(name: str, **sizes: int) -> Graph:
 
 def config(config_id: str) -> Config:
     """A benchmark configuration by its id in BENCHMARKS.md."""
-    if config_id not in CONFIGS:
-        raise WorkloadError(f"unknown configuration {config_id!r}; known: {', '.join(CONFIGS)}")
-    return CONFIGS[config_id]
+    if config_id not in ALL_CONFIGS:
+        raise WorkloadError(f"unknown configuration {config_id!r}; known: {', '.join(ALL_CONFIGS)}")
+    return ALL_CONFIGS[config_id]
 
 
 def configs_of(program_name: str) -> list[Config]:
-    return [c for c in CONFIGS.values() if c.program == program_name]
+    return [c for c in ALL_CONFIGS.values() if c.program == program_name]
 
 
 def default_scales(program_name: str, sizes: dict[str, int]) -> dict[str, float]:
@@ -140,6 +173,8 @@ def default_scales(program_name: str, sizes: dict[str, int]) -> dict[str, float]
         return {"W": s, "Wu": s, "Wg": s}
     if program_name == "gqa":
         return {"Q": sizes.get("head_dim", 128) ** -0.5}
+    if program_name in ("gqa_safe", "qknorm_gqa_safe"):
+        return {}  # unit-normal: the logits a user who does not pre-scale Q gets
     if program_name == "qknorm_gqa":
         return {"Kt": sizes.get("head_dim", 128) ** -0.5}
     return {}

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prism
-from prism.errors import InputError
+from prism.errors import GraphError, InputError
+from prism.ops import Reduce
 
 RNG = np.random.default_rng(1234)
 
@@ -133,19 +134,44 @@ def test_rms_norm(n: int, d: int, eps: float) -> None:
 
 @given(shape=st.lists(st.integers(1, 5), min_size=2, max_size=3).map(tuple), data=st.data())
 @settings(max_examples=20, deadline=None)
-def test_softmax_no_max_subtraction(shape: tuple[int, ...], data: st.DataObject) -> None:
+def test_softmax_safe_by_default(shape: tuple[int, ...], data: st.DataObject) -> None:
+    """The default softmax subtracts the row max: logits of magnitude 1e3 stay finite and exact."""
     dim = data.draw(st.integers(0, len(shape) - 1))
     g = prism.Graph()
     x = g.input(shape, "float32", "X")
     g.output(g.softmax(x, dim))
+    assert any(n.fn is Reduce.MAX for n in g.nodes)
+    xv = _rand(shape) * 1000.0 * data.draw(st.sampled_from([-1.0, 1.0]))
+    z = xv - xv.max(axis=dim, keepdims=True)
+    e = np.exp(z)
+    out = g.evaluate({"X": xv})["O"]
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, e / e.sum(axis=dim, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(out.sum(axis=dim), 1.0, rtol=1e-12)
+
+
+@given(shape=st.lists(st.integers(1, 5), min_size=2, max_size=3).map(tuple), data=st.data())
+@settings(max_examples=20, deadline=None)
+def test_softmax_unsafe_has_no_max_subtraction(shape: tuple[int, ...], data: st.DataObject) -> None:
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    g = prism.Graph()
+    x = g.input(shape, "float32", "X")
+    g.output(g.softmax(x, dim, safe=False))
+    assert not any(n.fn is Reduce.MAX for n in g.nodes)
     xv = _rand(shape)
     e = np.exp(xv)
     out = g.evaluate({"X": xv})["O"]
     np.testing.assert_allclose(out, e / e.sum(axis=dim, keepdims=True), rtol=1e-12)
-    np.testing.assert_allclose(out.sum(axis=dim), 1.0, rtol=1e-12)
-    # no max subtraction: huge inputs overflow to NaN instead of being silently renormalised
+    # the paper's form: huge inputs overflow to NaN instead of being silently renormalised
     big = g.evaluate({"X": xv + 1000.0})["O"]
     assert not np.all(np.isfinite(big))
+
+
+def test_softmax_safe_flag_is_checked() -> None:
+    g = prism.Graph()
+    x = g.input((2, 3), "float32", "X")
+    with pytest.raises(GraphError, match="safe"):
+        g.softmax(x, safe="yes")  # type: ignore[arg-type]
 
 
 def test_float16_inputs_evaluated_in_float64() -> None:

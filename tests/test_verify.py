@@ -26,6 +26,8 @@ SMALL = {
     "swiglu": {"n": 6, "d": 36},
     "gqa": {"batch": 6, "group": 6, "kv_len": 36, "head_dim": 6},
     "qknorm_gqa": {"batch": 6, "group": 6, "kv_len": 36, "head_dim": 6},
+    "gqa_safe": {"batch": 6, "group": 6, "kv_len": 36, "head_dim": 6},
+    "qknorm_gqa_safe": {"batch": 6, "group": 6, "kv_len": 36, "head_dim": 6},
 }
 
 
@@ -91,6 +93,9 @@ WRONG = [
     ("gqa", vc.divide_before_combine, "saturated"),
     ("qknorm_gqa", lambda g: vc.divide_before_combine(g, qknorm=True), "saturated"),
     ("gqa", vc.wrong_reduce_dim, "ill-formed"),
+    ("gqa_safe", lambda g: vc.unrescaled(g, split=False), "saturated"),
+    ("gqa_safe", lambda g: vc.unrescaled(g, split=True), "saturated"),
+    ("qknorm_gqa_safe", lambda g: vc.unrescaled(g, split=True, qknorm=True), "saturated"),
 ]
 
 

@@ -106,3 +106,15 @@ def wrong_reduce_dim(g: Graph) -> KernelGraph:
     assert isinstance(a, Accum)
     ops[-3] = Accum(a.x, reduce_dim=1)
     return with_ops(kg, ops)
+
+
+def unrescaled(g: Graph, split: bool, qknorm: bool = False) -> KernelGraph:
+    """Safe attention that forgets to rescale: the online accumulators become plain sums, so chunks
+    shifted by different maxes are added as if they shared one."""
+    kg = plans.safe_gqa_split_plan(g, qknorm) if split else plans.safe_gqa_plan(g, qknorm)
+    kernels = []
+    for k in kg.kernels:
+        assert isinstance(k, CustomKernel)
+        ops = tuple(Accum(op.x) if isinstance(op, Accum) and op.rescale is not None else op for op in k.ops)
+        kernels.append(replace(k, ops=ops))
+    return replace(kg, kernels=tuple(kernels))

@@ -78,7 +78,9 @@ def _types(p: Pattern, pars: frozenset[str], rank: int, out: dict[str, tuple[fro
         case "Part" | "Repl":
             par = p[3] if head == "Part" else p[2]
             return par in pars and _types(p[1], pars - {par}, rank, out)
-        case "Comb" | "Red":
+        case "Resc":
+            return p[3] not in pars and _types(p[1], pars | {p[3]}, rank, out) and _types(p[2], pars | {p[3]}, rank, out)
+        case "Comb" | "Red" | "RMax":
             par = p[3] if head == "Comb" else p[2]
             return par not in pars and _types(p[1], pars | {par}, rank, out)
     raise ValueError(head)

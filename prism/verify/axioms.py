@@ -71,6 +71,9 @@ def _commute() -> list[Axiom]:
         Axiom("comb-comb", "commute", "(Comb (Comb t d p) e q)", "(Comb (Comb t e q) d p)", (NE_DE, NE_PQ), b),
         Axiom("comb-repl", "commute", "(Comb (Repl t p) d q)", "(Repl (Comb t d q) p)", (NE_PQ,), b),
         Axiom("red-comb", "commute", "(Red (Comb t d q) p)", "(Comb (Red t p) d q)", (NE_PQ,), b),
+        Axiom("rmax-part", "commute", "(RMax (Part t d q) p)", "(Part (RMax t p) d q)", (NE_PQ,), b),
+        Axiom("rmax-repl", "commute", "(RMax (Repl t q) p)", "(Repl (RMax t p) q)", (NE_PQ,), b),
+        Axiom("rmax-comb", "commute", "(RMax (Comb t d q) p)", "(Comb (RMax t p) d q)", (NE_PQ,), b),
     ]
 
 
@@ -135,6 +138,12 @@ def _reduce() -> list[Axiom]:
         Axiom("sum-unit", th, "(Sum t d)", "t", ("(unit t d)",)),
         Axiom("sum-red", th, "(Sum (Red t p) e)", "(Red (Sum t e) p)", (), b),
     ]
+    out += [
+        Axiom("max-split", th, "(RMax (Max (Part t d p) d) p)", "(Max t d)"),
+        Axiom("max-of-comb", th, "(Max (Comb t d p) d)", "(RMax (Max t d) p)"),
+        Axiom("max-unit", th, "(Max t d)", "t", ("(unit t d)",)),
+        Axiom("max-red", th, "(Max (RMax t p) e)", "(RMax (Max t e) p)", (), b),
+    ]
     for red in ("Sum", "Max"):
         low = red.lower()
         out += [
@@ -191,6 +200,16 @@ def _algebra() -> list[Axiom]:
     ]
 
 
+def _online() -> list[Axiom]:
+    """What the online softmax needs: a shift by a row max cancels through exp, and a rescaled
+    accumulator of ``a / exp(c)`` is the plain sum of ``a`` over ``exp(max c)``."""
+    th = "online"
+    return [
+        Axiom("exp-of-sub", th, '(Un "exp" (Bin "sub" a c))', '(Bin "div" (Un "exp" a) (Un "exp" c))'),
+        Axiom("resc-shift", th, '(Resc (Bin "div" a (Un "exp" c)) c p)', '(Bin "div" (Red a p) (Un "exp" (RMax c p)))'),
+    ]
+
+
 def _assoc() -> list[Axiom]:
     return [
         Axiom(f"{op}-assoc", "assoc", f'(Bin "{op}" (Bin "{op}" a c) s)', f'(Bin "{op}" a (Bin "{op}" c s))', (),
@@ -211,6 +230,8 @@ def _analysis() -> list[Axiom]:
         Axiom("unit-comb", th, "(Comb t e p)", when=("(unit t d)", NE_DE), kind=u, unit_dim="d"),
         Axiom("unit-repl", th, "(Repl t p)", when=("(unit t d)",), kind=u, unit_dim="d"),
         Axiom("unit-red", th, "(Red t p)", when=("(unit t d)",), kind=u, unit_dim="d"),
+        Axiom("unit-rmax", th, "(RMax t p)", when=("(unit t d)",), kind=u, unit_dim="d"),
+        Axiom("unit-resc", th, "(Resc t c p)", when=("(unit t d)", "(unit c d)"), kind=u, unit_dim="d"),
         Axiom("unit-sum-other", th, "(Sum t e)", when=("(unit t d)",), kind=u, unit_dim="d"),
     ]
     v = "varies"
@@ -222,6 +243,8 @@ def _analysis() -> list[Axiom]:
         Axiom("varies-comb", th, "(Comb t e p)", when=("(varies t d)",), kind=v, unit_dim="d"),
         Axiom("varies-repl", th, "(Repl t p)", when=("(varies t d)",), kind=v, unit_dim="d"),
         Axiom("varies-red", th, "(Red t p)", when=("(varies t d)",), kind=v, unit_dim="d"),
+        Axiom("varies-rmax", th, "(RMax t p)", when=("(varies t d)",), kind=v, unit_dim="d"),
+        Axiom("varies-resc", th, "(Resc t c p)", when=("(varies t d)",), kind=v, unit_dim="d"),
         Axiom("varies-sum-other", th, "(Sum t e)", when=("(varies t d)", NE_DE), kind=v, unit_dim="d"),
         Axiom("varies-max-other", th, "(Max t e)", when=("(varies t d)", NE_DE), kind=v, unit_dim="d"),
     ]
@@ -248,7 +271,7 @@ def _analysis() -> list[Axiom]:
 
 AXIOMS: tuple[Axiom, ...] = (
     *_inverse(), *_commute(), *_elementwise(), *_matmul(), *_reduce(), *_rms(), *_rowscale(), *_algebra(),
-    *_assoc(), *_analysis(),
+    *_online(), *_assoc(), *_analysis(),
 )
 
 THEORIES: tuple[str, ...] = tuple(dict.fromkeys(a.theory for a in AXIOMS))
@@ -265,7 +288,7 @@ def by_theory() -> dict[str, list[Axiom]]:
 DATATYPE = """
 (datatype T
   (In String) (Un String T) (Bin String T T) (Sum T i64) (Max T i64) (Mm i64 i64 T T) (Tr T)
-  (Part T i64 String) (Comb T i64 String) (Red T String) (Repl T String))
+  (Part T i64 String) (Comb T i64 String) (Red T String) (RMax T String) (Resc T T String) (Repl T String))
 (relation unit (T i64))
 (relation varies (T i64))
 (relation linear (String))
@@ -293,7 +316,8 @@ def prelude(axioms: tuple[Axiom, ...] = AXIOMS) -> str:
 SIGNATURES: dict[str, tuple[str, ...]] = {
     "In": ("name",), "Un": ("op1", "T"), "Bin": ("op2", "T", "T"), "Sum": ("T", "D"),
     "Max": ("T", "D"), "Mm": ("R", "R", "T", "T"), "Tr": ("T",), "Part": ("T", "D", "P"),
-    "Comb": ("T", "D", "P"), "Red": ("T", "P"), "Repl": ("T", "P"),
+    "Comb": ("T", "D", "P"), "Red": ("T", "P"), "RMax": ("T", "P"), "Resc": ("T", "T", "P"),
+    "Repl": ("T", "P"),
 }
 CONDITIONS: dict[str, tuple[str, ...]] = {"!=": ("any", "any"), "unit": ("T", "D"), "varies": ("T", "D"),
                                          "linear": ("op1",)}

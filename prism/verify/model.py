@@ -9,7 +9,9 @@ size symbols (input dims such as ``X.1`` and parallel sizes such as ``x``): ``X.
 * ``Part(t, d, p)`` splits data dim d into |p| equal chunks, chunk k going to index k of p;
   applied to a tile that is already a chunk it subdivides that chunk (grid first, then the loop);
 * ``Comb(t, d, p)`` concatenates the chunks along d in index order and drops p;
-* ``Red(t, p)`` sums over p and drops it (an accumulator); ``Repl(t, p)`` broadcasts along p.
+* ``Red(t, p)`` sums over p and drops it (an accumulator); ``RMax(t, p)`` is its max;
+  ``Resc(t, c, p)`` is ``Σ_p t · exp(c − max_p c)`` (c broadcasts against t); ``Repl(t, p)``
+  broadcasts along p.
 
 Tensor ops act on the data axes, per parallel index. Typing (:func:`type_of`, shared with the
 encoder's shape check) is symbolic, so a term is well-typed only if it is for *every* size: two
@@ -155,12 +157,18 @@ def type_of(term: Term, kids: list[Type], par_symbol: Mapping[str, str]) -> Type
             step = -1 if head == "Part" else 1
             pars = p | {par} if head == "Part" else p - {par}
             return pars, tuple(mono_mul(x, sym(par), step) if i == d else x for i, x in enumerate(e))
-        case "Red" | "Repl":
+        case "Resc":
+            (pa, ea), (pc, ec) = kids
+            par = str(term[3])
+            if pa != pc or par not in pa or len(ea) != len(ec):
+                raise ModelError(f"Resc over {par} of operands on {sorted(pa)} / {sorted(pc)}")
+            return pa - {par}, tuple(_fit(x, y, "Resc") for x, y in zip(ea, ec, strict=True))
+        case "Red" | "RMax" | "Repl":
             p, e = kids[0]
             par = str(term[2])
-            if (par in p) != (head == "Red"):
+            if (par in p) != (head != "Repl"):
                 raise ModelError(f"{head} over {par} with parallel dims {sorted(p)}")
-            return (p - {par} if head == "Red" else p | {par}), e
+            return (p - {par} if head != "Repl" else p | {par}), e
     raise ModelError(f"unknown term head {head!r}")
 
 
@@ -240,6 +248,13 @@ def _numeric(term: Term, kids: list[PT], sizes: Mapping[str, int], symbols: Mapp
         case "Red":
             v = kids[0]
             return v.arr.sum(axis=v.pars.index(str(term[2])))
+        case "RMax":
+            v = kids[0]
+            return v.arr.max(axis=v.pars.index(str(term[2])))
+        case "Resc":
+            x, c = kids
+            ax = x.pars.index(str(term[3]))
+            return (x.arr * np.exp(c.arr - c.arr.max(axis=ax, keepdims=True))).sum(axis=ax)
         case "Repl":
             v = kids[0]
             par = str(term[2])

@@ -9,6 +9,8 @@ A term is a nested tuple, the same shape as an egglog expression::
     ("Mm", ra, rb, a, b)      matmul of ranks ra @ rb
     ("Tr", t)                 swap the last two dims
     ("Part", t, d, p) ("Comb", t, d, p) ("Red", t, p) ("Repl", t, p)   parallel operators (paper §4)
+    ("RMax", t, p)            max over a parallel dim (a max accumulator)
+    ("Resc", t, c, p)         Σ_p t · exp(c − max_p c) (a rescaled accumulator, the online softmax)
 
 Semantics: ``prism.verify.model``. A custom kernel's Load applies, per grid dim in order, ``Part`` along
 its imap dim (or ``Repl``), then ``Part`` along the fmap dim over the loop (or ``Repl``): grid first,
@@ -106,6 +108,14 @@ def unary_name(fn: Unary, s: Scalar | None, dims: DimTable, inputs: set[str]) ->
 
 def matmul_term(a: Term, b: Term, ra: int, rb: int) -> Term:
     return ("Mm", ra, rb, a, b)
+
+
+def accum_term(x: Term, fn: Reduce, c: Term | None, p: str) -> Term:
+    """An accumulator over the loop's parallel dim ``p``: ``Red`` (a sum), ``RMax`` (a running max),
+    or ``Resc`` (rescaled by the shift ``c``: ``Σ_p x · exp(c − max_p c)``, the online update)."""
+    if c is not None:
+        return ("Resc", x, c, p)
+    return ("RMax", x, p) if fn is Reduce.MAX else ("Red", x, p)
 
 
 # ---------------------------------------------------------------------------------- encodings
@@ -269,9 +279,10 @@ def encode_candidate(kg: KernelGraph, graph: Graph, dims: DimTable) -> Encoding:
                     t, r = matmul_term(vals[a], vals[b], rk[a], rk[b]), rk[a]
                 case ReduceOp(fn, x, dim):
                     t, r = ("Sum" if fn is Reduce.SUM else "Max", vals[x], dim), rk[x]
-                case Accum(x, reduce_dim):
+                case Accum(x, reduce_dim, fn, rescale):
                     inner = vals[x] if reduce_dim is None else ("Sum", vals[x], reduce_dim)
-                    t, r = (inner if loop_par in unit else ("Red", inner, loop_par)), rk[x]
+                    c = None if rescale is None else vals[rescale]
+                    t, r = (inner if loop_par in unit else accum_term(inner, fn, c, loop_par)), rk[x]
                 case Save(x, tensor, omap):
                     v = vals[x]
                     assert v is not None
