@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from prism.errors import DimError, DTypeError, GraphError, InputError, ShapeError
+from prism.names import NameKind, name_problem, show
 from prism.ops import (
     DTYPES,
     Binary,
@@ -183,9 +184,9 @@ class Graph:
     def input(self, shape: Sequence[int], dtype: str = "float16", name: str | None = None) -> Tensor:
         """Declare an input tensor (row-major, contiguous)."""
         name = name if name is not None else f"in{len(self.input_indices)}"
-        op = f"input {name!r}"
+        op = f"input {show(name)}"
         if not isinstance(name, str):
-            raise GraphError(op, f"the name {name!r} must be a string")
+            raise GraphError(op, f"the name {show(name)} must be a string")
         if isinstance(shape, int | np.integer) or not isinstance(shape, Sequence | np.ndarray):
             raise ShapeError(op, f"shape {shape!r} must be a sequence of 1 to 4 positive integers, like (8, 4096)")
         if dtype not in DTYPES:
@@ -197,8 +198,8 @@ class Graph:
             raise ShapeError(op, f"shape {shape!r} must be 1 to 4 positive integers")
         if math.prod(int(s) for s in shp) >= MAX_ELEMENTS:
             raise ShapeError(op, f"shape {shape!r} has 2^31 or more elements; a tensor holds fewer")
-        if not name.isidentifier():
-            raise GraphError(op, "a tensor name must be a valid identifier")
+        if (bad := name_problem(name, NameKind.TENSOR)) is not None:
+            raise GraphError(op, bad)
         if name in {self.nodes[i].name for i in self.input_indices} | {n for n, _ in self._outputs}:
             raise GraphError(op, f"the name {name!r} is already used")
         return self._add(Node(OpKind.INPUT, (), tuple(int(s) for s in shp), dtype, name=name))
@@ -206,11 +207,12 @@ class Graph:
     def output(self, t: Tensor, name: str | None = None) -> None:
         """Mark ``t`` as an output of the program."""
         name = name if name is not None else ("O" if not self._outputs else f"O{len(self._outputs)}")
+        op = f"output {show(name)}"
         if not isinstance(name, str):
-            raise GraphError(f"output {name!r}", f"the name {name!r} must be a string")
-        (t,) = self._own(f"output {name!r}", t)
-        if not name.isidentifier():
-            raise GraphError(f"output {name!r}", "a tensor name must be a valid identifier")
+            raise GraphError(op, f"the name {show(name)} must be a string")
+        (t,) = self._own(op, t)
+        if (bad := name_problem(name, NameKind.TENSOR)) is not None:
+            raise GraphError(op, bad)
         taken = {n for n, _ in self._outputs} | {self.nodes[i].name for i in self.input_indices}
         if name in taken:
             raise GraphError(f"output {name!r}", f"the name {name!r} is already used")

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 from prism.errors import IRError, SerializationError
 from prism.graph import Graph, OpKind
+from prism.names import kernel_graph_name_problem
 from prism.ops import (
     Binary,
     Reduce,
@@ -222,9 +223,12 @@ class KernelGraph:
         if obj.get("version") != VERSION:
             raise SerializationError(f"kernel graph format version {obj.get('version')!r}; this Prism reads {VERSION}")
         try:
-            return _kg_from_obj(obj)
+            kg = _kg_from_obj(obj)
         except (KeyError, TypeError, ValueError) as e:
             raise SerializationError(f"malformed kernel graph document: {e!r}") from e
+        if (bad := kernel_graph_name_problem(kg)) is not None:
+            raise SerializationError(f"kernel graph document: {bad}")
+        return kg
 
     @staticmethod
     def loads(text: str) -> KernelGraph:

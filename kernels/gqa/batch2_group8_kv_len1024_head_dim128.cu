@@ -233,7 +233,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(const half_t* __restrict__ Kt, const half_t* __restrict__ Q, const half_t* __restrict__ V, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -248,9 +248,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(co
   float* const acc7 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 128] pitch 132
   float* const acc8 = reinterpret_cast<float*>(smem + 4224);  // post [1, 8, 1] pitch 1
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = Kt + (int)blockIdx.y * 131072 + (int)blockIdx.x * 32;
-  const half_t* const g_s_Q = Q + (int)blockIdx.y * 1024;
-  const half_t* const g_s_V = V + (int)blockIdx.y * 131072 + (int)blockIdx.x * 4096;
+  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 131072 + (int)blockIdx.x * 32;
+  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 1024;
+  const half_t* const g_s_V = t_V + (int)blockIdx.y * 131072 + (int)blockIdx.x * 4096;
   // accumulators (registers)
   float ra7[2][2][4] = {};
   float ra8[1] = {};
@@ -339,7 +339,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(co
       const float v1 = acc7[s9_1 * 132 + (s9_2 + 1)];
       const float v2 = acc7[s9_1 * 132 + (s9_2 + 2)];
       const float v3 = acc7[s9_1 * 132 + (s9_2 + 3)];
-      st_f4(t0 + blk_9 + s9_1 * 256 + s9_2, v0, v1, v2, v3);
+      st_f4(t_t0 + blk_9 + s9_1 * 256 + s9_2, v0, v1, v2, v3);
     }
   }
   // save t1[2, 8, 32] <- tile [1, 8, 1], omap (2, 0): 1-element stores
@@ -351,7 +351,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(co
       if (e < 8) {
         const int s10_1 = e;
         const float v0 = acc8[s10_1];
-        st_f1(t1 + blk_10 + s10_1 * 32, v0);
+        st_f1(t_t1 + blk_10 + s10_1 * 32, v0);
       }
     }
   }
@@ -486,7 +486,7 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -495,8 +495,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(co
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 128] pitch 132
   float* const acc3 = reinterpret_cast<float*>(smem + 2176);  // post [1, 4, 1] pitch 1
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 1024 + (int)blockIdx.y * 128;
-  const float* const g_s_t1 = t1 + (int)blockIdx.y * 256 + (int)blockIdx.x * 128;
+  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 1024 + (int)blockIdx.y * 128;
+  const float* const g_s_t1 = t_t1 + (int)blockIdx.y * 256 + (int)blockIdx.x * 128;
   // accumulators (registers)
   float ra2[4] = {};
   float ra3[1] = {};
@@ -582,7 +582,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(co
         const float v5 = (acc2[s5_1 * 132 + (s5_2 + 5)] / acc3[s5_1]);
         const float v6 = (acc2[s5_1 * 132 + (s5_2 + 6)] / acc3[s5_1]);
         const float v7 = (acc2[s5_1 * 132 + (s5_2 + 7)] / acc3[s5_1]);
-        st_h8(O + blk_5 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_5 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

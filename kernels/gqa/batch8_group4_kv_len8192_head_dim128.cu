@@ -229,7 +229,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(const half_t* __restrict__ Kt, const half_t* __restrict__ Q, const half_t* __restrict__ V, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -244,9 +244,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(co
   float* const acc7 = reinterpret_cast<float*>(smem + 384);  // post [1, 4, 128] pitch 132
   float* const red8 = reinterpret_cast<float*>(smem + 2560);  // post [1, 4, 1] pitch 1
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = Kt + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 256;
-  const half_t* const g_s_Q = Q + (int)blockIdx.y * 512;
-  const half_t* const g_s_V = V + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 32768;
+  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 256;
+  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 512;
+  const half_t* const g_s_V = t_V + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 32768;
   // accumulators (registers)
   float ra6[1] = {};
   float ra7[2][2][4] = {};
@@ -353,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(co
       const float v1 = acc7[s9_1 * 132 + (s9_2 + 1)];
       const float v2 = acc7[s9_1 * 132 + (s9_2 + 2)];
       const float v3 = acc7[s9_1 * 132 + (s9_2 + 3)];
-      st_f4(t0 + blk_9 + s9_1 * 128 + s9_2, v0, v1, v2, v3);
+      st_f4(t_t0 + blk_9 + s9_1 * 128 + s9_2, v0, v1, v2, v3);
     }
   }
   // save t1[8, 128, 1] <- tile [1, 4, 1], omap (1, 0): 1-element stores
@@ -365,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(co
       if (e < 4) {
         const int s10_1 = e;
         const float v0 = red8[s10_1];
-        st_f1(t1 + blk_10 + s10_1, v0);
+        st_f1(t_t1 + blk_10 + s10_1, v0);
       }
     }
   }
@@ -504,7 +504,7 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -513,8 +513,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(co
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [8, 4, 16] pitch 20
   float* const acc3 = reinterpret_cast<float*>(smem + 2560);  // post [8, 4, 1] pitch 1
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 16;
-  const float* const g_s_t1 = t1 + 0;
+  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 16;
+  const float* const g_s_t1 = t_t1 + 0;
   // accumulators (registers)
   float ra2[4] = {};
   float ra3[1] = {};
@@ -610,7 +610,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(co
         const float v5 = (acc2[s5_0 * 80 + s5_1 * 20 + (s5_2 + 5)] / acc3[s5_0 * 4 + s5_1]);
         const float v6 = (acc2[s5_0 * 80 + s5_1 * 20 + (s5_2 + 6)] / acc3[s5_0 * 4 + s5_1]);
         const float v7 = (acc2[s5_0 * 80 + s5_1 * 20 + (s5_2 + 7)] / acc3[s5_0 * 4 + s5_1]);
-        st_h8(O + blk_5 + s5_0 * 512 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_5 + s5_0 * 512 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

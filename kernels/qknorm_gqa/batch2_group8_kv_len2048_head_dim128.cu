@@ -237,7 +237,7 @@ __device__ __forceinline__ void store_11(const float (&acc)[2][2][4], float* D, 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(const half_t* __restrict__ Kt, const half_t* __restrict__ Q, const half_t* __restrict__ V, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -253,9 +253,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 1] pitch 1
   float* const acc13 = reinterpret_cast<float*>(smem + 128);  // post [1, 4, 128] pitch 132
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = Kt + (int)blockIdx.z * 262144 + (int)blockIdx.x * 128;
-  const half_t* const g_s_Q = Q + (int)blockIdx.z * 1024 + (int)blockIdx.y * 512;
-  const half_t* const g_s_V = V + (int)blockIdx.z * 262144 + (int)blockIdx.x * 16384;
+  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.z * 262144 + (int)blockIdx.x * 128;
+  const half_t* const g_s_Q = t_Q + (int)blockIdx.z * 1024 + (int)blockIdx.y * 512;
+  const half_t* const g_s_V = t_V + (int)blockIdx.z * 262144 + (int)blockIdx.x * 16384;
   // accumulators (registers)
   float ra12[1] = {};
   float ra13[2][2][4] = {};
@@ -355,7 +355,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
       if (e < 4) {
         const int s14_1 = e;
         const float v0 = acc12[s14_1];
-        st_f1(t0 + blk_14 + s14_1 * 16, v0);
+        st_f1(t_t0 + blk_14 + s14_1 * 16, v0);
       }
     }
   }
@@ -372,7 +372,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
       const float v1 = acc13[s15_1 * 132 + (s15_2 + 1)];
       const float v2 = acc13[s15_1 * 132 + (s15_2 + 2)];
       const float v3 = acc13[s15_1 * 132 + (s15_2 + 3)];
-      st_f4(t1 + blk_15 + s15_1 * 2048 + s15_2, v0, v1, v2, v3);
+      st_f4(t_t1 + blk_15 + s15_1 * 2048 + s15_2, v0, v1, v2, v3);
     }
   }
 }
@@ -506,7 +506,7 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -515,8 +515,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(co
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 1] pitch 1
   float* const acc3 = reinterpret_cast<float*>(smem + 128);  // post [1, 4, 128] pitch 132
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 128 + (int)blockIdx.y * 64;
-  const float* const g_s_t1 = t1 + (int)blockIdx.x * 16384 + (int)blockIdx.y * 8192;
+  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 128 + (int)blockIdx.y * 64;
+  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 16384 + (int)blockIdx.y * 8192;
   // accumulators (registers)
   float ra2[1] = {};
   float ra3[4] = {};
@@ -602,7 +602,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(co
         const float v5 = (acc3[s5_1 * 132 + (s5_2 + 5)] / acc2[s5_1]);
         const float v6 = (acc3[s5_1 * 132 + (s5_2 + 6)] / acc2[s5_1]);
         const float v7 = (acc3[s5_1 * 132 + (s5_2 + 7)] / acc2[s5_1]);
-        st_h8(O + blk_5 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_5 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

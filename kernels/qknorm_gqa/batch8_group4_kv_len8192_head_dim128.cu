@@ -240,7 +240,7 @@ __device__ __forceinline__ void store_11(const float (&acc)[2][2][4], float* D, 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(const half_t* __restrict__ Kt, const half_t* __restrict__ Q, const half_t* __restrict__ V, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -255,9 +255,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 32] pitch 36
   float* const acc13 = reinterpret_cast<float*>(smem + 640);  // post [1, 4, 128] pitch 132
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = Kt + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 512;
-  const half_t* const g_s_Q = Q + (int)blockIdx.y * 512;
-  const half_t* const g_s_V = V + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 65536;
+  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 512;
+  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 512;
+  const half_t* const g_s_V = t_V + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 65536;
   // accumulators (registers)
   float ra12[1] = {};
   float ra13[2][2][4] = {};
@@ -360,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
         const float v1 = acc12[s14_1 * 36 + (s14_2 + 1)];
         const float v2 = acc12[s14_1 * 36 + (s14_2 + 2)];
         const float v3 = acc12[s14_1 * 36 + (s14_2 + 3)];
-        st_f4(t0 + blk_14 + s14_1 * 512 + s14_2, v0, v1, v2, v3);
+        st_f4(t_t0 + blk_14 + s14_1 * 512 + s14_2, v0, v1, v2, v3);
       }
     }
   }
@@ -377,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
       const float v1 = acc13[s15_1 * 132 + (s15_2 + 1)];
       const float v2 = acc13[s15_1 * 132 + (s15_2 + 2)];
       const float v3 = acc13[s15_1 * 132 + (s15_2 + 3)];
-      st_f4(t1 + blk_15 + s15_1 * 2048 + s15_2, v0, v1, v2, v3);
+      st_f4(t_t1 + blk_15 + s15_1 * 2048 + s15_2, v0, v1, v2, v3);
     }
   }
 }
@@ -516,7 +516,7 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -528,8 +528,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(co
   float* const acc3 = reinterpret_cast<float*>(smem + 2304);  // post [8, 2, 128] pitch 132
   float* const red4 = reinterpret_cast<float*>(smem + 10752);  // post [8, 2, 1] pitch 1
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 1024;
-  const float* const g_s_t1 = t1 + (int)blockIdx.x * 4096;
+  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 1024;
+  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 4096;
   // accumulators (registers)
   float ra2[4] = {};
   float ra3[16] = {};
@@ -645,7 +645,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(co
       const float v5 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 5)] / red4[s6_0 * 2 + s6_1]);
       const float v6 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 6)] / red4[s6_0 * 2 + s6_1]);
       const float v7 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 7)] / red4[s6_0 * 2 + s6_1]);
-      st_h8(O + blk_6 + s6_0 * 512 + s6_1 * 128 + s6_2, v0, v1, v2, v3, v4, v5, v6, v7);
+      st_h8(t_O + blk_6 + s6_0 * 512 + s6_1 * 128 + s6_2, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }
 }

@@ -174,7 +174,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[4][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(const half_t* __restrict__ W, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -185,8 +185,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [16, 256] pitch 260
   float* const acc6 = reinterpret_cast<float*>(smem + 16640);  // post [16, 1] pitch 1
   // this block's tile origins in global memory
-  const half_t* const g_s_W = W + (int)blockIdx.x * 8388608 + (int)blockIdx.y * 256;
-  const half_t* const g_s_X = X + (int)blockIdx.x * 1024;
+  const half_t* const g_s_W = t_W + (int)blockIdx.x * 8388608 + (int)blockIdx.y * 256;
+  const half_t* const g_s_X = t_X + (int)blockIdx.x * 1024;
   // accumulators (registers)
   float ra5[4][2][4] = {};
   float ra6[4] = {};
@@ -258,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
       const float v1 = acc5[s7_0 * 260 + (s7_1 + 1)];
       const float v2 = acc5[s7_0 * 260 + (s7_1 + 2)];
       const float v3 = acc5[s7_0 * 260 + (s7_1 + 3)];
-      st_f4(t0 + blk_7 + s7_0 * 8192 + s7_1, v0, v1, v2, v3);
+      st_f4(t_t0 + blk_7 + s7_0 * 8192 + s7_1, v0, v1, v2, v3);
     }
   }
   // save t1[128, 32] <- tile [16, 1], omap (0, 1): 1-element stores
@@ -270,7 +270,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
       if (e < 16) {
         const int s8_0 = e;
         const float v0 = acc6[s8_0];
-        st_f1(t1 + blk_8 + s8_0 * 32, v0);
+        st_f1(t_t1 + blk_8 + s8_0 * 32, v0);
       }
     }
   }
@@ -407,7 +407,7 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_980b835c5a(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_980b835c5a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -416,8 +416,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_980b835c5a(co
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 256] pitch 260
   float* const acc3 = reinterpret_cast<float*>(smem + 16640);  // post [16, 1] pitch 1
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 256;
-  const float* const g_s_t1 = t1 + (int)blockIdx.x;
+  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 256;
+  const float* const g_s_t1 = t_t1 + (int)blockIdx.x;
   // accumulators (registers)
   float ra2[32] = {};
   float ra3[1] = {};
@@ -502,7 +502,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_980b835c5a(co
       const float v5 = (acc2[s7_0 * 260 + (s7_1 + 5)] * rsqrtf((acc3[s7_0] + 1e-06f)));
       const float v6 = (acc2[s7_0 * 260 + (s7_1 + 6)] * rsqrtf((acc3[s7_0] + 1e-06f)));
       const float v7 = (acc2[s7_0 * 260 + (s7_1 + 7)] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      st_h8(O + blk_7 + s7_0 * 8192 + s7_1, v0, v1, v2, v3, v4, v5, v6, v7);
+      st_h8(t_O + blk_7 + s7_0 * 8192 + s7_1, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }
 }

@@ -177,7 +177,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(const half_t* __restrict__ W, const half_t* __restrict__ X, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -189,8 +189,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(co
   float* const acc6 = reinterpret_cast<float*>(smem + 2560);  // post [8, 128] pitch 132
   float* const red7 = reinterpret_cast<float*>(smem + 6784);  // post [8, 1] pitch 1
   // this block's tile origins in global memory
-  const half_t* const g_s_W = W + (int)blockIdx.x * 16;
-  const half_t* const g_s_X = X + (int)blockIdx.y * 8192;
+  const half_t* const g_s_W = t_W + (int)blockIdx.x * 16;
+  const half_t* const g_s_X = t_X + (int)blockIdx.y * 8192;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[8] = {};
@@ -279,7 +279,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(co
         const float v5 = ((acc5[s11_0 * 20 + (s11_1 + 5)] + acc5[s11_0 * 20 + (s11_1 + 5) + 160] + acc5[s11_0 * 20 + (s11_1 + 5) + 320] + acc5[s11_0 * 20 + (s11_1 + 5) + 480]) * rsqrtf((red7[s11_0] + 1e-06f)));
         const float v6 = ((acc5[s11_0 * 20 + (s11_1 + 6)] + acc5[s11_0 * 20 + (s11_1 + 6) + 160] + acc5[s11_0 * 20 + (s11_1 + 6) + 320] + acc5[s11_0 * 20 + (s11_1 + 6) + 480]) * rsqrtf((red7[s11_0] + 1e-06f)));
         const float v7 = ((acc5[s11_0 * 20 + (s11_1 + 7)] + acc5[s11_0 * 20 + (s11_1 + 7) + 160] + acc5[s11_0 * 20 + (s11_1 + 7) + 320] + acc5[s11_0 * 20 + (s11_1 + 7) + 480]) * rsqrtf((red7[s11_0] + 1e-06f)));
-        st_h8(O + blk_11 + s11_0 * 1024 + s11_1, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_11 + s11_0 * 1024 + s11_1, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

@@ -240,7 +240,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3b0d3d6c47(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3b0d3d6c47(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -253,9 +253,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3b0d3d6c47(co
   float* const acc7 = reinterpret_cast<float*>(smem + 128);  // post [16, 32] pitch 36 2 partial copies
   float* const acc8 = reinterpret_cast<float*>(smem + 4736);  // post [16, 32] pitch 36 2 partial copies
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 32;
-  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 32;
-  const half_t* const g_s_X = X + 0;
+  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 32;
+  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 32;
+  const half_t* const g_s_X = t_X + 0;
   // accumulators (registers)
   float ra6[4] = {};
   float ra7[1][2][4] = {};
@@ -338,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3b0d3d6c47(co
         const float v5 = ((acc7[s15_0 * 36 + (s15_1 + 5)] + acc7[s15_0 * 36 + (s15_1 + 5) + 576]) * ((acc8[s15_0 * 36 + (s15_1 + 5)] + acc8[s15_0 * 36 + (s15_1 + 5) + 576]) * prism_sq(rsqrtf(((acc6[s15_0] * 0.000244140625f) + 1e-06f)))));
         const float v6 = ((acc7[s15_0 * 36 + (s15_1 + 6)] + acc7[s15_0 * 36 + (s15_1 + 6) + 576]) * ((acc8[s15_0 * 36 + (s15_1 + 6)] + acc8[s15_0 * 36 + (s15_1 + 6) + 576]) * prism_sq(rsqrtf(((acc6[s15_0] * 0.000244140625f) + 1e-06f)))));
         const float v7 = ((acc7[s15_0 * 36 + (s15_1 + 7)] + acc7[s15_0 * 36 + (s15_1 + 7) + 576]) * ((acc8[s15_0 * 36 + (s15_1 + 7)] + acc8[s15_0 * 36 + (s15_1 + 7) + 576]) * prism_sq(rsqrtf(((acc6[s15_0] * 0.000244140625f) + 1e-06f)))));
-        st_h8(O + blk_15 + s15_0 * 4096 + s15_1, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_15 + s15_0 * 4096 + s15_1, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

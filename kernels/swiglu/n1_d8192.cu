@@ -228,7 +228,7 @@ __device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(const half_t* __restrict__ Wg, const half_t* __restrict__ Wu, const half_t* __restrict__ X, float* __restrict__ t0, float* __restrict__ t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -240,9 +240,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(co
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [1, 64] pitch 64
   float* const acc6 = reinterpret_cast<float*>(smem + 256);  // post [1, 64] pitch 64
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = Wg + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
-  const half_t* const g_s_Wu = Wu + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
-  const half_t* const g_s_X = X + (int)blockIdx.x * 4096;
+  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
+  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
+  const half_t* const g_s_X = t_X + (int)blockIdx.x * 4096;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[1][2][4] = {};
@@ -297,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(co
         const float v1 = acc5[(s7_1 + 1)];
         const float v2 = acc5[(s7_1 + 2)];
         const float v3 = acc5[(s7_1 + 3)];
-        st_f4(t0 + blk_7 + s7_1, v0, v1, v2, v3);
+        st_f4(t_t0 + blk_7 + s7_1, v0, v1, v2, v3);
       }
     }
   }
@@ -313,7 +313,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(co
         const float v1 = acc6[(s8_1 + 1)];
         const float v2 = acc6[(s8_1 + 2)];
         const float v3 = acc6[(s8_1 + 3)];
-        st_f4(t1 + blk_8 + s8_1, v0, v1, v2, v3);
+        st_f4(t_t1 + blk_8 + s8_1, v0, v1, v2, v3);
       }
     }
   }
@@ -445,7 +445,7 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(const float* __restrict__ t0, const float* __restrict__ t1, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -454,8 +454,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(co
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 2048] pitch 2048
   float* const acc3 = reinterpret_cast<float*>(smem + 8192);  // post [1, 2048] pitch 2048
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t0 + (int)blockIdx.x * 2048;
-  const float* const g_s_t1 = t1 + (int)blockIdx.x * 2048;
+  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 2048;
+  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 2048;
   // accumulators (registers)
   float ra2[16] = {};
   float ra3[16] = {};
@@ -530,7 +530,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(co
       const float v5 = (acc3[(s6_1 + 5)] * prism_silu(acc2[(s6_1 + 5)]));
       const float v6 = (acc3[(s6_1 + 6)] * prism_silu(acc2[(s6_1 + 6)]));
       const float v7 = (acc3[(s6_1 + 7)] * prism_silu(acc2[(s6_1 + 7)]));
-      st_h8(O + blk_6 + s6_1, v0, v1, v2, v3, v4, v5, v6, v7);
+      st_h8(t_O + blk_6 + s6_1, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }
 }

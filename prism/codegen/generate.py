@@ -5,21 +5,25 @@ from __future__ import annotations
 import hashlib
 
 from prism.codegen.arch import arch as get_arch
-from prism.codegen.lower import DEFAULT_OPTIONS, GraphLowering, Options, ident, lower_graph
+from prism.codegen.lower import DEFAULT_OPTIONS, GraphLowering, Options, lower_graph
 from prism.codegen.plan import BufferSpec, KernelLaunch, LaunchPlan, PredefinedOp, Step
 from prism.codegen.render_kernel import render_kernel
+from prism.errors import CodegenError
 from prism.ir import CustomKernel, KernelGraph, PredefinedKernel
+from prism.names import c_ident, c_label, kernel_graph_name_problem, show
 
 
 def entry_name(gl: GraphLowering, kernel: CustomKernel, options: Options) -> str:
     """A C symbol unique to the μGraph, its sizes, the target and the options (deterministic)."""
     key = f"{gl.kg.dumps()}|{gl.arch.name}|{options}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-    return f"prism_{ident(gl.kg.program)}_{ident(kernel.name)}_{digest}"
+    return f"prism_{c_label(gl.kg.program)}_{c_ident(kernel.name)}_{digest}"
 
 
 def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = None) -> LaunchPlan:
     """CUDA source and launch plan of a concrete μGraph for ``arch`` (raises CodegenError)."""
+    if (bad := kernel_graph_name_problem(kg)) is not None:
+        raise CodegenError(f"{show(kg.program)}: {bad}")
     opts = options or DEFAULT_OPTIONS
     gl = lower_graph(kg, get_arch(arch), opts)
     steps: list[Step] = []

@@ -42,6 +42,7 @@ from prism.ir import (
     infer,
     op_args,
 )
+from prism.names import c_ident
 
 HALF_DTYPES = ("float16", "bfloat16")
 INTERMEDIATE_DTYPE = "float32"
@@ -512,8 +513,11 @@ def _with(b: Buf, *, offset: int, copies: int | None = None) -> Buf:
 
 
 def _ident(name: str) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() else f"t_{out}"
+    """A tensor's name in a buffer identifier (after a prefix such as ``s_``): see ``c_ident``."""
+    return c_ident(name)
 
 
-ident = _ident
+def ident(name: str) -> str:
+    """The C identifier of a tensor's pointer parameter: ``t_`` and the mangled name (never a
+    keyword, a built-in or a generator local, whatever the tensor is called)."""
+    return f"t_{c_ident(name)}"

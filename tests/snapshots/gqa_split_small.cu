@@ -230,7 +230,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(const half_t* __restrict__ Q, const half_t* __restrict__ Kt, const half_t* __restrict__ V, float* __restrict__ N, float* __restrict__ D) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(const half_t* __restrict__ t_Q, const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_V, float* __restrict__ t_N, float* __restrict__ t_D) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -244,9 +244,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
   float* const acc7 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
   // this block's tile origins in global memory
-  const half_t* const g_s_Q = Q + (int)blockIdx.x * 128;
-  const half_t* const g_s_Kt = Kt + (int)blockIdx.x * 1024 + (int)blockIdx.y * 32;
-  const half_t* const g_s_V = V + (int)blockIdx.x * 1024 + (int)blockIdx.y * 512;
+  const half_t* const g_s_Q = t_Q + (int)blockIdx.x * 128;
+  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.x * 1024 + (int)blockIdx.y * 32;
+  const half_t* const g_s_V = t_V + (int)blockIdx.x * 1024 + (int)blockIdx.y * 512;
   // accumulators (registers)
   float ra6[1][2][4] = {};
   float ra7[1] = {};
@@ -336,7 +336,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
         const float v1 = acc6[s8_1 * 20 + (s8_2 + 1)];
         const float v2 = acc6[s8_1 * 20 + (s8_2 + 2)];
         const float v3 = acc6[s8_1 * 20 + (s8_2 + 3)];
-        st_f4(N + blk_8 + s8_1 * 32 + s8_2, v0, v1, v2, v3);
+        st_f4(t_N + blk_8 + s8_1 * 32 + s8_2, v0, v1, v2, v3);
       }
     }
   }
@@ -349,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
       if (e < 8) {
         const int s9_1 = e;
         const float v0 = acc7[s9_1];
-        st_f1(D + blk_9 + s9_1 * 2, v0);
+        st_f1(t_D + blk_9 + s9_1 * 2, v0);
       }
     }
   }
@@ -483,7 +483,7 @@ __device__ __forceinline__ void load_s_D(float* dst, const float* __restrict__ s
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(const float* __restrict__ N, const float* __restrict__ D, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(const float* __restrict__ t_N, const float* __restrict__ t_D, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -492,8 +492,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
   float* const acc3 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
   // this block's tile origins in global memory
-  const float* const g_s_N = N + (int)blockIdx.x * 256;
-  const float* const g_s_D = D + (int)blockIdx.x * 16;
+  const float* const g_s_N = t_N + (int)blockIdx.x * 256;
+  const float* const g_s_D = t_D + (int)blockIdx.x * 16;
   // accumulators (registers)
   float ra2[1] = {};
   float ra3[1] = {};
@@ -579,7 +579,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
         const float v5 = (acc2[s5_1 * 20 + (s5_2 + 5)] / acc3[s5_1]);
         const float v6 = (acc2[s5_1 * 20 + (s5_2 + 6)] / acc3[s5_1]);
         const float v7 = (acc2[s5_1 * 20 + (s5_2 + 7)] / acc3[s5_1]);
-        st_h8(O + blk_5 + s5_1 * 16 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_5 + s5_1 * 16 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

@@ -172,7 +172,7 @@ __device__ __forceinline__ void store_2(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022d473(const half_t* __restrict__ X, const half_t* __restrict__ W, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022d473(const half_t* __restrict__ t_X, const half_t* __restrict__ t_W, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -183,8 +183,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
   float* const acc3 = reinterpret_cast<float*>(smem + 0);  // post [8, 32] pitch 36 2 partial copies
   float* const acc5 = reinterpret_cast<float*>(smem + 2304);  // post [8, 1] pitch 1
   // this block's tile origins in global memory
-  const half_t* const g_s_X = X + 0;
-  const half_t* const g_s_W = W + (int)blockIdx.x * 32;
+  const half_t* const g_s_X = t_X + 0;
+  const half_t* const g_s_W = t_W + (int)blockIdx.x * 32;
   // accumulators (registers)
   float ra3[1][2][4] = {};
   float ra5[2] = {};
@@ -261,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
         const float v5 = ((acc3[s10_0 * 36 + (s10_1 + 5)] + acc3[s10_0 * 36 + (s10_1 + 5) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
         const float v6 = ((acc3[s10_0 * 36 + (s10_1 + 6)] + acc3[s10_0 * 36 + (s10_1 + 6) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
         const float v7 = ((acc3[s10_0 * 36 + (s10_1 + 7)] + acc3[s10_0 * 36 + (s10_1 + 7) + 288]) * rsqrtf(((acc5[s10_0] * 0.015625f) + 1e-06f)));
-        st_h8(O + blk_10 + s10_0 * 64 + s10_1, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_10 + s10_0 * 64 + s10_1, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }
