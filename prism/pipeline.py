@@ -23,6 +23,7 @@ from prism.errors import DeviceError, SearchError, SerializationError, Verificat
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph
 from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch
+from prism.progress import StageBar
 from prism.reference import relative_error
 from prism.rowwise import row_plan
 from prism.settings import settings
@@ -244,18 +245,15 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
     log.info("%s: searching (%d primitive ops, budget %.0f s)", program, primitive_ops(graph), config.time_budget_s)
     result = search(graph, config)
     t1 = time.perf_counter()
-    bar = None
-    if progress and result.candidates:
-        from tqdm import tqdm
+    found = [0]
+    with StageBar(f"mappings {program}", total=len(result.candidates), unit=" sGraphs",
+                  enabled=progress and bool(result.candidates)) as bar:
+        def mapped_part(part: Any) -> None:
+            found[0] += len(part.graphs)
+            bar.advance(part.done, mappings=found[0])
 
-        tqdm.monitor_interval = 0  # no monitor thread: mapping workers are forked from this process
-        bar = tqdm(total=len(result.candidates), desc=f"mappings {program}", unit=" sGraphs", leave=False)
-    try:
         m = instantiate_all(result.candidates, deadline=time.time() + (deadline - time.perf_counter()),
-                            jobs=settings().jobs, on_progress=bar.update if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
+                            jobs=settings().jobs, on_progress=mapped_part)
     mapped, before, mapping_timed_out = m.graphs, m.before_symmetry, m.timed_out
     if mapping_timed_out:
         log.warning("%s: mapping instantiation stopped at its budget (%d of %d candidates)", program, m.done,

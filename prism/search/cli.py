@@ -49,23 +49,20 @@ def run_search(name: str, config: Any) -> Any:
 
 
 def run_mapping(result: Any, progress: bool = False) -> dict[str, Any]:
-    """Mapping instantiation of every candidate: the graphs and the counts."""
-    from prism.search import instantiate_mappings
+    """Mapping instantiation of every candidate (``PRISM_JOBS`` workers): the graphs and the counts."""
+    from prism.progress import StageBar
+    from prism.search.parallel import Mapped, instantiate_all
+    from prism.settings import settings
 
-    graphs = []
-    before = after = 0
     t0 = time.perf_counter()
-    cands = result.candidates
-    if progress:
-        from tqdm import tqdm
+    found = [0]
+    with StageBar("mappings", total=len(result.candidates), unit=" sGraphs", enabled=progress) as bar:
+        def mapped_part(part: Mapped) -> None:
+            found[0] += len(part.graphs)
+            bar.advance(part.done, mappings=found[0])
 
-        cands = tqdm(cands, desc="mappings", unit=" sGraphs", leave=False)
-    for c in cands:
-        m = instantiate_mappings(c)
-        graphs.extend(m.graphs)
-        before += m.before_symmetry
-        after += m.after_symmetry
-    return {"graphs": graphs, "mappings": after, "mappings_before_symmetry": before,
+        m = instantiate_all(result.candidates, deadline=time.time() + 1e9, jobs=settings().jobs, on_progress=mapped_part)
+    return {"graphs": m.graphs, "mappings": len(m.graphs), "mappings_before_symmetry": m.before_symmetry,
             "seconds": time.perf_counter() - t0}
 
 
@@ -122,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
           f"({out.get('mappings_before_symmetry')} before); {out['verified']} distinct verified sGraphs\n")
         if out.get("pruned"):
             w(f"  pruned: {', '.join(f'{k} {v}' for k, v in out['pruned'].items())}\n")
-        w(f"  seconds: {out['seconds']}\n")
+        w(f"  seconds: {', '.join(f'{k} {v:.2f}' for k, v in out['seconds'].items())}\n")
+        if out.get("search_timed_out") or out.get("mapping_timed_out"):
+            w("  stopped at the time budget: results are partial\n")
         return 0
     cfg = config_from(args)
     result = run_search(args.program, cfg)

@@ -24,8 +24,9 @@ from .mapping import instantiate_mappings
 from .sgraph import SGraph
 
 CHUNK = 32  # candidates per task: small enough to balance, large enough to amortize the transfer
-# fewer candidates than this are instantiated here: starting workers (z3 imports) costs about a second
-MIN_PARALLEL = 8 * CHUNK
+# fewer candidates than this are instantiated here: a few milliseconds each (docs/search-speed.md),
+# less than forking workers and sending the graphs back
+MIN_PARALLEL = 2 * CHUNK
 
 @dataclass(frozen=True)
 class Mapped:
@@ -48,8 +49,9 @@ def _run(cands: Sequence[SGraph], deadline: float) -> Mapped:
 
 
 def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
-                    on_progress: Callable[[int], None] | None = None) -> Mapped:
-    """Every candidate's mappings (``deadline``: a ``time.time()`` value), in candidate order."""
+                    on_progress: Callable[[Mapped], None] | None = None) -> Mapped:
+    """Every candidate's mappings (``deadline``: a ``time.time()`` value), in candidate order;
+    ``on_progress`` gets each chunk's result as it comes."""
     chunks = [list(cands[s:s + CHUNK]) for s in range(0, len(cands), CHUNK)]
     parts: list[Mapped] = []
     forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
@@ -61,12 +63,12 @@ def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
                 for part in pool.map(_run, chunks, [deadline] * len(chunks)):
                     parts.append(part)
                     if on_progress is not None:
-                        on_progress(part.done)
+                        on_progress(part)
     else:
         for chunk in chunks:
             parts.append(_run(chunk, deadline))
             if on_progress is not None:
-                on_progress(parts[-1].done)
+                on_progress(parts[-1])
             if parts[-1].timed_out:
                 break
     return Mapped([g for p in parts for g in p.graphs], sum(p.before_symmetry for p in parts),

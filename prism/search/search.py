@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from prism.graph import Graph
+from prism.progress import StageBar
 
 from .config import SearchConfig
 from .generator import Generator
@@ -33,17 +34,17 @@ def search(graph: Graph, config: SearchConfig | None = None, *, name: str = "pro
     cfg = config or SearchConfig()
     t0 = time.perf_counter()
     gen = Generator(graph, cfg, name)
-    bar = None
-    if cfg.progress:
-        from tqdm import tqdm
+    bar = StageBar(f"search {name}", unit=" sGraphs", enabled=cfg.progress)
 
-        bar = tqdm(desc=f"search {name}", unit=" sGraphs", leave=False)
-        gen.on_result = lambda _: bar.update(1)  # type: ignore[union-attr]
-    try:
+    def found(_: SGraph) -> None:  # the search's end is unknown: its time budget bounds it
+        left = max(0.0, cfg.time_budget_s - (time.perf_counter() - t0))
+        bar.advance(1, structures=gen.stats.structures, pruned=sum(gen.stats.pruned.values()),
+                    budget_left=f"{left:.0f}s")
+
+    if cfg.progress:
+        gen.on_result = found
+    with bar:
         cands = gen.run()
-    finally:
-        if bar is not None:
-            bar.close()
     st = gen.stats
     stats: dict[str, object] = {
         "seconds": time.perf_counter() - t0,

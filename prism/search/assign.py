@@ -1,0 +1,195 @@
+"""Mapping assignments enumerated directly, without a solver (docs/search-speed.md).
+
+The constraints of mapping instantiation (``mapping``) are of two kinds. Those of one op (a parallel
+dim splits at most one data dim of a tensor, exactly one for a saver's grid dims; a data dim is
+split by at most one grid dim) allow few assignments of that op's variables: they are listed once
+per op (``Level.choices``). The equalities of dimension matching are linear forms over variables
+of several ops; taken op by op in kernel order, an equality is *open* at a cut between two ops
+when it has variables on both sides. The states of the open equalities (their partial sums) that
+the ops after a cut can still bring to zero are computed backwards once (``Plan.reach``), so the
+depth-first walk extends a prefix only when some full assignment of the remaining ops satisfies
+every equality: the exact pruning a solver's projection under assumptions gives, at the cost of a
+set lookup. A set that would grow past ``REACH_LIMIT`` states is not built; the walk then checks
+each equality when its last op is assigned, which is exact for the leaves and prunes less.
+
+Symmetry breaking (grid-dim columns of variables lexicographically non-increasing) is checked on the
+prefix of each column that is assigned: a prefix that already orders two columns the wrong way
+cannot be completed.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from .dimmatch import LinForm
+from .sgraph import LOOP, MapVar
+
+REACH_LIMIT = 200_000  # states (times choices) of the backward pass at one cut before it gives up
+
+State = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Level:
+    """One load or save: its free variables and the assignments its own rules allow."""
+
+    names: tuple[str, ...]
+    choices: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """How the open equalities' state moves across one level.
+
+    Equalities are numbered by ``used`` position here. ``carry``: (position before, position after,
+    equality) of one that stays open; ``close``: (position before, equality) of one whose last
+    variable is here (it must reach 0); ``start``: (position after, equality, constant) of one whose
+    first variable is here."""
+
+    carry: tuple[tuple[int, int, int], ...]
+    close: tuple[tuple[int, int], ...]
+    start: tuple[tuple[int, int, int], ...]
+    width: int  # open equalities after the level
+    contrib: tuple[tuple[int, ...], ...]  # per choice: each used equality's contribution
+
+
+@dataclass(frozen=True)
+class Plan:
+    levels: tuple[Level, ...]
+    steps: tuple[Step, ...]
+    reach: tuple[frozenset[State] | None, ...]  # per cut 0..len(levels); None: not built
+
+
+def _op_choices(vs: Sequence[MapVar], fixed: Mapping[str, int]) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
+    """The free variables of one op and their assignments under the op's own rules and ``fixed``."""
+    pars = tuple(sorted({v.par for v in vs}))
+    dims = tuple(sorted({v.dim for v in vs}))
+    index = {(v.dim, v.par): v.name for v in vs}
+    assert len(index) == len(pars) * len(dims) == len(vs), "an op's variables cover every (dim, par) once"
+    cells = tuple((v.dim, v.par) for v in vs)
+    pinned = tuple(fixed.get(v.name, -1) for v in vs)
+    free = tuple(v.name for v in vs if v.name not in fixed)
+    return free, _cell_choices(vs[0].kind == "save", pars, dims, cells, pinned)
+
+
+@functools.cache
+def _cell_choices(save: bool, pars: tuple[str, ...], dims: tuple[int, ...], cells: tuple[tuple[int, str], ...],
+                  pinned: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """``_op_choices`` by the op's shape (same for every op of that shape): values of the unpinned cells."""
+    out: set[tuple[int, ...]] = set()
+    for pick in itertools.product(*[dims if save else (None, *dims) for _ in pars]):
+        grid = [a for p, a in zip(pars, pick, strict=True) if p != LOOP and a is not None]
+        if len(grid) != len(set(grid)):
+            continue
+        on = {(a, p) for p, a in zip(pars, pick, strict=True) if a is not None}
+        bits = [int(c in on) for c in cells]
+        if all(pin in (-1, b) for pin, b in zip(pinned, bits, strict=True)):
+            out.add(tuple(b for pin, b in zip(pinned, bits, strict=True) if pin == -1))
+    return sorted(out, reverse=True)
+
+
+def _equalities(eqs: Sequence[LinForm], fixed: Mapping[str, int],
+                where: Mapping[str, tuple[int, int]]) -> list[tuple[int, dict[int, list[tuple[int, int]]]]]:
+    """Each equality as its constant and, per level, its (index in level, coefficient) terms."""
+    out = []
+    for f in eqs:
+        const = 0
+        terms: dict[int, list[tuple[int, int]]] = {}
+        for v, c in f:
+            if v == "":
+                const += c
+            elif v in fixed:
+                const += c * fixed[v]
+            else:
+                lv, i = where[v]
+                terms.setdefault(lv, []).append((i, c))
+        out.append((const, terms))
+    return out
+
+
+def build_plan(groups: Sequence[Sequence[MapVar]], eqs: Sequence[LinForm], fixed: Mapping[str, int]) -> Plan | None:
+    """The walk's tables for ops ``groups`` (in order); None when some equality can never hold."""
+    levels = []
+    where: dict[str, tuple[int, int]] = {}
+    for lv, vs in enumerate(groups):
+        names, choices = _op_choices(vs, fixed) if vs else ((), [()])
+        levels.append(Level(names, tuple(choices)))
+        where.update({n: (lv, i) for i, n in enumerate(names)})
+    equalities = _equalities(eqs, fixed, where)
+    if any(not terms and const for const, terms in equalities):
+        return None
+    equalities = [(c, t) for c, t in equalities if t]
+    levels = _local_filter(levels, equalities)
+    spans = [(min(t), max(t)) for _, t in equalities]
+    opened = [[e for e, (lo, hi) in enumerate(spans) if lo < cut <= hi] for cut in range(len(levels) + 1)]
+    steps = tuple(_step(lv, levels[lv], equalities, spans, opened) for lv in range(len(levels)))
+    return Plan(tuple(levels), steps, _reach(steps, len(levels)))
+
+
+def _local_filter(levels: list[Level], equalities: Sequence[tuple[int, dict[int, list[tuple[int, int]]]]]) -> list[Level]:
+    """Drop each level's choices that break an equality whose variables are all at that level."""
+    out = []
+    for lv, level in enumerate(levels):
+        local = [(c, t[lv]) for c, t in equalities if set(t) == {lv}]
+        keep = tuple(x for x in level.choices if all(c + sum(k * x[i] for i, k in ts) == 0 for c, ts in local))
+        out.append(Level(level.names, keep))
+    return out
+
+
+def _step(lv: int, level: Level, equalities: Sequence[tuple[int, dict[int, list[tuple[int, int]]]]],
+          spans: Sequence[tuple[int, int]], opened: Sequence[Sequence[int]]) -> Step:
+    before = {e: i for i, e in enumerate(opened[lv])}
+    after = {e: i for i, e in enumerate(opened[lv + 1])}
+    starting = [e for e, (lo, hi) in enumerate(spans) if lo == lv < hi]
+    used = {e: u for u, e in enumerate([*opened[lv], *starting])}
+    carry = tuple((before[e], after[e], used[e]) for e in opened[lv] if e in after)
+    close = tuple((before[e], used[e]) for e in opened[lv] if e not in after)
+    start = tuple((after[e], used[e], equalities[e][0]) for e in starting)
+    terms = [equalities[e][1].get(lv, []) for e in used]
+    contrib = tuple(tuple(sum(k * x[i] for i, k in ts) for ts in terms) for x in level.choices)
+    return Step(carry, close, start, len(after), contrib)
+
+
+def advance(step: Step, state: State, choice: int) -> State | None:
+    """The open equalities' state after one level, or None when an equality closes off zero."""
+    k = step.contrib[choice]
+    for p, u in step.close:
+        if state[p] + k[u]:
+            return None
+    new = [0] * step.width
+    for p, q, u in step.carry:
+        new[q] = state[p] + k[u]
+    for q, u, c in step.start:
+        new[q] = c + k[u]
+    return tuple(new)
+
+
+def _reach(steps: Sequence[Step], n: int) -> tuple[frozenset[State] | None, ...]:
+    """Per cut, the states of its open equalities from which the later levels can reach all zeros."""
+    reach: list[frozenset[State] | None] = [None] * (n + 1)
+    reach[n] = frozenset({()})
+    for lv in range(n - 1, -1, -1):
+        later = reach[lv + 1]
+        step = steps[lv]
+        if later is None or len(later) * len(step.contrib) > REACH_LIMIT:
+            break
+        reach[lv] = frozenset(_preimages(step, later))
+    return tuple(reach)
+
+
+def _preimages(step: Step, later: frozenset[State]) -> Iterator[State]:
+    by_start: dict[State, list[State]] = {}
+    for w in later:
+        by_start.setdefault(tuple(w[q] for q, _, _ in step.start), []).append(w)
+    width = len(step.carry) + len(step.close)
+    for k in set(step.contrib):
+        for w in by_start.get(tuple(c + k[u] for _, u, c in step.start), ()):
+            v = [0] * width
+            for p, q, u in step.carry:
+                v[p] = w[q] - k[u]
+            for p, u in step.close:
+                v[p] = -k[u]
+            yield tuple(v)
