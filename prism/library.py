@@ -25,10 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from prism import workloads
-from prism.errors import LibraryError
+from prism.errors import IRError, LibraryError, SerializationError
 from prism.graph import Graph
-from prism.ir import KernelGraph
+from prism.ir import KernelGraph, validate
+from prism.names import NameKind, name_problem, show
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,7 @@ class Entry:
             return workloads.PROGRAMS[self.program](**dict(self.sizes), dtype=self.dtype)
         import importlib.util
 
-        path = Path(self.file) if base is None else base / self.file
+        path = inside(ROOT if base is None else base, self.file, f"entry {self.name}: file")
         spec = importlib.util.spec_from_file_location(f"prism_lib_{self.program}", path)
         if spec is None or spec.loader is None:
             raise LibraryError(f"entry {self.name}: cannot import {path}")
@@ -91,6 +94,26 @@ class Spec:
 
 def _bad(i: int, msg: str) -> LibraryError:
     return LibraryError(f"spec entry {i + 1}: {msg}")
+
+
+def inside(root: Path, rel: object, what: str) -> Path:
+    """``root / rel``, only when it stays inside ``root`` (after resolving ``..`` and symbolic links):
+    the one gate for every path the library reads or writes from a spec or a manifest."""
+    shown = show(rel.as_posix() if isinstance(rel, Path) else rel)
+    if not isinstance(rel, str | Path) or not str(rel) or "\0" in str(rel) or Path(rel).is_absolute():
+        raise LibraryError(f"{what} {shown} must be a relative path inside {root}")
+    path = root / rel
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise LibraryError(f"{what} {shown} leads outside {root}")
+    return path
+
+
+def _check_names(i: int, program: object, sizes: Mapping[str, object]) -> None:
+    if (bad := name_problem(program, NameKind.PROGRAM)) is not None:
+        raise _bad(i, f"name {show(program)}: {bad}")
+    for key in sizes:
+        if (bad := name_problem(key, NameKind.SIZE)) is not None:
+            raise _bad(i, f"sizes key {show(key)}: {bad}")
 
 
 def parse_spec(text: str, base: Path = ROOT) -> Spec:
@@ -132,7 +155,11 @@ def parse_spec(text: str, base: Path = ROOT) -> Spec:
             if "file" in e:
                 if "function" not in e:
                     raise _bad(i, "an entry with 'file' needs 'function'")
-                name = e.get("name") or Path(e["file"]).stem
+                name = e.get("name") or Path(str(e["file"])).stem
+                _check_names(i, name, sizes)
+                inside(base, e["file"], f"spec entry {i + 1}: file")
+                if not isinstance(e["function"], str) or not e["function"].isidentifier():
+                    raise _bad(i, f"function {show(e['function'])} must be an identifier")
                 entry = Entry(str(name), tuple(sizes.items()), dtype, file=str(e["file"]), function=str(e["function"]))
             else:
                 prog = e.get("program")
@@ -144,6 +171,7 @@ def parse_spec(text: str, base: Path = ROOT) -> Spec:
                 if set(sizes) != params:
                     raise _bad(i, f"sizes {sorted(sizes)} of {prog} must be exactly {sorted(params)}")
                 entry = Entry(prog, tuple(sizes.items()), dtype)
+        _check_names(i, entry.program, dict(entry.sizes))
         if entry.name in seen:
             raise _bad(i, f"{entry.name} is listed twice")
         seen.add(entry.name)
@@ -184,8 +212,11 @@ def read_manifest(root: Path = ROOT) -> dict[str, Any]:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise LibraryError(f"{path} is not valid JSON ({e}); rebuild the library") from e
-    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise LibraryError(f"{path}: format {doc.get('format')!r} v{doc.get('version')!r}, expected {FORMAT} v{VERSION}")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
+        got = (doc.get("format"), doc.get("version")) if isinstance(doc, dict) else (type(doc).__name__, None)
+        raise LibraryError(f"{path}: format {got[0]!r} v{got[1]!r}, expected {FORMAT} v{VERSION}")
+    if not isinstance(doc.get("entries", {}), dict):
+        raise LibraryError(f"{path}: 'entries' must be an object; rebuild the library")
     return dict(doc)
 
 
@@ -201,10 +232,14 @@ def write_manifest(doc: Mapping[str, Any], root: Path = ROOT) -> None:
 def is_current(entry: Entry, arch: str, manifest: Mapping[str, Any], root: Path = ROOT) -> bool:
     """True when the manifest has this entry for this arch and its source file is unchanged."""
     rec = manifest.get("entries", {}).get(entry.name)
-    if not rec or rec.get("arch") != arch or rec.get("dtype") != entry.dtype:
+    if not isinstance(rec, dict) or rec.get("arch") != arch or rec.get("dtype") != entry.dtype:
         return False
-    src = root / rec["source"]
-    return src.exists() and sha256(src.read_text()) == rec.get("source_sha256")
+    try:
+        src = inside(root, rec.get("source"), f"manifest entry {entry.name}: source")
+    except LibraryError as e:
+        log.warning("%s; rebuilding it", e)
+        return False
+    return src.is_file() and sha256(src.read_text()) == rec.get("source_sha256")
 
 
 def nvcc_check(source: str, arch: str = "sm_80") -> str | None:
@@ -239,7 +274,9 @@ def build(
         if not force and is_current(entry, spec.arch, manifest, root):
             status[entry.name] = "skipped"
             continue
+        rel = Path(entry.program) / f"{entry.shape_key}.cu"
         try:
+            path = inside(root, rel, f"entry {entry.name}: source")
             graph = entry.build_graph(spec.base)
             built = optimize(graph, entry, spec.arch)
             if check_nvcc:
@@ -250,9 +287,8 @@ def build(
             log.error("library entry %s failed: %s", entry.name, e)
             status[entry.name] = f"failed: {e}"
             continue
-        rel = Path(entry.program) / f"{entry.shape_key}.cu"
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(built.source)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(built.source)
         manifest["entries"][entry.name] = {
             "program": entry.program,
             "config": entry.config,
@@ -280,7 +316,8 @@ def build(
 
 
 def _find(manifest: Mapping[str, Any], name_or_graph: str | Graph, shapes: Mapping[str, int] | None) -> dict[str, Any]:
-    entries: dict[str, Any] = dict(manifest.get("entries", {}))
+    entries: dict[str, Any] = {n: r for n, r in manifest.get("entries", {}).items()
+                               if isinstance(r, dict) and isinstance(r.get("sizes"), dict)}
     if isinstance(name_or_graph, Graph):
         h = name_or_graph.structure_hash()
         for rec in entries.values():
@@ -291,24 +328,36 @@ def _find(manifest: Mapping[str, Any], name_or_graph: str | Graph, shapes: Mappi
         raise LibraryError(f"no library kernel for this graph {name_or_graph}; available shapes of the same program: "
                            f"{same or 'none'}")
     name = name_or_graph
-    if shapes is None:
-        raise LibraryError(f"library.load({name!r}): give the sizes, e.g. {{'n': 8, 'd': 1024}}")
-    want = {k: int(v) for k, v in shapes.items()}
+    if not isinstance(name, str):
+        raise LibraryError(f"library.load({show(name)}): give a program name or a prism.Graph")
+    want = _sizes(name, shapes)
     candidates = {n: r for n, r in entries.items() if r.get("program") == name}
     for rec in candidates.values():
         if rec.get("sizes") == want:
             return dict(rec)
     if not candidates:
-        have = sorted({r["program"] for r in entries.values()})
+        have = sorted({str(r.get("program")) for r in entries.values()})
         raise LibraryError(f"the library has no kernels for program {name!r}; it has: {have}")
 
     def distance(r: Mapping[str, Any]) -> float:
         import math
 
-        return sum(abs(math.log2(max(1, r["sizes"].get(k, 1)) / max(1, v))) for k, v in want.items())
+        got = {k: v for k, v in r["sizes"].items() if isinstance(v, int)}
+        return sum(abs(math.log2(max(1, got.get(k, 1)) / max(1, v))) for k, v in want.items())
 
     nearest = sorted(candidates.values(), key=distance)[:3]
     raise LibraryError(f"no library kernel for {name} with sizes {want}; nearest available: {[r['sizes'] for r in nearest]}")
+
+
+def _sizes(name: str, shapes: object) -> dict[str, int]:
+    """The sizes asked of ``library.load``: a mapping of size names to positive integers."""
+    example = "e.g. {'n': 8, 'd': 1024}"
+    if not isinstance(shapes, Mapping):
+        raise LibraryError(f"library.load({name!r}): sizes {show(shapes)} must be a mapping of names to integers, {example}")
+    for k, v in shapes.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise LibraryError(f"library.load({name!r}): size {show(k)} = {show(v)} must be a positive integer, {example}")
+    return {k: int(v) for k, v in shapes.items()}
 
 
 def _program_key(rec: Mapping[str, Any]) -> str | None:
@@ -324,20 +373,40 @@ def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *,
     ``load("rmsnorm_linear", {"n": 8, "d": 1024})`` or ``load(graph)``. Needs no z3/egglog.
     """
     rec = _find(read_manifest(root), name_or_graph, shapes)
-    kg = KernelGraph.from_json(rec["template"])
+    kg, shipped = _checked(rec, root)
     from prism import codegen, runtime
 
     plan = codegen.generate(kg, arch=rec["arch"])  # deterministic: the shipped source, regenerated
     from prism.pipeline import library_source
 
-    source = library_source(plan)
-    shipped = root / rec["source"]
-    if shipped.exists() and sha256(shipped.read_text()) != sha256(source):
+    if sha256(library_source(plan)) != sha256(shipped.read_text()):
         log.warning("%s: this Prism generates different code than the shipped %s; using the new code "
                     "(rebuild the library to re-tune)", rec["program"], shipped)
     kernel = runtime.compile_plan(plan)
     kernel.summary = {"library": True, "time_us": rec.get("time_us"), "tuned_on": rec.get("tuned_on")}  # type: ignore[attr-defined]
     return kernel
+
+
+def _checked(rec: Mapping[str, Any], root: Path) -> tuple[KernelGraph, Path]:
+    """A manifest record's template and shipped source, after integrity checks: the fields are there,
+    the source file is inside the library and matches ``source_sha256``, the template is a valid
+    kernel graph (names included) for the record's inputs."""
+    what = f"library entry {show(rec.get('program'))} {rec.get('sizes')}"
+    missing = [k for k in ("template", "arch", "source", "source_sha256", "inputs") if k not in rec]
+    if missing:
+        raise LibraryError(f"{what}: the manifest record lacks {missing}; rebuild the library")
+    shipped = inside(root, rec["source"], f"{what}: source")
+    if not shipped.is_file() or sha256(shipped.read_text()) != rec["source_sha256"]:
+        raise LibraryError(f"{what}: {shipped} is missing or does not match the manifest's source_sha256 "
+                           "(edited or corrupt); rebuild the library")
+    try:
+        kg = KernelGraph.from_json(rec["template"])
+        validate(kg)
+    except (SerializationError, IRError) as e:
+        raise LibraryError(f"{what}: bad template in the manifest ({e}); rebuild the library") from e
+    if [[t.name, list(t.shape)] for t in kg.inputs] != rec["inputs"]:
+        raise LibraryError(f"{what}: the template's inputs do not match the record's {rec['inputs']}")
+    return kg, shipped
 
 
 # ---------------------------------------------------------------------------------- CLI

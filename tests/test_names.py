@@ -246,3 +246,34 @@ def test_plans_with_random_names_round_trip_through_json_generate_and_compute(na
     want = interpreter.run(kg, inputs)["O"]
     got = interpreter.run(back, {b.name: inputs[a.name] for a, b in zip(kg.inputs, back.inputs, strict=True)})
     assert np.array_equal(want, got[back.outputs[0].name])
+
+
+# ---------------------------------------------------------------------------------- internal names
+
+INTERNAL_LOOKING = ["t0", "t1", "_t0", "v1", "v2", "v3", "_v3", "p0_v3", "p1_v5", "p0_t0", "k0", "op3", "copy0", "O"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(INTERNAL_LOOKING), min_size=3, max_size=3, unique=True),
+       st.lists(st.sampled_from(["silu", "mul", "add", "exp"]), min_size=4, max_size=9))
+def test_user_names_like_internal_ones_keep_every_plan_right(names: list[str], ops: list[str]) -> None:
+    """Inputs/outputs named like the partition's and the search's internal tensors (v3, p0_v3,
+    t0): the predefined plan and the stitched plan of the parts compute the program."""
+    from prism.partition import partition, predefined_plan, stitch
+    from prism.tune.sizes import legal_sizes
+
+    g = Graph()
+    x, y = g.input((4, 8), name=names[0]), g.input((4, 8), name=names[1])
+    h = x
+    for op in ops:
+        h = g.silu(h) if op == "silu" else g.exp(g.mul(h, 0.1)) if op == "exp" else getattr(g, op)(h, y)
+    g.output(h, name=names[2])
+    parts = partition(g, max_ops=2)
+    rng = np.random.default_rng(0)
+    ins = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
+    ref = g.evaluate(ins)[names[2]]
+    for kg in (predefined_plan(g), stitch(g, parts, [predefined_plan(p.graph) for p in parts])):
+        kg = KernelGraph.loads(kg.dumps())
+        sizes = legal_sizes(kg, arch="sm_90", resources=None, limit=1)
+        out = interpreter.run(kg.instantiate(sizes[0]), ins)[names[2]]
+        assert np.allclose(out, ref, rtol=1e-12, atol=0)
