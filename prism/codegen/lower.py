@@ -43,6 +43,7 @@ from prism.ir import (
     op_args,
 )
 from prism.names import c_ident
+from prism.ops import Reduce
 
 HALF_DTYPES = ("float16", "bfloat16")
 INTERMEDIATE_DTYPE = "float32"
@@ -144,16 +145,22 @@ class MmaPlan:
 @dataclass(frozen=True)
 class AccPlan:
     """An accumulator: ``frag`` (mma fragments of a matmul), ``ew`` (one register per element a
-    thread owns) or ``red`` (summed over a dim by groups of ``group`` lanes with warp shuffles)."""
+    thread owns) or ``red`` (summed over a dim by groups of ``group`` lanes with warp shuffles).
+    An ``ew`` accumulator may keep a running max (``fn`` MAX) or be rescaled by the shift
+    ``rescale`` (an op index; then a second register per element holds the running max)."""
 
     kind: str
     x: int
     count: int  # register slots per thread (fragments: units per warp)
     group: int = 1
+    fn: Reduce = Reduce.SUM
+    rescale: int | None = None
 
     @property
     def regs(self) -> int:
-        return self.count * 8 if self.kind == "frag" else self.count
+        if self.kind == "frag":
+            return self.count * 8
+        return self.count * (2 if self.rescale is not None else 1)
 
 
 @dataclass(frozen=True)
@@ -316,7 +323,8 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
                 if phases[i] == "post":
                     raise fail("a matmul after the for-loop (on accumulated values) is not supported", i)
                 u = users[i]
-                frag = len(u) == 1 and isinstance(ops[u[0]], Accum) and ops[u[0]].reduce_dim is None  # type: ignore[union-attr]
+                user = ops[u[0]] if len(u) == 1 else None
+                frag = isinstance(user, Accum) and user.plain and user.reduce_dim is None and user.x == i
                 stores.append(Store.FRAG if frag else Store.F32)
             case ReduceOp():
                 stores.append(Store.F32)
@@ -379,7 +387,7 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
             if stores[op.x] is Store.FRAG:
                 accs[i] = AccPlan("frag", op.x, mmas[op.x].per_warp)
             elif op.reduce_dim is None:
-                accs[i] = AccPlan("ew", op.x, -(-math.prod(to) // nthreads))
+                accs[i] = AccPlan("ew", op.x, -(-math.prod(to) // nthreads), fn=op.fn, rescale=op.rescale)
             else:
                 g = reduce_group(tx[op.reduce_dim])
                 accs[i] = AccPlan("red", op.x, -(-math.prod(to) // (warps * (32 // g))), g)

@@ -18,7 +18,13 @@ from prism.codegen.render_expr import Exprs
 from prism.codegen.render_load import load_info, render_loader
 from prism.codegen.render_mma import render_frag_store, render_mma
 from prism.codegen.render_prelude import prelude
-from prism.codegen.render_reduce import _indent, render_ew_acc, render_red_acc_write, render_reduce_pass
+from prism.codegen.render_reduce import (
+    _indent,
+    render_acc_decl,
+    render_ew_acc,
+    render_red_acc_write,
+    render_reduce_pass,
+)
 from prism.codegen.render_save import render_materialise, render_save, save_vec
 from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
 from prism.ops import Reduce, scalar_to_json
@@ -45,8 +51,11 @@ def describe_op(op: object) -> str:
             return f"matmul(%{a}, %{b})"
         case ReduceOp(fn, x, dim):
             return f"{fn.value}(%{x}, dim={dim})"
-        case Accum(x, reduce_dim):
-            return f"Accum(%{x}" + (f", reduce_dim={reduce_dim})" if reduce_dim is not None else ")")
+        case Accum(x, reduce_dim, fn, rescale):
+            extra = (f", reduce_dim={reduce_dim}" if reduce_dim is not None else "") + (
+                f", fn={fn.value}" if fn is not Reduce.SUM else "") + (
+                f", rescale=%{rescale}" if rescale is not None else "")
+            return f"Accum(%{x}{extra})"
         case Save(x, tensor, omap):
             return f"Save(%{x} -> {tensor}, omap={omap})"
     return repr(op)
@@ -175,10 +184,7 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     if low.accs:
         body.append("// accumulators (registers)")
     for j, a in sorted(low.accs.items()):
-        if a.kind == "frag":
-            body.append(f"float ra{j}[{a.count}][2][4] = {{}};")
-        else:
-            body.append(f"float ra{j}[{a.count}] = {{}};")
+        body += render_acc_decl(j, a.kind, a.count, a.fn, a.rescale)
 
     pre_loads = [li for li in loads if not li.buf.ring]
     ring_loads = [li for li in loads if li.buf.ring]

@@ -16,6 +16,8 @@ from prism.codegen.lower import Buf, KernelLowering
 from prism.codegen.render_expr import Exprs, bcast, decompose, offset
 from prism.ops import Reduce
 
+NEG_INF = "-__int_as_float(0x7f800000)"  # a running max starts at -inf
+
 
 def _indent(lines: Sequence[str], n: int) -> list[str]:
     return [" " * n + x for x in lines]
@@ -40,7 +42,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     decl, idx = decompose("o", out, f"{name}_o")
     xidx = list(idx)
     xidx[dim] = "r"
-    init = "0.0f" if fn is Reduce.SUM else "-__int_as_float(0x7f800000)"
+    init = "0.0f" if fn is Reduce.SUM else NEG_INF
     comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
     lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
     o_expr = f"(j * {nw} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
@@ -82,7 +84,7 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
     decl, idx = decompose("o", out, f"{name}_o")
     xidx = list(idx)
     xidx[dim] = "r"
-    init = "0.0f" if fn is Reduce.SUM else "-__int_as_float(0x7f800000)"
+    init = "0.0f" if fn is Reduce.SUM else NEG_INF
     comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
     warp_op = "warp_sum" if fn is Reduce.SUM else "warp_max"
     return [
@@ -135,22 +137,56 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
 
 
 def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, acc: str, *, write: Buf | None) -> list[str]:
-    """Each thread adds its elements of value ``x`` into ``acc`` (or, after the loop, writes them out)."""
+    """Each thread adds its elements of value ``x`` into ``acc`` (or, after the loop, writes them out).
+    A max accumulator keeps the running max; a rescaled one (the online softmax) keeps the running
+    max of its shift in ``rm<i>`` and rescales: ``acc·e^(m−m') + x·e^(c−m')`` (a factor is 1 where
+    its max did not change: one exp per element while the max is steady)."""
     tile = low.tiles[i]
     tile_x = low.tiles[x]
     assert tile is not None and tile_x is not None
+    ap = low.accs[i]
     n = math.prod(tile)
     nt = low.threads
     decl, idx = decompose("e", tile, f"a{i}_e")
-    if write is None:
-        stmt = f"{acc}[j] += {ex.read(x, bcast(idx, tile_x, tile))};"
+    v = ex.read(x, bcast(idx, tile_x, tile))
+    stmts: list[str]
+    if write is not None:
+        stmts = [f"{write.name}[{offset(write.strides, idx)}] = {acc}[j];"]
+    elif ap.rescale is not None:
+        tile_c = low.tiles[ap.rescale]
+        assert tile_c is not None
+        m = f"rm{i}[j]"
+        stmts = [
+            f"const float c = {ex.read(ap.rescale, bcast(idx, tile_c, tile))};",
+            f"const float mn = fmaxf({m}, c);",
+            f"{acc}[j] = {acc}[j] * ({m} == mn ? 1.0f : __expf({m} - mn)) + ({v}) * (c == mn ? 1.0f : __expf(c - mn));",
+            f"{m} = mn;",
+        ]
+    elif ap.fn is Reduce.MAX:
+        stmts = [f"{acc}[j] = fmaxf({acc}[j], {v});"]
     else:
-        stmt = f"{write.name}[{offset(write.strides, idx)}] = {acc}[j];"
+        stmts = [f"{acc}[j] += {v};"]
     guard = n % nt != 0
     lines = ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{", f"  const int e = tid + j * {nt};"]
     if guard:
-        lines += [f"  if (e < {n}) {{", *_indent(decl, 4), f"    {stmt}", "  }"]
+        lines += [f"  if (e < {n}) {{", *_indent(decl, 4), *_indent(stmts, 4), "  }"]
     else:
-        lines += [*_indent(decl, 2), f"  {stmt}"]
+        lines += [*_indent(decl, 2), *_indent(stmts, 2)]
     lines.append("}")
+    return lines
+
+
+def render_acc_decl(j: int, kind: str, count: int, fn: Reduce, rescale: int | None) -> list[str]:
+    """Register arrays of accumulator j: zeros, or −inf for a running max (and a rescaled
+    accumulator's running max ``rm<j>``)."""
+    if kind == "frag":
+        return [f"float ra{j}[{count}][2][4] = {{}};"]
+    lines = [f"float ra{j}[{count}] = {{}};"]
+    inits = [f"ra{j}"] if fn is Reduce.MAX else []
+    if rescale is not None:
+        lines.append(f"float rm{j}[{count}];")
+        inits.append(f"rm{j}")
+    if inits:
+        sets = " ".join(f"{a}[j] = {NEG_INF};" for a in inits)
+        lines += ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{ {sets} }}"]
     return lines

@@ -55,8 +55,8 @@ def op_params(op: BlockOp, tensor_name: str = "", maps: bool = False) -> str:
             return ""
         case ReduceOp(fn, _, dim):
             return f"{fn.value}|{dim}"
-        case Accum(_, rd):
-            return f"{rd}"
+        case Accum(_, rd, fn, rescale):
+            return f"{rd}" if op.plain else f"{rd}|{fn.value}|{rescale is not None}"
         case Save(_, tensor, omap):
             return f"{tensor_name or tensor}" + (f"|{list(omap)}" if maps else "")
     raise AssertionError(op)

@@ -266,6 +266,17 @@ def key(p: Poly) -> Poly:
     return p
 
 
+def is_max(p: Poly) -> bool:
+    """Is ``p`` a bare max reduction (``max_d e``)?"""
+    if len(p) != 1:
+        return False
+    ((m, c),) = tuple(p)
+    if c != 1 or len(m) != 1:
+        return False
+    ((a, e),) = tuple(m)
+    return e == 1 and a[0] == "fn" and a[1] == "max"
+
+
 def has_var(p: Poly) -> bool:
     """Does ``p`` depend on any program input? (A value that does not is a constant.)"""
     for m, _ in p:

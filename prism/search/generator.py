@@ -42,7 +42,7 @@ from prism.ops import COMMUTATIVE, Binary, Reduce, Scalar, Unary
 from .canonical import INTERMEDIATE, canonical_order
 from .config import SearchConfig
 from .dimmatch import ONE, ProgramLabels, program_labels
-from .exprprune import Poly, Target, build_target
+from .exprprune import Poly, Target, build_target, is_max
 from .sgraph import LOOP, PARALLEL, SGraph
 from .symbolic import KernelSpec, symbolize
 
@@ -128,6 +128,10 @@ def label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | N
             else:
                 batch = a[:-2]
             return (*batch, a[-2], b[-1])  # type: ignore[arg-type]
+        case Accum(rescale=c) if c is not None:
+            x, sh = labs
+            fits = len(x) == len(sh) and all(b in (a, ONE) for a, b in zip(x, sh, strict=True))
+            return x if fits else None  # the shift broadcasts against the accumulated value
         case ReduceOp(_, _, dim) | Accum(_, dim):
             if dim is None:
                 return labs[0]
@@ -160,8 +164,8 @@ def _apply(op: BlockOp, args: tuple[int, ...]) -> BlockOp:
             return MatmulOp(args[0], args[1])
         case ReduceOp(fn, _, dim):
             return ReduceOp(fn, args[0], dim)
-        case Accum(_, rd):
-            return Accum(args[0], rd)
+        case Accum(_, rd, fn, rescale):
+            return Accum(args[0], rd, fn, None if rescale is None else args[1])
     raise AssertionError(op)
 
 
@@ -235,7 +239,7 @@ class Generator:
                 return alg.sum(alg.mul(e[0], e[1]), frozenset({labs[0][-1]}))
             case ReduceOp(fn, _, dim):
                 return alg.reduce(fn, e[0], labs[0][dim])
-            case Accum(_, rd):
+            case Accum(_, rd):  # at d = 1 one iteration: a max or a rescaled accumulator is its value
                 return e[0] if rd is None else alg.reduce(Reduce.SUM, e[0], labs[0][rd])
         raise AssertionError(op)
 
@@ -279,6 +283,8 @@ class Generator:
                 ops = list(singles) + [ReduceOp(fn, 0, d) for fn in v.reduce for d in range(rank)]
                 if self.nodes[n][2] == "loop":
                     ops += [Accum(0), *(Accum(0, d) for d in range(rank))]
+                    if self._is_max(n):
+                        ops.append(Accum(0, fn=Reduce.MAX))
                 for op in ops:
                     self._try(op, (n,), fresh)
             total = len(self.nodes) - len(fresh)
@@ -291,9 +297,21 @@ class Generator:
                         self._try(op, (min(n, m), max(n, m)) if comm else (m, n), fresh)
                         if not comm and m != n:
                             self._try(op, (n, m), fresh)
+                    if self.nodes[n][2] == "loop" and m != n:
+                        self._rescaled(n, m, fresh)
             self._check_time()
         self.stats.values = len(self.nodes)
         self._heights()
+
+    def _is_max(self, n: int) -> bool:
+        """Is value n a max (a row max: what a max accumulator or a rescaling shift takes)?"""
+        return Reduce.MAX in self.vocab.reduce and is_max(self.exprs[self.nodes[n][0]])
+
+    def _rescaled(self, a: int, b: int, fresh: list[int]) -> None:
+        """Online-softmax accumulators of one loop value rescaled by the other, a max (both ways)."""
+        for x, c in ((a, b), (b, a)):
+            if self._is_max(c):
+                self._try(Accum(0, rescale=1), (x, c), fresh)
 
     def _heights(self) -> None:
         """h[n]: the fewest values on a chain from value n down to a load (a lower bound on any
@@ -526,7 +544,7 @@ class Generator:
             saves0 = [(r, INTERMEDIATE) for r in first_roots]
             memo_key = tuple(first_roots)
             if memo_key not in firsts:
-                firsts[memo_key] = list(self.closures(first_roots, self.max_ops - len(saves0), None, 0))
+                firsts[memo_key] = list(self.closures(first_roots, self._first_budget(first_roots), None, 0))
             for first in firsts[memo_key]:
                 ops0, pos0 = self._ops(first, saves0, {})
                 # intermediate names follow the canonical order of the first kernel's saves
@@ -549,6 +567,14 @@ class Generator:
                     for grid1, loop1 in self._second_sizes(grid0):
                         self._emit([KernelSpec(tuple(renamed0), grid0, f"k0_{LOOP}"),
                                     KernelSpec(tuple(ops1), grid1, loop1)])
+
+    def _first_budget(self, roots: list[int]) -> int:
+        """Ops (saves excluded) of a split graph's first kernel. With a max in the program (safe
+        softmax) the first kernel also writes the running max beside its rescaled partials: its
+        saves and its max accumulators are bookkeeping that the one-kernel bound does not count."""
+        if Reduce.MAX not in self.vocab.reduce:
+            return self.max_ops - len(roots)
+        return self.max_ops - 1 + sum(self._is_max(r) for r in roots)
 
     def _second_sizes(self, grid0: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
         """Sizes of the second kernel. The first kernel's grid dims are interchangeable, so one

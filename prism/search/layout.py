@@ -22,6 +22,9 @@ or a copy) saved by one kernel is *placed by block* along the saver's dim; a lat
 slices that dim by the same size symbol reads one block per coordinate, with the layout the block
 had (split-K / split-KV: one partial sum per coordinate).
 
+A max over a split dim (an online softmax's per-chunk max) and the max and rescaled accumulators
+are not typed: they and what depends on them are left unchecked (to the screen and the proof).
+
 The typing only rejects; what it accepts still goes through the numeric screen and egglog. It is
 deliberately narrow where plans are exotic (a dim of placed blocks read whole or by another size):
 those are rejected, which can only lose plans, never admit a wrong one. The search's soundness
@@ -149,6 +152,11 @@ def _matmul(a: _Val, b: _Val, where: str) -> _Val:
     return _Val(tuple(tags), shape, a.folded, _times(a.power, b.power))
 
 
+def _split(x: _Val, dim: int) -> bool:
+    """Is data dim ``dim`` of ``x`` sliced or partial along some parallel dim?"""
+    return any(t == _s(dim) or t == P for t in x.tags)
+
+
 def _reduce(x: _Val, dim: int, linear: bool, where: str, skip: int | None = None) -> _Val:
     tags: list[Tag] = []
     for p, t in enumerate(x.tags):
@@ -222,8 +230,12 @@ def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool 
                     v = _binary(fn, xs[0], xs[1], where)
                 case MatmulOp():
                     v = _matmul(xs[0], xs[1], where)
+                case ReduceOp(fn=fn, dim=dim) if fn is Reduce.MAX and _split(xs[0], dim):
+                    continue  # a partial max (an online softmax's chunk max): not typed, left unchecked
                 case ReduceOp(fn=fn, dim=dim):
                     v = _reduce(xs[0], dim, fn is Reduce.SUM, where)
+                case Accum() if not op.plain:
+                    continue  # max and rescaled accumulators: not typed, left to the screen and the proof
                 case Accum(reduce_dim=rd):
                     x = xs[0]
                     ti = x.tags[loop]

@@ -3,8 +3,9 @@ of symbolic dimension matching (paper §3.2), op by op."""
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, TensorSpec, UnaryOp
@@ -31,6 +32,13 @@ def op_tile(op: BlockOp, tiles: Sequence[Tile], eqs: list[LinForm]) -> Tile:
             same = len(a) == len(b)
             batch = tuple(broadcast(x, y, eqs) for x, y in zip(a[:-2], b[:-2], strict=True)) if same else a[:-2]
             return (*batch, a[-2], b[-1])
+        case Accum(rescale=c) if c is not None:
+            tx, tc = tiles
+            if len(tx) != len(tc):
+                raise Mismatch("rank")
+            for ex, ec in zip(tx, tc, strict=True):
+                broadcast(ex, ec, eqs)  # the shift broadcasts against the accumulated value
+            return tx
         case ReduceOp(_, _, dim) | Accum(_, dim):
             if dim is None:
                 return tiles[0]
@@ -69,6 +77,10 @@ def symbolize(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Tenso
     yield from _sym_kernel(program, inputs, outputs, kernels, 0, base, [], [], {}, [], concrete, out_labels)
 
 
+# What one kernel adds: tensors it writes for later kernels, its variables, equalities, fixed maps, tiles.
+Outcome = tuple[dict[str, Tile], tuple[MapVar, ...], tuple[LinForm, ...], dict[str, int], tuple[Tile | None, ...]]
+
+
 def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
                 kernels: Sequence[KernelSpec], k: int, tensors: dict[str, Tile], variables: list[MapVar],
                 eqs: list[LinForm], fixed: dict[str, int], tiles_acc: list[tuple[Tile | None, ...]],
@@ -79,17 +91,34 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
         kg = KernelGraph(program, inputs, outputs, tuple(built))
         yield SGraph(kg, tuple(variables), tuple(eqs), tuple(sorted(fixed.items())), tuple(tiles_acc))
         return
-    ks = kernels[k]
+    if k == 0:  # the first kernel reads program inputs only: the same for every later kernel (docs/search-speed.md)
+        outcomes: Iterable[Outcome] = _first_outcomes(inputs, outputs, tuple(sorted(tensors.items())), kernels[0],
+                                                      concrete)
+    else:
+        outcomes = _kernel_outcomes(inputs, outputs, kernels[k], k, tensors, concrete)
+    for new_tensors, vs, es, fx, tiles in outcomes:
+        yield from _sym_kernel(program, inputs, outputs, kernels, k + 1, {**tensors, **new_tensors},
+                               [*variables, *vs], [*eqs, *es], {**fixed, **fx}, [*tiles_acc, tiles],
+                               concrete, out_labels)
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
+                    tensors: tuple[tuple[str, Tile], ...], ks: KernelSpec, concrete: frozenset[str]) -> tuple[Outcome, ...]:
+    return tuple(_kernel_outcomes(inputs, outputs, ks, 0, dict(tensors), concrete))
+
+
+def _kernel_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...], ks: KernelSpec, k: int,
+                     tensors: dict[str, Tile], concrete: frozenset[str]) -> Iterator[Outcome]:
+    """Every way kernel ``k`` (spec ``ks``) matches its dims, reading ``tensors``."""
     ng = len(ks.grid)
     pars = [*zip(PARALLEL, ks.grid, strict=False), *([(LOOP, ks.loop)] if isinstance(ks.loop, str) else [])]
     grid_pars = pars[:ng]
 
     def rec(j: int, tiles: list[Tile | None], vs: list[MapVar], es: list[LinForm], fx: dict[str, int],
-            new_tensors: dict[str, Tile]) -> Iterator[SGraph]:
+            new_tensors: dict[str, Tile]) -> Iterator[Outcome]:
         if j == len(ks.ops):
-            yield from _sym_kernel(program, inputs, outputs, kernels, k + 1, {**tensors, **new_tensors},
-                                   variables + vs, eqs + es, {**fixed, **fx}, [*tiles_acc, tuple(tiles)],
-                                   concrete, out_labels)
+            yield new_tensors, tuple(vs), tuple(es), fx, tuple(tiles)
             return
         op = ks.ops[j]
         match op:
