@@ -36,14 +36,18 @@ def lin(items: Iterable[tuple[str, int]]) -> LinForm:
 
 
 def lin_add(a: LinForm, b: LinForm, sign: int = 1) -> LinForm:
+    if not b:
+        return a
+    if not a and sign == 1:
+        return b
     return lin([*a, *((v, sign * c) for v, c in b)])
 
 
 def lin_var(v: str, c: int = 1, fixed: Mapping[str, int] | None = None) -> LinForm:
     """``c·v``, or the constant ``c·value`` when the variable is fixed (the concrete-maps ablation)."""
     if fixed is not None and v in fixed:
-        return lin([("", c * fixed[v])])
-    return lin([(v, c)])
+        return (("", c * fixed[v]),) if c * fixed[v] else ZERO
+    return ((v, c),) if c else ZERO
 
 
 def lin_feasible(f: LinForm) -> bool:
@@ -67,12 +71,17 @@ class Ext:
     exps: tuple[tuple[str, LinForm], ...] = ()
 
     def exp(self, sym: str) -> LinForm:
-        return dict(self.exps).get(sym, ZERO)
+        for s, f in self.exps:
+            if s == sym:
+                return f
+        return ZERO
 
     def shifted(self, sym: str, form: LinForm) -> Ext:
-        d = dict(self.exps)
-        d[sym] = lin_add(d.get(sym, ZERO), form)
-        return Ext(self.label, tuple(sorted((s, f) for s, f in d.items() if f)))
+        if not form:
+            return self
+        new = lin_add(self.exp(sym), form)
+        rest = [(s, f) for s, f in self.exps if s != sym]
+        return Ext(self.label, tuple(sorted([*rest, (sym, new)])) if new else tuple(rest))
 
     @property
     def is_one(self) -> bool:
@@ -104,6 +113,8 @@ class Mismatch(Exception):
 def _eq(a: Ext, b: Ext, out: list[LinForm]) -> None:
     if a.label != b.label:
         raise Mismatch(f"{a.label} vs {b.label}")
+    if a.exps == b.exps:  # equal for every d: nothing to record
+        return
     for sym in {s for s, _ in a.exps} | {s for s, _ in b.exps}:
         f = lin_add(a.exp(sym), b.exp(sym), -1)
         if f:
