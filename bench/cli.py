@@ -37,7 +37,7 @@ def _csv(text: str) -> list[str]:
 def _system(name: str) -> str:
     s = name.replace("-", "_")
     if s not in SYSTEMS:
-        raise argparse.ArgumentTypeError(f"unknown system {name!r}; known: prism, eager, compile, max-autotune")
+        raise argparse.ArgumentTypeError(f"unknown system {name!r}; known: prism, eager, compile, max-autotune, sdpa")
     return s
 
 
@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--programs", type=_csv, default=None, metavar="NAMES",
                    help=f"only configurations of these programs ({', '.join(workloads.PROGRAMS)})")
     p.add_argument("--systems", type=lambda t: [_system(s) for s in _csv(t)], default=list(SYSTEMS), metavar="LIST",
-                   help="comma-separated systems to run: prism, eager, compile, max-autotune (default: all)")
+                   help="comma-separated systems to run: prism, eager, compile, max-autotune, sdpa "
+                        "(SDPA: attention programs only; default: all)")
     p.add_argument("--prism", choices=[*PROVIDERS, "auto"], default="auto",
                    help="where Prism's kernel comes from: prism.superoptimize, the tuner over the hand-built "
                         "plans, or none (default auto: the first that exists)")
@@ -74,6 +75,9 @@ def select_configs(ids: Sequence[str] | None, programs: Sequence[str] | None) ->
     cfgs = [workloads.config(i) for i in ids] if ids else list(workloads.CONFIGS.values())
     if programs:
         cfgs = [c for c in cfgs if c.program in programs]
+        if not ids:  # a program outside the ten (the safe attention) runs its own configurations
+            ten = {c.program for c in workloads.CONFIGS.values()}
+            cfgs += [c for c in workloads.EXTRA_CONFIGS.values() if c.program in programs and c.program not in ten]
     if not cfgs:
         raise PrismError("no configuration selected")
     return cfgs

@@ -17,14 +17,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench.programs import TORCH_PROGRAMS
+from bench.programs import SDPA_PROGRAMS, TORCH_PROGRAMS
 from prism.reference import relative_error
 from prism.workloads import Config
 
 log = logging.getLogger(__name__)
 
 TOLERANCE = 2e-2
-BASELINES = ("eager", "compile", "max_autotune")
+BASELINES = ("eager", "compile", "max_autotune", "sdpa")
 SYSTEMS = ("prism", *BASELINES)
 
 
@@ -42,6 +42,10 @@ class SystemResult:
     rel_err: float | None
     error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+
+
+class NotApplicable(Exception):
+    """A baseline that does not exist for a program (SDPA for a non-attention program)."""
 
 
 class Measurer(Protocol):
@@ -117,6 +121,10 @@ class TorchMeasurer:
             if prism_fn is None:
                 raise ValueError("no Prism kernel for this configuration")
             return prism_fn
+        if system == "sdpa":
+            if cfg.program not in SDPA_PROGRAMS:
+                raise NotApplicable(f"{cfg.program} is not attention")
+            return SDPA_PROGRAMS[cfg.program]
         base = TORCH_PROGRAMS[cfg.program]
         if system == "eager":
             return base
@@ -147,6 +155,9 @@ class TorchMeasurer:
         graph = cfg.build()
         try:
             fn = self._system_fn(cfg, system, prism_fn)
+        except NotApplicable as e:
+            return SystemResult(None, None, f"not applicable: {e}")
+        try:
             values = cfg.random_inputs(self.seed, graph)
             ref = graph.evaluate(values)[graph.outputs[0].name]
             out = fn(*self._inputs(cfg, values))

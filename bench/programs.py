@@ -28,6 +28,10 @@ def _softmax(s: Any) -> Any:
     return e / e.sum(-1, keepdim=True)
 
 
+def _safe_softmax(s: Any) -> Any:
+    return s.softmax(-1)
+
+
 def rmsnorm_linear(x: Any, w: Any) -> Any:
     return _rms_norm(x) @ w
 
@@ -51,6 +55,29 @@ def qknorm_gqa(q: Any, kt: Any, v: Any) -> Any:
     return _softmax(_rms_norm(q) @ kt) @ v
 
 
+def gqa_safe(q: Any, kt: Any, v: Any) -> Any:
+    return _safe_softmax(q @ kt) @ v
+
+
+def qknorm_gqa_safe(q: Any, kt: Any, v: Any) -> Any:
+    return _safe_softmax(_rms_norm(q) @ kt) @ v
+
+
+def _sdpa(q: Any, kt: Any, v: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.scaled_dot_product_attention(q, kt.transpose(-1, -2), v, scale=1.0)
+
+
+def sdpa_gqa(q: Any, kt: Any, v: Any) -> Any:
+    """``F.scaled_dot_product_attention`` (a safe softmax; logits unscaled, like the programs)."""
+    return _sdpa(q, kt, v)
+
+
+def sdpa_qknorm_gqa(q: Any, kt: Any, v: Any) -> Any:
+    return _sdpa(_rms_norm(q), kt, v)
+
+
 # Arguments in the order of the Graph's inputs (workloads.py declares them in this order).
 TORCH_PROGRAMS: dict[str, Callable[..., Any]] = {
     "rmsnorm_linear": rmsnorm_linear,
@@ -58,6 +85,16 @@ TORCH_PROGRAMS: dict[str, Callable[..., Any]] = {
     "swiglu": swiglu,
     "gqa": gqa,
     "qknorm_gqa": qknorm_gqa,
+    "gqa_safe": gqa_safe,
+    "qknorm_gqa_safe": qknorm_gqa_safe,
+}
+
+# The fused attention kernel PyTorch ships, where a program is attention (the "sdpa" baseline).
+SDPA_PROGRAMS: dict[str, Callable[..., Any]] = {
+    "gqa": sdpa_gqa,
+    "qknorm_gqa": sdpa_qknorm_gqa,
+    "gqa_safe": sdpa_gqa,
+    "qknorm_gqa_safe": sdpa_qknorm_gqa,
 }
 
 

@@ -19,7 +19,7 @@ RESULTS_DIR = Path(__file__).parent / "results"
 README = Path(__file__).parent / "README.md"
 TABLE_START = "<!-- bench-table:start -->"
 TABLE_END = "<!-- bench-table:end -->"
-LABELS = {"eager": "eager", "compile": "compile", "max_autotune": "max-autotune", "prism": "Prism"}
+LABELS = {"eager": "eager", "compile": "compile", "max_autotune": "max-autotune", "sdpa": "SDPA", "prism": "Prism"}
 
 
 def finish_record(rec: dict[str, Any]) -> dict[str, Any]:
@@ -66,12 +66,14 @@ def _fmt(v: Any, spec: str = ".1f") -> str:
 
 def table(result: dict[str, Any]) -> str:
     """A Markdown table (also readable on a terminal)."""
-    head = ["id", "floor", "eager", "compile", "max-autotune", "best baseline", "Prism", "speedup", "Prism rel. err"]
+    head = ["id", "floor", "eager", "compile", "max-autotune", "SDPA", "best baseline", "Prism", "speedup",
+            "Prism rel. err"]
     rows = [head, ["---"] * len(head)]
     for r in result["configs"]:
         rows.append([
             r["config"], _fmt(r.get("floor_us"), ".2f"), _fmt(r.get("eager_us")), _fmt(r.get("compile_us")),
-            _fmt(r.get("max_autotune_us")), _fmt(r.get("best_baseline_us")), _fmt(r.get("prism_us")),
+            _fmt(r.get("max_autotune_us")), _fmt(r.get("sdpa_us")), _fmt(r.get("best_baseline_us")),
+            _fmt(r.get("prism_us")),
             _fmt(r.get("speedup"), ".2f") + ("×" if r.get("speedup") else ""), _fmt(r.get("rel_err"), ".1e"),
         ])
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]

@@ -17,7 +17,7 @@ from prism import workloads
 from prism.workloads import Config
 
 # Fake per-system times (µs): Prism is 2.5× faster than compile, which is the best baseline.
-FAKE_US = {"eager": 20.0, "compile": 10.0, "max_autotune": 12.0, "prism": 4.0}
+FAKE_US = {"eager": 20.0, "compile": 10.0, "max_autotune": 12.0, "sdpa": 15.0, "prism": 4.0}
 
 
 class FakeMeasurer:
@@ -39,6 +39,8 @@ class FakeMeasurer:
         if system == "prism":
             assert prism_fn is not None
             assert prism_fn() == cfg.id
+        if system == "sdpa" and not cfg.program.startswith(("gqa", "qknorm_gqa")):
+            return SystemResult(None, None, "not applicable: not attention")
         return SystemResult(FAKE_US[system], 1e-3)
 
 
@@ -63,7 +65,9 @@ def test_full_run_writes_json_and_plot(tmp_path: Path) -> None:
     assert path.name == "2026-12-01-fake-gpu-9000.json"
     assert [r["config"] for r in res["configs"]] == ["swiglu_d1024", "swiglu_d4096", "gqa_h1024", "gqa_h2048"]
     assert res["command"].startswith("python -m bench --out")
-    assert res["systems"] == ["prism", "eager", "compile", "max_autotune"]
+    assert res["systems"] == ["prism", "eager", "compile", "max_autotune", "sdpa"]
+    swiglu = next(r for r in res["configs"] if r["config"] == "swiglu_d1024")
+    assert swiglu["sdpa_us"] is None and swiglu["errors"]["sdpa"].startswith("not applicable")
     for key in ("date", "gpu", "driver", "torch", "cuda", "cupy", "ceilings"):
         assert key in res
     for r in res["configs"]:
