@@ -60,10 +60,48 @@ WRONG = [
     Axiom("split-k-both-ways", "x", "(Red (Mm 2 2 (Part a 1 p) (Part c 0 p)) p)", "(Mm 2 2 a c)", (), "birewrite"),
     # unsound only for a broadcast operand, which the sampler must produce
     Axiom("bin-part-part-unguarded", "x", "(Bin f (Part a d p) (Part c d p))", "(Part (Bin f a c) d p)"),
+    # a max of partial sums is not the partial sums of the max
+    Axiom("max-of-red", "x", "(Max (Red t p) d)", "(Red (Max t d) p)"),
 ]
 
 
-@pytest.mark.parametrize("ax", WRONG, ids=[a.name for a in WRONG])
+# wrong only for negative values or zeros: they all passed when the check drew uniform(0.5, 1.5)
+SIGN_BLIND = [
+    Axiom("max-rowscale-mul", "x", '(Max (Bin "mul" a s) d)', '(Bin "mul" (Max a d) s)', ("(unit s d)",)),
+    Axiom("max-rowscale-div", "x", '(Max (Bin "div" a s) d)', '(Bin "div" (Max a d) s)', ("(unit s d)",)),
+    Axiom("sqrt-of-square", "x", '(Un "sqrt" (Un "square" t))', "t"),
+    Axiom("max-of-silu", "x", '(Max (Un "silu" t) d)', '(Un "silu" (Max t d))'),
+    Axiom("max-of-gelu", "x", '(Max (Un "gelu" t) d)', '(Un "gelu" (Max t d))'),
+    Axiom("max-of-square", "x", '(Max (Un "square" t) d)', '(Un "square" (Max t d))'),
+    Axiom("rmax-of-square", "x", '(RMax (Un "square" t) p)', '(Un "square" (RMax t p))'),
+    Axiom("sqrt-of-mul", "x", '(Un "sqrt" (Bin "mul" a c))', '(Bin "mul" (Un "sqrt" a) (Un "sqrt" c))'),
+    Axiom("sqrt-of-self-mul", "x", '(Un "sqrt" (Bin "mul" a a))', "a"),
+    Axiom("rmax-rowscale", "x", '(RMax (Bin "mul" a (Repl s p)) p)', '(Bin "mul" (RMax a p) s)'),
+]
+
+
+@pytest.mark.parametrize("ax", WRONG + SIGN_BLIND, ids=[a.name for a in WRONG + SIGN_BLIND])
 def test_injected_wrong_axiom_fails(ax: Axiom) -> None:
     res = check_axiom(ax, seed=1)
     assert not res.ok, f"the unsound axiom {ax.name} passed the numeric check"
+
+
+@pytest.mark.parametrize("ax", SIGN_BLIND, ids=[a.name for a in SIGN_BLIND])
+def test_sign_blind_axioms_need_signed_values(ax: Axiom, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutation list is worth its place: with positive values only, the check lets each through."""
+    from prism.verify import axiomcheck
+
+    monkeypatch.setattr(axiomcheck, "VALUE_KINDS", ("positive",))
+    assert check_axiom(ax, seed=1).ok, f"{ax.name} is wrong for positive values too: not a sign test"
+
+
+def test_samples_are_signed_with_zeros_over_several_magnitudes() -> None:
+    import numpy as np
+
+    from prism.verify.axiomcheck import VALUE_KINDS, sample_values
+
+    rng = np.random.default_rng(0)
+    v = np.concatenate([sample_values(rng, (200,), k) for k in VALUE_KINDS])
+    mags = np.abs(v[v != 0])
+    assert (v < 0).mean() > 0.3 and (v == 0).sum() > 20
+    assert mags.min() < 1e-2 and mags.max() > 1e2
