@@ -157,3 +157,36 @@ def test_safe_plans_generate_cuda_that_compiles() -> None:
             assert "rescale=%" in text and "__expf(c - mn)" in text  # the online update is generated
             srcs += [(k.entry, k.source) for k in lp.kernels]
     assert len(compile_check(srcs)) == len(srcs)
+
+
+def test_stress_inputs_reach_the_target_for_linear_and_quadratic_logits() -> None:
+    from prism.reference import node_values
+    from prism.tune.stress import TARGET, max_operands, stress_inputs
+
+    for prog in SAFE:  # logits quadratic in the inputs (Q @ Kt) and linear (rms_norm(Q) @ Kt)
+        g = workloads.program(prog, **SMALL[prog])
+        x = {t.name: np.random.default_rng(0).standard_normal(t.shape) * 0.1 for t in g.inputs}
+        s = stress_inputs(g, x)
+        assert s is not None
+        peak = max(np.abs(node_values(g, s)[i]).max() for i in max_operands(g))
+        assert TARGET <= peak <= 1.25 * TARGET
+    g = workloads.program("gqa", **SMALL["gqa"])  # no max: nothing to stress
+    assert stress_inputs(g, {t.name: np.ones(t.shape) for t in g.inputs}) is None
+
+
+def test_tuner_rejects_a_kernel_that_overflows_on_large_logits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paper's form of the softmax is equal to the safe one in real arithmetic; with exp in
+    float32 (as on the GPU) it is inf at logits of 100. The faster such kernel must lose to the
+    safe one in the reference check."""
+    from prism.ops import UNARY_NUMPY, Unary
+    from prism.tune.backends import InterpreterBackend
+    from prism.tune.tuner import tune
+
+    monkeypatch.setitem(UNARY_NUMPY, Unary.EXP, lambda x, c: np.exp(x.astype(np.float32)).astype(np.float64))
+    g = workloads.program("gqa_safe", **SMALL["gqa_safe"])
+    unsafe = KernelGraph.of(g, "gqa_safe", list(plans.gqa_plan(g).kernels))  # type: ignore[arg-type]
+    safe = plans.safe_gqa_plan(g)
+    backend = InterpreterBackend(lambda kg: 1.0 if kg.kernels[0].ops == unsafe.kernels[0].ops else 2.0)
+    res = tune(g, [unsafe, safe], samples=4, backend=backend, jobs=1)
+    assert res.template_index == 1
+    assert res.check_failures and "±100" in (res.check_failures[0].error or "")

@@ -33,6 +33,8 @@ from prism.reference import evaluate, relative_error, round_to_dtype
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.sampler import Sample, sample
 from prism.tune.sizes import legal_sizes
+from prism.tune.stress import TARGET as STRESS_TARGET
+from prism.tune.stress import stress_inputs
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,17 @@ def random_inputs(graph: Graph, scales: Mapping[str, float], seed: int) -> dict[
     rng = np.random.default_rng(seed)
     return {t.name: round_to_dtype(rng.standard_normal(t.shape) * scales.get(t.name, 1.0), t.dtype)
             for t in graph.inputs}
+
+
+def _check(backend: Backend, kernel: Any, graph: Graph, inputs: Mapping[str, np.ndarray]) -> tuple[float, str | None]:
+    """The kernel's relative error against the float64 reference on ``inputs`` (inf and the error
+    text when it does not run)."""
+    ref = evaluate(graph, inputs)
+    try:
+        out = backend.run(kernel, dict(inputs))
+        return max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs), None
+    except Exception as e:
+        return math.inf, _error(e)
 
 
 def _error(e: BaseException) -> str:
@@ -339,17 +352,17 @@ def tune(
     # 4. the fastest sample that passes the reference check
     ranked = sorted(kernels, key=lambda n: (records[n].time_us, n))
     failures: list[SampleRecord] = []
+    tol = max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs)
     for attempt, n in enumerate(ranked):
         rec = records[n]
         fresh = dict(draw(seed + CHECK_SEED_OFFSET + attempt))
-        ref = evaluate(graph, fresh)
-        try:
-            out = backend.run(kernels[n], fresh)
-            err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
-            problem = None
-        except Exception as e:
-            err, problem = math.inf, _error(e)
-        tol = max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs)
+        err, problem = _check(backend, kernels[n], graph, fresh)
+        stressed = stress_inputs(graph, fresh) if problem is None and err < tol else None
+        if stressed is not None:  # a max in the program: large logits too (a safe softmax must hold)
+            s_err, s_problem = _check(backend, kernels[n], graph, stressed)
+            if s_problem is not None or not s_err < tol:
+                err, problem = s_err, s_problem or f"relative error {s_err:.3g} ≥ {tol:g} on inputs whose max " \
+                    f"operands reach ±{STRESS_TARGET:g}"
         if problem is None and err < tol:
             records[n] = SampleRecord(rec.index, rec.template, rec.sizes, rec.time_us, compile_s=rec.compile_s,
                                       rel_err=err)

@@ -1,0 +1,54 @@
+"""Stress inputs for the reference check of programs with a max (a safe softmax).
+
+A kernel that computes a safe softmax in the paper's form (``exp(x) / Σ exp(x)``, equal in real
+arithmetic, so the proof accepts it) or keeps a running max in a narrow type is right on O(1)
+logits and inf or NaN on large ones. So for a program with a max reduction the tuner also checks
+the winner on inputs scaled until the values entering a max reach ±``TARGET``: 100, beyond
+float32's ``exp`` range (88.7), where ±50 would still pass a float32 kernel without the shift.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from prism.graph import Graph, OpKind
+from prism.ops import Reduce
+from prism.reference import node_values, round_to_dtype
+
+TARGET = 100.0
+STEPS = 8
+
+
+def max_operands(graph: Graph) -> list[int]:
+    """Nodes whose values a max reduction takes."""
+    return [n.args[0] for n in graph.nodes if n.kind is OpKind.REDUCE and n.fn is Reduce.MAX]
+
+
+def stress_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """``inputs`` scaled by one common factor so that the largest value entering a max is within
+    [TARGET, 1.25·TARGET] in magnitude (None when the program has no max, or no factor gets there).
+    The factor is found in log space: a first square-root step, then secant steps on the observed
+    power law (logits are quadratic in the inputs for ``q @ k``, linear after a norm)."""
+    watch = max_operands(graph)
+    if not watch:
+        return None
+    goal = math.log(TARGET * 1.1)
+    log_f, prev = 0.0, None
+    for _ in range(STEPS):
+        scaled = {t.name: round_to_dtype(np.asarray(inputs[t.name]) * math.exp(log_f), t.dtype) for t in graph.inputs}
+        vals = node_values(graph, scaled)
+        peak = max(float(np.max(np.abs(vals[i]))) for i in watch)
+        if not math.isfinite(peak) or peak == 0.0:
+            return None
+        if TARGET <= peak <= 1.25 * TARGET:
+            return scaled
+        log_p = math.log(peak)
+        slope = 2.0
+        if prev is not None and log_f != prev[0]:
+            slope = min(4.0, max(0.25, (log_p - prev[1]) / (log_f - prev[0])))
+        prev = (log_f, log_p)
+        log_f += (goal - log_p) / slope
+    return None
