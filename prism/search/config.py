@@ -19,7 +19,9 @@ class SearchConfig:
     the slack shrinks for large programs, whose block-graph space grows fastest with it).
     ``max_kernels`` bounds custom kernels per kernel graph; a later kernel may read tensors written by
     an earlier one (at most ``max_intermediates`` such tensors in a graph) and may reuse an earlier
-    kernel's grid size as its own loop or grid size (``share_sizes``).
+    kernel's grid size as its own loop or grid size (``share_sizes``). ``max_intermediates`` None
+    is 2, or 3 when the program has a max (a split online softmax hands on its numerator,
+    denominator and running max).
     ``split_only`` keeps only the multi-kernel graphs whose later kernel loops over an earlier
     kernel's grid size (split-K / split-KV: partial results reduced by the next kernel); a plain
     kernel pipeline that fuses less is left out of the space.
@@ -41,7 +43,7 @@ class SearchConfig:
     max_kernels: int = 2
     min_grid_dims: int = 1
     max_grid_dims: int = 3
-    max_intermediates: int = 2
+    max_intermediates: int | None = None
     share_sizes: bool = True
     split_only: bool = True
     loop_one: bool = False
@@ -55,7 +57,8 @@ class SearchConfig:
         if not 1 <= self.min_grid_dims <= self.max_grid_dims <= 3:
             raise SearchError(f"grid dims {self.min_grid_dims}..{self.max_grid_dims}: a block graph has 1 to 3")
         bad_ops = self.max_block_ops is not None and self.max_block_ops < 2
-        if bad_ops or self.extra_ops < 0 or self.max_kernels < 1 or self.max_intermediates < 0:
+        bad_inter = self.max_intermediates is not None and self.max_intermediates < 0
+        if bad_ops or self.extra_ops < 0 or self.max_kernels < 1 or bad_inter:
             raise SearchError("max_block_ops >= 2, max_kernels >= 1 and max_intermediates >= 0 are required")
         bad = set(self.concrete_maps) - set(MAP_KINDS)
         if bad:

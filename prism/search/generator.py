@@ -479,7 +479,7 @@ class Generator:
                 least = self.min_ops or 0
                 self.max_ops = max(least, min(least + self.cfg.extra_ops, self.cfg.auto_block_ops_cap))
             self._single_kernel()
-            if self.cfg.max_kernels >= 2 and self.cfg.max_intermediates >= 1:
+            if self.cfg.max_kernels >= 2 and self._max_intermediates() >= 1:
                 self._two_kernels()
         except _Timeout:
             log.warning("search of %s hit its %.0f s budget", self.name, self.cfg.time_budget_s)
@@ -536,7 +536,7 @@ class Generator:
         }
         budget = self.max_ops - len(roots)
         firsts: dict[tuple[int, ...], list[dict[int, Recipe]]] = {}
-        for last in self.closures([n for n, _ in roots], budget, inter_ok, self.cfg.max_intermediates):
+        for last in self.closures([n for n, _ in roots], budget, inter_ok, self._max_intermediates()):
             inters = sorted(n for n, r in last.items() if r.tensor == INTERMEDIATE)
             if not inters:
                 continue
@@ -567,6 +567,11 @@ class Generator:
                     for grid1, loop1 in self._second_sizes(grid0):
                         self._emit([KernelSpec(tuple(renamed0), grid0, f"k0_{LOOP}"),
                                     KernelSpec(tuple(ops1), grid1, loop1)])
+
+    def _max_intermediates(self) -> int:
+        if self.cfg.max_intermediates is not None:
+            return self.cfg.max_intermediates
+        return 3 if Reduce.MAX in self.vocab.reduce else 2
 
     def _first_budget(self, roots: list[int]) -> int:
         """Ops (saves excluded) of a split graph's first kernel. With a max in the program (safe
