@@ -42,9 +42,9 @@ class JsonCache:
     def get(self, key: str, decode: Callable[[Any], T]) -> T | None:
         """The decoded payload, or None on a miss (a bad entry is deleted and counts as a miss)."""
         path = self.path(key)
-        if not path.exists():
-            return None
         try:
+            if not path.is_file():
+                return None
             doc = json.loads(path.read_text())
             if not isinstance(doc, dict):
                 raise ValueError("not a JSON object")
@@ -56,8 +56,26 @@ class JsonCache:
                 raise ValueError("checksum mismatch")
             return decode(doc["payload"])
         except Exception as e:  # any defect: rebuild, never trust
-            log.warning("cache %s: entry %s is corrupt or stale (%s); rebuilding it", self.namespace, path, e)
+            self.evict(key, f"corrupt or stale ({e})")
+            return None
+
+    def evict(self, key: str, reason: str) -> None:
+        """Delete an entry that decoded but proved wrong (or did not decode), so it is rebuilt;
+        an entry that cannot be deleted (a read-only cache) is left, with a warning."""
+        path = self.path(key)
+        log.warning("cache %s: entry %s is %s; rebuilding it", self.namespace, path, reason)
+        try:
             path.unlink(missing_ok=True)
+        except OSError as e:
+            log.warning("cache %s: cannot delete %s (%s)", self.namespace, path, e)
+
+    def put_or_warn(self, key: str, payload: Any) -> Path | None:
+        """``put``, but a cache that cannot be written (read-only, not a folder) is a warning, not an
+        error: what was computed is still returned to the caller."""
+        try:
+            return self.put(key, payload)
+        except CacheError as e:
+            log.warning("%s; the result is not cached (check PRISM_CACHE_DIR)", e)
             return None
 
     def put(self, key: str, payload: Any) -> Path:

@@ -13,15 +13,16 @@ from __future__ import annotations
 import enum
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prism.cache import JsonCache
-from prism.errors import DeviceError, SearchError, SerializationError, VerificationError
+from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
-from prism.ir import KernelGraph
+from prism.ir import KernelGraph, check_structure, validate
 from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch
 from prism.progress import StageBar
 from prism.reference import relative_error
@@ -96,6 +97,26 @@ def bind_shapes(template: KernelGraph, graph: Graph) -> KernelGraph:
     return template.with_shapes({t.name: t.shape for t in graph.inputs}, {t.name: t.shape for t in graph.outputs})
 
 
+def plan_misfit(template: KernelGraph, graph: Graph) -> str | None:
+    """Why a cached plan cannot be a plan of ``graph`` (inputs and outputs by name, rank and dtype;
+    structure), or None when it can."""
+    for role, want, got in (("inputs", graph.inputs, template.inputs), ("outputs", graph.outputs, template.outputs)):
+        if [(t.name, len(t.shape), t.dtype) for t in want] != [(t.name, len(t.shape), t.dtype) for t in got]:
+            return f"its {role} {[t.name for t in got]} are not the program's {[t.name for t in want]}"
+    try:
+        check_structure(template)
+    except IRError as e:
+        return str(e)
+    return None
+
+
+def _fitting(templates: list[KernelGraph], graph: Graph) -> list[KernelGraph]:
+    for t in templates:
+        if (why := plan_misfit(t, graph)) is not None:
+            raise SerializationError(f"a cached plan does not fit the program: {why}")
+    return templates
+
+
 def search_cache() -> JsonCache:
     """Verified sGraphs, keyed by the program's size-free structure key."""
     return JsonCache("search", SEARCH_CACHE_SCHEMA)
@@ -132,7 +153,7 @@ def save_verified(graph: Graph, templates: Sequence[KernelGraph], stats: dict[st
     payload: dict[str, Any] = {"structure_key": key, "templates": [t.to_json() for t in templates], "stats": stats}
     if seconds is not None:
         payload["seconds"] = seconds
-    search_cache().put(key, payload)
+    search_cache().put_or_warn(key, payload)
 
 
 def primitive_ops(graph: Graph) -> int:
@@ -222,7 +243,10 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
     use_cache = cache and not settings().no_cache
     if use_cache:
         t0 = time.perf_counter()
-        hit = search_cache().get(key, lambda p: _decode_search(p, key))
+        hit = search_cache().get(key, lambda p: _decode_search(p, key, graph))
+        if hit is not None and not _screened(graph, hit[0]):
+            search_cache().evict(key, "holding a plan that fails the numeric check")
+            hit = None
         if hit is not None:
             cached_templates, stats = hit
             log.info("%s: %d verified sGraphs loaded from the cache (key %s)", program, len(cached_templates), key)
@@ -303,12 +327,20 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
     return SearchOutcome(program, key, templates, False, stats, seconds, (PlanSource.SEARCHED,) * len(templates))
 
 
-def _decode_search(payload: Any, key: str) -> tuple[list[KernelGraph], dict[str, Any]]:
+def _decode_search(payload: Any, key: str, graph: Graph) -> tuple[list[KernelGraph], dict[str, Any]]:
     if payload.get("structure_key") != key:
         raise SerializationError("entry belongs to another program")
     stats = dict(payload.get("stats", {}))
     stats["searched_seconds"] = dict(payload.get("seconds", {}))  # what the search cost when it ran
-    return [KernelGraph.from_json(t) for t in payload["templates"]], stats
+    return _fitting([KernelGraph.from_json(t) for t in payload["templates"]], graph), stats
+
+
+def _screened(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
+    """Do cached plans still compute the program (the search's numeric screen, small, on the CPU)?"""
+    from prism.verify.screen import screen
+
+    bound = [bind_shapes(t, graph) for t in templates]
+    return all(ok is not False for ok in screen(graph, bound))
 
 
 def _require_gpu(program: str, outcome: SearchOutcome) -> None:
@@ -419,22 +451,27 @@ def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: i
     use_cache = cache and not settings().no_cache
     store = JsonCache("tuned", TUNE_CACHE_SCHEMA)
     key = _tuned_key(graph, arch)
-    hit = store.get(key, lambda p: (KernelGraph.from_json(p["kernel_graph"]), p)) if use_cache else None
+    hit = store.get(key, lambda p: (_fitting([validate(KernelGraph.from_json(p["kernel_graph"]))], graph)[0],
+                                    dict(p["summary"]))) if use_cache else None
     if hit is not None:
-        kg, rec = hit
+        kg, rec_summary = hit
         t0 = time.perf_counter()
-        kernel = backend.compile(kg)
-        backend.setup(graph, req.sampler(seed))
-        # never trust a cache blindly: check the kernel against the float64 reference again
-        inputs = req.sampler(seed + 0xCAC4E)
-        ref = graph.evaluate(inputs)
-        out = backend.run(kernel, inputs)
-        err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
-        if err < max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs):
-            summary.update(rec["summary"])
+        try:
+            kernel = backend.compile(kg)
+            backend.setup(graph, req.sampler(seed))
+            # never trust a cache blindly: check the kernel against the float64 reference again
+            inputs = req.sampler(seed + 0xCAC4E)
+            ref = graph.evaluate(inputs)
+            out = backend.run(kernel, inputs)
+            err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+        except (PrismError, KeyError, ValueError, TypeError) as e:  # decoded, but not a working plan
+            kernel, err = None, math.inf
+            log.warning("cached tuned kernel %s does not run (%s)", key, e)
+        if kernel is not None and err < max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs):
+            summary.update(rec_summary)
             summary.update({"tune_cache_hit": True, "tune_s": time.perf_counter() - t0, "rel_err": err})
             return kernel, summary, kg
-        log.error("cached tuned kernel %s fails the reference check (rel. error %.3g): retuning", key, err)
+        store.evict(key, f"a kernel that fails the reference check (rel. error {err:.3g})")
     log.info("%s: tuning %d templates", req.program, len(req.templates))
     result = tune(graph, req.templates, samples=samples, seed=seed, time_budget=time_budget, arch=target,
                   backend=backend, inputs=req.sampler)
@@ -455,7 +492,7 @@ def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: i
     })
     concrete = result.template.instantiate(result.sizes)
     if use_cache:
-        store.put(key, {"kernel_graph": concrete.to_json(), "summary": {
+        store.put_or_warn(key, {"kernel_graph": concrete.to_json(), "summary": {
             k: summary.get(k) for k in ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch",
                                         "sizes", "template")}})
     return result.kernel, summary, concrete
