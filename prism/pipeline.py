@@ -167,7 +167,8 @@ def search_and_verify(
     """Stages 1–3: every verified plan of ``graph`` (search results from the cache when possible).
 
     The plans are the whole program's verified sGraphs (searched when it has at most
-    ``WHOLE_PROGRAM_OPS`` primitive ops or a ``config`` is given), stitched plans of its parts
+    ``WHOLE_PROGRAM_OPS`` primitive ops or a ``config`` is given; for a larger program, taken
+    from the cache when a whole-program search was run, e.g. ``prism search --whole``), stitched plans of its parts
     (``partitioned``: each part searched and cached on its own, falling back to its predefined
     kernels; at most ``part_ops`` ops a part) and the all-predefined plan, which is always last.
     ``time_budget`` bounds each search (seconds; the default is ``DEFAULT_SEARCH_BUDGET_S``).
@@ -188,6 +189,8 @@ def search_and_verify(
         except (SearchError, VerificationError) as e:  # outside what the search or prover handle
             log.warning("%s: no whole-program search (%s); parts and predefined kernels remain", program, e)
             whole = SearchOutcome(program, graph.structure_key(), (), False, {"whole_program_error": str(e)})
+    elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
+        whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
     searched = whole.templates if whole is not None else ()
     templates = (*searched, *stitched, predefined_plan(graph, program))
     sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
@@ -237,22 +240,30 @@ def _stitched(graph: Graph, parts: Sequence[PartOutcome], program: str) -> list[
     return list({kg.dumps(): kg for kg in plans}.values())
 
 
+def _cached_whole(graph: Graph, program: str, key: str) -> SearchOutcome | None:
+    """The cached whole-program search under ``key`` (evicted when a plan fails the screen)."""
+    t0 = time.perf_counter()
+    hit = search_cache().get(key, lambda p: _decode_search(p, key, graph))
+    if hit is not None and not _screened(graph, hit[0]):
+        search_cache().evict(key, "holding a plan that fails the numeric check")
+        hit = None
+    if hit is None:
+        return None
+    cached_templates, stats = hit
+    log.info("%s: %d verified sGraphs loaded from the cache (key %s)", program, len(cached_templates), key)
+    return SearchOutcome(program, key, tuple(bind_shapes(t, graph) for t in cached_templates), True, stats,
+                         {"search": 0.0, "mapping": 0.0, "verify": 0.0, "load": time.perf_counter() - t0,
+                          "total": time.perf_counter() - t0}, (PlanSource.SEARCHED,) * len(cached_templates))
+
+
 def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, config: SearchConfig) -> SearchOutcome:
     """The symbolic search of the whole program: search → mappings → screen → proof → cache."""
     key = cache_key(graph, config)
     use_cache = cache and not settings().no_cache
     if use_cache:
-        t0 = time.perf_counter()
-        hit = search_cache().get(key, lambda p: _decode_search(p, key, graph))
-        if hit is not None and not _screened(graph, hit[0]):
-            search_cache().evict(key, "holding a plan that fails the numeric check")
-            hit = None
+        hit = _cached_whole(graph, program, key)
         if hit is not None:
-            cached_templates, stats = hit
-            log.info("%s: %d verified sGraphs loaded from the cache (key %s)", program, len(cached_templates), key)
-            return SearchOutcome(program, key, tuple(bind_shapes(t, graph) for t in cached_templates), True, stats,
-                                 {"search": 0.0, "mapping": 0.0, "verify": 0.0, "load": time.perf_counter() - t0,
-                                  "total": time.perf_counter() - t0}, (PlanSource.SEARCHED,) * len(cached_templates))
+            return hit
 
     try:  # the search's solvers (z3, egglog) are not on every machine (a GPU image, say)
         from prism.search import canonical_key, search

@@ -134,3 +134,20 @@ def test_the_predefined_plan_is_always_timed_and_answers_an_unseen_program() -> 
     assert any(r.template == predefined and r.time_us is not None for r in res.records)
     fast = pipeline.superoptimize(g, samples=2, backend=InterpreterBackend(_timer))
     assert fast.summary["rel_err"] < 1e-9 and fast.summary["plan_source"] in ("searched", "predefined")
+
+
+def test_a_program_over_the_whole_search_bound_uses_a_whole_search_that_was_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over WHOLE_PROGRAM_OPS the default is parts only, but a whole-program search someone ran
+    (``prism search --whole``, a library build) is in the cache and is used."""
+    g = workloads.program("qknorm_gqa_safe", batch=2, group=8, kv_len=32, head_dim=16)
+    assert pipeline.primitive_ops(g) > pipeline.WHOLE_PROGRAM_OPS
+    seeded = _seed_search_cache("qknorm_gqa_safe", g)
+
+    def no_search(*a: object, **k: object) -> object:
+        raise AssertionError("the whole program is not searched by default")
+
+    monkeypatch.setattr(pipeline, "_search_whole", no_search)
+    out = pipeline.search_and_verify(g, program="qknorm_gqa_safe", progress=False, partitioned=False)
+    assert [t.dumps() for t in out.of(pipeline.PlanSource.SEARCHED)] == [t.dumps() for t in seeded]
+    assert out.cached
