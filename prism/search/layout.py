@@ -191,14 +191,17 @@ def _load(op: Load, k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], stor
     return _Val(tuple(tags), shape, folded, power)
 
 
-def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool = True) -> None:
+def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool = True,
+                 stored: dict[str, _Stored] | None = None) -> None:
     """Raise ``IllTyped`` unless every value of ``kg`` has a layout; only the first ``assigned`` loads
     and saves (in kernel order) and the ops that depend on them alone are checked when given.
     ``repeats=False`` also rejects a loop that sums identical iterations (right only when the
-    repeats cancel, and never faster than the same plan without them)."""
+    repeats cancel, and never faster than the same plan without them). ``stored``: what kernels
+    before ``kg``'s saved, by tensor; ``kg``'s savers add to it (mapping instantiation checks one
+    kernel at a time)."""
     shapes = {t.name: t.shape for t in kg.inputs}
     outputs = {t.name for t in kg.outputs}
-    stored: dict[str, _Stored] = {}
+    stored = {} if stored is None else stored
     seen = 0
     for k in kg.kernels:
         if not isinstance(k, CustomKernel):
