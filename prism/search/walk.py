@@ -1,0 +1,268 @@
+"""The typed mapping walk: every layout-correct assignment of an sGraph's mapping variables, without a
+solver (docs/search-speed.md).
+
+Loads and saves are assigned one at a time in kernel order. Each step keeps the prefix only if some
+full assignment satisfies every linear constraint (``assign``), its grid-dim columns can still be
+ordered (symmetry breaking), and its values keep a layout (``layout.check_layout``). Kernels are
+checked one at a time: a kernel sees the earlier ones only through what they stored (the layouts
+of the tensors they saved), so the layout verdicts are memoized by (kernel so far, stored layouts),
+and the completions of a later kernel by (stored layouts, state of the open equalities): earlier
+kernels that store alike share them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from prism.ir import BlockOp, CustomKernel, KernelGraph, Load, Save, op_args
+
+from .assign import Plan, State, advance, build_plan
+from .layout import IllTyped, check_layout
+from .sgraph import LOOP, PARALLEL, MapVar, SGraph
+
+# Layout verdicts by (kernel template with the program's inputs and outputs, level within the kernel,
+# the loads and saves assigned so far, what earlier kernels stored), shared by all candidates; with
+# what the kernel stores when the level is its last. Templates and stored layouts are numbered once
+# (numbers are never reused, so clearing the bounded tables cannot confuse two of them).
+_VERDICTS: dict[tuple[object, ...], tuple[bool, int, tuple[object, ...]]] = {}
+_IDS: dict[object, int] = {}
+_NEXT_ID = itertools.count(1)
+VERDICTS_LIMIT = 200_000
+
+
+def _number(thing: object) -> int:
+    """A number for ``thing`` (equal things, equal numbers)."""
+    n = _IDS.get(thing)
+    if n is None:
+        if len(_IDS) >= VERDICTS_LIMIT:
+            _IDS.clear()
+        n = _IDS[thing] = next(_NEXT_ID)
+    return n
+
+Completion = tuple[tuple[BlockOp, ...], int]  # the ops of the remaining levels, and their orbit size
+
+
+def map_ops(candidate: SGraph) -> list[list[MapVar]]:
+    """The variables of every Load and Save, in kernel and op order (the order ``check_layout`` counts)."""
+    by_op: dict[tuple[int, int], list[MapVar]] = {}
+    for v in candidate.variables:
+        by_op.setdefault((v.kernel, v.op), []).append(v)
+    return [by_op.get((ki, j), []) for ki, k in enumerate(candidate.kernels)
+            for j, op in enumerate(k.ops) if isinstance(op, Load | Save)]
+
+
+def permutable_columns(sg: SGraph) -> dict[int, list[list[MapVar]]]:
+    """Per kernel whose grid has two or more dims of unshared size: one column of variables per such
+    grid dim (sorted alike), the unit that symmetry breaking orders and grid permutations swap."""
+    users = sg.symbol_users()
+    out = {}
+    for ki, k in enumerate(sg.kernels):
+        pars = [p for p, sym in zip(PARALLEL, k.grid, strict=False) if len(users.get(str(sym), ())) == 1]
+        if len(pars) >= 2:
+            out[ki] = [sorted((v for v in sg.variables if v.kernel == ki and v.par == p),
+                              key=lambda v: (v.kind, v.op, v.dim)) for p in pars]
+    return out
+
+
+def orbit(columns: Sequence[Sequence[str]], values: Mapping[str, int]) -> int:
+    """How many assignments the permutations of one kernel's grid dims (columns of variable names)
+    make of this one."""
+    cols = [tuple(values.get(name, 0) for name in col) for col in columns]
+    n = math.factorial(len(cols))
+    for c in Counter(cols).values():
+        n //= math.factorial(c)
+    return n
+
+
+def _concrete_op(op: BlockOp, vs: Sequence[MapVar], values: Mapping[str, int]) -> BlockOp:
+    """A placeholder Load or Save with the maps that ``values`` give its variables ``vs``."""
+    def dim(p: str) -> int | None:
+        return next((v.dim for v in sorted(vs, key=lambda v: v.dim) if v.par == p and values.get(v.name, 0)), None)
+
+    grid = PARALLEL[: len(op.imap if isinstance(op, Load) else op.omap)]  # type: ignore[union-attr]
+    if isinstance(op, Load):
+        return Load(op.tensor, tuple(dim(p) for p in grid), dim(LOOP))
+    assert isinstance(op, Save)
+    return Save(op.x, op.tensor, tuple(dim(p) for p in grid))
+
+
+def _checked_levels(candidate: SGraph) -> list[bool]:
+    """Per level: does assigning it make ``check_layout`` compute a value that can be ill-typed?
+
+    A value is computed once every load and save it depends on is assigned (a load of an
+    intermediate tensor also waits for its saver); a load of a program input alone is never
+    ill-typed, and values computed at earlier levels stay as they were, so a level that completes
+    nothing else cannot turn a passing prefix into a failing one."""
+    inputs = {t.name for t in candidate.template.inputs}
+    saved_at: dict[str, int] = {}
+    level = -1
+    checked: list[bool] = []
+    for k in candidate.kernels:
+        ready: list[int] = []
+        for op in k.ops:
+            if isinstance(op, Load | Save):
+                level += 1
+                checked.append(False)
+            args = [ready[a] for a in op_args(op)]
+            if isinstance(op, Load):
+                at = level if op.tensor in inputs else max(level, saved_at.get(op.tensor, level))
+            else:
+                at = max([*args, level if isinstance(op, Save) else -1])
+            if isinstance(op, Save):
+                saved_at[op.tensor] = at
+            if at >= 0 and not (isinstance(op, Load) and op.tensor in inputs):
+                checked[at] = True
+            ready.append(at)
+    return checked
+
+
+@dataclass(frozen=True)
+class _Level:
+    """One load or save: where it sits, its variables, and what the walk does there."""
+
+    kernel: int
+    op: int
+    placeholder: BlockOp
+    variables: tuple[MapVar, ...]
+    first: int  # the kernel's first level
+    last: bool  # the kernel's last level
+    checked: bool  # check the layout here
+    order: tuple[tuple[str, ...], ...]  # the kernel's columns (symmetry breaking), empty when none
+    known: int  # how much of each column is assigned after this level
+
+
+def _levels(candidate: SGraph, groups: Sequence[Sequence[MapVar]], symmetry_breaking: bool) -> list[_Level]:
+    fixed = dict(candidate.fixed)
+    columns = permutable_columns(candidate) if symmetry_breaking else {}
+    positions = [(ki, j) for ki, k in enumerate(candidate.kernels) for j, op in enumerate(k.ops)
+                 if isinstance(op, Load | Save)]
+    level_of = {v.name: lv for lv, vs in enumerate(groups) for v in vs}
+    checked = _checked_levels(candidate)
+    out = []
+    for lv, ((ki, j), vs) in enumerate(zip(positions, groups, strict=True)):
+        last = lv + 1 == len(positions) or positions[lv + 1][0] != ki
+        first = next(i for i, (kj, _) in enumerate(positions) if kj == ki)
+        cols = columns.get(ki, [])
+        known = min((next((i for i, v in enumerate(col) if v.name not in fixed and level_of[v.name] > lv), len(col))
+                     for col in cols), default=0)
+        out.append(_Level(ki, j, candidate.kernels[ki].ops[j], tuple(vs), first, last, checked[lv] or last,
+                          tuple(tuple(v.name for v in col) for col in cols), known))
+    return out
+
+
+def _ordered(level: _Level, values: Mapping[str, int]) -> bool:
+    """Do the assigned prefixes of the kernel's grid-dim columns leave them non-increasing?"""
+    if not level.known:
+        return True
+    prev = None
+    for col in level.order:
+        cur = tuple(values[name] for name in col[: level.known])
+        if prev is not None and cur > prev:
+            return False
+        prev = cur
+    return True
+
+
+class Walker:
+    """Depth first over the loads and saves in kernel order (module docstring)."""
+
+    def __init__(self, candidate: SGraph, plan: Plan, symmetry_breaking: bool) -> None:
+        self.candidate, self.plan = candidate, plan
+        self.levels = _levels(candidate, map_ops(candidate), symmetry_breaking)
+        self.made: list[dict[int, BlockOp]] = [{} for _ in self.levels]  # per level: the op of each choice tried
+        self.ops = [list(k.ops) for k in candidate.kernels]
+        self.values = dict(candidate.fixed)
+        self.io = (candidate.template.inputs, candidate.template.outputs)
+        # what kernels before k stored, and its number
+        self.stored: list[tuple[int, tuple[object, ...]]] = [(0, ())] * (len(self.ops) + 1)
+        self.templates = [_number((self.io, k, candidate.fixed)) for k in candidate.kernels]
+        self.later: dict[tuple[object, ...], list[Completion]] = {}  # completions of a later kernel
+
+    def run(self) -> tuple[list[KernelGraph], int]:
+        graphs: list[KernelGraph] = []
+        before = 0
+        for ops, n in self.visit(0, ()):
+            kernels: list[CustomKernel] = []
+            at = 0
+            for k in self.candidate.kernels:
+                body = list(k.ops)
+                while at < len(self.levels) and self.levels[at].kernel == len(kernels):
+                    body[self.levels[at].op] = ops[at]
+                    at += 1
+                kernels.append(replace(k, ops=tuple(body)))
+            graphs.append(replace(self.candidate.template, kernels=tuple(kernels)))
+            before += n
+        return graphs, before
+
+    def visit(self, lv: int, state: State) -> list[Completion]:
+        """Every completion of the current prefix from level ``lv`` on."""
+        if lv == len(self.levels):
+            return [((), 1)]
+        level = self.levels[lv]
+        if lv != level.first or level.kernel == 0:
+            return self.expand(lv, state)
+        key = (self.stored[level.kernel][0], state)
+        if key not in self.later:
+            self.later[key] = self.expand(lv, state)
+        return self.later[key]
+
+    def expand(self, lv: int, state: State) -> list[Completion]:
+        level, plan = self.levels[lv], self.plan
+        out: list[Completion] = []
+        choices, nxt = plan.levels[lv], plan.reach[lv + 1]
+        for ci, x in enumerate(choices.choices):
+            new = advance(plan.steps[lv], state, ci)
+            if new is None or (nxt is not None and new not in nxt):
+                continue
+            self.values.update(zip(choices.names, x, strict=True))
+            if not _ordered(level, self.values):
+                continue
+            if ci not in self.made[lv]:
+                self.made[lv][ci] = _concrete_op(level.placeholder, level.variables, self.values)
+            op = self.ops[level.kernel][level.op] = self.made[lv][ci]
+            if level.checked and not self.typed(lv, level):
+                continue
+            n = orbit(level.order, self.values) if level.last and level.order else 1
+            out.extend(((op, *rest), n * m) for rest, m in self.visit(lv + 1, new))
+        self.ops[level.kernel][level.op] = level.placeholder  # unassigned levels keep their placeholders
+        return out
+
+    def typed(self, lv: int, level: _Level) -> bool:
+        """Does the kernel of level ``lv`` keep a layout so far (given what earlier kernels stored)?"""
+        k = level.kernel
+        assigned = tuple(self.ops[k][self.levels[i].op] for i in range(level.first, lv + 1))
+        key = (self.templates[k], assigned, self.stored[k][0])
+        verdict = _VERDICTS.get(key)
+        if verdict is None:
+            verdict = self.check(lv, level)
+            if len(_VERDICTS) >= VERDICTS_LIMIT:
+                _VERDICTS.clear()
+            _VERDICTS[key] = verdict
+        if verdict[0] and level.last:
+            self.stored[k + 1] = verdict[1], verdict[2]
+        return verdict[0]
+
+    def check(self, lv: int, level: _Level) -> tuple[bool, int, tuple[object, ...]]:
+        k = level.kernel
+        kernel = replace(self.candidate.kernels[k], ops=tuple(self.ops[k]))
+        stored: dict[str, Any] = dict(self.stored[k][1])  # type: ignore[arg-type]
+        try:
+            check_layout(replace(self.candidate.template, kernels=(kernel,)), assigned=lv - level.first + 1,
+                         stored=stored)
+        except IllTyped:
+            return False, 0, ()
+        items = tuple(sorted(stored.items()))
+        return True, _number(items), items
+
+
+def walk(candidate: SGraph, symmetry_breaking: bool) -> tuple[list[KernelGraph], int]:
+    """Every layout-correct mapping of ``candidate`` and how many assignments they stand for."""
+    plan = build_plan(map_ops(candidate), candidate.equalities, dict(candidate.fixed))
+    if plan is None or (plan.reach[0] is not None and () not in plan.reach[0]):
+        return [], 0
+    return Walker(candidate, plan, symmetry_breaking).run()
