@@ -181,15 +181,22 @@ def _reach(steps: Sequence[Step], n: int) -> tuple[frozenset[State] | None, ...]
 
 
 def _preimages(step: Step, later: frozenset[State]) -> Iterator[State]:
+    """The states before ``step`` from which some choice leads into ``later``."""
+    starts = [q for q, _, _ in step.start]
     by_start: dict[State, list[State]] = {}
     for w in later:
-        by_start.setdefault(tuple(w[q] for q, _, _ in step.start), []).append(w)
+        by_start.setdefault(tuple(w[q] for q in starts), []).append(w)
     width = len(step.carry) + len(step.close)
     for k in set(step.contrib):
-        for w in by_start.get(tuple(c + k[u] for _, u, c in step.start), ()):
-            v = [0] * width
-            for p, q, u in step.carry:
-                v[p] = w[q] - k[u]
-            for p, u in step.close:
-                v[p] = -k[u]
+        ws = by_start.get(tuple(c + k[u] for _, u, c in step.start))
+        if not ws:
+            continue
+        base = [0] * width
+        for p, u in step.close:
+            base[p] = -k[u]
+        carry = [(p, q, k[u]) for p, q, u in step.carry]
+        for w in ws:
+            v = base[:]
+            for p, q, d in carry:
+                v[p] = w[q] - d
             yield tuple(v)
