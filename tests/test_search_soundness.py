@@ -57,9 +57,12 @@ def matmul() -> Graph:
 
 
 def softmax() -> Graph:
+    """The paper's softmax: the brute force judges on N(0, 1) values, where exp(x)/Σexp(x) and the
+    safe form agree, so it would count the paper's form correct for a safe program (the search
+    keeps it out on purpose: tests/test_safe_softmax.py covers the safe space)."""
     g = Graph()
     x = g.input((4, 8), "float32", "X")
-    g.output(g.softmax(x, -1), "O")
+    g.output(g.softmax(x, -1, safe=False), "O")
     return g
 
 

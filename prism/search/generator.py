@@ -282,9 +282,8 @@ class Generator:
                 rank = len(self.nodes[n][1])
                 ops = list(singles) + [ReduceOp(fn, 0, d) for fn in v.reduce for d in range(rank)]
                 if self.nodes[n][2] == "loop":
-                    ops += [Accum(0), *(Accum(0, d) for d in range(rank))]
-                    if self._is_max(n):
-                        ops.append(Accum(0, fn=Reduce.MAX))
+                    # a row max is accumulated as a running max, never summed over the iterations
+                    ops += [Accum(0, fn=Reduce.MAX)] if self._is_max(n) else [Accum(0), *(Accum(0, d) for d in range(rank))]
                 for op in ops:
                     self._try(op, (n,), fresh)
             total = len(self.nodes) - len(fresh)
@@ -310,7 +309,7 @@ class Generator:
     def _rescaled(self, a: int, b: int, fresh: list[int]) -> None:
         """Online-softmax accumulators of one loop value rescaled by the other, a max (both ways)."""
         for x, c in ((a, b), (b, a)):
-            if self._is_max(c):
+            if self._is_max(c) and not self._is_max(x):
                 self._try(Accum(0, rescale=1), (x, c), fresh)
 
     def _heights(self) -> None:
@@ -574,12 +573,11 @@ class Generator:
         return 3 if Reduce.MAX in self.vocab.reduce else 2
 
     def _first_budget(self, roots: list[int]) -> int:
-        """Ops (saves excluded) of a split graph's first kernel. With a max in the program (safe
-        softmax) the first kernel also writes the running max beside its rescaled partials: its
-        saves and its max accumulators are bookkeeping that the one-kernel bound does not count."""
-        if Reduce.MAX not in self.vocab.reduce:
-            return self.max_ops - len(roots)
-        return self.max_ops - 1 + sum(self._is_max(r) for r in roots)
+        """Ops (saves excluded) of a split graph's first kernel: what the op bound leaves after its
+        saves. A running max among the intermediates (a split safe softmax writes it beside its
+        partials) is bookkeeping the one-kernel bound does not count: its accumulator and its
+        save come on top."""
+        return self.max_ops - len(roots) + 2 * sum(self._is_max(r) for r in roots)
 
     def _second_sizes(self, grid0: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
         """Sizes of the second kernel. The first kernel's grid dims are interchangeable, so one
