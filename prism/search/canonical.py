@@ -9,6 +9,7 @@ would have to place two ops available at the same step in both relative orders).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 from collections.abc import Mapping, Sequence
@@ -91,6 +92,12 @@ def canonical_order(ops: Sequence[BlockOp], names: Mapping[str, str], maps: bool
     return order
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _order(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bool) -> tuple[int, ...]:
+    """``canonical_order``, once for every grid permutation ``_render`` tries (it does not depend on it)."""
+    return tuple(canonical_order(ops, dict(names), maps))
+
+
 def _kernel_orders(kg: KernelGraph) -> list[tuple[Kernel, ...]]:
     """Every order of the kernels that respects tensor flow."""
     writes = {k.name: _writes(k) for k in kg.kernels}
@@ -145,7 +152,7 @@ def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set
             continue
         grid = [k.grid[p] for p in perm]
         head = f"K[{','.join(sym(g) for g in grid)};{sym(k.loop)}]"
-        order = canonical_order(k.ops, names, maps)
+        order = _order(k.ops, tuple(sorted(names.items())), maps)
         pos = {j: i for i, j in enumerate(order)}
         body = []
         for j in order:
