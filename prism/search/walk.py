@@ -32,7 +32,7 @@ from .sgraph import LOOP, PARALLEL, MapVar, SGraph
 _VERDICTS: dict[tuple[object, ...], tuple[bool, int, tuple[object, ...]]] = {}
 _IDS: dict[object, int] = {}
 _NEXT_ID = itertools.count(1)
-VERDICTS_LIMIT = 200_000
+VERDICTS_LIMIT = 100_000
 
 
 def _number(thing: object) -> int:
