@@ -159,7 +159,7 @@ class AccPlan:
     @property
     def regs(self) -> int:
         if self.kind == "frag":
-            return self.count * 8
+            return self.count * (10 if self.rescale is not None else 8)
         return self.count * (2 if self.rescale is not None else 1)
 
 
@@ -270,6 +270,14 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
     return GraphLowering(kg, arch, tuple(lowered), shapes, dtypes, tuple(intermediates))
 
 
+def _row_shift(acc: Accum, tiles: tuple[tuple[int, ...] | None, ...]) -> bool:
+    """A rescaled accumulator whose shift is one value per row of the accumulated tile."""
+    if acc.rescale is None or acc.fn is not Reduce.SUM:
+        return False
+    tx, tc = tiles[acc.x], tiles[acc.rescale]
+    return tx is not None and tc is not None and len(tc) == len(tx) and tc[-1] == 1
+
+
 def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes,
                   shapes: Mapping[str, tuple[int, ...]], dtypes: Mapping[str, str], dtype: str,
                   scalars: Mapping[str, tuple[int, ...]], arch: Arch, options: Options) -> KernelLowering:
@@ -324,7 +332,10 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
                     raise fail("a matmul after the for-loop (on accumulated values) is not supported", i)
                 u = users[i]
                 user = ops[u[0]] if len(u) == 1 else None
-                frag = isinstance(user, Accum) and user.plain and user.reduce_dim is None and user.x == i
+                # one iteration: a max or rescaled accumulator is its value (a plain one, in fragments);
+                # a row-wise rescaled one updates the fragments in registers
+                frag = isinstance(user, Accum) and user.reduce_dim is None and user.x == i and (
+                    user.plain or loop == 1 or _row_shift(user, tiles))
                 stores.append(Store.FRAG if frag else Store.F32)
             case ReduceOp():
                 stores.append(Store.F32)
@@ -385,9 +396,11 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
             to = tiles[i]
             assert tx is not None and to is not None
             if stores[op.x] is Store.FRAG:
-                accs[i] = AccPlan("frag", op.x, mmas[op.x].per_warp)
+                accs[i] = AccPlan("frag", op.x, mmas[op.x].per_warp, rescale=None if loop == 1 else op.rescale)
             elif op.reduce_dim is None:
-                accs[i] = AccPlan("ew", op.x, -(-math.prod(to) // nthreads), fn=op.fn, rescale=op.rescale)
+                one = loop == 1  # a single iteration: every accumulator holds its one value
+                accs[i] = AccPlan("ew", op.x, -(-math.prod(to) // nthreads), fn=Reduce.SUM if one else op.fn,
+                                  rescale=None if one else op.rescale)
             else:
                 g = reduce_group(tx[op.reduce_dim])
                 accs[i] = AccPlan("red", op.x, -(-math.prod(to) // (warps * (32 // g))), g)

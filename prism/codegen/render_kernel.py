@@ -16,7 +16,7 @@ import re
 from prism.codegen.lower import Buf, GraphLowering, KernelLowering, Store, ident
 from prism.codegen.render_expr import Exprs
 from prism.codegen.render_load import load_info, render_loader
-from prism.codegen.render_mma import render_frag_store, render_mma
+from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import prelude
 from prism.codegen.render_reduce import (
     _indent,
@@ -124,6 +124,10 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
             acc = next(j for j, a in low.accs.items() if a.kind == "frag" and a.x == i)
             dst = low.bufs[acc]
         parts.append(render_frag_store(low, i, dst))
+        rescaled = next((a for a in low.accs.values() if a.kind == "frag" and a.x == i and a.rescale is not None), None)
+        if rescaled is not None:
+            assert rescaled.rescale is not None
+            parts.append(render_frag_rescale(low, i, rescaled.rescale))
 
     frag_acc = {a.x: j for j, a in low.accs.items() if a.kind == "frag"}
 
@@ -141,7 +145,17 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
                 out.append("__syncthreads();")
             case MatmulOp(a, b):
                 plan = low.mmas[i]
-                if st is Store.FRAG:
+                shift = low.accs[frag_acc[i]].rescale if st is Store.FRAG else None
+                if shift is not None:
+                    j = frag_acc[i]
+                    out += [
+                        "{",
+                        f"  float f[{plan.per_warp}][2][4] = {{}};",
+                        f"  mma_{i}(f, {operand_ptr(a)}, {operand_ptr(b)}, warp, lane);",
+                        f"  rescale_{i}(ra{j}, f, rm{j}, {low.bufs[shift].name}, warp, lane);",
+                        "}",
+                    ]
+                elif st is Store.FRAG:
                     out.append(f"mma_{i}(ra{frag_acc[i]}, {operand_ptr(a)}, {operand_ptr(b)}, warp, lane);")
                 else:
                     out += [

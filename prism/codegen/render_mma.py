@@ -155,3 +155,49 @@ def render_frag_store(low: KernelLowering, i: int, dst: Buf) -> str:
         lines += [f"    {x}" for x in body[1:]]
     lines += ["  }", "}"]
     return "\n".join(lines)
+
+
+def render_frag_rescale(low: KernelLowering, i: int, c: int) -> str:
+    """``rescale_<i>(acc, f, m, C, warp, lane)``: the online-softmax update of matmul fragments,
+    ``acc ← acc·e^(m−m') + f·e^(c−m')`` with ``m' = max(m, c)`` per row (``C``: the row-wise shift
+    tile of op ``c`` in shared memory; ``m``: the running max of each fragment row, r0 and r0 + 8)."""
+    plan = low.mmas[i]
+    nw = low.warps
+    cb = low.bufs[c]
+    tc = low.tiles[c]
+    assert tc is not None and tc[-1] == 1
+    cbs = cb.strides[0] if len(tc) == 3 and tc[0] > 1 else 0
+    crs = cb.strides[-2] if tc[-2] > 1 else 0
+    unit, guard = _unit_lines(plan, nw, bool(cbs))
+    row = f"{'bt * ' + str(cbs) + ' + ' if cbs else ''}"
+    body = [*unit, "#pragma unroll", "for (int rr = 0; rr < 2; ++rr) {",
+            "  const int r = mt * 16 + (lane >> 2) + rr * 8;",
+            f"  if (r >= {plan.m}) continue;",
+            f"  const float cv = C[{row}r * {crs}];",
+            "  const float mn = fmaxf(m[j][rr], cv);",
+            "  const float a = m[j][rr] == mn ? 1.0f : __expf(m[j][rr] - mn);",
+            "  const float b = cv == mn ? 1.0f : __expf(cv - mn);",
+            "  m[j][rr] = mn;",
+            "#pragma unroll",
+            "  for (int h = 0; h < 2; ++h) {",
+            "    acc[j][h][2 * rr] = acc[j][h][2 * rr] * a + f[j][h][2 * rr] * b;",
+            "    acc[j][h][2 * rr + 1] = acc[j][h][2 * rr + 1] * a + f[j][h][2 * rr + 1] * b;",
+            "  }",
+            "}"]
+    lines = [
+        f"__device__ __forceinline__ void rescale_{i}(float (&acc)[{plan.per_warp}][2][4], "
+        f"const float (&f)[{plan.per_warp}][2][4], float (&m)[{plan.per_warp}][2], const float* C, const int warp, "
+        "const int lane) {",
+        *[f"  {x}" for x in _kpart(plan, nw)],
+        "#pragma unroll", f"  for (int j = 0; j < {plan.per_warp}; ++j) {{",
+    ]
+    lines.append(f"    {body[0]}")
+    inner = body[1:]
+    if guard:
+        lines.append(f"    if ({guard}) {{")
+        lines += [f"      {x}" for x in inner]
+        lines.append("    }")
+    else:
+        lines += [f"    {x}" for x in inner]
+    lines += ["  }", "}"]
+    return "\n".join(lines)

@@ -179,14 +179,13 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, ac
 def render_acc_decl(j: int, kind: str, count: int, fn: Reduce, rescale: int | None) -> list[str]:
     """Register arrays of accumulator j: zeros, or −inf for a running max (and a rescaled
     accumulator's running max ``rm<j>``)."""
-    if kind == "frag":
-        return [f"float ra{j}[{count}][2][4] = {{}};"]
-    lines = [f"float ra{j}[{count}] = {{}};"]
-    inits = [f"ra{j}"] if fn is Reduce.MAX else []
-    if rescale is not None:
-        lines.append(f"float rm{j}[{count}];")
-        inits.append(f"rm{j}")
+    frag = kind == "frag"
+    lines = [f"float ra{j}[{count}]{'[2][4]' if frag else ''} = {{}};"]
+    inits = [f"ra{j}[j]"] if fn is Reduce.MAX and not frag else []
+    if rescale is not None:  # the running max: one per element, or per fragment row (r0, r0 + 8)
+        lines.append(f"float rm{j}[{count}]{'[2]' if frag else ''};")
+        inits += [f"rm{j}[j][0]", f"rm{j}[j][1]"] if frag else [f"rm{j}[j]"]
     if inits:
-        sets = " ".join(f"{a}[j] = {NEG_INF};" for a in inits)
+        sets = " ".join(f"{a} = {NEG_INF};" for a in inits)
         lines += ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{ {sets} }}"]
     return lines
