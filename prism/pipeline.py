@@ -278,7 +278,7 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
     t0 = time.perf_counter()
     deadline = t0 + 2 * config.time_budget_s  # the search, then as long again for the mappings
     log.info("%s: searching (%d primitive ops, budget %.0f s)", program, primitive_ops(graph), config.time_budget_s)
-    result = search(graph, config)
+    result = search(graph, config, label=program)
     t1 = time.perf_counter()
     found = [0]
     with StageBar(f"mappings {program}", total=len(result.candidates), unit=" sGraphs",

@@ -28,13 +28,15 @@ class SearchResult:
         return float(self.stats.get("seconds", 0.0))  # type: ignore[arg-type]
 
 
-def search(graph: Graph, config: SearchConfig | None = None, *, name: str = "program") -> SearchResult:
-    """Enumerate candidate sGraphs of ``graph`` (its sizes do not matter: everything is symbolic)."""
+def search(graph: Graph, config: SearchConfig | None = None, *, name: str = "program",
+           label: str | None = None) -> SearchResult:
+    """Enumerate candidate sGraphs of ``graph`` (its sizes do not matter: everything is symbolic);
+    ``label`` names it on the progress bar (default: ``name``)."""
     graph.check_complete()
     cfg = config or SearchConfig()
     t0 = time.perf_counter()
     gen = Generator(graph, cfg, name)
-    bar = StageBar(f"search {name}", unit=" sGraphs", enabled=cfg.progress)
+    bar = StageBar(f"search {label or name}", unit=" sGraphs", enabled=cfg.progress)
 
     def found(_: SGraph) -> None:  # the search's end is unknown: its time budget bounds it
         left = max(0.0, cfg.time_budget_s - (time.perf_counter() - t0))
