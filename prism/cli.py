@@ -8,6 +8,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from prism.errors import PrismError
 
@@ -21,8 +22,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (exit status 2), naming the bad flag or value."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prism", description="Prism: a symbolic superoptimizer for GPU tensor programs.")
+    parser = Parser(prog="prism", description="Prism: a symbolic superoptimizer for GPU tensor programs.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_) in COMMANDS.items():
@@ -53,4 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._run(args))
     except PrismError as e:
         print(f"prism {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a file or folder the command was told to use cannot be read or written
+        where = f" {e.filename!r}" if e.filename else ""
+        print(f"prism {args.command}: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1

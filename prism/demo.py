@@ -18,6 +18,7 @@ import numpy as np
 
 from prism import interpreter, workloads
 from prism.errors import DeviceError, IRError
+from prism.options import count_arg
 from prism.pipeline import bind_shapes, search_and_verify, superoptimize
 from prism.reference import relative_error
 
@@ -38,7 +39,7 @@ DEMO_SIZES: dict[str, dict[str, int]] = {
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", nargs="?", default="swiglu", choices=sorted(workloads.PROGRAMS),
                    help="the program to superoptimize (default swiglu)")
-    p.add_argument("--samples", type=int, default=32, help="tuning samples on a GPU")
+    p.add_argument("--samples", type=count_arg("samples"), default=32, help="tuning samples on a GPU")
     p.add_argument("--no-cache", action="store_true", help="ignore cached search/tuning results")
 
 

@@ -87,3 +87,8 @@ class LibraryError(PrismError):
 
 class TuningError(PrismError):
     """Tuning found no legal size assignment, or no sample compiled, ran and passed the reference check."""
+
+
+class OptionError(PrismError):
+    """A bad option of ``superoptimize``, ``tune`` or a command (samples, seed, time budget, target, an
+    output folder). The message names the option, the call and the bad value."""

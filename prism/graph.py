@@ -187,9 +187,11 @@ class Graph:
         op = f"input {show(name)}"
         if not isinstance(name, str):
             raise GraphError(op, f"the name {show(name)} must be a string")
-        if isinstance(shape, int | np.integer) or not isinstance(shape, Sequence | np.ndarray):
+        if (isinstance(shape, int | np.integer | str | bytes | bytearray) or not isinstance(shape, Sequence | np.ndarray)
+                or (isinstance(shape, np.ndarray) and shape.ndim != 1)):
             raise ShapeError(op, f"shape {shape!r} must be a sequence of 1 to 4 positive integers, like (8, 4096)")
-        if dtype not in DTYPES:
+        dtype = dtype.name if isinstance(dtype, np.dtype) else dtype
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise DTypeError(op, f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
         shp = tuple(shape)
         if not 1 <= len(shp) <= 4 or not all(
@@ -377,10 +379,11 @@ class Graph:
     def rms_norm(self, x: Tensor, eps: float = 1e-6) -> Tensor:
         """``x * rsqrt(mean(x², last dim) + eps)``, no weight."""
         (x,) = self._own("rms_norm", x)
-        if not isinstance(eps, int | float) or eps < 0:
+        value = _finite("rms_norm", eps)
+        if value < 0:
             raise GraphError("rms_norm", f"eps {eps!r} must be a non-negative number")
         ms = self.mean(self.square(x), -1)
-        return self.mul(x, self.rsqrt(self.add_scalar(ms, float(eps))))
+        return self.mul(x, self.rsqrt(self.add_scalar(ms, value)))
 
     def softmax(self, x: Tensor, dim: int = -1, *, safe: bool = True) -> Tensor:
         """``exp(x − max(x)) / sum(exp(x − max(x)))`` over ``dim``: finite for any finite logits.
@@ -454,6 +457,9 @@ class Graph:
 def bind_inputs(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Match user values to the graph's inputs by name or position, checking shapes."""
     infos = graph.inputs
+    if not isinstance(inputs, Mapping) and (isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence)):
+        raise InputError(f"inputs: expected a mapping of input names to arrays or a sequence of arrays, "
+                         f"got {type(inputs).__name__}")
     if isinstance(inputs, Mapping):
         missing = [t.name for t in infos if t.name not in inputs]
         extra = [k for k in inputs if k not in {t.name for t in infos}]
@@ -466,7 +472,12 @@ def bind_inputs(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.nda
         values = {t.name: v for t, v in zip(infos, inputs, strict=True)}
     out = {}
     for t in infos:
-        arr = np.asarray(values[t.name])
+        try:
+            arr = np.asarray(values[t.name])
+        except (ValueError, TypeError) as e:  # ragged nested lists, objects that refuse conversion
+            raise InputError(f"input {t.name!r}: not an array of numbers ({e})") from None
+        if arr.dtype.kind not in "biuf":
+            raise InputError(f"input {t.name!r}: values of dtype {arr.dtype} are not real numbers")
         if tuple(arr.shape) != t.shape:
             raise InputError(f"input {t.name!r}: shape {tuple(arr.shape)} does not match the declared {t.shape}")
         out[t.name] = arr.astype(np.float64)

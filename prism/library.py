@@ -32,6 +32,7 @@ from prism.errors import IRError, LibraryError, SerializationError
 from prism.graph import Graph
 from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
+from prism.options import count_arg, target_arg
 
 log = logging.getLogger(__name__)
 
@@ -416,9 +417,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="library_command", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="superoptimize every spec entry and write kernels/")
     b.add_argument("--spec", type=Path, default=ROOT / "spec.toml")
-    b.add_argument("--arch", default=None, help="code target, e.g. sm_80 (default: the spec's)")
-    b.add_argument("--jobs", type=int, default=None, help="parallel compile jobs while tuning")
-    b.add_argument("--samples", type=int, default=48, help="tuning samples per entry")
+    b.add_argument("--arch", type=target_arg(), default=None, help="code target, e.g. sm_80 (default: the spec's)")
+    b.add_argument("--jobs", type=count_arg("jobs"), default=None, help="parallel compile jobs while tuning")
+    b.add_argument("--samples", type=count_arg("samples"), default=48, help="tuning samples per entry")
     b.add_argument("--force", action="store_true", help="rebuild entries that are already current")
     b.add_argument("--only", default=None, help="build only entries whose name contains this text")
     sub.add_parser("list", help="list the manifest's entries")

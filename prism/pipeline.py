@@ -23,6 +23,7 @@ from prism.cache import JsonCache
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph, check_structure, validate
+from prism.options import check_program, check_seconds, check_tuning
 from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch
 from prism.progress import StageBar
 from prism.reference import relative_error
@@ -173,7 +174,7 @@ def search_and_verify(
     kernels; at most ``part_ops`` ops a part) and the all-predefined plan, which is always last.
     ``time_budget`` bounds each search (seconds; the default is ``DEFAULT_SEARCH_BUDGET_S``).
     """
-    graph.check_complete()
+    check_program(graph, "search_and_verify")
     t0 = time.perf_counter()
     parts = partition(graph, part_ops) if partitioned else []
     part_outcomes: list[PartOutcome] = []
@@ -412,13 +413,16 @@ def superoptimize(
     inputs on the device (and on ``example_inputs`` when given). Raises DeviceError after
     verification when no GPU is present.
     """
+    check_program(graph, "superoptimize")  # bad options and example inputs fail before the search
+    check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
+    check_seconds("search_budget", search_budget, "superoptimize")
+    sampler = input_sampler(graph, example_inputs, scales)
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)
     from prism.tune.backends import CudaBackend
 
     if backend is None:  # tests pass the interpreter backend instead
         _require_gpu(program, outcome)
         backend = CudaBackend(target)
-    sampler = input_sampler(graph, example_inputs, scales)
     searched = outcome.stats.get("searched_seconds", outcome.seconds) if outcome.cached else outcome.seconds
     summary: dict[str, Any] = {
         "program": program,

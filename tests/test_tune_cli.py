@@ -58,10 +58,10 @@ def test_optimize_json_and_default_config(monkeypatch: pytest.MonkeyPatch, capsy
 def test_no_gpu_stops_after_verification(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(tune_cli, "_superoptimize", lambda: fake_pipeline(calls, gpu=False))
-    assert cli.main(["optimize", "rmsnorm_linear", "--config", "rmsnorm_linear_d1024"]) == 0
+    assert cli.main(["optimize", "rmsnorm_linear", "--config", "rmsnorm_linear_d1024"]) == tune_cli.EXIT_NO_GPU
     out = capsys.readouterr().out
     assert "stopped after verification" in out and "3 verified sGraphs" in out
-    assert cli.main(["optimize", "rmsnorm_linear", "--json"]) == 0
+    assert cli.main(["optimize", "rmsnorm_linear", "--json"]) == tune_cli.EXIT_NO_GPU
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] == "verified" and "no usable GPU" in doc["message"]
 

@@ -21,7 +21,7 @@ from prism.codegen.arch import ARCHS
 from prism.codegen.generate import generate
 from prism.codegen.plan import LaunchPlan
 from prism.codegen.sizes import default_sizes, legal_sizes
-from prism.errors import WorkloadError
+from prism.errors import OptionError, WorkloadError
 from prism.graph import Graph
 from prism.ir import KernelGraph
 
@@ -92,7 +92,10 @@ def emit(cfg: workloads.Config, out: Path, *, arch: str = "sm_80", all_sizes: bo
 def run(args: argparse.Namespace) -> int:
     cfg = resolve_config(args.name, args.config)
     out = Path(args.out)
-    written = emit(cfg, out, arch=args.arch, all_sizes=args.all)
+    try:
+        written = emit(cfg, out, arch=args.arch, all_sizes=args.all)
+    except OSError as e:
+        raise OptionError(f"emit --out {str(out)!r}: cannot write {e.filename or out}: {e.strerror or e}") from e
     n_kernels = sum(len(p.kernels) for _, p in written)
     for d, p in written:
         ks = ", ".join(f"{k.name} grid {list(k.grid)} smem {k.smem_bytes}" for k in p.kernels)

@@ -2,7 +2,9 @@
 
 Runs ``prism.superoptimize`` (search + verification, or their cache; then tuning on the GPU) and
 prints the stages' times, the counts and the best kernel time. With no GPU it stops after
-verification with a message saying so (exit status 0: that is all this machine can do).
+verification with a message saying so and exit status 3 (``EXIT_NO_GPU``), so a script can tell it
+from success. Bad flags (``--samples 0``, ``--time-budget nan``, ``--target sm_xx``) are refused
+before anything runs (exit status 2).
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import Any
 
 from prism import workloads
 from prism.errors import DeviceError, WorkloadError
+from prism.options import count_arg, seconds_arg, seed_arg, target_arg
+
+EXIT_NO_GPU = 3  # search and verification ran; tuning needs a GPU this machine does not have
 
 # (summary key, label, format) printed in this order when present.
 SHOWN = [
@@ -38,10 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"benchmark program: {', '.join(workloads.PROGRAMS)}")
     p.add_argument("--config", default=None, metavar="CONFIG",
                    help="configuration id from BENCHMARKS.md (default: the program's first)")
-    p.add_argument("--samples", type=int, default=64, help="tuning samples (default 64)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the tuning sample (default 0)")
-    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS", help="tuning time budget")
-    p.add_argument("--target", default=None, metavar="ARCH", help="architecture, e.g. sm_80 (default: the GPU's)")
+    p.add_argument("--samples", type=count_arg("samples"), default=64, help="tuning samples (default 64)")
+    p.add_argument("--seed", type=seed_arg(), default=0, help="seed of the tuning sample (default 0)")
+    p.add_argument("--time-budget", type=seconds_arg("time_budget"), default=None, metavar="SECONDS",
+                   help="tuning time budget")
+    p.add_argument("--target", type=target_arg(), default=None, metavar="ARCH",
+                   help="architecture, e.g. sm_80 (default: the GPU's)")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the caches")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({**head, "status": "verified", "message": msg, "summary": _jsonable(summary)}, indent=1))
         else:
             print(f"{cfg.id}: {msg}")
-        return 0
+        return EXIT_NO_GPU
     summary = dict(getattr(og, "summary", {}) or {})
     if args.json:
         print(json.dumps({**head, "status": "optimized", "summary": _jsonable(summary)}, indent=1))

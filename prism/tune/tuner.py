@@ -29,6 +29,7 @@ from prism.errors import TuningError
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph
 from prism.ops import Binary
+from prism.options import check_tuning
 from prism.reference import evaluate, relative_error, round_to_dtype
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.sampler import Sample, sample
@@ -259,6 +260,7 @@ def tune(
     always timed, on top of the samples.
     """
     t_start = time.perf_counter()
+    check_tuning("tune", samples=samples, seed=seed, time_budget=time_budget, target=arch)
     backend = backend if backend is not None else CudaBackend(arch)
     arch = arch or backend.arch()
     sd = dict(scales) if scales is not None else default_scales(graph)
