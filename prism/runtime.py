@@ -16,7 +16,12 @@
 * CUDA graphs: intermediate buffers (float32 from generated kernels, the program's dtype from
   predefined ops) are allocated once, at compile time, so a call under
   stream capture allocates nothing but its outputs (none with ``out=``) and never synchronises.
-  One OptimizedGraph must not run concurrently on two streams (the intermediates are shared).
+  The intermediates are shared by every call: a call on another stream than the previous call's
+  first waits for that call (an event recorded after it; not while capturing a CUDA graph).
+* Aliasing: an output (``out=``) that overlaps an input or another output raises ``InputError``
+  (the kernels read inputs after outputs are written); so do torch tensors with a lazy neg or
+  conj bit (their memory does not hold their values) and non-contiguous tensors. Inputs may
+  share memory with each other.
 * Without CuPy or a GPU, importing this module works; ``compile_plan`` raises ``DeviceError``.
 """
 
@@ -109,6 +114,31 @@ class _Arg:
     ptr: int
     kind: str  # "torch" | "cupy"
     obj: Any
+    nbytes: int = 0
+
+
+@dataclass(frozen=True)
+class Span:
+    """The bytes ``[start, start + nbytes)`` a call argument occupies (contiguous, so exact)."""
+
+    name: str
+    role: str  # "input" | "output"
+    start: int
+    nbytes: int
+
+    def overlaps(self, other: Span) -> bool:
+        return self.nbytes > 0 and other.nbytes > 0 and self.start < other.start + other.nbytes \
+            and other.start < self.start + self.nbytes
+
+
+def first_overlap(spans: Sequence[Span]) -> tuple[Span, Span] | None:
+    """The first pair of arguments that must not share memory and do: an output with an input or
+    with another output (inputs are only read, so they may share memory with each other)."""
+    for i, a in enumerate(spans):
+        for b in spans[i + 1:]:
+            if "output" in (a.role, b.role) and a.overlaps(b):
+                return a, b
+    return None
 
 
 class OptimizedGraph:
@@ -126,6 +156,7 @@ class OptimizedGraph:
         self._buffer_views: dict[str, Any] | None = None
         self._has_predefined = any(isinstance(st, PredefinedOp) for st in plan.steps)
         self._view_only = _view_only_transposes(plan)
+        self._last_call: tuple[int, Any] | None = None  # (stream pointer, event recorded after the call)
 
     @property
     def input_names(self) -> list[str]:
@@ -166,10 +197,15 @@ class OptimizedGraph:
                 raise DeviceError(f"{what} is on {t.device}; a CUDA tensor on cuda:{self.device} is needed")
             if t.device.index != self.device:
                 raise DeviceError(f"{what} is on {t.device}; this graph was compiled for cuda:{self.device}")
+            if t.is_neg() or t.is_conj():
+                flag, fix = ("neg", "resolve_neg") if t.is_neg() else ("conj", "resolve_conj")
+                raise InputError(f"{what} is a lazy {flag} view (its memory does not hold its values); "
+                                 f"pass .{fix}()")
             dt = str(t.dtype).removeprefix("torch.")
             ptr, contiguous = t.data_ptr(), t.is_contiguous()
             shape = tuple(t.shape)
             kind = "torch"
+            nbytes = t.numel() * t.element_size()
         else:
             cupy = _cupy()
             if not isinstance(t, cupy.ndarray):
@@ -180,6 +216,7 @@ class OptimizedGraph:
             ptr, contiguous = t.data.ptr, t.flags.c_contiguous
             shape = tuple(t.shape)
             kind = "cupy"
+            nbytes = int(t.nbytes)
         if dt != spec.dtype:
             raise InputError(f"{what} has dtype {dt}; the plan expects {spec.dtype}")
         if shape != spec.shape:
@@ -188,7 +225,31 @@ class OptimizedGraph:
             raise InputError(f"{what} is not contiguous (row-major); pass .contiguous()")
         if ptr % ALIGNMENT:
             raise InputError(f"{what} starts at an address that is not {ALIGNMENT}-byte aligned (a view?)")
-        return _Arg(ptr, kind, t)
+        return _Arg(ptr, kind, t, nbytes)
+
+    def _check_aliasing(self, ins: Mapping[str, _Arg], outs: Mapping[str, _Arg]) -> None:
+        spans = [Span(n, role, a.ptr, a.nbytes) for role, args in (("input", ins), ("output", outs))
+                 for n, a in args.items()]
+        pair = first_overlap(spans)
+        if pair is not None:
+            a, b = pair
+            raise InputError(f"{self.plan.program}: {b.role} {b.name!r} shares memory with {a.role} {a.name!r}; "
+                             "out= must not overlap an input or another output")
+
+    def _order_after_last_call(self, stream: Any) -> None:
+        """The intermediates are shared: a call on a new stream waits for the previous call's work."""
+        last = self._last_call
+        if last is not None and last[0] != stream.ptr and not _capturing(stream):
+            stream.wait_event(last[1])
+
+    def _record_call(self, stream: Any) -> None:
+        if not self._buffers or _capturing(stream):  # nothing shared, or a graph's own ordering
+            return
+        if self._last_call is None:
+            self._last_call = (stream.ptr, _cupy().cuda.Event(disable_timing=True))
+        event = self._last_call[1]
+        event.record(stream)  # one event, recorded again after every call
+        self._last_call = (stream.ptr, event)
 
     def _stream(self, kind: str) -> Any:
         cupy = _cupy()
@@ -232,12 +293,14 @@ class OptimizedGraph:
             if len(outs_obj) != len(self.outputs):
                 raise InputError(f"{self.plan.program}: out= has {len(outs_obj)} arrays for {len(self.outputs)} outputs")
         outs = {s.name: self._check(s, o, "output") for s, o in zip(self.outputs, outs_obj, strict=True)}
+        self._check_aliasing(ins, outs)
         ptrs: dict[str, int] = {n: a.ptr for n, a in (*ins.items(), *outs.items())}
         for n, b in self._buffers.items():
             ptrs[n] = b.data.ptr
         stream = self._stream(kind)
         views = self._torch_views(ins, outs) if kind == "torch" and self._has_predefined else {}
         with cupy.cuda.Device(self.device), stream:
+            self._order_after_last_call(stream)
             for step in self.plan.steps:
                 if isinstance(step, KernelLaunch):
                     fn = self._kernels[step.entry]
@@ -247,6 +310,7 @@ class OptimizedGraph:
                     _run_predefined_torch(step, views, as_view=step.output in self._view_only)
                 else:
                     _run_predefined(step, ptrs, self._spec_of)
+            self._record_call(stream)
         return outs_obj[0] if len(outs_obj) == 1 else tuple(outs_obj)
 
     def _torch_views(self, ins: Mapping[str, _Arg], outs: Mapping[str, _Arg]) -> dict[str, Any]:
@@ -267,6 +331,13 @@ class OptimizedGraph:
                 return t.shape, t.dtype
         spec = next(b for b in self.plan.buffers if b.name == name)
         return tuple(spec.shape), spec.dtype
+
+
+def _capturing(stream: Any) -> bool:
+    try:
+        return bool(stream.is_capturing())
+    except Exception:  # a CuPy without the query, or the null stream under a global capture
+        return True
 
 
 def _wrap(ptr: int, shape: tuple[int, ...], dtype: str) -> Any:
