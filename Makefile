@@ -21,7 +21,7 @@ test: venv
 	$(PY) -m pytest -q -n 2
 
 lint: venv
-	$(VENV)/bin/ruff check prism tests bench
+	$(VENV)/bin/ruff check prism tests bench scripts
 	$(VENV)/bin/mypy
 
 bench: venv
