@@ -459,7 +459,8 @@ def superoptimize(
 def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: int, seed: int,
                  time_budget: float | None, cache: bool, summary: dict[str, Any]) -> tuple[Any, dict[str, Any], KernelGraph]:
     """Tune ``req`` (or load its tuned plan, checked again); return (kernel, summary, concrete plan)."""
-    from prism.tune.tuner import TOLERANCE, tune
+    from prism.tune.tolerance import tolerance
+    from prism.tune.tuner import tune
 
     graph = req.graph
     arch = backend.arch()
@@ -482,7 +483,7 @@ def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: i
         except (PrismError, KeyError, ValueError, TypeError) as e:  # decoded, but not a working plan
             kernel, err = None, math.inf
             log.warning("cached tuned kernel %s does not run (%s)", key, e)
-        if kernel is not None and err < max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs):
+        if kernel is not None and err < tolerance(graph):
             summary.update(rec_summary)
             summary.update({"tune_cache_hit": True, "tune_s": time.perf_counter() - t0, "rel_err": err})
             return kernel, summary, kg

@@ -36,10 +36,10 @@ from prism.tune.sampler import Sample, sample
 from prism.tune.sizes import legal_sizes
 from prism.tune.stress import TARGET as STRESS_TARGET
 from prism.tune.stress import stress_inputs
+from prism.tune.tolerance import tolerance
 
 log = logging.getLogger(__name__)
 
-TOLERANCE = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 1e-4}
 TIMING_SEED_OFFSET = 0x7153
 CHECK_SEED_OFFSET = 0xC0FFEE
 
@@ -354,7 +354,7 @@ def tune(
     # 4. the fastest sample that passes the reference check
     ranked = sorted(kernels, key=lambda n: (records[n].time_us, n))
     failures: list[SampleRecord] = []
-    tol = max(TOLERANCE.get(t.dtype, 2e-2) for t in graph.outputs)
+    tol, s_tol = tolerance(graph), tolerance(graph, stressed=True)
     for attempt, n in enumerate(ranked):
         rec = records[n]
         fresh = dict(draw(seed + CHECK_SEED_OFFSET + attempt))
@@ -362,8 +362,8 @@ def tune(
         stressed = stress_inputs(graph, fresh) if problem is None and err < tol else None
         if stressed is not None:  # a max in the program: large logits too (a safe softmax must hold)
             s_err, s_problem = _check(backend, kernels[n], graph, stressed)
-            if s_problem is not None or not s_err < tol:
-                err, problem = s_err, s_problem or f"relative error {s_err:.3g} ≥ {tol:g} on inputs whose max " \
+            if s_problem is not None or not s_err < s_tol:
+                err, problem = s_err, s_problem or f"relative error {s_err:.3g} ≥ {s_tol:g} on inputs whose max " \
                     f"operands reach ±{STRESS_TARGET:g}"
         if problem is None and err < tol:
             records[n] = SampleRecord(rec.index, rec.template, rec.sizes, rec.time_us, compile_s=rec.compile_s,
