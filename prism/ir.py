@@ -10,8 +10,8 @@ A *block graph* is what one thread block runs. It has 1–3 grid dims and one fo
   one dim): ops before an Accum run in every iteration ("loop" phase), ops after run once
   ("post" phase). An op may not mix the two phases. ``Accum(x, fn=MAX)`` keeps the running max
   instead. ``Accum(x, rescale=c)`` is the online-softmax accumulator: with ``c`` a per-iteration
-  shift (a loop value broadcasting against ``x``, in practice the iteration's row max), it is
-  ``Σ_i x_i · exp(c_i − max_j c_j)``, computed with a running max ``m`` as
+  shift (a loop value broadcasting against ``x``, summed over ``reduce_dim`` if given; in practice
+  the iteration's row max), it is ``Σ_i x_i · exp(c_i − max_j c_j)``, computed with a running max ``m`` as
   ``acc ← acc · exp(m − m') + x_i · exp(c_i − m')``, ``m' = max(m, c_i)`` — the rescaling that keeps
   a safe softmax's sums and matmul accumulators finite, within a loop and across split partials.
 * ``Save(x, tensor, omap)`` writes a post-phase tile: ``omap[p]`` is the output dim along which grid
@@ -423,9 +423,8 @@ def check_structure(kg: KernelGraph) -> None:
                 case Accum():
                     if arg_phases != {"loop"}:
                         raise _err(kg, k, i, "an accumulator sums a loop-phase value")
-                    if not op.plain and (op.reduce_dim is not None or (op.fn is Reduce.MAX and op.rescale is not None)):
-                        raise _err(kg, k, i, "a max or rescaled accumulator takes no reduce_dim, and a max "
-                                   "accumulator no rescale")
+                    if op.fn is Reduce.MAX and (op.reduce_dim is not None or op.rescale is not None):
+                        raise _err(kg, k, i, "a max accumulator takes no reduce_dim and no rescale")
                     phases.append("post")
                 case Save(tensor=tensor, omap=omap):
                     if arg_phases != {"post"}:
@@ -505,8 +504,8 @@ def infer(kg: KernelGraph, *, structure: bool = True) -> tuple[dict[str, tuple[i
                     if isinstance(op, Accum) and op.rescale is not None:
                         tc = tiles[op.rescale]
                         assert tc is not None
-                        if broadcast_shape(tx, tc) != tx:
-                            raise _err(kg, k, i, f"rescale tile {list(tc)} does not broadcast to {list(tx)}")
+                        if broadcast_shape(tile, tc) != tile:
+                            raise _err(kg, k, i, f"rescale tile {list(tc)} does not broadcast to {list(tile)}")
                     phases.append("post" if isinstance(op, Accum) else phases[x])
                 case Save(x, tensor, omap):
                     tx = tiles[x]

@@ -177,9 +177,8 @@ def _safe_attention_body(qknorm: bool, q_imap: tuple[int | None, ...],
         BinaryOp(Binary.SUB, s, s + 1),
         UnaryOp(Unary.EXP, s + 2),
         MatmulOp(s + 3, 2),
-        ReduceOp(Reduce.SUM, s + 3, 2),
         Accum(s + 4, rescale=s + 1),
-        Accum(s + 5, rescale=s + 1),
+        Accum(s + 3, reduce_dim=2, rescale=s + 1),  # the row sums, rescaled as they accumulate
     ]
     return ops, s + 1
 

@@ -115,6 +115,7 @@ def unrescaled(g: Graph, split: bool, qknorm: bool = False) -> KernelGraph:
     kernels = []
     for k in kg.kernels:
         assert isinstance(k, CustomKernel)
-        ops = tuple(Accum(op.x) if isinstance(op, Accum) and op.rescale is not None else op for op in k.ops)
+        ops = tuple(replace(op, rescale=None) if isinstance(op, Accum) and op.rescale is not None else op
+                    for op in k.ops)
         kernels.append(replace(k, ops=ops))
     return replace(kg, kernels=tuple(kernels))

@@ -403,7 +403,8 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
                                   rescale=None if one else op.rescale)
             else:
                 g = reduce_group(tx[op.reduce_dim])
-                accs[i] = AccPlan("red", op.x, -(-math.prod(to) // (warps * (32 // g))), g)
+                accs[i] = AccPlan("red", op.x, -(-math.prod(to) // (warps * (32 // g))), g,
+                                  rescale=None if loop == 1 else op.rescale)
         elif isinstance(op, ReduceOp):
             tx = tiles[op.x]
             assert tx is not None

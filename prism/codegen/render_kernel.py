@@ -177,7 +177,7 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
                 elif ap.kind == "red":
                     assert reduce_dim is not None
                     out += render_reduce_pass(low, ex, x, reduce_dim, Reduce.SUM, ap.group, ap.count, dst=None,
-                                              acc=f"ra{i}", name=f"acc{i}")
+                                              acc=f"ra{i}", name=f"acc{i}", shift=ap.rescale, running=f"rm{i}")
         if i in low.operands and low.operands[i] is not low.bufs.get(i):
             out += render_materialise(low, ex, i, low.operands[i], own=False)
             out.append("__syncthreads();")

@@ -29,8 +29,10 @@ def _red_outputs(tile_x: tuple[int, ...], dim: int) -> tuple[tuple[int, ...], in
 
 
 def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, group: int, count: int,
-                       *, dst: Buf | None, acc: str | None, name: str) -> list[str]:
-    """Reduce value ``x`` over ``dim``: write to ``dst`` (a ReduceOp) and/or add into register array ``acc``."""
+                       *, dst: Buf | None, acc: str | None, name: str, shift: int | None = None,
+                       running: str = "") -> list[str]:
+    """Reduce value ``x`` over ``dim``: write to ``dst`` (a ReduceOp) and/or add into register array ``acc``
+    (rescaled by the shift value ``shift`` against the running maxes ``running``: the online softmax)."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
@@ -59,7 +61,20 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         f"    for (int r = {lane_r}; r < {extent}; r += {group}) " + comb.format(v=ex.read(x, xidx)),
         "  }",
     ]
-    if acc is not None:
+    if acc is not None and shift is not None:
+        tile_c = low.tiles[shift]
+        assert tile_c is not None
+        lines += [
+            f"  if (o < {n_out}) {{  // lane partial, rescaled; the lanes share the row's factors",
+            *_indent(decl, 4),
+            f"    const float cv = {ex.read(shift, bcast(idx, tile_c, out))};",
+            f"    const float mn = fmaxf({running}[j], cv);",
+            f"    {acc}[j] = {acc}[j] * ({running}[j] == mn ? 1.0f : __expf({running}[j] - mn)) + p * "
+            "(cv == mn ? 1.0f : __expf(cv - mn));",
+            f"    {running}[j] = mn;",
+            "  }",
+        ]
+    elif acc is not None:
         lines.append(f"  {acc}[j] += p;  // lane partial; the lanes are combined once, after the loop")
     elif group > 1:
         lines.append(f"  p = {'warp_sum' if fn is Reduce.SUM else 'warp_max'}(p, {group});")

@@ -128,8 +128,12 @@ def label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | N
             else:
                 batch = a[:-2]
             return (*batch, a[-2], b[-1])  # type: ignore[arg-type]
-        case Accum(rescale=c) if c is not None:
+        case Accum(reduce_dim=rd, rescale=c) if c is not None:
             x, sh = labs
+            if rd is not None:
+                if x[rd] == ONE:
+                    return None
+                x = tuple(ONE if d == rd else a for d, a in enumerate(x))
             fits = len(x) == len(sh) and all(b in (a, ONE) for a, b in zip(x, sh, strict=True))
             return x if fits else None  # the shift broadcasts against the accumulated value
         case ReduceOp(_, _, dim) | Accum(_, dim):
@@ -311,6 +315,9 @@ class Generator:
         for x, c in ((a, b), (b, a)):
             if self._is_max(c) and not self._is_max(x):
                 self._try(Accum(0, rescale=1), (x, c), fresh)
+                for d, lab in enumerate(self.nodes[c][1]):  # summed over a dim the shift is constant along
+                    if lab == ONE:
+                        self._try(Accum(0, d, rescale=1), (x, c), fresh)
 
     def _heights(self) -> None:
         """h[n]: the fewest values on a chain from value n down to a load (a lower bound on any

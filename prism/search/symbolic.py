@@ -32,10 +32,12 @@ def op_tile(op: BlockOp, tiles: Sequence[Tile], eqs: list[LinForm]) -> Tile:
             same = len(a) == len(b)
             batch = tuple(broadcast(x, y, eqs) for x, y in zip(a[:-2], b[:-2], strict=True)) if same else a[:-2]
             return (*batch, a[-2], b[-1])
-        case Accum(rescale=c) if c is not None:
+        case Accum(reduce_dim=rd, rescale=c) if c is not None:
             tx, tc = tiles
             if len(tx) != len(tc):
                 raise Mismatch("rank")
+            if rd is not None:
+                tx = tuple(Ext(ONE) if d == rd else e for d, e in enumerate(tx))
             for ex, ec in zip(tx, tc, strict=True):
                 broadcast(ex, ec, eqs)  # the shift broadcasts against the accumulated value
             return tx
