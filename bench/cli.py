@@ -26,6 +26,7 @@ from bench.programs import roofline
 from bench.providers import PROVIDERS, Budget, Provider, default_provider, make_provider
 from prism import workloads
 from prism.errors import PrismError
+from prism.options import count_arg, seconds_arg, seed_arg
 
 log = logging.getLogger("bench")
 
@@ -53,9 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prism", choices=[*PROVIDERS, "auto"], default="auto",
                    help="where Prism's kernel comes from: prism.superoptimize, the tuner over the hand-built "
                         "plans, or none (default auto: the first that exists)")
-    p.add_argument("--samples", type=int, default=64, help="Prism tuning budget: samples per configuration")
-    p.add_argument("--time-budget", type=float, default=None, help="Prism tuning budget: seconds per configuration")
-    p.add_argument("--seed", type=int, default=0, help="seed of the tuning samples and of the correctness inputs")
+    p.add_argument("--samples", type=count_arg("samples"), default=64,
+                   help="Prism tuning budget: samples per configuration")
+    p.add_argument("--time-budget", type=seconds_arg("time_budget"), default=None,
+                   help="Prism tuning budget: seconds per configuration")
+    p.add_argument("--seed", type=seed_arg(), default=0, help="seed of the tuning samples and of the correctness inputs")
     p.add_argument("--no-cache", action="store_true", help="do not use Prism's search/tuning caches")
     p.add_argument("--out", type=Path, default=report.RESULTS_DIR, help="results folder (default bench/results)")
     p.add_argument("--tag", default=None, help="suffix of the result file name (e.g. 'baselines')")
@@ -149,6 +152,7 @@ def run(args: argparse.Namespace, argv: Sequence[str], measurer: Measurer | None
                 kernel = provider.prepare(cfg)
                 prism_fn = kernel.fn
                 rec.update(kernel.info)
+                rec["prism_source"] = kernel.info.get("prism_source") or provider.name  # shown per figure
             except Exception as e:  # Prism failing on one config is a result, not the end of the run
                 log.error("Prism on %s failed: %s", cfg.id, e)
                 rec["errors"]["prism"] = f"{type(e).__name__}: {e}"

@@ -77,6 +77,7 @@ class SuperoptimizeProvider:
         summary = dict(getattr(og, "summary", {}) or {})
         info: dict[str, Any] = {dst: summary[src] for src, dst in SUMMARY_FIELDS.items() if src in summary}
         info["optimize_s"] = time.perf_counter() - t0
+        info["prism_source"] = self.name
         return PrismKernel(og, info)
 
 
@@ -106,6 +107,7 @@ class HandPlanProvider:
             "prism_tuner_us": res.time_us,
             "prism_template": res.template_index,
             "prism_sizes": dict(res.sizes),
+            "prism_source": self.name,
         }
         return PrismKernel(res.kernel, info)
 
@@ -124,12 +126,10 @@ class SearchedOrHandProvider:
         from prism.pipeline import search_cache
 
         if search_cache().path(cfg.build().structure_key()).exists():
-            kernel = SuperoptimizeProvider(self.budget).prepare(cfg)
-            kernel.info["prism_source"] = "superoptimize"
-        else:
-            kernel = HandPlanProvider(self.budget).prepare(cfg)
-            kernel.info["prism_source"] = "hand-plans"
-        return kernel
+            return SuperoptimizeProvider(self.budget).prepare(cfg)
+        log.warning("%s: no search results in the cache; Prism's figure comes from hand plans (shown as such, "
+                    "never a headline figure)", cfg.id)
+        return HandPlanProvider(self.budget).prepare(cfg)
 
 
 PROVIDERS = ("superoptimize", "hand-plans", "searched-or-hand", "none")

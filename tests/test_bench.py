@@ -48,7 +48,7 @@ class FakeProvider:
     name = "fake"
 
     def prepare(self, cfg: Config) -> PrismKernel:
-        return PrismKernel(lambda: cfg.id, {"tune_s": 1.5, "samples": 8})
+        return PrismKernel(lambda: cfg.id, {"tune_s": 1.5, "samples": 8, "prism_source": "superoptimize"})
 
 
 def _run(tmp_path: Path, *argv: str, **kw: Any) -> tuple[int, dict[str, Any], Path]:

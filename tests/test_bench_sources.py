@@ -1,0 +1,77 @@
+"""Every Prism figure of a bench run names its plan source, and only figures from
+``prism.superoptimize`` become headlines (speedup, geometric mean, targets): ``--prism
+searched-or-hand`` falls back to hand plans for a program missing from the search cache, and that
+must show (issue 16)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import cli, providers, report
+from bench.providers import Budget, PrismKernel, SearchedOrHandProvider
+from prism.workloads import Config
+from tests.test_bench import FakeMeasurer
+
+
+class SourcedProvider:
+    """A fake provider whose figures come from ``source(cfg)``."""
+
+    def __init__(self, source: Callable[[Config], str | None], name: str = "fake") -> None:
+        self.source, self.name = source, name
+
+    def prepare(self, cfg: Config) -> PrismKernel:
+        src = self.source(cfg)
+        return PrismKernel(lambda: cfg.id, {"prism_source": src} if src else {})
+
+
+def _run(tmp_path: Path, provider: Any) -> dict[str, Any]:
+    rc = cli.main(["--out", str(tmp_path), "--configs", "swiglu_d1024,gqa_h1024", "--no-plot"],
+                  measurer=FakeMeasurer(), provider=provider)
+    assert rc == 0
+    (path,) = tmp_path.glob("*.json")
+    result: dict[str, Any] = json.loads(path.read_text())
+    return result
+
+
+def test_hand_plan_figures_are_shown_as_such_and_never_headlines(tmp_path: Path) -> None:
+    res = _run(tmp_path, SourcedProvider(lambda cfg: "hand-plans" if cfg.program == "gqa" else "superoptimize"))
+    swiglu, gqa = res["configs"]
+    assert swiglu["prism_source"] == "superoptimize" and swiglu["speedup"] == pytest.approx(2.5)
+    assert gqa["prism_source"] == "hand-plans" and gqa["prism_us"] == 4.0 and gqa["speedup"] is None
+    summary = res["summary"]
+    assert summary["not_from_superoptimize"] == {"gqa_h1024": "hand-plans"}
+    assert "beats_best_baseline_everywhere" not in summary and "geomean_target_met" not in summary
+    text = report.table(res)
+    assert "Prism plan" in text and "| hand-plans" in text and "| superoptimize" in text
+    assert "not from prism.superoptimize" in text and "gqa_h1024 (hand-plans)" in text
+
+
+def test_a_provider_that_does_not_say_is_named_by_the_run(tmp_path: Path) -> None:
+    res = _run(tmp_path, SourcedProvider(lambda cfg: None, name="hand-plans"))
+    assert {r["prism_source"] for r in res["configs"]} == {"hand-plans"}
+    assert res["summary"]["geomean_speedup"] is None
+
+
+def test_an_old_record_without_a_source_is_not_a_headline() -> None:
+    rec = report.finish_record({"config": "c", "prism_us": 4.0, "compile_us": 10.0, "floor_us": 1.0})
+    assert report.plan_source(rec) == "unknown" and rec["speedup"] is None and rec["floor_fraction"] is None
+    assert report.summarize([rec])["geomean_speedup"] is None
+
+
+def test_searched_or_hand_falls_back_visibly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))  # an empty search cache
+    monkeypatch.setattr(providers.HandPlanProvider, "prepare",
+                        lambda self, cfg: PrismKernel(lambda: None, {"prism_source": self.name}))
+    monkeypatch.setattr(providers.SuperoptimizeProvider, "prepare",
+                        lambda self, cfg: PrismKernel(lambda: None, {"prism_source": self.name}))
+    from prism import workloads
+
+    kernel = SearchedOrHandProvider(Budget()).prepare(workloads.config("swiglu_d1024"))
+    assert kernel.info["prism_source"] == "hand-plans"
+    assert "never a headline" in caplog.text
