@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=12)
     args = ap.parse_args()
     from prism import pipeline, workloads
-    from prism.tune.sizes import legal_sizes
+    from prism.codegen.sizes import legal_sizes
 
     jobs = []
     for cid in args.configs:

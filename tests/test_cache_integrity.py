@@ -105,7 +105,7 @@ def test_random_corruptions_of_a_search_entry_are_never_a_wrong_hit(data: st.Dat
     """Random edits of a valid entry (checksum made valid again): either it loads and every plan
     still computes the program, or it is evicted; never a bare exception."""
     from prism import interpreter
-    from prism.tune.sizes import legal_sizes
+    from prism.codegen.sizes import legal_sizes
 
     g = workloads.swiglu(4, 32)
     _seed("swiglu", g)

@@ -259,8 +259,8 @@ INTERNAL_LOOKING = ["t0", "t1", "_t0", "v1", "v2", "v3", "_v3", "p0_v3", "p1_v5"
 def test_user_names_like_internal_ones_keep_every_plan_right(names: list[str], ops: list[str]) -> None:
     """Inputs/outputs named like the partition's and the search's internal tensors (v3, p0_v3,
     t0): the predefined plan and the stitched plan of the parts compute the program."""
+    from prism.codegen.sizes import legal_sizes
     from prism.partition import partition, predefined_plan, stitch
-    from prism.tune.sizes import legal_sizes
 
     g = Graph()
     x, y = g.input((4, 8), name=names[0]), g.input((4, 8), name=names[1])

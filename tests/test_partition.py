@@ -7,10 +7,10 @@ import pytest
 
 from bench.zoo import ZOO, zoo_graph
 from prism import interpreter, pipeline
+from prism.codegen.sizes import legal_sizes
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph, PredefinedKernel
 from prism.partition import partition, predefined_plan, stitch
-from prism.tune.sizes import legal_sizes
 from prism.verify import verify_all
 
 

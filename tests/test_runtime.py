@@ -12,7 +12,7 @@ import pytest
 
 from prism import plans, workloads
 from prism.codegen import generate
-from prism.codegen.sizes import legal_sizes
+from prism.codegen.sizes import generated_sizes
 from prism.errors import DeviceError, InputError
 from prism.reference import relative_error
 
@@ -40,7 +40,7 @@ def _gpu_variants(cfg: workloads.Config) -> list[tuple[int, dict[str, int]]]:
     """A few legal sizes per plan with enough blocks to matter (deterministic)."""
     out = []
     for pi, template in enumerate(plans.hand_plans(cfg.program, cfg.build())):
-        legal = [(r.kernels[0].blocks, s) for s, r in legal_sizes(template, "sm_90")]
+        legal = [(r.kernels[0].blocks, s) for s, r in generated_sizes(template, "sm_90")]
         big = [s for b, s in legal if b >= 16] or [s for _, s in legal]
         idx = sorted({0, len(big) // 2, len(big) - 1})[:GPU_SIZES]
         out += [(pi, big[i]) for i in idx]

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 
 import pytest
 
 from prism import plans, workloads
+from prism.codegen.sizes import Usage, candidate_values, legal_sizes, smem_budget
 from prism.errors import IRError, TuningError
 from prism.ir import CustomKernel, KernelGraph, Load, infer
-from prism.tune import sizes as sizes_mod
-from prism.tune.sizes import SMEM_BYTES, Usage, candidate_values, legal_sizes
 
 
 def fake_resources(kg: KernelGraph, arch: str) -> Usage:
@@ -40,7 +38,7 @@ def brute_force(kg: KernelGraph, arch: str, max_threads: int = 1024, resources=N
             continue
         if resources is not None:
             use = resources(concrete, arch)
-            if use.smem_bytes > SMEM_BYTES[arch] or use.threads > max_threads:
+            if use.smem_bytes > smem_budget(arch) or use.threads > max_threads:
                 continue
         out.append(sizes)
     return out
@@ -84,7 +82,7 @@ def test_shared_memory_limit_per_arch(arch: str) -> None:
         got = legal_sizes(kg, arch=arch, resources=fake_resources)
         assert key(got) == key(brute_force(kg, arch, resources=fake_resources))
         for s in got:
-            assert fake_resources(kg.instantiate(s), arch).smem_bytes <= SMEM_BYTES[arch]
+            assert fake_resources(kg.instantiate(s), arch).smem_bytes <= smem_budget(arch)
 
 
 def test_sm90_allows_more_than_sm80() -> None:
@@ -148,19 +146,6 @@ def test_unknown_arch() -> None:
         legal_sizes(kg, arch="sm_70", resources=None)
 
 
-def test_missing_codegen_resources_warns_and_does_not_filter(monkeypatch: pytest.MonkeyPatch,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
-    import prism.codegen
-
-    monkeypatch.delattr(prism.codegen, "resources", raising=False)
-    sizes_mod._warn_once.cache_clear()
-    kg = plans.rmsnorm_linear_plan(workloads.rmsnorm_linear(n=4, d=16))
-    with caplog.at_level(logging.WARNING, logger="prism.tune.sizes"):
-        got = legal_sizes(kg, arch="sm_80")
-    assert "not filtered" in caplog.text
-    assert key(got) == key(brute_force(kg, "sm_80"))
-
-
 def test_with_the_code_generators_resources() -> None:
     """Real prism.codegen.resources: sm_90's 227 KB admit every sm_80 choice and more; brute force agrees."""
     codegen = pytest.importorskip("prism.codegen")
@@ -181,7 +166,7 @@ def test_with_the_code_generators_resources() -> None:
                 res = codegen.resources(concrete, arch)
             except (IRError, CodegenError):
                 continue
-            if res.smem_bytes <= SMEM_BYTES[arch] and res.threads <= 1024:
+            if res.smem_bytes <= smem_budget(arch) and res.threads <= 1024:
                 brute.append({"x": x, "i": i})
         assert key(got) == key(brute)
         per_arch[arch] = set(key(got))

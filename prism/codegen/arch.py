@@ -1,4 +1,4 @@
-"""Target architectures: the shared-memory budget per thread block and the thread limits.
+"""Target architectures and the CUDA launch limits: shared memory per block, threads, grid.
 
 Only sm_80 features are used (mma.sync, ldmatrix, cp.async), so one source runs on A100, H100 and
 H200; the architecture only decides the budget the generator checks sizes against.
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from prism.errors import CodegenError
 
 SMEM_DEFAULT = 48 * 1024  # above this a kernel needs the opt-in attribute
+MAX_THREADS = 1024  # threads per block
+MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid dim x, y, z
 
 
 @dataclass(frozen=True)
@@ -18,7 +20,7 @@ class Arch:
     name: str
     smem_max: int  # bytes of dynamic shared memory one block may opt into
     sms: int  # multiprocessors of the reference part (used by size heuristics only)
-    max_threads: int = 1024
+    max_threads: int = MAX_THREADS
 
 
 ARCHS: dict[str, Arch] = {

@@ -20,7 +20,7 @@ from prism import plans, workloads
 from prism.codegen.arch import ARCHS
 from prism.codegen.generate import generate
 from prism.codegen.plan import LaunchPlan
-from prism.codegen.sizes import default_sizes, legal_sizes
+from prism.codegen.sizes import default_sizes, generated_sizes
 from prism.errors import OptionError, WorkloadError
 from prism.graph import Graph
 from prism.ir import KernelGraph
@@ -80,7 +80,7 @@ def emit(cfg: workloads.Config, out: Path, *, arch: str = "sm_80", all_sizes: bo
     graph = cfg.build()
     written = []
     for pi, template in enumerate(plan_source(cfg.program, graph)):
-        choices = [s for s, _ in legal_sizes(template, arch)] if all_sizes else [default_sizes(template, arch)]
+        choices = [s for s, _ in generated_sizes(template, arch)] if all_sizes else [default_sizes(template, arch)]
         for sizes in choices:
             plan = generate(template.instantiate(sizes), arch=arch)
             d = out / cfg.id / f"p{pi}_{_tag(sizes)}"

@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from prism.codegen.arch import Arch
+from prism.codegen.arch import MAX_GRID, Arch
 from prism.errors import CodegenError, IRError
 from prism.ir import (
     Accum,
@@ -48,7 +48,6 @@ from prism.ops import Reduce
 HALF_DTYPES = ("float16", "bfloat16")
 INTERMEDIATE_DTYPE = "float32"
 MAX_ACC_REGS = 128  # float accumulator registers per thread
-MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_ELEMS = 2**31 - 1
 ALIGN = 128  # byte alignment of every shared-memory buffer
 MAX_STAGES = 16  # pipeline depth limit (cp.async.wait_group immediates stay small)

@@ -1,66 +1,213 @@
-"""Legal size choices of a μGraph template (symbolic grid / loop sizes) and a default pick.
+"""Legal size assignments of a μGraph template for its concrete shapes and a GPU architecture.
 
-The tuner owns the real search over sizes; this module only enumerates powers of two that pass the
-IR's divisibility checks and the generator's resource checks (``resources``), and picks a
-reasonable default for ``python -m prism emit``.
+The one home of size legality: the tuner enumerates its search space here and ``python -m prism
+emit`` picks its default here. A template's sizes (grid dims and for-loop extents) are symbols
+shared by name across its kernels. An assignment is legal when
+
+* every split divides its dim and the instantiated μGraph validates (``prism.ir.infer``),
+* each kernel's grid is within the CUDA limits (``prism.codegen.arch.MAX_GRID``),
+* the code generator lowers it within the architecture's shared memory per block and thread limit
+  (a resources function, by default ``prism.codegen.resources.resources``; None for no such filter).
+
+Candidate values of a symbol are, for the tuner, the divisors of the tensors' dims and the powers
+of two up to the largest dim (:func:`candidate_values`); for ``emit``, the powers of two up to 4096
+(:data:`POW2`). The enumeration backtracks over the symbols in order and checks each Load's
+divisibility as soon as its factors are known, so it never builds the whole product.
 """
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
+from prism.codegen.arch import ARCHS, MAX_GRID, MAX_THREADS
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.lower import Options
 from prism.codegen.resources import Resources, resources
-from prism.errors import CodegenError, IRError
-from prism.ir import CustomKernel, KernelGraph
+from prism.errors import CodegenError, IRError, TuningError
+from prism.ir import CustomKernel, KernelGraph, Load, check_structure, infer
 
-POW2 = tuple(2**e for e in range(13))  # 1 .. 4096
-
-
-def legal_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Options | None = None,
-                values: tuple[int, ...] = POW2) -> Iterator[tuple[dict[str, int], Resources]]:
-    """Every assignment of ``values`` to the template's symbols that generates, with its resources."""
-    syms = template.symbols
-    for combo in itertools.product(values, repeat=len(syms)):
-        sizes = dict(zip(syms, combo, strict=True))
-        if not _inputs_divide(template, sizes):
-            continue
-        try:
-            res = resources(template.instantiate(sizes), arch, options=options)
-        except (IRError, CodegenError):
-            continue
-        yield sizes, res
+POW2 = tuple(2**e for e in range(13))  # 1 .. 4096: emit's candidate values
 
 
-def _inputs_divide(template: KernelGraph, sizes: dict[str, int]) -> bool:
-    """Cheap pre-check: the splits of every Load of a program input divide its dims."""
+class Footprint(Protocol):
+    """What a concrete μGraph needs per thread block (the maximum over its kernels)."""
+
+    @property
+    def smem_bytes(self) -> int: ...
+
+    @property
+    def threads(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A plain :class:`Footprint` (resources functions other than the code generator's)."""
+
+    smem_bytes: int
+    threads: int
+
+
+# resources(kg, arch) -> the footprint of a concrete μGraph, or raises CodegenError when it cannot lower.
+type ResourceFn[F: Footprint] = Callable[[KernelGraph, str], F]
+
+
+def smem_budget(arch: str) -> int:
+    """Shared memory one thread block may opt into on ``arch`` (TuningError if unknown)."""
+    if arch not in ARCHS:
+        raise TuningError(f"unknown architecture {arch!r}; known: {', '.join(ARCHS)}")
+    return ARCHS[arch].smem_max
+
+
+def candidate_values(template: KernelGraph) -> list[int]:
+    """Divisors of every input/output dim and powers of two up to the largest dim, ascending."""
+    dims = {d for t in (*template.inputs, *template.outputs) for d in t.shape}
+    top = max(dims, default=1)
+    values = {1 << k for k in range(top.bit_length()) if 1 << k <= top}
+    for d in dims:
+        values.update(v for v in range(1, math.isqrt(d) + 1) if d % v == 0)
+        values.update(d // v for v in range(1, math.isqrt(d) + 1) if d % v == 0)
+    return sorted(values)
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A Load of an input tensor: ``extent`` must be divisible by the product of ``factors``."""
+
+    extent: int
+    factors: tuple[int | str, ...]
+
+    def symbols(self) -> set[str]:
+        return {f for f in self.factors if isinstance(f, str)}
+
+    def ok(self, sizes: Mapping[str, int]) -> bool:
+        div = math.prod(sizes[f] if isinstance(f, str) else f for f in self.factors)
+        return self.extent % div == 0
+
+
+def _splits(template: KernelGraph) -> list[_Split]:
     shapes = {t.name: t.shape for t in template.inputs}
-
-    def val(s: int | str) -> int:
-        return sizes[s] if isinstance(s, str) else s
-
+    out = []
     for k in template.kernels:
         if not isinstance(k, CustomKernel):
             continue
-        grid = [val(g) for g in k.grid]
-        loop = val(k.loop)
-        for op in k.loads:
-            shape = shapes.get(op.tensor)
-            if shape is None:
-                continue
+        for op in k.ops:
+            if not isinstance(op, Load) or op.tensor not in shapes:
+                continue  # intermediates: their shapes depend on the sizes; infer() checks them
+            shape = shapes[op.tensor]
             for a, extent in enumerate(shape):
-                div = 1
-                for p, g in enumerate(grid):
-                    if p < len(op.imap) and op.imap[p] == a:
-                        div *= g
+                factors: list[int | str] = [g for p, g in enumerate(k.grid) if p < len(op.imap) and op.imap[p] == a]
                 if op.fmap == a:
-                    div *= loop
-                if extent % div:
-                    return False
+                    factors.append(k.loop)
+                if factors:
+                    out.append(_Split(extent, tuple(factors)))
+    return out
+
+
+def _grid_ok(kg: KernelGraph) -> bool:
+    for k in kg.kernels:
+        if isinstance(k, CustomKernel) and any(int(g) > lim for g, lim in zip(k.grid, MAX_GRID, strict=False)):
+            return False
     return True
+
+
+def _footprint[F: Footprint](kg: KernelGraph, arch: str, resources: ResourceFn[F] | None, max_threads: int,
+                             structure: bool) -> tuple[bool, F | None]:
+    """(legal, the resources function's footprint) of a concrete μGraph."""
+    try:
+        infer(kg, structure=structure)
+    except IRError:
+        return False, None
+    if not _grid_ok(kg):
+        return False, None
+    if resources is None:
+        return True, None
+    try:
+        use = resources(kg, arch)
+    except CodegenError:
+        return False, None
+    return use.smem_bytes <= smem_budget(arch) and use.threads <= max_threads, use
+
+
+def is_legal(kg: KernelGraph, arch: str, *, resources: ResourceFn[Footprint] | None = None,
+             max_threads: int = MAX_THREADS, structure: bool = True) -> bool:
+    """Whether a concrete μGraph is legal on ``arch`` (shapes, grid limits, shared memory, threads);
+    ``structure=False`` when the template's size-free structure was checked already."""
+    return _footprint(kg, arch, resources, max_threads, structure)[0]
+
+
+def iter_legal[F: Footprint](template: KernelGraph, *, arch: str, resources: ResourceFn[F] | None,
+                             values: Sequence[int] | None = None,
+                             max_threads: int = MAX_THREADS) -> Iterator[tuple[dict[str, int], F | None]]:
+    """Legal assignments with their footprints (None without a resources function), in
+    lexicographic order of (symbols in order, ``values`` ascending; default :func:`candidate_values`)."""
+    smem_budget(arch)  # unknown arch: fail before enumerating
+    try:
+        check_structure(template)  # size-free: once per template, not per size assignment
+    except IRError:
+        return
+    symbols = template.symbols
+    vals = candidate_values(template) if values is None else sorted(values)
+    # A split is checked as soon as the last of its symbols is assigned.
+    order = {s: i for i, s in enumerate(symbols)}
+    checks: list[list[_Split]] = [[] for _ in symbols]
+    for sp in _splits(template):
+        syms = sp.symbols()
+        if syms:
+            checks[max(order[s] for s in syms)].append(sp)
+        elif not sp.ok({}):
+            return
+    assigned: dict[str, int] = {}
+
+    def rec(i: int) -> Iterator[tuple[dict[str, int], F | None]]:
+        if i == len(symbols):
+            ok, use = _footprint(template.instantiate(assigned), arch, resources, max_threads, False)
+            if ok:
+                yield dict(assigned), use
+            return
+        for v in vals:
+            assigned[symbols[i]] = v
+            if all(sp.ok(assigned) for sp in checks[i]):
+                yield from rec(i + 1)
+        assigned.pop(symbols[i], None)
+
+    yield from rec(0)
+
+
+def iter_legal_sizes(template: KernelGraph, *, arch: str, max_threads: int = MAX_THREADS,
+                     resources: ResourceFn[Footprint] | None = resources,
+                     values: Sequence[int] | None = None) -> Iterator[dict[str, int]]:
+    """The assignments of :func:`iter_legal`, without footprints."""
+    for sizes, _ in iter_legal(template, arch=arch, resources=resources, values=values, max_threads=max_threads):
+        yield sizes
+
+
+def legal_sizes(template: KernelGraph, *, arch: str, max_threads: int = MAX_THREADS, limit: int | None = None,
+                resources: ResourceFn[Footprint] | None = resources,
+                values: Sequence[int] | None = None) -> list[dict[str, int]]:
+    """Every legal assignment of ``template.symbols`` (at most ``limit``), see the module docstring.
+
+    ``resources(kg, arch)`` reports shared memory and threads per block of a concrete μGraph (or
+    raises CodegenError); by default the code generator's; pass None for no such filter.
+    """
+    out: list[dict[str, int]] = []
+    for sizes in iter_legal_sizes(template, arch=arch, max_threads=max_threads, resources=resources, values=values):
+        out.append(sizes)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def generated_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Options | None = None,
+                    values: Sequence[int] = POW2) -> Iterator[tuple[dict[str, int], Resources]]:
+    """Every legal assignment of ``values`` (default: powers of two) with the generator's resources."""
+    fn = functools.partial(resources, options=options)
+    for sizes, res in iter_legal(template, arch=arch, resources=fn, values=values):
+        assert res is not None
+        yield sizes, res
 
 
 def _score(res: Resources, sms: int) -> float:
@@ -77,7 +224,7 @@ def default_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Option
     """A legal size choice by a simple occupancy heuristic (CodegenError if there is none)."""
     best: tuple[float, dict[str, int]] | None = None
     sms = get_arch(arch).sms
-    for sizes, res in legal_sizes(template, arch, options=options):
+    for sizes, res in generated_sizes(template, arch, options=options):
         s = _score(res, sms)
         if best is None or s > best[0]:
             best = (s, sizes)

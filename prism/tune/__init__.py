@@ -4,13 +4,12 @@ parallel compilation, profiling with one timing primitive, and a reference-check
 Importable without torch, CuPy or a GPU; those are imported when a GPU backend is used.
 """
 
+from prism.codegen.sizes import Usage, is_legal, iter_legal_sizes, legal_sizes
 from prism.tune.backends import Backend, CudaBackend, InterpreterBackend
 from prism.tune.sampler import Sample, sample
-from prism.tune.sizes import SMEM_BYTES, Usage, is_legal, iter_legal_sizes, legal_sizes
 from prism.tune.tuner import SampleRecord, TuneResult, input_scales, random_inputs, tune
 
 __all__ = [
-    "SMEM_BYTES",
     "Backend",
     "CudaBackend",
     "InterpreterBackend",

@@ -18,10 +18,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from prism import interpreter
+from prism.codegen.resources import resources
+from prism.codegen.sizes import Footprint, ResourceFn
 from prism.errors import DeviceError
 from prism.graph import Graph
 from prism.ir import KernelGraph, validate
-from prism.tune.sizes import Resources
 
 
 class Backend(Protocol):
@@ -29,7 +30,7 @@ class Backend(Protocol):
         """The architecture to tune for when the caller names none (e.g. ``"sm_90"``)."""
         ...
 
-    def resources(self) -> Resources | None:
+    def resources(self) -> ResourceFn[Footprint] | None:
         """The shared-memory/threads check used to enumerate legal sizes (None: no filter)."""
         ...
 
@@ -54,7 +55,7 @@ class InterpreterBackend:
     """Runs candidates in the μGraph interpreter; their 'time' is ``timer(kg)``."""
 
     def __init__(self, timer: Callable[[KernelGraph], float], *, arch: str = "sm_90",
-                 resources: Resources | None = None) -> None:
+                 resources: ResourceFn[Footprint] | None = None) -> None:
         self.timer = timer
         self._arch = arch
         self._resources = resources
@@ -62,7 +63,7 @@ class InterpreterBackend:
     def arch(self) -> str:
         return self._arch
 
-    def resources(self) -> Resources | None:
+    def resources(self) -> ResourceFn[Footprint] | None:
         return self._resources
 
     def setup(self, graph: Graph, inputs: Mapping[str, np.ndarray]) -> None:
@@ -104,10 +105,8 @@ class CudaBackend:
             self._arch = detect_arch()
         return self._arch
 
-    def resources(self) -> Resources | None:
-        from prism.tune.sizes import default_resources
-
-        return default_resources()
+    def resources(self) -> ResourceFn[Footprint] | None:
+        return resources
 
     def _tensor(self, a: np.ndarray, dtype: str) -> Any:
         import torch

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from prism.codegen.sizes import legal_sizes
 from prism.errors import TuningError
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph
@@ -33,7 +34,6 @@ from prism.options import check_tuning
 from prism.reference import evaluate, relative_error, round_to_dtype
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.sampler import Sample, sample
-from prism.tune.sizes import legal_sizes
 from prism.tune.stress import TARGET as STRESS_TARGET
 from prism.tune.stress import stress_inputs
 from prism.tune.tolerance import tolerance
