@@ -20,8 +20,8 @@ class SearchConfig:
     ``max_kernels`` bounds custom kernels per kernel graph; a later kernel may read tensors written by
     an earlier one (at most ``max_intermediates`` such tensors in a graph) and may reuse an earlier
     kernel's grid size as its own loop or grid size (``share_sizes``). ``max_intermediates`` None
-    is 2, or 3 when the program has a max (a split online softmax hands on its numerator,
-    denominator and running max).
+    is 2; a running max handed on beside rescaled partials (a split online softmax) is not
+    counted.
     ``split_only`` keeps only the multi-kernel graphs whose later kernel loops over an earlier
     kernel's grid size (split-K / split-KV: partial results reduced by the next kernel); a plain
     kernel pipeline that fuses less is left out of the space.

@@ -277,6 +277,13 @@ def is_max(p: Poly) -> bool:
     return e == 1 and a[0] == "fn" and a[1] == "max"
 
 
+def shifted_by(x: Poly, c: Poly) -> bool:
+    """Does ``x`` contain ``exp(… − c)`` (an exponential shifted by ``c``, a bare max)? Only such a
+    value is worth accumulating with rescaling by ``c``."""
+    ((cm, _),) = tuple(c)
+    return any(a[1] == "exp" and (cm, -1) in a[2] for a in atoms_of(x) if a[0] == "fn")  # type: ignore[operator]
+
+
 def has_var(p: Poly) -> bool:
     """Does ``p`` depend on any program input? (A value that does not is a constant.)"""
     for m, _ in p:

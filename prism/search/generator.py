@@ -42,7 +42,7 @@ from prism.ops import COMMUTATIVE, Binary, Reduce, Scalar, Unary
 from .canonical import INTERMEDIATE, canonical_order
 from .config import SearchConfig
 from .dimmatch import ONE, ProgramLabels, program_labels
-from .exprprune import Poly, Target, build_target, is_max
+from .exprprune import Poly, Target, build_target, is_max, shifted_by
 from .sgraph import LOOP, PARALLEL, SGraph
 from .symbolic import KernelSpec, symbolize
 
@@ -311,9 +311,10 @@ class Generator:
         return Reduce.MAX in self.vocab.reduce and is_max(self.exprs[self.nodes[n][0]])
 
     def _rescaled(self, a: int, b: int, fresh: list[int]) -> None:
-        """Online-softmax accumulators of one loop value rescaled by the other, a max (both ways)."""
+        """Online-softmax accumulators of one loop value rescaled by the other (both ways): by a
+        bare max ``c``, of a value holding ``exp(… − c)`` (any other rescaling is never right)."""
         for x, c in ((a, b), (b, a)):
-            if self._is_max(c) and not self._is_max(x):
+            if self._is_max(c) and shifted_by(self.exprs[self.nodes[x][0]], self.exprs[self.nodes[c][0]]):
                 self._try(Accum(0, rescale=1), (x, c), fresh)
                 for d, lab in enumerate(self.nodes[c][1]):  # summed over a dim the shift is constant along
                     if lab == ONE:
@@ -390,7 +391,8 @@ class Generator:
                 self._check_time()
             n = pending.pop()
             for r in options(n):
-                if r.tensor == INTERMEDIATE and n_inter[0] >= max_inter:
+                counted = r.tensor == INTERMEDIATE and not self._is_max(n)  # a running max rides along
+                if counted and n_inter[0] >= max_inter:
                     continue
                 if any(reaches(a, n) for a in r.args):
                     continue
@@ -408,13 +410,13 @@ class Generator:
                     continue
                 chosen[n] = r
                 counts[kind] = counts.get(kind, 0) + 1
-                n_inter[0] += r.tensor == INTERMEDIATE
+                n_inter[0] += counted
                 pending.extend(new)
                 for a in new:
                     depth[a] = depth[n] + 1
                 yield from rec()
                 del pending[len(pending) - len(new):]
-                n_inter[0] -= r.tensor == INTERMEDIATE
+                n_inter[0] -= counted
                 counts[kind] -= 1
                 del chosen[n]
             pending.append(n)
@@ -575,9 +577,7 @@ class Generator:
                                     KernelSpec(tuple(ops1), grid1, loop1)])
 
     def _max_intermediates(self) -> int:
-        if self.cfg.max_intermediates is not None:
-            return self.cfg.max_intermediates
-        return 3 if Reduce.MAX in self.vocab.reduce else 2
+        return self.cfg.max_intermediates if self.cfg.max_intermediates is not None else 2
 
     def _first_budget(self, roots: list[int]) -> int:
         """Ops (saves excluded) of a split graph's first kernel: what the op bound leaves after its
