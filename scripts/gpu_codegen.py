@@ -38,7 +38,7 @@ except ImportError:
 
 from prism import plans, workloads
 from prism.codegen import Options, generate
-from prism.codegen.sizes import legal_sizes
+from prism.codegen.sizes import generated_sizes
 from prism.reference import relative_error
 
 ARCH = "sm_90"
@@ -76,7 +76,7 @@ def variants(cfg: workloads.Config, max_per_plan: int, extra: bool = True) -> li
             continue
         cands = []
         grid = GRIDS.get((cfg.program, pi))
-        for sizes, res in legal_sizes(kg, ARCH):
+        for sizes, res in generated_sizes(kg, ARCH):
             if grid is not None and any(sizes[k] not in grid[k] for k in sizes):
                 continue
             k0 = res.kernels[0]

@@ -13,7 +13,7 @@ import pytest
 from prism import interpreter, plans, workloads
 from prism.codegen import CodegenError, LaunchPlan, Options, generate, resources
 from prism.codegen.nvcc import compile_check, nvcc_path
-from prism.codegen.sizes import default_sizes, legal_sizes
+from prism.codegen.sizes import default_sizes, generated_sizes
 from prism.errors import CompileError
 from prism.graph import Graph
 from prism.ir import Accum, CustomKernel, KernelGraph, Load, MatmulOp, Save, TensorSpec
@@ -24,7 +24,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 def _picks(template: KernelGraph, arch: str) -> list[dict[str, int]]:
     """Three legal size choices spread over the legal set (first, middle, last), deterministic."""
-    legal = [s for s, _ in legal_sizes(template, arch)]
+    legal = [s for s, _ in generated_sizes(template, arch)]
     assert legal, f"{template.program}: no legal sizes"
     idx = sorted({0, len(legal) // 2, len(legal) - 1})
     return [legal[i] for i in idx]
