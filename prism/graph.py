@@ -13,7 +13,6 @@ primitives that the search and the verifier understand. ``softmax`` subtracts th
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import math
@@ -22,13 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prism.errors import DimError, DTypeError, GraphError, InputError, ShapeError
+from prism import reference
+from prism.errors import DimError, DTypeError, GraphError, ShapeError
 from prism.names import NameKind, name_problem, show
 from prism.ops import (
     DTYPES,
     Binary,
     Const,
     DimRecip,
+    OpKind,
     Reduce,
     Scalar,
     Unary,
@@ -52,15 +53,6 @@ def _finite(op: str, c: object) -> float:
     if not np.isfinite(value):
         raise GraphError(op, f"scalar {text} must be a finite number")
     return value
-
-
-class OpKind(enum.Enum):
-    INPUT = "input"
-    UNARY = "unary"
-    BINARY = "binary"
-    REDUCE = "reduce"
-    MATMUL = "matmul"
-    TRANSPOSE = "transpose"
 
 
 @dataclass(frozen=True)
@@ -444,41 +436,9 @@ class Graph:
     # ------------------------------------------------------------------ reference
     def evaluate(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
         """Every output in float64 NumPy: the ground truth of all tests."""
-        from prism.reference import evaluate
-
-        return evaluate(self, inputs)
+        return reference.evaluate(self, inputs)
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{t.name}{list(t.shape)}" for t in self.inputs)
         outs = ", ".join(f"{t.name}{list(t.shape)}" for t in self.outputs)
         return f"Graph({ins} -> {outs}, {len(self.nodes)} nodes)"
-
-
-def bind_inputs(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """Match user values to the graph's inputs by name or position, checking shapes."""
-    infos = graph.inputs
-    if not isinstance(inputs, Mapping) and (isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence)):
-        raise InputError(f"inputs: expected a mapping of input names to arrays or a sequence of arrays, "
-                         f"got {type(inputs).__name__}")
-    if isinstance(inputs, Mapping):
-        missing = [t.name for t in infos if t.name not in inputs]
-        extra = [k for k in inputs if k not in {t.name for t in infos}]
-        if missing or extra:
-            raise InputError(f"inputs: missing {missing}, unexpected {extra}; expected {[t.name for t in infos]}")
-        values = {t.name: inputs[t.name] for t in infos}
-    else:
-        if len(inputs) != len(infos):
-            raise InputError(f"inputs: got {len(inputs)} arrays, the program has {len(infos)} inputs")
-        values = {t.name: v for t, v in zip(infos, inputs, strict=True)}
-    out = {}
-    for t in infos:
-        try:
-            arr = np.asarray(values[t.name])
-        except (ValueError, TypeError) as e:  # ragged nested lists, objects that refuse conversion
-            raise InputError(f"input {t.name!r}: not an array of numbers ({e})") from None
-        if arr.dtype.kind not in "biuf":
-            raise InputError(f"input {t.name!r}: values of dtype {arr.dtype} are not real numbers")
-        if tuple(arr.shape) != t.shape:
-            raise InputError(f"input {t.name!r}: shape {tuple(arr.shape)} does not match the declared {t.shape}")
-        out[t.name] = arr.astype(np.float64)
-    return out

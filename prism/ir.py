@@ -27,14 +27,16 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from prism.errors import IRError, SerializationError
-from prism.graph import Graph, OpKind
-from prism.names import kernel_graph_name_problem
+from prism.names import NameKind, name_problem, show
 from prism.ops import (
     Binary,
+    DimRecip,
+    OpKind,
     Reduce,
     Scalar,
     Unary,
@@ -43,6 +45,9 @@ from prism.ops import (
     scalar_from_json,
     scalar_to_json,
 )
+
+if TYPE_CHECKING:
+    from prism.graph import Graph
 
 FORMAT = "prism.kernel_graph"
 VERSION = 1
@@ -353,6 +358,39 @@ def _kg_from_obj(obj: dict[str, object]) -> KernelGraph:
 
 
 # ---------------------------------------------------------------------------------- validation
+
+
+def _names_of(kg: KernelGraph) -> Iterator[tuple[NameKind, object, str]]:
+    """Every name in a kernel graph: (kind, name, where it appears)."""
+    yield NameKind.PROGRAM, kg.program, "program"
+    for role, specs in (("input", kg.inputs), ("output", kg.outputs)):
+        for t in specs:
+            yield NameKind.TENSOR, t.name, role
+    for k in kg.kernels:
+        yield NameKind.KERNEL, k.name, "kernel"
+        where = f"kernel {show(k.name)}"
+        if isinstance(k, CustomKernel):
+            for s in (*k.grid, k.loop):
+                if not isinstance(s, int):
+                    yield NameKind.SIZE, s, f"{where}, size"
+            for op in k.ops:
+                if isinstance(op, Load | Save):
+                    yield NameKind.TENSOR, op.tensor, f"{where}, {type(op).__name__.lower()}"
+                elif isinstance(op, UnaryOp) and isinstance(op.scalar, DimRecip):
+                    yield NameKind.TENSOR, op.scalar.tensor, f"{where}, scalar"
+        else:
+            for operand in (*k.inputs, k.output):
+                yield NameKind.TENSOR, operand, f"{where}, operand"
+            if isinstance(k.scalar, DimRecip):
+                yield NameKind.TENSOR, k.scalar.tensor, f"{where}, scalar"
+
+
+def kernel_graph_name_problem(kg: KernelGraph) -> str | None:
+    """The first bad name of a kernel graph, with where it is and why (None when all are valid)."""
+    for kind, name, where in _names_of(kg):
+        if (bad := name_problem(name, kind)) is not None:
+            return f"{where} {show(name)}: {bad}"
+    return None
 
 
 @dataclass(frozen=True)

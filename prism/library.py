@@ -27,12 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from prism import workloads
+from prism import codegen, runtime, workloads
+from prism.codegen.plan import LaunchPlan
 from prism.errors import IRError, LibraryError, SerializationError
 from prism.graph import Graph
 from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
 from prism.options import count_arg, target_arg
+from prism.pipeline import superoptimize
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +207,15 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def library_source(plan: LaunchPlan) -> str:
+    """All custom kernels of a plan in one translation unit: each in its own namespace so their
+    preludes do not collide (the ``extern "C"`` entry points keep their names)."""
+    if len(plan.kernels) == 1:
+        return str(plan.kernels[0].source)
+    return "\n".join(f"namespace prism_{i} {{\n{k.source}\n}}  // namespace prism_{i}\n"
+                     for i, k in enumerate(plan.kernels))
+
+
 def read_manifest(root: Path = ROOT) -> dict[str, Any]:
     path = root / "manifest.json"
     if not path.exists():
@@ -313,6 +324,30 @@ def build(
     return status
 
 
+def library_optimizer(samples: int = 48, seed: int = 0) -> Callable[[Graph, Entry, str], Built]:
+    """An ``optimize(graph, entry, arch)`` for :func:`build`: superoptimize, then the sources."""
+
+    def optimize(graph: Graph, entry: Entry, arch: str) -> Built:
+        kernel = superoptimize(graph, target=arch, samples=samples, seed=seed, program=entry.program,
+                               progress=False, scales=entry.scales())
+        plan = codegen.generate(kernel.kernel_graph, arch=arch)
+        source = library_source(plan)
+        return Built(kernel.kernel_graph, source, plan.to_json(), kernel.summary.get("best_us"), _gpu_name())
+
+    return optimize
+
+
+def _gpu_name() -> str:
+    try:
+        import cupy  # optional: only on a GPU machine
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:
+        return "unknown GPU"
+
+
 # ---------------------------------------------------------------------------------- loader
 
 
@@ -375,11 +410,7 @@ def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *,
     """
     rec = _find(read_manifest(root), name_or_graph, shapes)
     kg, shipped = _checked(rec, root)
-    from prism import codegen, runtime
-
     plan = codegen.generate(kg, arch=rec["arch"])  # deterministic: the shipped source, regenerated
-    from prism.pipeline import library_source
-
     if sha256(library_source(plan)) != sha256(shipped.read_text()):
         log.warning("%s: this Prism generates different code than the shipped %s; using the new code "
                     "(rebuild the library to re-tune)", rec["program"], shipped)
@@ -440,8 +471,6 @@ def run(args: argparse.Namespace) -> int:
         spec = Spec(spec.arch, tuple(e for e in spec.entries if args.only in e.name), spec.base)
     if args.jobs:
         os.environ["PRISM_JOBS"] = str(args.jobs)
-    from prism.pipeline import library_optimizer
-
     status = build(spec, library_optimizer(samples=args.samples), force=args.force)
     for name, s in status.items():
         print(f"{name:45s} {s}")

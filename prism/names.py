@@ -17,11 +17,6 @@ comment, a file name and a log line.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from prism.ir import KernelGraph
 
 MAX_NAME = 100
 
@@ -57,42 +52,6 @@ def show(name: object) -> str:
     """A bad name for an error message: its repr, shortened (control characters stay escaped)."""
     text = repr(name)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _names_of(kg: KernelGraph) -> Iterator[tuple[NameKind, object, str]]:
-    """Every name in a kernel graph: (kind, name, where it appears)."""
-    from prism.ir import CustomKernel, Load, Save, UnaryOp
-    from prism.ops import DimRecip
-
-    yield NameKind.PROGRAM, kg.program, "program"
-    for role, specs in (("input", kg.inputs), ("output", kg.outputs)):
-        for t in specs:
-            yield NameKind.TENSOR, t.name, role
-    for k in kg.kernels:
-        yield NameKind.KERNEL, k.name, "kernel"
-        where = f"kernel {show(k.name)}"
-        if isinstance(k, CustomKernel):
-            for s in (*k.grid, k.loop):
-                if not isinstance(s, int):
-                    yield NameKind.SIZE, s, f"{where}, size"
-            for op in k.ops:
-                if isinstance(op, Load | Save):
-                    yield NameKind.TENSOR, op.tensor, f"{where}, {type(op).__name__.lower()}"
-                elif isinstance(op, UnaryOp) and isinstance(op.scalar, DimRecip):
-                    yield NameKind.TENSOR, op.scalar.tensor, f"{where}, scalar"
-        else:
-            for operand in (*k.inputs, k.output):
-                yield NameKind.TENSOR, operand, f"{where}, operand"
-            if isinstance(k.scalar, DimRecip):
-                yield NameKind.TENSOR, k.scalar.tensor, f"{where}, scalar"
-
-
-def kernel_graph_name_problem(kg: KernelGraph) -> str | None:
-    """The first bad name of a kernel graph, with where it is and why (None when all are valid)."""
-    for kind, name, where in _names_of(kg):
-        if (bad := name_problem(name, kind)) is not None:
-            return f"{where} {show(name)}: {bad}"
-    return None
 
 
 # ---------------------------------------------------------------------------------- mangling

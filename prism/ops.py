@@ -18,6 +18,17 @@ F64 = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
 
 
+class OpKind(enum.Enum):
+    """The kind of a Graph node or a pre-defined kernel; ``fn`` (Unary/Binary/Reduce) picks the op."""
+
+    INPUT = "input"
+    UNARY = "unary"
+    BINARY = "binary"
+    REDUCE = "reduce"
+    MATMUL = "matmul"
+    TRANSPOSE = "transpose"
+
+
 class Unary(enum.Enum):
     """Elementwise unary ops. SCALE and ADD_SCALAR carry a scalar operand."""
 

@@ -29,7 +29,10 @@ from prism.progress import StageBar
 from prism.reference import relative_error
 from prism.rowwise import row_plan
 from prism.settings import settings
+from prism.tune.backends import CudaBackend
 from prism.tune.inputs import InputSampler, check_examples, input_sampler, part_sampler
+from prism.tune.tolerance import tolerance
+from prism.tune.tuner import tune
 
 if TYPE_CHECKING:
     from prism.search.config import SearchConfig
@@ -418,8 +421,6 @@ def superoptimize(
     check_seconds("search_budget", search_budget, "superoptimize")
     sampler = input_sampler(graph, example_inputs, scales)
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)
-    from prism.tune.backends import CudaBackend
-
     if backend is None:  # tests pass the interpreter backend instead
         _require_gpu(program, outcome)
         backend = CudaBackend(target)
@@ -459,9 +460,6 @@ def superoptimize(
 def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: int, seed: int,
                  time_budget: float | None, cache: bool, summary: dict[str, Any]) -> tuple[Any, dict[str, Any], KernelGraph]:
     """Tune ``req`` (or load its tuned plan, checked again); return (kernel, summary, concrete plan)."""
-    from prism.tune.tolerance import tolerance
-    from prism.tune.tuner import tune
-
     graph = req.graph
     arch = backend.arch()
     use_cache = cache and not settings().no_cache
@@ -533,39 +531,3 @@ class Superoptimized:
         best = self.summary.get("best_us")
         shown = f"{best:.2f} µs" if isinstance(best, float) else "untimed"
         return f"Superoptimized({self.kernel!r}, {shown})"
-
-
-def library_optimizer(samples: int = 48, seed: int = 0) -> Any:
-    """An ``optimize(graph, entry, arch)`` for prism.library.build: superoptimize, then the sources."""
-    from prism.library import Built, Entry
-
-    def optimize(graph: Graph, entry: Entry, arch: str) -> Built:
-        from prism import codegen
-
-        kernel = superoptimize(graph, target=arch, samples=samples, seed=seed, program=entry.program,
-                               progress=False, scales=entry.scales())
-        plan = codegen.generate(kernel.kernel_graph, arch=arch)
-        source = library_source(plan)
-        return Built(kernel.kernel_graph, source, plan.to_json(), kernel.summary.get("best_us"), _gpu_name())
-
-    return optimize
-
-
-def library_source(plan: Any) -> str:
-    """All custom kernels of a plan in one translation unit: each in its own namespace so their
-    preludes do not collide (the ``extern "C"`` entry points keep their names)."""
-    if len(plan.kernels) == 1:
-        return str(plan.kernels[0].source)
-    return "\n".join(f"namespace prism_{i} {{\n{k.source}\n}}  // namespace prism_{i}\n"
-                     for i, k in enumerate(plan.kernels))
-
-
-def _gpu_name() -> str:
-    try:
-        import cupy
-
-        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        name = props["name"]
-        return name.decode() if isinstance(name, bytes) else str(name)
-    except Exception:
-        return "unknown GPU"

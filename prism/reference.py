@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from prism.graph import Graph, Node, OpKind, bind_inputs
-from prism.ops import BINARY_NUMPY, REDUCE_NUMPY, UNARY_NUMPY, Binary, Reduce, Unary
+from prism.errors import InputError
+from prism.ops import BINARY_NUMPY, REDUCE_NUMPY, UNARY_NUMPY, Binary, OpKind, Reduce, Unary
+
+if TYPE_CHECKING:
+    from prism.graph import Graph, Node
 
 
 def input_shapes(graph: Graph) -> dict[str, tuple[int, ...]]:
@@ -32,6 +36,36 @@ def eval_node(node: Node, args: list[np.ndarray], shapes: dict[str, tuple[int, .
             return np.swapaxes(args[0], -1, -2)
         case OpKind.INPUT:
             raise AssertionError("inputs are bound, not evaluated")
+
+
+def bind_inputs(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Match user values to the graph's inputs by name or position, checking shapes."""
+    infos = graph.inputs
+    if not isinstance(inputs, Mapping) and (isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence)):
+        raise InputError(f"inputs: expected a mapping of input names to arrays or a sequence of arrays, "
+                         f"got {type(inputs).__name__}")
+    if isinstance(inputs, Mapping):
+        missing = [t.name for t in infos if t.name not in inputs]
+        extra = [k for k in inputs if k not in {t.name for t in infos}]
+        if missing or extra:
+            raise InputError(f"inputs: missing {missing}, unexpected {extra}; expected {[t.name for t in infos]}")
+        values = {t.name: inputs[t.name] for t in infos}
+    else:
+        if len(inputs) != len(infos):
+            raise InputError(f"inputs: got {len(inputs)} arrays, the program has {len(infos)} inputs")
+        values = {t.name: v for t, v in zip(infos, inputs, strict=True)}
+    out = {}
+    for t in infos:
+        try:
+            arr = np.asarray(values[t.name])
+        except (ValueError, TypeError) as e:  # ragged nested lists, objects that refuse conversion
+            raise InputError(f"input {t.name!r}: not an array of numbers ({e})") from None
+        if arr.dtype.kind not in "biuf":
+            raise InputError(f"input {t.name!r}: values of dtype {arr.dtype} are not real numbers")
+        if tuple(arr.shape) != t.shape:
+            raise InputError(f"input {t.name!r}: shape {tuple(arr.shape)} does not match the declared {t.shape}")
+        out[t.name] = arr.astype(np.float64)
+    return out
 
 
 def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:

@@ -136,7 +136,7 @@ def test_rowwise_plan_is_a_searched_candidate_even_when_the_search_finds_nothing
 def test_rowwise_norm_reduces_with_the_whole_block_and_compiles() -> None:
     from prism import codegen
     from prism.codegen import nvcc
-    from prism.pipeline import library_source
+    from prism.library import library_source
     from prism.rowwise import row_plan
 
     g = zoo_graph("layer_norm", "decode")

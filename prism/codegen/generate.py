@@ -9,8 +9,8 @@ from prism.codegen.lower import DEFAULT_OPTIONS, GraphLowering, Options, lower_g
 from prism.codegen.plan import BufferSpec, KernelLaunch, LaunchPlan, PredefinedOp, Step
 from prism.codegen.render_kernel import render_kernel
 from prism.errors import CodegenError
-from prism.ir import CustomKernel, KernelGraph, PredefinedKernel
-from prism.names import c_ident, c_label, kernel_graph_name_problem, show
+from prism.ir import CustomKernel, KernelGraph, PredefinedKernel, kernel_graph_name_problem
+from prism.names import c_ident, c_label, show
 
 
 def entry_name(gl: GraphLowering, kernel: CustomKernel, options: Options) -> str:

@@ -17,12 +17,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from prism import interpreter
+from prism import codegen, interpreter, runtime
 from prism.codegen.resources import resources
 from prism.codegen.sizes import Footprint, ResourceFn
 from prism.errors import DeviceError
 from prism.graph import Graph
 from prism.ir import KernelGraph, validate
+from prism.tune.timing import kernel_time_us
 
 
 class Backend(Protocol):
@@ -118,14 +119,10 @@ class CudaBackend:
         self._args = [self._tensor(inputs[t.name], t.dtype) for t in graph.inputs]
 
     def compile(self, kg: KernelGraph) -> Any:
-        from prism import codegen, runtime  # type: ignore[attr-defined]
-
         plan = codegen.generate(kg, arch=self.arch())
         return runtime.compile_plan(plan)
 
     def time_us(self, kernel: Any) -> float:
-        from prism.tune.timing import kernel_time_us
-
         args = self._args
         return kernel_time_us(lambda: kernel(*args), warmup=self.warmup, reps=self.reps)
 

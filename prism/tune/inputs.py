@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from prism.errors import TuningError
-from prism.graph import Graph, bind_inputs
+from prism.graph import Graph
 from prism.partition import Part, tensor_names
-from prism.reference import node_values, relative_error, round_to_dtype
+from prism.reference import bind_inputs, node_values, relative_error, round_to_dtype
 from prism.tune.tolerance import tolerance
 from prism.tune.tuner import default_scales, random_inputs
 
