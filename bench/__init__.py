@@ -1,1 +1,1 @@
-"""Prism's benchmark suite (BENCHMARKS.md): ``python -m bench`` or ``make bench``."""
+"""Prism's benchmark suite (docs/benchmarks.md): ``python -m bench`` or ``make bench``."""

@@ -1,4 +1,4 @@
-"""``python -m bench`` (``make bench BENCH_ARGS=...``): run BENCHMARKS.md and write the results.
+"""``python -m bench`` (``make bench BENCH_ARGS=...``): run the suite of docs/benchmarks.md and write the results.
 
     python -m bench                                   # everything: ten configs, four systems
     python -m bench --programs gqa,swiglu --systems prism,compile
@@ -43,7 +43,7 @@ def _system(name: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench", description="Prism's benchmark suite (BENCHMARKS.md).")
+    p = argparse.ArgumentParser(prog="python -m bench", description="Prism's benchmark suite (docs/benchmarks.md).")
     p.add_argument("--configs", type=_csv, default=None, metavar="IDS",
                    help=f"comma-separated configuration ids (default: all ten: {', '.join(workloads.CONFIGS)})")
     p.add_argument("--programs", type=_csv, default=None, metavar="NAMES",

@@ -1,6 +1,6 @@
 """Measurements on the GPU: environment, the two ceilings, and each system's time and error.
 
-Everything is timed with :func:`prism.tune.timing.graph_time_us` (the BENCHMARKS.md protocol) in
+Everything is timed with :func:`prism.tune.timing.graph_time_us` (the docs/benchmarks.md protocol) in
 this one process. Before any system is timed, its output on fresh random inputs is compared with the
 float64 reference; a system over the tolerance is reported with its error and not timed.
 """

@@ -24,7 +24,7 @@ def _rms_norm(x: Any) -> Any:
 
 
 def _softmax(s: Any) -> Any:
-    e = s.exp()  # no max subtraction, as in BENCHMARKS.md
+    e = s.exp()  # no max subtraction, as in docs/benchmarks.md
     return e / e.sum(-1, keepdim=True)
 
 

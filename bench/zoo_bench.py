@@ -1,5 +1,5 @@
 """The program zoo on the GPU: Prism (``prism.superoptimize``) beside PyTorch eager, torch.compile and
-max-autotune, with the BENCHMARKS.md protocol (CUDA-graph replay, inputs rotated past the L2).
+max-autotune, with the docs/benchmarks.md protocol (CUDA-graph replay, inputs rotated past the L2).
 
     python -m bench.zoo_bench [--which decode,prefill] [--only a,b] [--systems prism,eager,compile]
                               [--samples 16] [--out bench/results/zoo-DATE.json]

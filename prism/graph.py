@@ -8,7 +8,7 @@
 Composite ops (``rms_norm``, ``softmax``, ``mean``, ``silu`` and ``gelu`` are primitives) expand into
 primitives that the search and the verifier understand. ``softmax`` subtracts the row max before
 ``exp`` (safe for any finite logits); ``softmax(..., safe=False)`` is the Prism paper's
-``exp(x) / sum(exp(x))``, which the benchmark programs of BENCHMARKS.md keep.
+``exp(x) / sum(exp(x))``, which the benchmark programs of docs/benchmarks.md keep.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pipeline, one named call per stage (DESIGN.md):
+"""The pipeline, one named call per stage:
 
     search_and_verify(graph)      search → mapping instantiation → verification → cache
     superoptimize(graph)          search_and_verify → tune (sizes, codegen, compile, profile) → callable

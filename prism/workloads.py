@@ -1,4 +1,4 @@
-"""The five benchmark programs of BENCHMARKS.md and their ten configurations, plus safe-softmax
+"""The five benchmark programs of docs/benchmarks.md and their ten configurations, plus safe-softmax
 variants of the two attention programs (their own configurations)."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def _attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str, *
 
 def gqa(batch: int = 2, group: int = 8, kv_len: int = 1024, head_dim: int = 128, dtype: str = "float16") -> Graph:
     """O = softmax(Q @ Kt) @ V, decode-time grouped-query attention (batch = KV heads), with the
-    paper's softmax (no max subtraction), as BENCHMARKS.md defines it."""
+    paper's softmax (no max subtraction), as docs/benchmarks.md defines it."""
     return _attention(batch, group, kv_len, head_dim, dtype, norm=False, safe=False)
 
 
@@ -160,7 +160,7 @@ def program(name: str, **sizes: int) -> Graph:
 
 
 def config(config_id: str) -> Config:
-    """A benchmark configuration by its id in BENCHMARKS.md."""
+    """A benchmark configuration by its id in docs/benchmarks.md."""
     if config_id not in ALL_CONFIGS:
         raise WorkloadError(f"unknown configuration {config_id!r}; known: {', '.join(ALL_CONFIGS)}")
     return ALL_CONFIGS[config_id]
@@ -171,7 +171,7 @@ def configs_of(program_name: str) -> list[Config]:
 
 
 def default_scales(program_name: str, sizes: dict[str, int]) -> dict[str, float]:
-    """Input scales in the spirit of BENCHMARKS.md for any sizes of a program."""
+    """Input scales in the spirit of docs/benchmarks.md for any sizes of a program."""
     if program_name in ("rmsnorm_linear", "rmsnorm_mlp", "swiglu"):
         s = sizes.get("d", 1024) ** -0.5
         return {"W": s, "Wu": s, "Wg": s}

@@ -6,7 +6,7 @@
 For every benchmark configuration and hand-built plan it generates a set of legal size choices
 (sm_90 budget), compiles them with NVRTC through prism.runtime, checks each against the float64
 reference on fresh random inputs with the output poisoned with NaN, checks that a CUDA-graph
-capture of one call gives the same output, and times it with the BENCHMARKS.md protocol (a CUDA
+capture of one call gives the same output, and times it with the docs/benchmarks.md protocol (a CUDA
 graph of 20 calls on rotating input copies, median of 30 replays / 20). Baselines (torch eager,
 torch.compile) and the roofline floor (copy bandwidth and matmul rate measured in this run) go in
 the same table. Results: $OUT/codegen_results.json and $OUT/codegen_table.md.
@@ -26,15 +26,6 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-try:  # the device machine has no platformdirs (prism.settings imports it): a stand-in is enough here
-    import platformdirs  # noqa: F401
-except ImportError:
-    import types
-
-    _pd = types.ModuleType("platformdirs")
-    _pd.user_cache_dir = lambda *a, **k: os.path.join(os.environ.get("TMPDIR", "/tmp"), "prism-cache")  # type: ignore[attr-defined]
-    sys.modules["platformdirs"] = _pd
 
 from prism import plans, workloads
 from prism.codegen import Options, generate

@@ -211,7 +211,7 @@ def generated_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Opti
 
 
 def _score(res: Resources, sms: int) -> float:
-    """Higher is better. Measured on an H200 (notes/codegen.md): about one wave of blocks, stages of
+    """Higher is better. Measured on an H200 (docs/codegen.md): about one wave of blocks, stages of
     ~16 KB, few loop iterations in total (each costs ~0.1-0.2 µs of latency), one kernel."""
     first = res.kernels[0]
     blocks_term = abs(math.log2(first.blocks / (0.75 * sms)))

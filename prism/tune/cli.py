@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="NAME", choices=sorted(workloads.PROGRAMS),
                    help=f"benchmark program: {', '.join(workloads.PROGRAMS)}")
     p.add_argument("--config", default=None, metavar="CONFIG",
-                   help="configuration id from BENCHMARKS.md (default: the program's first)")
+                   help="configuration id from docs/benchmarks.md (default: the program's first)")
     p.add_argument("--samples", type=count_arg("samples"), default=64, help="tuning samples (default 64)")
     p.add_argument("--seed", type=seed_arg(), default=0, help="seed of the tuning sample (default 0)")
     p.add_argument("--time-budget", type=seconds_arg("time_budget"), default=None, metavar="SECONDS",

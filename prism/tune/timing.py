@@ -4,7 +4,7 @@ Two ways to time a callable on the GPU, both with CUDA events and a median:
 
 * :func:`kernel_time_us` — single calls: warm-up, then each timed call preceded by an L2 flush
   (a write over a buffer larger than the L2), median of the event times. The tuner uses it.
-* :func:`graph_time_us` — the BENCHMARKS.md protocol: 20 back-to-back calls captured in one CUDA
+* :func:`graph_time_us` — the protocol of docs/benchmarks.md: 20 back-to-back calls captured in one CUDA
   graph, each on a different copy of the inputs (enough copies to exceed 4× the L2, at most 20),
   the graph replayed 30 times, median replay time / 20. bench/ uses it for every system.
 
@@ -124,7 +124,7 @@ def graph_time_us(
     warmup: int = 2,
     l2: int | None = None,
 ) -> float:
-    """The BENCHMARKS.md protocol: median replay time of a CUDA graph of ``calls`` calls, divided by ``calls``.
+    """The protocol of docs/benchmarks.md: median replay time of a CUDA graph of ``calls`` calls, divided by ``calls``.
 
     ``make_inputs(i)`` returns the i-th copy of the arguments (device tensors); ``fn(*args)`` is one
     call. Calls rotate over ``input_copies`` copies, enough to exceed four times the L2.
