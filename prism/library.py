@@ -1,11 +1,11 @@
 """The kernel library: tuned kernels for a list of programs and shapes, loadable with no search.
 
-    python -m prism library build [--spec kernels/spec.toml] [--arch sm_80] [--jobs N]
+    python -m prism library build [--spec prism/kernels/spec.toml] [--arch sm_80] [--jobs N]
     python -m prism library list
 
 ``build`` superoptimizes every entry of the spec (one symbolic search per program, reused across
-its shapes), writes ``kernels/<program>/<shape-key>.cu`` and records each entry in
-``kernels/manifest.json``. ``prism.library.load(name_or_graph, shapes)`` returns a callable from
+its shapes), writes ``prism/kernels/<program>/<shape-key>.cu`` and records each entry in
+``prism/kernels/manifest.json``. ``prism.library.load(name_or_graph, shapes)`` returns a callable from
 the manifest, compiled on first use for the GPU at hand; it needs neither z3 nor egglog.
 """
 
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = "prism.kernel_library"
 VERSION = 1
-ROOT = Path(__file__).resolve().parent.parent / "kernels"
+ROOT = Path(__file__).resolve().parent / "kernels"  # package data (pyproject.toml): installed with prism
 SPEC_KEYS = {"config", "program", "sizes", "file", "function", "dtype", "name"}
 
 
@@ -446,7 +446,7 @@ def _checked(rec: Mapping[str, Any], root: Path) -> tuple[KernelGraph, Path]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="library_command", metavar="ACTION", required=True)
-    b = sub.add_parser("build", help="superoptimize every spec entry and write kernels/")
+    b = sub.add_parser("build", help="superoptimize every spec entry and write prism/kernels/")
     b.add_argument("--spec", type=Path, default=ROOT / "spec.toml")
     b.add_argument("--arch", type=target_arg(), default=None, help="code target, e.g. sm_80 (default: the spec's)")
     b.add_argument("--jobs", type=count_arg("jobs"), default=None, help="parallel compile jobs while tuning")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ("prism", "tests", "bench", "kernels", "pyproject.toml")
+COPIED = ("prism", "tests", "bench", "pyproject.toml")
 
 
 @dataclass(frozen=True)

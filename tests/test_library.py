@@ -1,4 +1,4 @@
-"""The kernel library: spec parsing, manifest, skip-if-unchanged, loader errors, nvcc on kernels/."""
+"""The kernel library: spec parsing, manifest, skip-if-unchanged, loader errors, nvcc on prism/kernels/."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ COMMITTED = sorted(library.ROOT.glob("*/*.cu"))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.skipif(not COMMITTED, reason="no kernels committed under kernels/ yet")
+@pytest.mark.skipif(not COMMITTED, reason="no kernels committed under prism/kernels/ yet")
 def test_committed_kernels_compile_for_sm80() -> None:
     manifest = library.read_manifest()
     for cu in COMMITTED:

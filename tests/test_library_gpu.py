@@ -12,7 +12,7 @@ pytestmark = pytest.mark.gpu
 ENTRIES = sorted(library.read_manifest().get("entries", {}).items())
 
 
-@pytest.mark.skipif(not ENTRIES, reason="no kernels in kernels/manifest.json")
+@pytest.mark.skipif(not ENTRIES, reason="no kernels in prism/kernels/manifest.json")
 @pytest.mark.parametrize("name,rec", ENTRIES, ids=[n for n, _ in ENTRIES])
 def test_library_kernel_matches_reference(name: str, rec: dict) -> None:  # type: ignore[type-arg]
     import torch
