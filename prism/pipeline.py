@@ -351,10 +351,14 @@ def _decode_search(payload: Any, key: str, graph: Graph) -> tuple[list[KernelGra
 
 
 def _screened(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
-    """Do cached plans still compute the program (the search's numeric screen, small, on the CPU)?"""
+    """Do cached plans still compute the program: well-formed for every size (symbolic shapes) and
+    right at the search's numeric screen (small, on the CPU)?"""
+    from prism.verify.check import ill_formed
     from prism.verify.screen import screen
 
     bound = [bind_shapes(t, graph) for t in templates]
+    if any(why is not None for why in ill_formed(graph, bound)):
+        return False
     return all(ok is not False for ok in screen(graph, bound))
 
 

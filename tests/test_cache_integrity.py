@@ -257,3 +257,19 @@ def test_load_inputs_are_checked_when_a_renamed_plan_is_bound() -> None:
     assert "inputs" in (pipeline.plan_misfit(renamed, g) or "")
     assert any(isinstance(op, Load) and op.tensor == "Y" for k in renamed.kernels if isinstance(k, CustomKernel)
                for op in k.ops)
+
+
+def test_a_cached_plan_that_is_ill_formed_for_some_sizes_is_evicted() -> None:
+    """X @ Wg corrupted to Wg @ Wg: the screen cannot run it at its sizes (the contraction fits only
+    when two sizes are equal), but it is not a plan for every size: the shape check evicts it."""
+    g = workloads.swiglu(4, 32)
+    _seed("swiglu", g)
+    cache, key = pipeline.search_cache(), g.structure_key()
+    payload = json.loads(cache.path(key).read_text())["payload"]
+    ops = payload["templates"][0]["kernels"][0]["ops"]
+    mm = next(op for op in ops if op["op"] == "matmul")
+    load_x = next(i for i, op in enumerate(ops) if op["op"] == "load" and op["tensor"] == "X")
+    mm["a"] = next(i for i, op in enumerate(ops) if op["op"] == "load" and i != load_x and i == mm["b"])
+    cache.put(key, payload)
+    hit = cache.get(key, lambda p: pipeline._decode_search(p, key, g))
+    assert hit is None or not pipeline._screened(g, hit[0])

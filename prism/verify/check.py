@@ -102,6 +102,17 @@ def _encode(prep: _Prepared, graph: Graph, cand: KernelGraph) -> tuple[list[Term
     return outs, enc
 
 
+def ill_formed(graph: Graph, candidates: Sequence[KernelGraph]) -> list[str | None]:
+    """Per candidate, why it is not a well-formed plan of ``graph`` for every size (symbolic shape
+    inference, no egglog), or None: a cheap check of plans that come from a cache."""
+    prep = _prepare(graph)
+    out: list[str | None] = []
+    for cand in candidates:
+        enc = _encode(prep, graph, cand)
+        out.append(enc if isinstance(enc, str) else None)
+    return out
+
+
 def _sizes(out: object) -> int:
     return sum(n for _, n in out[0].sizes)  # type: ignore[index,attr-defined]
 
