@@ -64,9 +64,13 @@ def qknorm_gqa_safe(q: Any, kt: Any, v: Any) -> Any:
 
 
 def _sdpa(q: Any, kt: Any, v: Any) -> Any:
+    """Heads as SDPA wants them, [batch, heads, length, dim] (one head per KV group here), so its
+    fused kernels apply (a 3-D call falls back to the unfused math path)."""
     import torch
 
-    return torch.nn.functional.scaled_dot_product_attention(q, kt.transpose(-1, -2), v, scale=1.0)
+    out = torch.nn.functional.scaled_dot_product_attention(q[:, None], kt.transpose(-1, -2)[:, None], v[:, None],
+                                                           scale=1.0)
+    return out[:, 0]
 
 
 def sdpa_gqa(q: Any, kt: Any, v: Any) -> Any:
