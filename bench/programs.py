@@ -64,12 +64,14 @@ def qknorm_gqa_safe(q: Any, kt: Any, v: Any) -> Any:
 
 
 def _sdpa(q: Any, kt: Any, v: Any) -> Any:
-    """Heads as SDPA wants them, [batch, heads, length, dim] (one head per KV group here), so its
-    fused kernels apply (a 3-D call falls back to the unfused math path)."""
+    """Heads as SDPA wants them, [batch, heads, length, dim] (one head per KV group here), K made
+    contiguous (its fused kernels need a unit last stride; otherwise PyTorch takes the unfused math
+    path): the timing includes that transpose copy of Kt, which a user storing K as [L, D] would
+    not pay."""
     import torch
 
-    out = torch.nn.functional.scaled_dot_product_attention(q[:, None], kt.transpose(-1, -2)[:, None], v[:, None],
-                                                           scale=1.0)
+    k = kt.transpose(-1, -2).contiguous()
+    out = torch.nn.functional.scaled_dot_product_attention(q[:, None], k[:, None], v[:, None], scale=1.0)
     return out[:, 0]
 
 
