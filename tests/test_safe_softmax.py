@@ -151,6 +151,29 @@ def test_search_finds_the_split_kv_online_softmax() -> None:
     _found("gqa_safe", plans.safe_gqa_split_plan(g), SearchConfig(max_grid_dims=2))
 
 
+# The block-graph space of qknorm_gqa_safe at its minimum size takes 850 s to search on 2 cores
+# (issue 13); capping each op kind at what the program has keeps the search exhaustive within it.
+_QKNORM_CAPS = (("unary:square", 1), ("reduce:sum", 1), ("unary:scale", 1), ("unary:add_scalar", 1),
+                ("unary:rsqrt", 1), ("binary:mul", 1), ("matmul", 2), ("reduce:max", 1), ("binary:sub", 1),
+                ("unary:exp", 1), ("binary:div", 1))
+
+
+def test_search_finds_the_qknorm_one_kernel_online_softmax() -> None:
+    g = workloads.program("qknorm_gqa_safe")
+    caps = (*_QKNORM_CAPS, ("accum", 2), ("save", 1))
+    cfg = SearchConfig(max_kernels=1, max_grid_dims=1, max_block_ops=18, op_budget=caps)
+    _found("qknorm_gqa_safe", plans.safe_gqa_plan(g, qknorm=True), cfg)
+
+
+@pytest.mark.slow
+def test_search_finds_the_qknorm_split_kv_online_softmax() -> None:
+    """About 75 s on 2 cores."""
+    g = workloads.program("qknorm_gqa_safe")
+    caps = (*_QKNORM_CAPS, ("accum", 3), ("save", 3))
+    cfg = SearchConfig(max_grid_dims=2, max_block_ops=18, op_budget=caps)
+    _found("qknorm_gqa_safe", plans.safe_gqa_split_plan(g, qknorm=True), cfg)
+
+
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed on this machine")
 def test_safe_plans_generate_cuda_that_compiles() -> None:
     srcs = []
