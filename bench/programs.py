@@ -63,11 +63,11 @@ def qknorm_gqa_safe(q: Any, kt: Any, v: Any) -> Any:
     return _safe_softmax(_rms_norm(q) @ kt) @ v
 
 
-def _sdpa(q: Any, kt: Any, v: Any) -> Any:
-    """Heads as SDPA wants them, [batch, heads, length, dim] (one head per KV group here), K made
-    contiguous (its fused kernels need a unit last stride; otherwise PyTorch takes the unfused math
-    path): the timing includes that transpose copy of Kt, which a user storing K as [L, D] would
-    not pay."""
+def sdpa_gqa(q: Any, kt: Any, v: Any) -> Any:
+    """``F.scaled_dot_product_attention`` (a safe softmax; logits unscaled, like the programs), heads as
+    SDPA wants them, [batch, heads, length, dim] (one head per KV group here), K made contiguous
+    (its fused kernels need a unit last stride; otherwise PyTorch takes the unfused math path): the
+    timing includes that transpose copy of Kt, which a user storing K as [L, D] would not pay."""
     import torch
 
     k = kt.transpose(-1, -2).contiguous()
@@ -75,13 +75,8 @@ def _sdpa(q: Any, kt: Any, v: Any) -> Any:
     return out[:, 0]
 
 
-def sdpa_gqa(q: Any, kt: Any, v: Any) -> Any:
-    """``F.scaled_dot_product_attention`` (a safe softmax; logits unscaled, like the programs)."""
-    return _sdpa(q, kt, v)
-
-
 def sdpa_qknorm_gqa(q: Any, kt: Any, v: Any) -> Any:
-    return _sdpa(_rms_norm(q), kt, v)
+    return sdpa_gqa(_rms_norm(q), kt, v)
 
 
 # Arguments in the order of the Graph's inputs (workloads.py declares them in this order).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import verify_cases as vc
+from test_search_mustfind import _found
 from test_verify import SMALL
 
 from prism import interpreter, plans, workloads
@@ -16,7 +17,7 @@ from prism.errors import IRError
 from prism.graph import Graph
 from prism.ir import Accum, KernelGraph, check_structure
 from prism.ops import Reduce
-from prism.search import SearchConfig, canonical_key, instantiate_mappings, search, structure_key
+from prism.search import SearchConfig
 from prism.verify.screen import screen
 from prism.verify.terms import encode_candidate, encode_graph, evaluate
 
@@ -130,25 +131,15 @@ def test_malformed_accumulators_are_rejected() -> None:
         interpreter.run(replace(kg, kernels=(replace(k, ops=ops),)).instantiate({"x": 2, "i": 3}), _huge_logits(g))
 
 
-def _found(program: str, plan: KernelGraph, cfg: SearchConfig) -> None:
-    result = search(workloads.program(program), cfg, name=program)
-    cands = [c for c in result.candidates if c.structure_key == structure_key(plan)]
-    assert cands, f"{program}: the plan's structure is not among {len(result.candidates)} candidates"
-    keys = {canonical_key(g) for c in cands for g in instantiate_mappings(c).graphs}
-    assert canonical_key(plan) in keys, f"{program}: the plan's maps are not among the candidate's mappings"
-
-
 def test_search_finds_the_one_kernel_online_softmax() -> None:
-    g = workloads.program("gqa_safe")
-    _found("gqa_safe", plans.safe_gqa_plan(g), SearchConfig(max_kernels=1, max_grid_dims=1))
+    _found("gqa_safe", plans.safe_gqa_plan, SearchConfig(max_kernels=1, max_grid_dims=1))
 
 
 @pytest.mark.slow
 def test_search_finds_the_split_kv_online_softmax() -> None:
     """Split-KV: the first kernel writes rescaled partials and its running max, the combine kernel
     rescales them by exp(M_p − max M) (about a minute on 2 cores)."""
-    g = workloads.program("gqa_safe")
-    _found("gqa_safe", plans.safe_gqa_split_plan(g), SearchConfig(max_grid_dims=2))
+    _found("gqa_safe", plans.safe_gqa_split_plan, SearchConfig(max_grid_dims=2))
 
 
 # The block-graph space of qknorm_gqa_safe at its minimum size takes 850 s to search on 2 cores
@@ -159,19 +150,17 @@ _QKNORM_CAPS = (("unary:square", 1), ("reduce:sum", 1), ("unary:scale", 1), ("un
 
 
 def test_search_finds_the_qknorm_one_kernel_online_softmax() -> None:
-    g = workloads.program("qknorm_gqa_safe")
     caps = (*_QKNORM_CAPS, ("accum", 2), ("save", 1))
     cfg = SearchConfig(max_kernels=1, max_grid_dims=1, max_block_ops=18, op_budget=caps)
-    _found("qknorm_gqa_safe", plans.safe_gqa_plan(g, qknorm=True), cfg)
+    _found("qknorm_gqa_safe", lambda g: plans.safe_gqa_plan(g, qknorm=True), cfg)
 
 
 @pytest.mark.slow
 def test_search_finds_the_qknorm_split_kv_online_softmax() -> None:
     """About 75 s on 2 cores."""
-    g = workloads.program("qknorm_gqa_safe")
     caps = (*_QKNORM_CAPS, ("accum", 3), ("save", 3))
     cfg = SearchConfig(max_grid_dims=2, max_block_ops=18, op_budget=caps)
-    _found("qknorm_gqa_safe", plans.safe_gqa_split_plan(g, qknorm=True), cfg)
+    _found("qknorm_gqa_safe", lambda g: plans.safe_gqa_split_plan(g, qknorm=True), cfg)
 
 
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed on this machine")

@@ -394,16 +394,14 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
             tx = tiles[op.x]
             to = tiles[i]
             assert tx is not None and to is not None
+            acc = Accum(op.x, op.reduce_dim) if loop == 1 else op  # one iteration: each holds its one value
             if stores[op.x] is Store.FRAG:
-                accs[i] = AccPlan("frag", op.x, mmas[op.x].per_warp, rescale=None if loop == 1 else op.rescale)
+                accs[i] = AccPlan("frag", op.x, mmas[op.x].per_warp, rescale=acc.rescale)
             elif op.reduce_dim is None:
-                one = loop == 1  # a single iteration: every accumulator holds its one value
-                accs[i] = AccPlan("ew", op.x, -(-math.prod(to) // nthreads), fn=Reduce.SUM if one else op.fn,
-                                  rescale=None if one else op.rescale)
+                accs[i] = AccPlan("ew", op.x, -(-math.prod(to) // nthreads), fn=acc.fn, rescale=acc.rescale)
             else:
                 g = reduce_group(tx[op.reduce_dim])
-                accs[i] = AccPlan("red", op.x, -(-math.prod(to) // (warps * (32 // g))), g,
-                                  rescale=None if loop == 1 else op.rescale)
+                accs[i] = AccPlan("red", op.x, -(-math.prod(to) // (warps * (32 // g))), g, rescale=acc.rescale)
         elif isinstance(op, ReduceOp):
             tx = tiles[op.x]
             assert tx is not None

@@ -198,7 +198,7 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     if low.accs:
         body.append("// accumulators (registers)")
     for j, a in sorted(low.accs.items()):
-        body += render_acc_decl(j, a.kind, a.count, a.fn, a.rescale)
+        body += render_acc_decl(j, a)
 
     pre_loads = [li for li in loads if not li.buf.ring]
     ring_loads = [li for li in loads if li.buf.ring]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from prism.codegen.lower import Buf, KernelLowering
+from prism.codegen.lower import AccPlan, Buf, KernelLowering
 from prism.codegen.render_expr import Exprs, bcast, decompose, offset
 from prism.ops import Reduce
 
@@ -191,16 +191,16 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, ac
     return lines
 
 
-def render_acc_decl(j: int, kind: str, count: int, fn: Reduce, rescale: int | None) -> list[str]:
+def render_acc_decl(j: int, acc: AccPlan) -> list[str]:
     """Register arrays of accumulator j: zeros, or −inf for a running max (and a rescaled
     accumulator's running max ``rm<j>``)."""
-    frag = kind == "frag"
-    lines = [f"float ra{j}[{count}]{'[2][4]' if frag else ''} = {{}};"]
-    inits = [f"ra{j}[j]"] if fn is Reduce.MAX and not frag else []
-    if rescale is not None:  # the running max: one per element, or per fragment row (r0, r0 + 8)
-        lines.append(f"float rm{j}[{count}]{'[2]' if frag else ''};")
+    frag = acc.kind == "frag"
+    lines = [f"float ra{j}[{acc.count}]{'[2][4]' if frag else ''} = {{}};"]
+    inits = [f"ra{j}[j]"] if acc.fn is Reduce.MAX and not frag else []
+    if acc.rescale is not None:  # the running max: one per element, or per fragment row (r0, r0 + 8)
+        lines.append(f"float rm{j}[{acc.count}]{'[2]' if frag else ''};")
         inits += [f"rm{j}[j][0]", f"rm{j}[j][1]"] if frag else [f"rm{j}[j]"]
     if inits:
         sets = " ".join(f"{a} = {NEG_INF};" for a in inits)
-        lines += ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{ {sets} }}"]
+        lines += ["#pragma unroll", f"for (int j = 0; j < {acc.count}; ++j) {{ {sets} }}"]
     return lines
