@@ -15,9 +15,9 @@ of matmuls, gated MLPs) and ``attention`` (3-D batched decode attention: Q (batc
 Kt (batch, head_dim, kv_len), V (batch, kv_len, head_dim)). Families 1-4 output 2-D tensors, attention
 3-D ones; each program has one output, ``O``, of the requested dtype.
 
-``softmax`` has no max subtraction (see prism/graph.py), so scores are scaled to stay moderate. The
-attention scale is the fixed constant 1/sqrt(128) (the realistic head_dim), not derived from the
-sizes, so that every size of a program has the same structure key.
+``softmax`` is the safe one (row max subtracted, see prism/graph.py). The attention scale is the
+fixed constant 1/sqrt(128) (the realistic head_dim), not derived from the sizes, so that every
+size of a program has the same structure key.
 """
 
 from __future__ import annotations
