@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from prism.verify.axiomcheck import check_axiom
-from prism.verify.axioms import AXIOMS, THEORIES, Axiom, by_theory, prelude
+from prism.verify.axioms import AXIOMS, THEORIES, Axiom, Kind, by_theory, prelude
 
 
 @pytest.mark.parametrize("ax", AXIOMS, ids=[a.name for a in AXIOMS])
@@ -55,9 +55,9 @@ WRONG = [
     # row-scaling without the per-row condition
     Axiom("rowscale-any", "x", '(Mm 2 2 (Bin "mul" a s) c)', '(Bin "mul" (Mm 2 2 a c) s)'),
     # a wrong analysis fact
-    Axiom("unit-of-any-op", "x", "(Bin f a c)", when=("(unit a d)",), kind="unit", unit_dim="d"),
+    Axiom("unit-of-any-op", "x", "(Bin f a c)", when=("(unit a d)",), kind=Kind.UNIT, unit_dim="d"),
     # correct left to right; right to left it invents the split p (paper §6): not a birewrite
-    Axiom("split-k-both-ways", "x", "(Red (Mm 2 2 (Part a 1 p) (Part c 0 p)) p)", "(Mm 2 2 a c)", (), "birewrite"),
+    Axiom("split-k-both-ways", "x", "(Red (Mm 2 2 (Part a 1 p) (Part c 0 p)) p)", "(Mm 2 2 a c)", (), Kind.BIREWRITE),
     # unsound only for a broadcast operand, which the sampler must produce
     Axiom("bin-part-part-unguarded", "x", "(Bin f (Part a d p) (Part c d p))", "(Part (Bin f a c) d p)"),
     # a max of partial sums is not the partial sums of the max

@@ -15,12 +15,13 @@ instantiations, so a pattern that can never be instantiated fails instead of pas
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import assert_never
 
 import numpy as np
 
 from prism.verify import model
-from prism.verify.axioms import CONDITIONS, SIGNATURES, Axiom, Pattern, parse
+from prism.verify.axioms import CONDITIONS, SIGNATURES, Axiom, Kind, Pattern, SExpr, parse, to_term
+from prism.verify.nodes import Bin, Comb, In, Max, Mm, Part, Red, Repl, Resc, RMax, Sum, Term, Tr, Un, UnOp, Var
 
 PAR_POOL = ("p0", "p1", "p2")
 UNARY_POOL = ("exp", "neg", "square", "rsqrt", "sqrt", "silu", "gelu", "scale:0.5", "scale:-1.5", "scale:1/N",
@@ -43,54 +44,55 @@ class CheckResult:
     message: str = ""
 
 
-def _vars(p: object, sort: str, out: dict[str, str]) -> None:
+Binding = dict[str, int | str]  # a pattern's op, dim and parallel-dim variables, bound
+
+
+def _vars(p: SExpr, sort: str, out: dict[str, str]) -> None:
     if isinstance(p, tuple) and p and p[0] == "?":
-        prev = out.get(p[1])
+        name = str(p[1])
+        prev = out.get(name)
         if prev is not None and prev != sort and "any" not in (prev, sort):
-            raise ValueError(f"variable {p[1]} used as {prev} and {sort}")
+            raise ValueError(f"variable {name} used as {prev} and {sort}")
         if prev is None or prev == "any":
-            out[p[1]] = sort
+            out[name] = sort
         return
     if isinstance(p, tuple):
-        sig = SIGNATURES.get(p[0]) or CONDITIONS.get(p[0])
+        sig = SIGNATURES.get(str(p[0])) or CONDITIONS.get(str(p[0]))
         if sig is None:
             raise ValueError(f"unknown head {p[0]!r}")
         for a, s in zip(p[1:], sig, strict=True):
             _vars(a, s, out)
 
 
-def _subst(p: Any, b: dict[str, object]) -> Any:
+def _subst(p: SExpr, b: Binding) -> SExpr:
     if isinstance(p, tuple) and p and p[0] == "?":
-        return b.get(p[1], p)
+        return b.get(str(p[1]), p)
     if isinstance(p, tuple):
         return (p[0], *(_subst(a, b) for a in p[1:]))
     return p
 
 
-def _types(p: Pattern, pars: frozenset[str], rank: int, out: dict[str, tuple[frozenset[str], int]]) -> bool:
+def _types(t: Term, pars: frozenset[str], rank: int, out: dict[str, tuple[frozenset[str], int]]) -> bool:
     """Top-down parallel dims and rank of each tensor variable; False when inconsistent."""
-    if p[0] == "?":
-        prev = out.setdefault(p[1], (pars, rank))
-        return prev == (pars, rank)
-    head = p[0]
-    match head:
-        case "Un":
-            return _types(p[2], pars, rank, out)
-        case "Bin":
-            return _types(p[2], pars, rank, out) and _types(p[3], pars, rank, out)
-        case "Sum" | "Max" | "Tr":
-            return _types(p[1], pars, rank, out)
-        case "Mm":
-            return rank == p[1] and _types(p[3], pars, p[1], out) and _types(p[4], pars, p[2], out)
-        case "Part" | "Repl":
-            par = p[3] if head == "Part" else p[2]
-            return par in pars and _types(p[1], pars - {par}, rank, out)
-        case "Resc":
-            return p[3] not in pars and _types(p[1], pars | {p[3]}, rank, out) and _types(p[2], pars | {p[3]}, rank, out)
-        case "Comb" | "Red" | "RMax":
-            par = p[3] if head == "Comb" else p[2]
-            return par not in pars and _types(p[1], pars | {par}, rank, out)
-    raise ValueError(head)
+    match t:
+        case Var(name):
+            return out.setdefault(name, (pars, rank)) == (pars, rank)
+        case Un(_, x) | Sum(x, _) | Max(x, _) | Tr(x):
+            return _types(x, pars, rank, out)
+        case Bin(_, a, c):
+            return _types(a, pars, rank, out) and _types(c, pars, rank, out)
+        case Mm(ra, rb, a, c):
+            return rank == ra and _types(a, pars, ra, out) and _types(c, pars, rb, out)
+        case Part(x, _, par) | Repl(x, par):
+            return par in pars and _types(x, pars - {par}, rank, out)
+        case Resc(x, c, par):
+            return par not in pars and _types(x, pars | {par}, rank, out) and _types(c, pars | {par}, rank, out)
+        case Comb(x, _, par) | Red(x, par) | RMax(x, par):
+            return par not in pars and _types(x, pars | {par}, rank, out)
+        case In(name):
+            raise ValueError(f"an axiom pattern names the program input {name!r}")
+        case _:
+            assert_never(t)
 
 
 def _cond(c: Pattern) -> bool:
@@ -98,7 +100,7 @@ def _cond(c: Pattern) -> bool:
         case "!=":
             return c[1] != c[2]
         case "linear":
-            return model.is_linear(str(c[1]))
+            return UnOp.parse(str(c[1])).linear
         case "unit" | "varies":
             return True  # forced when sampling, checked on the values
     raise ValueError(c[0])
@@ -158,7 +160,7 @@ def check_axiom(ax: Axiom, seed: int = 0, want: int = 24, max_tries: int = 20000
     """Instantiate ``ax`` until ``want`` valid instances were compared (or ``max_tries``); a
     ``birewrite`` is checked in both directions."""
     res = _check_one(ax, seed, want, max_tries)
-    if res.ok and ax.kind == "birewrite":
+    if res.ok and ax.kind is Kind.BIREWRITE:
         back = _check_one(replace(ax, lhs=ax.rhs, rhs=ax.lhs), seed + 1, want, max_tries)
         if not back.ok:
             return replace(back, message="right to left: " + back.message)
@@ -166,95 +168,144 @@ def check_axiom(ax: Axiom, seed: int = 0, want: int = 24, max_tries: int = 20000
     return res
 
 
+@dataclass(frozen=True)
+class _Parsed:
+    """An axiom's patterns and the sort of each of their variables."""
+
+    lhs: Pattern
+    rhs: Pattern | None  # a rewrite's right side
+    conds: list[Pattern]
+    concl: SExpr | None  # a unit / varies axiom's dim
+    sorts: dict[str, str]
+
+
+def _parse(ax: Axiom) -> _Parsed | str:
+    """The parsed axiom, or why it cannot be checked."""
+    rhs = parse(ax.rhs) if ax.kind.rewrites else None
+    p = _Parsed(parse(ax.lhs), rhs, [parse(c) for c in ax.when],
+                None if ax.kind.rewrites else parse(f"(x {ax.unit_dim})")[1], {})
+    _vars(p.lhs, "T", p.sorts)
+    for c in p.conds:
+        _vars(c, "any", p.sorts)
+    if p.rhs is not None:
+        rhs_sorts: dict[str, str] = {}
+        _vars(p.rhs, "T", rhs_sorts)
+        if not set(rhs_sorts) <= set(p.sorts):
+            return f"right side binds new variables {set(rhs_sorts) - set(p.sorts)}"
+    return p
+
+
+@dataclass(frozen=True)
+class _Instance:
+    binding: Binding
+    sizes: dict[str, int]
+    lhs: Term
+    env: dict[str, model.PT]
+
+
+def _bind(rng: np.random.Generator, sorts: dict[str, str]) -> Binding:
+    b: Binding = {}
+    for v, s in sorts.items():
+        match s:
+            case "P":
+                b[v] = PAR_POOL[rng.integers(len(PAR_POOL))]
+            case "D" | "any":
+                b[v] = int(rng.integers(3))
+            case "op1":
+                b[v] = UNARY_POOL[rng.integers(len(UNARY_POOL))]
+            case "op2":
+                b[v] = BINARY_POOL[rng.integers(len(BINARY_POOL))]
+    return b
+
+
+def _instance(rng: np.random.Generator, p: _Parsed) -> _Instance | None:
+    """A random instantiation of the left side, or None when the draw does not fit its conditions."""
+    b = _bind(rng, p.sorts)
+    sizes: dict[str, int] = {q: int(rng.choice([2, 3])) for q in PAR_POOL}
+    sizes["N.0"] = 12
+    sizes["M.0"] = int(rng.choice([6, 12]))
+    conds = [_subst(c, b) for c in p.conds]
+    if not all(_cond(c) for c in conds if isinstance(c, tuple)):
+        return None
+    lhs = to_term(_subst(p.lhs, b))
+    root_pars = frozenset(q for q in PAR_POOL if rng.random() < 0.4)
+    rank = int(rng.choice([2, 3]))
+    types: dict[str, tuple[frozenset[str], int]] = {}
+    if not _types(lhs, root_pars, rank, types):
+        return None
+    base = "N.0" if rng.random() < 0.8 else "M.0"
+    forced = [(str(c[0]), c[1], c[2]) for c in conds if isinstance(c, tuple) and c[0] in ("unit", "varies")]
+    env: dict[str, model.PT] = {}
+    try:
+        for v, (pars, r) in types.items():
+            ext = [_extent(rng, base, PAR_POOL) for _ in range(r)]
+            for kind, x, d in forced:
+                if x == ("?", v) and isinstance(d, int) and 0 <= d < r:
+                    if kind == "unit":
+                        ext[d] = model.ONE
+                    elif not model.varies(ext[d]):
+                        ext[d] = ((base, 1),)
+            ps = tuple(sorted(pars))
+            shape = (*(sizes[q] for q in ps), *(model.mono_value(e, sizes) for e in ext))
+            kind = VALUE_KINDS[rng.integers(len(VALUE_KINDS))]
+            env[v] = model.PT(ps, sample_values(rng, shape, kind), tuple(ext))
+    except model.ModelError:
+        return None
+    for kind, x, d in forced:
+        test = _is_unit if kind == "unit" else _varies
+        if not (isinstance(x, tuple) and x[0] == "?" and test(env[str(x[1])], int(str(d)))):
+            return None
+    return _Instance(b, sizes, lhs, env)
+
+
+def _mismatch(ax: Axiom, p: _Parsed, inst: _Instance, left: model.PT) -> str | None:
+    """Why the instance refutes the axiom (its left side ``left`` is defined), or None."""
+    b = inst.binding
+    if p.rhs is None:
+        d = _dim_of(p.concl, b)
+        test = _is_unit if ax.kind is Kind.UNIT else _varies
+        return None if test(left, d) else f"{ax.kind.value} fails along {d}: {left.ext} ({b})"
+    try:
+        right = model.evaluate(to_term(_subst(p.rhs, b)), inst.env, inst.sizes, SYMBOLS)
+    except model.ModelError as e:
+        return f"left defined, right not: {e} ({b})"
+    if left.pars != right.pars or left.ext != right.ext or left.arr.shape != right.arr.shape:
+        return f"type {left.pars}{left.ext} vs {right.pars}{right.ext} ({b})"
+    if not _close(left.arr, right.arr):
+        return f"values differ by {np.max(np.abs(left.arr - right.arr)):.3g} ({b})"
+    return None
+
+
+def _dim_of(x: SExpr | None, b: Binding) -> int:
+    """A dim written as a number or as a bound variable."""
+    match x:
+        case int():
+            return x
+        case ("?", str(name)):
+            return int(b[name])
+    raise ValueError(f"not a dim: {x!r}")
+
+
 def _check_one(ax: Axiom, seed: int, want: int, max_tries: int) -> CheckResult:
     rng = np.random.default_rng(seed)
-    lhs = parse(ax.lhs)
-    rhs = parse(ax.rhs) if ax.kind in ("rewrite", "birewrite") else None
-    conds = [parse(c) for c in ax.when]
-    concl = parse(f"(x {ax.unit_dim})")[1] if ax.kind in ("unit", "varies") else None
-    sorts: dict[str, str] = {}
-    _vars(lhs, "T", sorts)
-    for c in conds:
-        _vars(c, "any", sorts)
-    if rhs is not None:
-        rhs_sorts: dict[str, str] = {}
-        _vars(rhs, "T", rhs_sorts)
-        if not set(rhs_sorts) <= set(sorts):
-            return CheckResult(ax.name, False, 0, 0, f"right side binds new variables {set(rhs_sorts) - set(sorts)}")
+    p = _parse(ax)
+    if isinstance(p, str):
+        return CheckResult(ax.name, False, 0, 0, p)
     valid = 0
     tries = 0
     while valid < want and tries < max_tries:
         tries += 1
-        b: dict[str, object] = {}
-        for v, s in sorts.items():
-            match s:
-                case "P":
-                    b[v] = PAR_POOL[rng.integers(len(PAR_POOL))]
-                case "D" | "any":
-                    b[v] = int(rng.integers(3))
-                case "op1":
-                    b[v] = UNARY_POOL[rng.integers(len(UNARY_POOL))]
-                case "op2":
-                    b[v] = BINARY_POOL[rng.integers(len(BINARY_POOL))]
-        sizes: dict[str, int] = {p: int(rng.choice([2, 3])) for p in PAR_POOL}
-        sizes["N.0"] = 12
-        sizes["M.0"] = int(rng.choice([6, 12]))
-        lhs_i = _subst(lhs, b)
-        conds_i = [_subst(c, b) for c in conds]
-        if not all(_cond(c) for c in conds_i):
+        inst = _instance(rng, p)
+        if inst is None:
             continue
-        root_pars = frozenset(p for p in PAR_POOL if rng.random() < 0.4)
-        rank = int(rng.choice([2, 3]))
-        types: dict[str, tuple[frozenset[str], int]] = {}
-        assert isinstance(lhs_i, tuple)
-        if not _types(lhs_i, root_pars, rank, types):
-            continue
-        base = "N.0" if rng.random() < 0.8 else "M.0"
-        env: dict[str, model.PT] = {}
         try:
-            for v, (pars, r) in types.items():
-                ext = [_extent(rng, base, PAR_POOL) for _ in range(r)]
-                for c in conds_i:
-                    if c[1] == ("?", v) and isinstance(c[2], int) and 0 <= c[2] < r:
-                        if c[0] == "unit":
-                            ext[c[2]] = model.ONE
-                        elif c[0] == "varies" and not model.varies(ext[c[2]]):
-                            ext[c[2]] = ((base, 1),)
-                ps = tuple(sorted(pars))
-                shape = (*(sizes[p] for p in ps), *(model.mono_value(e, sizes) for e in ext))
-                kind = VALUE_KINDS[rng.integers(len(VALUE_KINDS))]
-                env[v] = model.PT(ps, sample_values(rng, shape, kind), tuple(ext))
+            left = model.evaluate(inst.lhs, inst.env, inst.sizes, SYMBOLS)
         except model.ModelError:
             continue
-        for c in conds_i:
-            if c[0] in ("unit", "varies"):
-                test = _is_unit if c[0] == "unit" else _varies
-                if not (c[1][0] == "?" and test(env[c[1][1]], int(c[2]))):
-                    break
-        else:
-            try:
-                left = model.evaluate(lhs_i, env, sizes, SYMBOLS)
-            except model.ModelError:
-                continue
-            if not np.all(np.isfinite(left.arr)):
-                continue  # outside the left side's domain (sqrt of a negative, overflow, 0/0)
-            valid += 1
-            if concl is not None:
-                d = int(b[concl[1]]) if isinstance(concl, tuple) else int(concl)  # type: ignore[call-overload]
-                test = _is_unit if ax.kind == "unit" else _varies
-                if not test(left, d):
-                    return CheckResult(ax.name, False, valid, tries, f"{ax.kind} fails along {d}: {left.ext} ({b})")
-                continue
-            rhs_i = _subst(rhs, b)
-            try:
-                right = model.evaluate(rhs_i, env, sizes, SYMBOLS)
-            except model.ModelError as e:
-                return CheckResult(ax.name, False, valid, tries, f"left defined, right not: {e} ({b})")
-            if left.pars != right.pars or left.ext != right.ext or left.arr.shape != right.arr.shape:
-                return CheckResult(ax.name, False, valid, tries,
-                                   f"type {left.pars}{left.ext} vs {right.pars}{right.ext} ({b})")
-            if not _close(left.arr, right.arr):
-                err = np.max(np.abs(left.arr - right.arr))
-                return CheckResult(ax.name, False, valid, tries, f"values differ by {err:.3g} ({b})")
+        if not np.all(np.isfinite(left.arr)):
+            continue  # outside the left side's domain (sqrt of a negative, overflow, 0/0)
+        valid += 1
+        if (why := _mismatch(ax, p, inst, left)) is not None:
+            return CheckResult(ax.name, False, valid, tries, why)
     ok = valid >= want
     return CheckResult(ax.name, ok, valid, tries, "" if ok else f"only {valid} valid instantiations in {tries} tries")

@@ -8,7 +8,7 @@ rule that runs is exactly the rule that is tested.
 Kinds: ``rewrite`` (lhs → rhs), ``birewrite`` (both directions; only where both sides bind the
 same variables, paper §6) and ``unit`` (an analysis fact: the value of ``lhs`` has extent 1 along
 ``unit_dim``). ``unit t d`` in a condition means "t has a whole extent of 1 along d" (a reduced dim),
-``linear f`` that the unary op f is linear (``model.is_linear``), ``!=`` distinct dims/parallel dims.
+``linear f`` that the unary op f is linear (``UnOp.linear``), ``!=`` distinct dims/parallel dims.
 
 Parallel rules are written in the lowering direction (parallel operators move towards the root and
 cancel); commutations only across *distinct* parallel dims and, for two splits, distinct data dims;
@@ -18,9 +18,28 @@ the bounded second phase (it is what makes negative queries blow up).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from typing import Any, assert_never
 
-Pattern = tuple
+from prism.ops import Binary
+from prism.verify.nodes import BY_HEAD, Term, UnOp, Var
+
+SExpr = int | str | tuple["SExpr", ...]  # a parsed s-expression; a bare name is ("?", name)
+Pattern = tuple[SExpr, ...]
+
+
+class Kind(enum.Enum):
+    """What an axiom states; the value is its egglog command (``unit``/``varies`` are relations)."""
+
+    REWRITE = "rewrite"  # lhs → rhs
+    BIREWRITE = "birewrite"  # both directions
+    UNIT = "unit"  # lhs has extent 1 along unit_dim
+    VARIES = "varies"  # lhs has a varying (input-dim) extent along unit_dim
+
+    @property
+    def rewrites(self) -> bool:
+        return self is Kind.REWRITE or self is Kind.BIREWRITE
 
 
 @dataclass(frozen=True)
@@ -30,18 +49,19 @@ class Axiom:
     lhs: str
     rhs: str = ""
     when: tuple[str, ...] = ()
-    kind: str = "rewrite"  # "rewrite" | "birewrite" | "unit" | "varies"
+    kind: Kind = Kind.REWRITE
     unit_dim: str = ""
 
     def egglog(self) -> str:
         cond = f" :when ({' '.join(self.when)})" if self.when else ""
         match self.kind:
-            case "rewrite" | "birewrite":
-                return f"({self.kind} {self.lhs} {self.rhs}{cond} :ruleset {self.theory})"
-            case "unit" | "varies":
+            case Kind.REWRITE | Kind.BIREWRITE:
+                return f"({self.kind.value} {self.lhs} {self.rhs}{cond} :ruleset {self.theory})"
+            case Kind.UNIT | Kind.VARIES:
                 body = " ".join(("(= e__ " + self.lhs + ")", *self.when))
-                return f"(rule ({body}) (({self.kind} e__ {self.unit_dim})) :ruleset {self.theory})"
-        raise AssertionError(self.kind)
+                return f"(rule ({body}) (({self.kind.value} e__ {self.unit_dim})) :ruleset {self.theory})"
+            case _:
+                assert_never(self.kind)
 
 
 # ------------------------------------------------------------------ the table
@@ -59,7 +79,7 @@ def _inverse() -> list[Axiom]:
 
 
 def _commute() -> list[Axiom]:
-    b = "birewrite"
+    b = Kind.BIREWRITE
     return [
         Axiom("part-part", "commute", "(Part (Part t d p) e q)", "(Part (Part t e q) d p)", (NE_DE, NE_PQ), b),
         Axiom("part-repl", "commute", "(Part (Repl t p) d q)", "(Repl (Part t d q) p)", (NE_PQ,), b),
@@ -78,7 +98,7 @@ def _commute() -> list[Axiom]:
 
 
 def _elementwise() -> list[Axiom]:
-    b = "birewrite"
+    b = Kind.BIREWRITE
     th = "elementwise"
     out = [
         Axiom("un-part", th, "(Un f (Part t d p))", "(Part (Un f t) d p)", (), b),
@@ -104,7 +124,7 @@ def _elementwise() -> list[Axiom]:
 
 def _matmul() -> list[Axiom]:
     out: list[Axiom] = []
-    b = "birewrite"
+    b = Kind.BIREWRITE
     for ra, rb in MM_RANKS:
         tag = f"{ra}{rb}"
         mm = f"Mm {ra} {rb}"
@@ -130,7 +150,7 @@ def _matmul() -> list[Axiom]:
 
 
 def _reduce() -> list[Axiom]:
-    b = "birewrite"
+    b = Kind.BIREWRITE
     th = "reduce"
     out = [
         Axiom("sum-split", th, "(Red (Sum (Part t d p) d) p)", "(Sum t d)"),
@@ -155,7 +175,7 @@ def _reduce() -> list[Axiom]:
 
 
 def _rms() -> list[Axiom]:
-    b = "birewrite"
+    b = Kind.BIREWRITE
     th = "rms"
     return [
         Axiom("sum-linear", th, "(Sum (Un f t) d)", "(Un f (Sum t d))", ("(linear f)",), b),
@@ -166,7 +186,7 @@ def _rms() -> list[Axiom]:
 
 
 def _rowscale() -> list[Axiom]:
-    b = "birewrite"
+    b = Kind.BIREWRITE
     th = "rowscale"
     out: list[Axiom] = []
     for ra, rb in MM_RANKS:
@@ -184,7 +204,7 @@ def _rowscale() -> list[Axiom]:
 
 
 def _algebra() -> list[Axiom]:
-    b = "birewrite"
+    b = Kind.BIREWRITE
     th = "algebra"
     return [
         Axiom("mul-comm", th, '(Bin "mul" a c)', '(Bin "mul" c a)'),
@@ -213,14 +233,14 @@ def _online() -> list[Axiom]:
 def _assoc() -> list[Axiom]:
     return [
         Axiom(f"{op}-assoc", "assoc", f'(Bin "{op}" (Bin "{op}" a c) s)', f'(Bin "{op}" a (Bin "{op}" c s))', (),
-              "birewrite")
+              Kind.BIREWRITE)
         for op in ("mul", "add")
     ]
 
 
 def _analysis() -> list[Axiom]:
     th = "analysis"
-    u = "unit"
+    u = Kind.UNIT
     out = [
         Axiom("unit-sum", th, "(Sum t d)", kind=u, unit_dim="d"),
         Axiom("unit-max", th, "(Max t d)", kind=u, unit_dim="d"),
@@ -234,7 +254,7 @@ def _analysis() -> list[Axiom]:
         Axiom("unit-resc", th, "(Resc t c p)", when=("(unit t d)", "(unit c d)"), kind=u, unit_dim="d"),
         Axiom("unit-sum-other", th, "(Sum t e)", when=("(unit t d)",), kind=u, unit_dim="d"),
     ]
-    v = "varies"
+    v = Kind.VARIES
     out += [
         Axiom("varies-un", th, "(Un f t)", when=("(varies t d)",), kind=v, unit_dim="d"),
         Axiom("varies-bin-left", th, "(Bin f a c)", when=("(varies a d)",), kind=v, unit_dim="d"),
@@ -328,7 +348,7 @@ def parse(text: str) -> Pattern:
     tokens = text.replace("(", " ( ").replace(")", " ) ").split()
     pos = 0
 
-    def atom(tok: str) -> object:
+    def atom(tok: str) -> SExpr:
         if tok.startswith('"'):
             return tok[1:-1]
         try:
@@ -336,7 +356,7 @@ def parse(text: str) -> Pattern:
         except ValueError:
             return ("?", tok)
 
-    def walk() -> object:
+    def walk() -> SExpr:
         nonlocal pos
         tok = tokens[pos]
         pos += 1
@@ -344,7 +364,7 @@ def parse(text: str) -> Pattern:
             return atom(tok)
         head = tokens[pos]
         pos += 1
-        items: list[object] = [head]
+        items: list[SExpr] = [head]
         while tokens[pos] != ")":
             items.append(walk())
         pos += 1
@@ -354,3 +374,24 @@ def parse(text: str) -> Pattern:
     if pos != len(tokens) or not isinstance(out, tuple):
         raise ValueError(f"not one s-expression: {text!r}")
     return out
+
+
+def to_term(p: SExpr) -> Term:
+    """A pattern whose op, dim and parallel-dim variables are all bound, as a term (its tensor
+    variables become ``Var``)."""
+    assert isinstance(p, tuple) and isinstance(p[0], str), p
+    if p[0] == "?":
+        return Var(str(p[1]))
+    args: list[Any] = []  # the node's fields, by the sorts of its signature
+    for a, sort in zip(p[1:], SIGNATURES[p[0]], strict=True):
+        match sort:
+            case "T":
+                args.append(to_term(a))
+            case "op1":
+                args.append(UnOp.parse(str(a)))
+            case "op2":
+                args.append(Binary(a))
+            case _:
+                assert isinstance(a, int | str), f"unbound variable {a} in {p}"
+                args.append(a)
+    return BY_HEAD[p[0]](*args)

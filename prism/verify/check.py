@@ -15,16 +15,19 @@ iteration/node bounds; only the wall-clock bound depends on the machine.
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from prism.errors import VerificationError
 from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.verify import model
 from prism.verify.axioms import AXIOMS, prelude
+from prism.verify.nodes import UnOp, to_sexpr, unary_ops
 from prism.verify.terms import (
     DimTable,
     Encoding,
@@ -33,8 +36,10 @@ from prism.verify.terms import (
     check_shapes,
     encode_candidate,
     encode_graph,
-    to_sexpr,
 )
+
+if TYPE_CHECKING:
+    from egglog import bindings
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +56,23 @@ class Budget:
     batch_seconds: float = 60.0
 
 
+class Outcome(enum.Enum):
+    """How a check ended."""
+
+    PROVEN = "proven"
+    ILL_FORMED = "ill-formed"  # rejected before egglog: not a plan of the program for every size
+    SATURATED = "saturated"  # the rules ran out without a proof: the answer for these axioms
+    BOUNDED = "bounded"  # stopped at an iteration, node or time bound: a candidate of a batch is re-checked alone
+
+
 @dataclass(frozen=True)
 class Verdict:
     proven: bool
-    reason: str
+    reason: str  # for people: why not, with the bound that was hit
     iterations: int = 0
     nodes: int = 0
     seconds: float = 0.0
+    outcome: Outcome = Outcome.SATURATED
 
 
 @dataclass
@@ -66,7 +81,7 @@ class _Prepared:
     dims: DimTable
     ranks: dict[str, int]
     out_types: list[model.Type]
-    ops: set[str] = field(default_factory=set)
+    ops: set[UnOp] = field(default_factory=set)
 
 
 _PRELUDE: str | None = None
@@ -113,12 +128,13 @@ def ill_formed(graph: Graph, candidates: Sequence[KernelGraph]) -> list[str | No
     return out
 
 
-def _sizes(out: object) -> int:
-    return sum(n for _, n in out[0].sizes)  # type: ignore[index,attr-defined]
+def _nodes(eg: bindings.EGraph) -> int:
+    out = cast("bindings.PrintAllFunctionsSize", eg.parse_and_run_program("(print-size)")[0])
+    return sum(n for _, n in out.sizes)
 
 
-def _proven_pairs(eg: object) -> set[tuple[int, int]]:
-    out = eg.parse_and_run_program("(print-function proven 1000000)")[0]  # type: ignore[attr-defined]
+def _proven_pairs(eg: bindings.EGraph) -> set[tuple[int, int]]:
+    out = cast("bindings.PrintFunctionOutput", eg.parse_and_run_program("(print-function proven 1000000)")[0])
     td = out.termdag
     pairs = set()
     for tid, _ in out.terms:
@@ -128,12 +144,8 @@ def _proven_pairs(eg: object) -> set[tuple[int, int]]:
     return pairs
 
 
-def _run_batch(prep: _Prepared, cands: list[list[Term]], budget: Budget, seconds: float) -> list[Verdict]:
-    """Check every candidate (list of output terms) against the program in one e-graph."""
-    from egglog import bindings
-
-    t0 = time.perf_counter()
-    n_out = len(prep.graph_terms)
+def _program(prep: _Prepared, cands: list[list[Term]]) -> str:
+    """egglog text: the prelude, the goal and candidate outputs, the linear ops and the input facts."""
     lines = [_prelude()]
     memo: dict[int, str] = {}
     for o, g in enumerate(prep.graph_terms):
@@ -141,72 +153,75 @@ def _run_batch(prep: _Prepared, cands: list[list[Term]], budget: Budget, seconds
     for k, outs in enumerate(cands):
         for o, t in enumerate(outs):
             lines.append(f"(union (Cand {k} {o}) {to_sexpr(t, memo)})")
-    ops = set(prep.ops)
-    for outs in cands:
-        for t in outs:
-            ops |= _ops(t)
-    lines += [f'(linear "{op}")' for op in sorted(ops) if model.is_linear(op)]
+    ops = prep.ops | unary_ops(t for outs in cands for t in outs)
+    lines += [f'(linear "{text}")' for text in sorted(op.text for op in ops if op.linear)]
     # an input dim of extent 1 broadcasts (a unit fact, like a reduced dim); every other one varies
     lines += [f'({"unit" if f"{n}.{d}" in prep.dims.unit else "varies"} (In "{n}") {d})'
               for n, r in prep.ranks.items() for d in range(r)]
-    eg = bindings.EGraph()
-    eg.parse_and_run_program("\n".join(lines))
-    done: dict[int, tuple[int, int]] = {}  # candidate -> (iteration, nodes) when proven
-    reason = "saturated without a proof"
-    it = 0
-    nodes = 0
-    phase, phase_its = "phase1", 0
-    while len(done) < len(cands):
-        if it >= budget.max_iterations:
-            reason = f"iteration bound {budget.max_iterations}"
-            break
-        if nodes > budget.max_nodes:
-            reason = f"node bound {budget.max_nodes} ({nodes} nodes)"
-            break
+    return "\n".join(lines)
+
+
+@dataclass
+class _Run:
+    """The state of one batch's rule iterations."""
+
+    done: dict[int, tuple[int, int]] = field(default_factory=dict)  # candidate -> (iteration, nodes) when proven
+    iterations: int = 0
+    nodes: int = 0
+    outcome: Outcome = Outcome.SATURATED
+    reason: str = "saturated without a proof"
+
+    def bound(self, budget: Budget, t0: float, seconds: float) -> str | None:
+        if self.iterations >= budget.max_iterations:
+            return f"iteration bound {budget.max_iterations}"
+        if self.nodes > budget.max_nodes:
+            return f"node bound {budget.max_nodes} ({self.nodes} nodes)"
         if time.perf_counter() - t0 > seconds:
-            reason = f"time bound {seconds:.1f} s"
+            return f"time bound {seconds:.1f} s"
+        return None
+
+
+def _saturate(eg: bindings.EGraph, n_cands: int, n_out: int, budget: Budget, t0: float, seconds: float) -> _Run:
+    """Run phase 1 until every candidate is proven, it saturates or a bound is hit; then phase 2
+    (with associativity) for at most ``budget.assoc_iterations`` iterations."""
+    run = _Run()
+    phase, phase_its = "phase1", 0
+    while len(run.done) < n_cands:
+        if (why := run.bound(budget, t0, seconds)) is not None:
+            run.outcome, run.reason = Outcome.BOUNDED, why
             break
-        report = getattr(eg.parse_and_run_program(f"(run {phase} 1)")[-1], "report")  # noqa: B009
-        it += 1
+        report = cast("bindings.RunScheduleOutput", eg.parse_and_run_program(f"(run {phase} 1)")[-1]).report
+        run.iterations += 1
         phase_its += 1
-        nodes = _sizes(eg.parse_and_run_program("(print-size)"))
+        run.nodes = _nodes(eg)
         pairs = _proven_pairs(eg)
-        for k in range(len(cands)):
-            if k not in done and all((k, o) in pairs for o in range(n_out)):
-                done[k] = (it, nodes)
-        saturated = not report.updated and report.can_stop
+        for k in range(n_cands):
+            if k not in run.done and all((k, o) in pairs for o in range(n_out)):
+                run.done[k] = (run.iterations, run.nodes)
         if phase == "phase2" and phase_its >= budget.assoc_iterations:
-            reason = "saturated without a proof; associativity bound reached"
+            run.reason = "saturated without a proof; associativity bound reached"
             break
-        if saturated:
+        if not report.updated and report.can_stop:
             if phase == "phase2" or budget.assoc_iterations <= 0:
-                reason = "saturated without a proof"
                 break
             phase, phase_its = "phase2", 0
+    return run
+
+
+def _run_batch(prep: _Prepared, cands: list[list[Term]], budget: Budget, seconds: float) -> list[Verdict]:
+    """Check every candidate (list of output terms) against the program in one e-graph."""
+    from egglog import bindings  # the optional prover: imported only when a check runs
+
+    t0 = time.perf_counter()
+    eg = bindings.EGraph()
+    eg.parse_and_run_program(_program(prep, cands))
+    run = _saturate(eg, len(cands), len(prep.graph_terms), budget, t0, seconds)
     secs = time.perf_counter() - t0
     return [
-        Verdict(True, "proven", done[k][0], done[k][1], secs) if k in done else Verdict(False, reason, it, nodes, secs)
+        Verdict(True, "proven", *run.done[k], secs, Outcome.PROVEN) if k in run.done
+        else Verdict(False, run.reason, run.iterations, run.nodes, secs, run.outcome)
         for k in range(len(cands))
     ]
-
-
-def _ops(t: Term) -> set[str]:
-    out: set[str] = set()
-    stack = [t]
-    seen: set[int] = set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if x[0] == "Un":
-            out.add(x[1])
-        stack.extend(a for a in x[1:] if isinstance(a, tuple))
-    return out
-
-
-def _bounded(reason: str) -> bool:
-    return not reason.startswith("saturated")
 
 
 def check_equivalent(graph: Graph, candidate: KernelGraph, *, budget: Budget | None = None) -> Verdict:
@@ -231,7 +246,7 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
     for i, cand in enumerate(candidates):
         got = _encode(prep, graph, cand)
         if isinstance(got, str):
-            verdicts[i] = Verdict(False, got, 0, 0, 0.0)
+            verdicts[i] = Verdict(False, got, 0, 0, 0.0, Outcome.ILL_FORMED)
             continue
         outs, _ = got
         key = "\n".join(to_sexpr(t) for t in outs)
@@ -252,7 +267,7 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
         secs = budget.max_seconds if len(chunk) == 1 else budget.batch_seconds
         res = _run_batch(prep, [terms[i] for i in chunk], budget, secs)
         for i, v in zip(chunk, res, strict=True):
-            if not v.proven and _bounded(v.reason) and len(chunk) > 1:
+            if not v.proven and v.outcome is Outcome.BOUNDED and len(chunk) > 1:
                 log.info("candidate %d: batch stopped (%s); checking it alone", i, v.reason)
                 v = _run_batch(prep, [terms[i]], budget, budget.max_seconds)[0]
             verdicts[i] = v

@@ -24,12 +24,31 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import assert_never
 
 import numpy as np
 
-from prism.ops import BINARY_NUMPY, Binary
+from prism.ops import BINARY_NUMPY, UNARY_NUMPY
+from prism.verify.nodes import (
+    Bin,
+    Comb,
+    In,
+    Max,
+    Mm,
+    Part,
+    Red,
+    Repl,
+    Resc,
+    RMax,
+    Sum,
+    Term,
+    Tr,
+    Un,
+    UnOp,
+    Var,
+    kids,
+)
 
-Term = tuple  # ("Op", *args) with Term / str / int arguments
 Mono = tuple[tuple[str, int], ...]  # sorted (symbol, exponent != 0); () is the extent 1
 Ext = tuple[Mono, ...]
 Type = tuple[frozenset[str], Ext]  # parallel dims, symbolic data extents
@@ -66,31 +85,13 @@ def varies(m: Mono) -> bool:
     return any(e > 0 and "." in s for s, e in m)
 
 
-# ------------------------------------------------------------------ unary op names
-
-LINEAR_PREFIXES = ("scale:",)
-LINEAR_NAMES = frozenset({"neg"})
+# ------------------------------------------------------------------ unary ops
 
 
-def is_linear(op: str) -> bool:
-    """Unary ops f with f(a + b) = f(a) + f(b): the only ones that pass through Red and Sum."""
-    return op in LINEAR_NAMES or op.startswith(LINEAR_PREFIXES)
-
-
-def unary_numpy(op: str, x: np.ndarray, symbols: Mapping[str, float]) -> np.ndarray:
-    """NumPy semantics of a unary op name: ``exp``, ``scale:0.5``, ``scale:1/X.1``, ``adds:1e-06``..."""
-    from prism.ops import UNARY_NUMPY, Unary
-
-    def scalar(text: str) -> float:
-        if text.startswith("1/"):
-            return 1.0 / symbols[text[2:]]
-        return float(text)
-
-    if op.startswith("scale:"):
-        return x * scalar(op[6:])
-    if op.startswith("adds:"):
-        return x + scalar(op[5:])
-    return UNARY_NUMPY[Unary(op)](x, 0.0)
+def unary_numpy(op: UnOp, x: np.ndarray, symbols: Mapping[str, float]) -> np.ndarray:
+    """NumPy semantics of a unary op; ``symbols`` gives the value behind a ``1/SYM`` scalar."""
+    scalar = 1.0 / symbols[op.recip] if op.recip is not None else op.const if op.const is not None else 0.0
+    return UNARY_NUMPY[op.fn](x, scalar)
 
 
 # ------------------------------------------------------------------ typing
@@ -112,79 +113,88 @@ def _fit(a: Mono, b: Mono, what: str) -> Mono:
     raise ModelError(f"{what}: extents {a} and {b} differ for some sizes")
 
 
-def type_of(term: Term, kids: list[Type], par_symbol: Mapping[str, str]) -> Type:
-    """Type of ``term`` from its children's types (inputs and variables are typed by the caller)."""
-    head = term[0]
+def _split(kind: str, kid: Type, d: int, par: str, sym: str) -> Type:
+    """``Part`` (a new parallel dim ``par``, extent d divided by its size) or ``Comb`` (the inverse)."""
+    p, e = kid
+    d = _dim(e, d, kind)
+    part = kind == "Part"
+    if (par in p) == part:
+        raise ModelError(f"{kind} over {par} with parallel dims {sorted(p)}")
+    if part and e[d] == ONE:
+        raise ModelError("a split of an extent that is always 1")
+    pars = p | {par} if part else p - {par}
+    return pars, tuple(mono_mul(x, sym, -1 if part else 1) if i == d else x for i, x in enumerate(e))
 
-    def sym(p: object) -> str:
-        return par_symbol.get(str(p), str(p))
 
-    match head:
-        case "Un":
-            return kids[0]
-        case "Bin":
-            (pa, ea), (pb, eb) = kids
+def _over(kind: str, kid: Type, par: str, add: bool) -> Type:
+    """``Repl`` (adds ``par``), ``Red`` / ``RMax`` (drop it); the data extents stay."""
+    p, e = kid
+    if (par in p) == add:
+        raise ModelError(f"{kind} over {par} with parallel dims {sorted(p)}")
+    return (p | {par} if add else p - {par}), e
+
+
+def _matmul_type(ra: int, rb: int, a: Type, b: Type) -> Type:
+    (pa, ea), (pb, eb) = a, b
+    if pa != pb or (ra, rb) not in ((2, 2), (3, 3), (3, 2)) or len(ea) != ra or len(eb) != rb:
+        raise ModelError(f"matmul {ra}@{rb} of ranks {len(ea)}@{len(eb)} on {sorted(pa)} / {sorted(pb)}")
+    if ea[-1] != eb[-2]:
+        raise ModelError(f"matmul contraction extents {ea[-1]} and {eb[-2]} differ for some sizes")
+    batch = (_fit(ea[0], eb[0], "matmul batch"),) if rb == 3 else ea[:1] if ra == 3 else ()
+    return pa, (*batch, ea[-2], eb[-1])
+
+
+def type_of(term: Term, ops: list[Type], par_symbol: Mapping[str, str]) -> Type:
+    """Type of ``term`` from its operands' types (inputs and variables are typed by the caller)."""
+    match term:
+        case Un():
+            return ops[0]
+        case Bin(fn):
+            (pa, ea), (pb, eb) = ops
             if pa != pb or len(ea) != len(eb):
-                raise ModelError(f"{term[1]} of operands on parallel dims {sorted(pa)} / {sorted(pb)}, ranks "
+                raise ModelError(f"{fn.value} of operands on parallel dims {sorted(pa)} / {sorted(pb)}, ranks "
                                  f"{len(ea)} / {len(eb)}")
-            return pa, tuple(_fit(x, y, str(term[1])) for x, y in zip(ea, eb, strict=True))
-        case "Sum" | "Max":
-            p, e = kids[0]
-            d = _dim(e, term[2], head)
+            return pa, tuple(_fit(x, y, fn.value) for x, y in zip(ea, eb, strict=True))
+        case Sum(_, dim) | Max(_, dim):
+            p, e = ops[0]
+            d = _dim(e, dim, type(term).__name__)
             return p, tuple(ONE if i == d else x for i, x in enumerate(e))
-        case "Mm":
-            ra, rb = term[1], term[2]
-            (pa, ea), (pb, eb) = kids
-            if pa != pb or (ra, rb) not in ((2, 2), (3, 3), (3, 2)) or len(ea) != ra or len(eb) != rb:
-                raise ModelError(f"matmul {ra}@{rb} of ranks {len(ea)}@{len(eb)} on {sorted(pa)} / {sorted(pb)}")
-            if ea[-1] != eb[-2]:
-                raise ModelError(f"matmul contraction extents {ea[-1]} and {eb[-2]} differ for some sizes")
-            batch = (_fit(ea[0], eb[0], "matmul batch"),) if rb == 3 else ea[:1] if ra == 3 else ()
-            return pa, (*batch, ea[-2], eb[-1])
-        case "Tr":
-            p, e = kids[0]
+        case Mm(ra, rb):
+            return _matmul_type(ra, rb, ops[0], ops[1])
+        case Tr():
+            p, e = ops[0]
             if len(e) < 2:
                 raise ModelError("transpose of rank < 2")
             return p, (*e[:-2], e[-1], e[-2])
-        case "Part" | "Comb":
-            p, e = kids[0]
-            d = _dim(e, term[2], head)
-            par = str(term[3])
-            if (par in p) == (head == "Part"):
-                raise ModelError(f"{head} over {par} with parallel dims {sorted(p)}")
-            if head == "Part" and e[d] == ONE:
-                raise ModelError("a split of an extent that is always 1")
-            step = -1 if head == "Part" else 1
-            pars = p | {par} if head == "Part" else p - {par}
-            return pars, tuple(mono_mul(x, sym(par), step) if i == d else x for i, x in enumerate(e))
-        case "Resc":
-            (pa, ea), (pc, ec) = kids
-            par = str(term[3])
+        case Part(_, dim, par) | Comb(_, dim, par):
+            return _split(type(term).__name__, ops[0], dim, par, par_symbol.get(par, par))
+        case Resc(_, _, par):
+            (pa, ea), (pc, ec) = ops
             if pa != pc or par not in pa or len(ea) != len(ec):
                 raise ModelError(f"Resc over {par} of operands on {sorted(pa)} / {sorted(pc)}")
             return pa - {par}, tuple(_fit(x, y, "Resc") for x, y in zip(ea, ec, strict=True))
-        case "Red" | "RMax" | "Repl":
-            p, e = kids[0]
-            par = str(term[2])
-            if (par in p) != (head != "Repl"):
-                raise ModelError(f"{head} over {par} with parallel dims {sorted(p)}")
-            return (p - {par} if head != "Repl" else p | {par}), e
-    raise ModelError(f"unknown term head {head!r}")
+        case Red(_, par) | RMax(_, par):
+            return _over(type(term).__name__, ops[0], par, add=False)
+        case Repl(_, par):
+            return _over("Repl", ops[0], par, add=True)
+        case In() | Var():
+            raise ModelError(f"a leaf {term} is typed by the caller")
+        case _:
+            assert_never(term)
 
 
 def infer(term: Term, leaves: Mapping[str, Type], par_symbol: Mapping[str, str],
           memo: dict[int, Type] | None = None) -> Type:
-    """Symbolic type of a term whose ``In``/``?`` leaves are typed by ``leaves``."""
+    """Symbolic type of a term whose ``In``/``Var`` leaves are typed by ``leaves``."""
     memo = {} if memo is None else memo
     if id(term) in memo:
         return memo[id(term)]
-    if term[0] in ("In", "?"):
-        if term[1] not in leaves:
-            raise ModelError(f"no type for {term[1]!r}")
-        out = leaves[term[1]]
+    if isinstance(term, In | Var):
+        if term.name not in leaves:
+            raise ModelError(f"no type for {term.name!r}")
+        out = leaves[term.name]
     else:
-        kids = [infer(a, leaves, par_symbol, memo) for a in term[1:] if isinstance(a, tuple)]
-        out = type_of(term, kids, par_symbol)
+        out = type_of(term, [infer(a, leaves, par_symbol, memo) for a in kids(term)], par_symbol)
     memo[id(term)] = out
     return out
 
@@ -212,76 +222,71 @@ def _moved(arr: np.ndarray, old: tuple[str, ...], new: tuple[str, ...]) -> np.nd
     return np.moveaxis(arr, [old.index(p) for p in new], list(range(len(new)))) if old != new else arr
 
 
-def _numeric(term: Term, kids: list[PT], sizes: Mapping[str, int], symbols: Mapping[str, float]) -> np.ndarray:
-    head = term[0]
-    match head:
-        case "Un":
-            return unary_numpy(str(term[1]), kids[0].arr, symbols)
-        case "Bin":
-            return BINARY_NUMPY[Binary(term[1])](kids[0].arr, kids[1].arr)
-        case "Sum" | "Max":
-            v = kids[0]
-            ax = len(v.pars) + int(term[2])
-            return v.arr.sum(axis=ax, keepdims=True) if head == "Sum" else v.arr.max(axis=ax, keepdims=True)
-        case "Mm":
-            a, b = kids
+def _numeric(term: Term, vals: list[PT], sizes: Mapping[str, int], symbols: Mapping[str, float]) -> np.ndarray:
+    match term:
+        case Un(op):
+            return unary_numpy(op, vals[0].arr, symbols)
+        case Bin(fn):
+            return BINARY_NUMPY[fn](vals[0].arr, vals[1].arr)
+        case Sum(_, dim):
+            return vals[0].arr.sum(axis=len(vals[0].pars) + dim, keepdims=True)
+        case Max(_, dim):
+            return vals[0].arr.max(axis=len(vals[0].pars) + dim, keepdims=True)
+        case Mm(ra, rb):
+            a, b = vals
             barr = b.arr
-            if term[1] == 3 and term[2] == 2:
+            if ra == 3 and rb == 2:
                 barr = barr.reshape((*barr.shape[:len(b.pars)], 1, *barr.shape[len(b.pars):]))
             return np.matmul(a.arr, barr)
-        case "Tr":
-            return np.swapaxes(kids[0].arr, -1, -2)
-        case "Part":
-            v = kids[0]
-            par, n = str(term[3]), sizes[str(term[3])]
-            ax = len(v.pars) + int(term[2])
+        case Tr():
+            return np.swapaxes(vals[0].arr, -1, -2)
+        case Part(_, dim, par):
+            v, n = vals[0], sizes[par]
+            ax = len(v.pars) + dim
             if v.arr.shape[ax] % n:
                 raise ModelError(f"Part of extent {v.arr.shape[ax]} into {n} chunks")
             chunks = np.stack(np.split(v.arr, n, axis=ax))
-            new = tuple(sorted((*v.pars, par)))
-            return _moved(chunks, (par, *v.pars), new)
-        case "Comb":
-            v = kids[0]
-            par = str(term[3])
+            return _moved(chunks, (par, *v.pars), tuple(sorted((*v.pars, par))))
+        case Comb(_, dim, par):
+            v = vals[0]
             moved = np.moveaxis(v.arr, v.pars.index(par), 0)
-            return np.concatenate(list(moved), axis=len(v.pars) - 1 + int(term[2]))
-        case "Red":
-            v = kids[0]
-            return v.arr.sum(axis=v.pars.index(str(term[2])))
-        case "RMax":
-            v = kids[0]
-            return v.arr.max(axis=v.pars.index(str(term[2])))
-        case "Resc":
-            x, c = kids
-            ax = x.pars.index(str(term[3]))
+            return np.concatenate(list(moved), axis=len(v.pars) - 1 + dim)
+        case Red(_, par):
+            return vals[0].arr.sum(axis=vals[0].pars.index(par))
+        case RMax(_, par):
+            return vals[0].arr.max(axis=vals[0].pars.index(par))
+        case Resc(_, _, par):
+            x, c = vals
+            ax = x.pars.index(par)
             return (x.arr * np.exp(c.arr - c.arr.max(axis=ax, keepdims=True))).sum(axis=ax)
-        case "Repl":
-            v = kids[0]
-            par = str(term[2])
+        case Repl(_, par):
+            v = vals[0]
             rep = np.broadcast_to(v.arr, (sizes[par], *v.arr.shape))
             return _moved(rep, (par, *v.pars), tuple(sorted((*v.pars, par)))).copy()
-    raise ModelError(f"unknown term head {head!r}")
+        case In() | Var():
+            raise ModelError(f"a leaf {term} is bound by the caller")
+        case _:
+            assert_never(term)
 
 
 def evaluate(term: Term, leaves: Mapping[str, PT], sizes: Mapping[str, int], symbols: Mapping[str, float],
              par_symbol: Mapping[str, str] | None = None, memo: dict[int, PT] | None = None) -> PT:
-    """Value of ``term``: ``leaves`` bind ``("In", name)`` and pattern variables ``("?", name)``;
-    ``sizes`` gives every parallel dim's size, ``symbols`` the values behind ``scale:1/SYM``."""
+    """Value of ``term``: ``leaves`` bind ``In(name)`` and pattern variables ``Var(name)``;
+    ``sizes`` gives every parallel dim's size, ``symbols`` the values behind a ``1/SYM`` scalar."""
     memo = {} if memo is None else memo
     par_symbol = {} if par_symbol is None else par_symbol
     if id(term) in memo:
         return memo[id(term)]
-    if term[0] in ("In", "?"):
-        if term[1] not in leaves:
-            raise ModelError(f"no value for {term[1]!r}")
-        out = leaves[term[1]]
+    if isinstance(term, In | Var):
+        if term.name not in leaves:
+            raise ModelError(f"no value for {term.name!r}")
+        out = leaves[term.name]
     else:
-        kids = [evaluate(a, leaves, sizes, symbols, par_symbol, memo) for a in term[1:] if isinstance(a, tuple)]
-        pars, ext = type_of(term, [k.type for k in kids], par_symbol)
-        if (term[0] == "Bin" or term[0] == "Mm") and kids[0].pars != kids[1].pars:
-            raise AssertionError("typed operands with different parallel dims")
+        args = [evaluate(a, leaves, sizes, symbols, par_symbol, memo) for a in kids(term)]
+        pars, ext = type_of(term, [k.type for k in args], par_symbol)
+        # type_of checked that Bin / Mm operands share their parallel dims (and so their axis order)
         with np.errstate(all="ignore"):
-            arr = _numeric(term, kids, sizes, symbols)
+            arr = _numeric(term, args, sizes, symbols)
         out = PT(tuple(sorted(pars)), arr, ext)
     memo[id(term)] = out
     return out

@@ -1,16 +1,8 @@
 """Encode a Graph and a KernelGraph (concrete mappings, symbolic sizes) as verifier terms.
 
-A term is a nested tuple, the same shape as an egglog expression::
-
-    ("In", name)              graph input
-    ("Un", op, t)             elementwise unary; op is "exp", "scale:0.5", "scale:1/X.1", "adds:1e-06"...
-    ("Bin", op, a, b)         "add" | "sub" | "mul" | "div", NumPy broadcasting
-    ("Sum", t, d) ("Max", t, d)
-    ("Mm", ra, rb, a, b)      matmul of ranks ra @ rb
-    ("Tr", t)                 swap the last two dims
-    ("Part", t, d, p) ("Comb", t, d, p) ("Red", t, p) ("Repl", t, p)   parallel operators (paper §4)
-    ("RMax", t, p)            max over a parallel dim (a max accumulator)
-    ("Resc", t, c, p)         Σ_p t · exp(c − max_p c) (a rescaled accumulator, the online softmax)
+A term is a tree of the frozen nodes of ``prism.verify.nodes`` (``In``, ``Un``, ``Bin``, ``Sum``,
+``Max``, ``Mm``, ``Tr``, ``Part``, ``Comb``, ``Red``, ``RMax``, ``Resc``, ``Repl``), one per egglog
+constructor.
 
 Semantics: ``prism.verify.model``. A custom kernel's Load applies, per grid dim in order, ``Part`` along
 its imap dim (or ``Repl``), then ``Part`` along the fmap dim over the loop (or ``Repl``): grid first,
@@ -32,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import assert_never
 
 import numpy as np
 
@@ -41,6 +33,7 @@ from prism.graph import Graph, OpKind
 from prism.ir import (
     Accum,
     BinaryOp,
+    BlockOp,
     CustomKernel,
     KernelGraph,
     Load,
@@ -52,10 +45,26 @@ from prism.ir import (
     UnaryOp,
     check_structure,
 )
-from prism.ops import Binary, Const, DimRecip, Reduce, Scalar, Unary
+from prism.ops import SCALAR_UNARY, Binary, Const, DimRecip, Reduce, Scalar, Unary
 from prism.verify import model
-
-Term = tuple
+from prism.verify.nodes import (
+    Bin,
+    Comb,
+    In,
+    Max,
+    Mm,
+    Part,
+    Red,
+    Repl,
+    Resc,
+    RMax,
+    Sum,
+    Term,
+    Tr,
+    Un,
+    UnOp,
+    unary_ops,
+)
 
 
 class IllFormed(VerificationError):
@@ -86,36 +95,33 @@ class DimTable:
             self._parent[hi] = lo
 
 
-def scalar_op(kind: str, s: Scalar | None, dims: DimTable, inputs: set[str]) -> str:
+def unary_op(fn: Unary, s: Scalar | None, dims: DimTable, inputs: set[str]) -> UnOp:
+    """The term op of ``fn``; a scalar ``1/n`` is named by the canonical symbol of its dim."""
+    if fn not in SCALAR_UNARY:
+        return UnOp(fn)
     match s:
         case Const(value):
-            return f"{kind}:{value!r}"
+            return UnOp(fn, const=value)
         case DimRecip(tensor, dim):
             if tensor not in inputs:
                 raise IllFormed(f"DimRecip refers to {tensor!r}, which is not a program input")
-            return f"{kind}:1/{dims.find(f'{tensor}.{dim}')}"
+            return UnOp(fn, recip=dims.find(f"{tensor}.{dim}"))
         case None:
-            raise IllFormed(f"{kind} without a scalar")
+            raise IllFormed(f"{fn.value} without a scalar")
+        case _:
+            assert_never(s)
 
 
-def unary_name(fn: Unary, s: Scalar | None, dims: DimTable, inputs: set[str]) -> str:
-    if fn is Unary.SCALE:
-        return scalar_op("scale", s, dims, inputs)
-    if fn is Unary.ADD_SCALAR:
-        return scalar_op("adds", s, dims, inputs)
-    return fn.value
-
-
-def matmul_term(a: Term, b: Term, ra: int, rb: int) -> Term:
-    return ("Mm", ra, rb, a, b)
+def reduce_term(fn: Reduce, x: Term, dim: int) -> Term:
+    return Sum(x, dim) if fn is Reduce.SUM else Max(x, dim)
 
 
 def accum_term(x: Term, fn: Reduce, c: Term | None, p: str) -> Term:
     """An accumulator over the loop's parallel dim ``p``: ``Red`` (a sum), ``RMax`` (a running max),
     or ``Resc`` (rescaled by the shift ``c``: ``Σ_p x · exp(c − max_p c)``, the online update)."""
     if c is not None:
-        return ("Resc", x, c, p)
-    return ("RMax", x, p) if fn is Reduce.MAX else ("Red", x, p)
+        return Resc(x, c, p)
+    return RMax(x, p) if fn is Reduce.MAX else Red(x, p)
 
 
 # ---------------------------------------------------------------------------------- encodings
@@ -127,22 +133,7 @@ class Encoding:
 
     outputs: dict[str, Term]
     par_sizes: dict[str, Size]
-    ops: frozenset[str]
-
-
-def _ops_of(terms: list[Term]) -> frozenset[str]:
-    seen: set[int] = set()
-    out: set[str] = set()
-    stack = list(terms)
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        if t[0] == "Un":
-            out.add(t[1])
-        stack.extend(a for a in t[1:] if isinstance(a, tuple))
-    return frozenset(out)
+    ops: frozenset[UnOp]
 
 
 def encode_graph(graph: Graph) -> tuple[Encoding, DimTable]:
@@ -156,62 +147,73 @@ def encode_graph(graph: Graph) -> tuple[Encoding, DimTable]:
     return _encode_graph(graph, dims), dims
 
 
+Syms = list[str | None]  # per dim of a program node: its input-dim symbol, or None (extent 1)
+
+
 def _encode_graph(graph: Graph, dims: DimTable) -> Encoding:
     names = {t.name for t in graph.inputs}
     bcast = graph.broadcast_dims()
     terms: list[Term] = []
-    sym: list[list[str | None]] = []  # per node, per dim: input-dim symbol or None (extent 1 from a reduce)
+    sym: list[Syms] = []
     for n in graph.nodes:
         args = [terms[a] for a in n.args]
         asym = [sym[a] for a in n.args]
         match n.kind:
             case OpKind.INPUT:
-                t: Term = ("In", n.name)
+                assert n.name is not None
+                t: Term = In(n.name)
                 # a dim of extent 1 that broadcasts is like a kept reduction dim
-                s: list[str | None] = [None if (n.name, d) in bcast else f"{n.name}.{d}" for d in range(len(n.shape))]
+                s: Syms = [None if (n.name, d) in bcast else f"{n.name}.{d}" for d in range(len(n.shape))]
                 dims.unit.update(f"{n.name}.{d}" for d in range(len(n.shape)) if (n.name, d) in bcast)
             case OpKind.UNARY:
                 assert isinstance(n.fn, Unary)
-                t = ("Un", unary_name(n.fn, n.scalar, dims, names), args[0])
-                s = asym[0]
+                t, s = Un(unary_op(n.fn, n.scalar, dims, names), args[0]), asym[0]
             case OpKind.BINARY:
                 assert isinstance(n.fn, Binary)
-                t = ("Bin", n.fn.value, args[0], args[1])
-                s = []
-                for d, (x, y) in enumerate(zip(asym[0], asym[1], strict=True)):
-                            ea, eb = (graph.nodes[a].shape[d] for a in n.args)
-                            if x is not None and y is not None and ea == eb:
-                                dims.union(x, y)
-                                s.append(x)
-                            elif x is None or y is None:
-                                s.append(y if x is None else x)
-                            else:
-                                raise VerificationError(f"{n.fn.value}: broadcasts an input dim of size 1 "
-                                                        "(not supported by the verifier)")
+                shapes = [graph.nodes[a].shape for a in n.args]
+                t, s = Bin(n.fn, args[0], args[1]), _broadcast_syms(n.fn, asym, shapes, dims)
             case OpKind.REDUCE:
                 assert isinstance(n.fn, Reduce) and n.dim is not None
-                t = ("Sum" if n.fn is Reduce.SUM else "Max", args[0], n.dim)
+                t = reduce_term(n.fn, args[0], n.dim)
                 s = [None if d == n.dim else x for d, x in enumerate(asym[0])]
             case OpKind.MATMUL:
-                a, b = (graph.nodes[i] for i in n.args)
-                ra, rb = len(a.shape), len(b.shape)
-                t = matmul_term(args[0], args[1], ra, rb)
-                xa, xb = asym
-                ka, kb = xa[-1], xb[-2]
-                if ka is None or kb is None:
-                    raise VerificationError("matmul over a reduced dim is not supported by the verifier")
-                dims.union(ka, kb)
-                if ra == 3 and rb == 3 and xa[0] is not None and xb[0] is not None:
-                    dims.union(xa[0], xb[0])
-                batch = ([xa[0] if xa[0] is not None else xb[0]] if rb == 3 else [xa[0]]) if ra == 3 else []
-                s = [*batch, xa[-2], xb[-1]]
+                ra, rb = (len(graph.nodes[i].shape) for i in n.args)
+                t, s = Mm(ra, rb, args[0], args[1]), _matmul_syms(ra, rb, asym[0], asym[1], dims)
             case OpKind.TRANSPOSE:
-                t = ("Tr", args[0])
+                t = Tr(args[0])
                 s = [*asym[0][:-2], asym[0][-1], asym[0][-2]]
+            case _:
+                assert_never(n.kind)
         terms.append(t)
         sym.append(s)
     outs = {name: terms[i] for name, i in graph.output_indices}
-    return Encoding(outs, {}, _ops_of(list(outs.values())))
+    return Encoding(outs, {}, unary_ops(outs.values()))
+
+
+def _broadcast_syms(fn: Binary, asym: list[Syms], shapes: list[tuple[int, ...]], dims: DimTable) -> Syms:
+    """The symbols of a binary op's result: equal-extent dims are unified, a reduced dim broadcasts."""
+    s: Syms = []
+    for d, (x, y) in enumerate(zip(asym[0], asym[1], strict=True)):
+        if x is not None and y is not None and shapes[0][d] == shapes[1][d]:
+            dims.union(x, y)
+            s.append(x)
+        elif x is None or y is None:
+            s.append(y if x is None else x)
+        else:
+            raise VerificationError(f"{fn.value}: broadcasts an input dim of size 1 (not supported by the verifier)")
+    return s
+
+
+def _matmul_syms(ra: int, rb: int, xa: Syms, xb: Syms, dims: DimTable) -> Syms:
+    """The symbols of a matmul's result; the contraction dims (and 3-D batch dims) are unified."""
+    ka, kb = xa[-1], xb[-2]
+    if ka is None or kb is None:
+        raise VerificationError("matmul over a reduced dim is not supported by the verifier")
+    dims.union(ka, kb)
+    if ra == 3 and rb == 3 and xa[0] is not None and xb[0] is not None:
+        dims.union(xa[0], xb[0])
+    batch = ([xa[0] if xa[0] is not None else xb[0]] if rb == 3 else [xa[0]]) if ra == 3 else []
+    return [*batch, xa[-2], xb[-1]]
 
 
 def _par_names(k: CustomKernel, ki: int) -> list[str]:
@@ -240,7 +242,7 @@ def encode_candidate(kg: KernelGraph, graph: Graph, dims: DimTable) -> Encoding:
         raise IllFormed("candidate outputs differ from the program's")
     names = set(g_in)
     ranks: dict[str, int] = dict(g_in)
-    tensors: dict[str, Term] = {t.name: ("In", t.name) for t in kg.inputs}
+    tensors: dict[str, Term] = {t.name: In(t.name) for t in kg.inputs}
     par_sizes: dict[str, Size] = {}
     for ki, k in enumerate(kg.kernels):
         if isinstance(k, PredefinedKernel):
@@ -248,54 +250,76 @@ def encode_candidate(kg: KernelGraph, graph: Graph, dims: DimTable) -> Encoding:
                                                               [ranks[t] for t in k.inputs], dims, names)
             continue
         pars = _par_names(k, ki)
-        for p, size in zip(pars, (*k.grid, k.loop), strict=True):
-            par_sizes[p] = size
-        grid_pars, loop_par = pars[:-1], pars[-1]
+        par_sizes.update(zip(pars, (*k.grid, k.loop), strict=True))
         # a parallel dim of size 1 splits, replicates, reduces and combines nothing: no operator for it
-        unit = {p for p, size in zip(pars, (*k.grid, k.loop), strict=True) if size == 1}
-        vals: list[Any] = []
-        rk: list[int] = []
+        unit = frozenset(p for p, size in zip(pars, (*k.grid, k.loop), strict=True) if size == 1)
+        ctx = _Kernel(k.name, tuple(pars[:-1]), pars[-1], unit, tensors, ranks, dims, names)
+        vals: list[tuple[Term, int]] = []
         for op in k.ops:
-            t: Term | None = None
-            r = 0
-            match op:
-                case Load(tensor, imap, fmap):
-                    t = tensors[tensor]
-                    r = ranks[tensor]
-                    if any(a is not None and not 0 <= a < r for a in (*imap, fmap)):
-                        raise IllFormed(f"kernel {k.name!r}: Load of {tensor!r} maps a dim outside rank {r}")
-                    for p, a in zip((*grid_pars, loop_par), (*imap, fmap), strict=True):
-                        if p not in unit:
-                            t = ("Repl", t, p) if a is None else ("Part", t, a, p)
-                case UnaryOp(fn, x, scalar):
-                    t, r = ("Un", unary_name(fn, scalar, dims, names), vals[x]), rk[x]
-                case BinaryOp(fn, a, b):
-                    if rk[a] != rk[b]:
-                        raise IllFormed(f"kernel {k.name!r}: {fn.value} of ranks {rk[a]} and {rk[b]}")
-                    t, r = ("Bin", fn.value, vals[a], vals[b]), rk[a]
-                case MatmulOp(a, b):
-                    if (rk[a], rk[b]) not in ((2, 2), (3, 3), (3, 2)):
-                        raise IllFormed(f"kernel {k.name!r}: matmul of ranks {rk[a]}@{rk[b]}")
-                    t, r = matmul_term(vals[a], vals[b], rk[a], rk[b]), rk[a]
-                case ReduceOp(fn, x, dim):
-                    t, r = ("Sum" if fn is Reduce.SUM else "Max", vals[x], dim), rk[x]
-                case Accum(x, reduce_dim, fn, rescale):
-                    inner = vals[x] if reduce_dim is None else ("Sum", vals[x], reduce_dim)
-                    c = None if rescale is None else vals[rescale]
-                    t, r = (inner if loop_par in unit else accum_term(inner, fn, c, loop_par)), rk[x]
-                case Save(x, tensor, omap):
-                    v = vals[x]
-                    assert v is not None
-                    for p, a in zip(grid_pars, omap, strict=True):
-                        assert a is not None  # check_structure: every grid dim is mapped
-                        if p not in unit:
-                            v = ("Comb", v, a, p)
-                    tensors[tensor] = v
-                    ranks[tensor] = rk[x]
-            vals.append(t)
-            rk.append(r)
+            vals.append(_op_term(op, vals, ctx))
     outs = {t.name: tensors[t.name] for t in kg.outputs}
-    return Encoding(outs, par_sizes, _ops_of(list(outs.values())))
+    return Encoding(outs, par_sizes, unary_ops(outs.values()))
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """What encoding one custom kernel's ops needs: its parallel dims (grid, loop; those of size 1
+    in ``unit``) and the tensors (terms and ranks) saved so far, which its Saves extend."""
+
+    name: str
+    grid_pars: tuple[str, ...]
+    loop_par: str
+    unit: frozenset[str]
+    tensors: dict[str, Term]
+    ranks: dict[str, int]
+    dims: DimTable
+    inputs: set[str]
+
+    def load(self, tensor: str, imap: tuple[int | None, ...], fmap: int | None) -> tuple[Term, int]:
+        t, r = self.tensors[tensor], self.ranks[tensor]
+        if any(a is not None and not 0 <= a < r for a in (*imap, fmap)):
+            raise IllFormed(f"kernel {self.name!r}: Load of {tensor!r} maps a dim outside rank {r}")
+        for p, a in zip((*self.grid_pars, self.loop_par), (*imap, fmap), strict=True):
+            if p not in self.unit:
+                t = Repl(t, p) if a is None else Part(t, a, p)
+        return t, r
+
+    def save(self, v: Term, r: int, tensor: str, omap: tuple[int | None, ...]) -> tuple[Term, int]:
+        for p, a in zip(self.grid_pars, omap, strict=True):
+            assert a is not None  # check_structure: every grid dim is mapped
+            if p not in self.unit:
+                v = Comb(v, a, p)
+        self.tensors[tensor], self.ranks[tensor] = v, r
+        return v, r
+
+
+def _op_term(op: BlockOp, vals: list[tuple[Term, int]], k: _Kernel) -> tuple[Term, int]:
+    """The term and rank of one block op of a custom kernel (``vals``: those of the ops before it)."""
+    match op:
+        case Load(tensor, imap, fmap):
+            return k.load(tensor, imap, fmap)
+        case UnaryOp(fn, x, scalar):
+            return Un(unary_op(fn, scalar, k.dims, k.inputs), vals[x][0]), vals[x][1]
+        case BinaryOp(fn, a, b):
+            (ta, ra), (tb, rb) = vals[a], vals[b]
+            if ra != rb:
+                raise IllFormed(f"kernel {k.name!r}: {fn.value} of ranks {ra} and {rb}")
+            return Bin(fn, ta, tb), ra
+        case MatmulOp(a, b):
+            (ta, ra), (tb, rb) = vals[a], vals[b]
+            if (ra, rb) not in ((2, 2), (3, 3), (3, 2)):
+                raise IllFormed(f"kernel {k.name!r}: matmul of ranks {ra}@{rb}")
+            return Mm(ra, rb, ta, tb), ra
+        case ReduceOp(fn, x, dim):
+            return reduce_term(fn, vals[x][0], dim), vals[x][1]
+        case Accum(x, reduce_dim, fn, rescale):
+            inner = vals[x][0] if reduce_dim is None else Sum(vals[x][0], reduce_dim)
+            c = None if rescale is None else vals[rescale][0]
+            return (inner if k.loop_par in k.unit else accum_term(inner, fn, c, k.loop_par)), vals[x][1]
+        case Save(x, tensor, omap):
+            return k.save(vals[x][0], vals[x][1], tensor, omap)
+        case _:
+            assert_never(op)
 
 
 def _predefined(k: PredefinedKernel, args: list[Term], ranks: list[int], dims: DimTable,
@@ -303,17 +327,17 @@ def _predefined(k: PredefinedKernel, args: list[Term], ranks: list[int], dims: D
     match k.kind:
         case OpKind.UNARY:
             assert isinstance(k.fn, Unary)
-            return ("Un", unary_name(k.fn, k.scalar, dims, names), args[0]), ranks[0]
+            return Un(unary_op(k.fn, k.scalar, dims, names), args[0]), ranks[0]
         case OpKind.BINARY:
             assert isinstance(k.fn, Binary)
-            return ("Bin", k.fn.value, args[0], args[1]), ranks[0]
+            return Bin(k.fn, args[0], args[1]), ranks[0]
         case OpKind.REDUCE:
             assert isinstance(k.fn, Reduce) and k.dim is not None
-            return ("Sum" if k.fn is Reduce.SUM else "Max", args[0], k.dim), ranks[0]
+            return reduce_term(k.fn, args[0], k.dim), ranks[0]
         case OpKind.MATMUL:
-            return matmul_term(args[0], args[1], ranks[0], ranks[1]), ranks[0]
+            return Mm(ranks[0], ranks[1], args[0], args[1]), ranks[0]
         case OpKind.TRANSPOSE:
-            return ("Tr", args[0]), ranks[0]
+            return Tr(args[0]), ranks[0]
         case OpKind.INPUT:
             raise IllFormed(f"kernel {k.name!r}: an input is not a kernel")
 
@@ -359,21 +383,3 @@ def evaluate(enc: Encoding, dims: DimTable, inputs: Mapping[str, object],
         v = model.evaluate(t, leaves, par_sizes, symbols, par_symbols(enc.par_sizes), memo)
         out[name] = v.arr
     return out
-
-
-def to_sexpr(term: Term, memo: dict[int, str] | None = None) -> str:
-    """egglog text of a term."""
-    memo = {} if memo is None else memo
-    if id(term) in memo:
-        return memo[id(term)]
-    parts = [term[0]]
-    for a in term[1:]:
-        if isinstance(a, tuple):
-            parts.append(to_sexpr(a, memo))
-        elif isinstance(a, str):
-            parts.append('"' + a.replace('"', '\\"') + '"')
-        else:
-            parts.append(str(int(a)))
-    s = "(" + " ".join(parts) + ")"
-    memo[id(term)] = s
-    return s
