@@ -92,3 +92,8 @@ class TuningError(PrismError):
 class OptionError(PrismError):
     """A bad option of ``superoptimize``, ``tune`` or a command (samples, seed, time budget, target, an
     output folder). The message names the option, the call and the bad value."""
+
+
+class CaptureError(PrismError):
+    """A captured PyTorch region that cannot run in Prism, or whose Prism kernel disagrees with
+    PyTorch's output (raised with ``strict=True``; otherwise the region stays with PyTorch)."""

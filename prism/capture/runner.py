@@ -1,0 +1,164 @@
+"""One captured region at run time: a Prism kernel per shape (checked against PyTorch first), or
+the region's own PyTorch ops.
+
+The first call at a new shape binds the region's Graph at that shape (``prism.capture.build``),
+superoptimizes it (the search cache is keyed by the size-free structure, so a second shape of a
+region reuses the verified plans and only tunes; the tuned kernel is cached per shape), and checks
+the kernel's outputs against the region's eager outputs on the call's own inputs. Any failure on
+that path — a shape the ops do not fit, no GPU, a search, tuning or compile error, a mismatch —
+leaves the region to PyTorch at that shape, with a ``CaptureWarning`` naming why (``strict``:
+a ``CaptureError`` instead). Later calls at a checked shape only launch: no allocation but the
+outputs, no synchronisation, on torch's current stream, so they can be captured in a CUDA graph.
+torch is imported by the caller (the backend); this module only calls tensor methods.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prism.capture.build import Program, RegionSpec, bind
+from prism.capture.partition import MIN_OPS
+from prism.capture.report import Outcome, RegionRecord
+from prism.errors import CaptureError
+from prism.ops import DTYPES
+from prism.reference import relative_error
+from prism.tune.tolerance import tolerance
+
+log = logging.getLogger(__name__)
+ALIGNMENT = 16  # bytes: what a Prism kernel needs of each input's address
+CHECK_FACTOR = 2.0  # kernel vs eager: each may be off the float64 reference by up to tolerance(graph)
+
+
+class CaptureWarning(UserWarning):
+    """A captured region runs in PyTorch instead of Prism; the message says why."""
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """Options of ``prism.compile`` and the ``"prism"`` backend (``superoptimize``'s, and how
+    failures are handled)."""
+
+    samples: int = 16  # tuning samples per region and shape
+    seed: int = 0
+    search_budget: float | None = None  # seconds per symbolic search (None: superoptimize's default)
+    time_budget: float | None = None  # seconds of tuning per region and shape
+    strict: bool = False  # raise CaptureError instead of leaving a region to PyTorch
+    min_ops: int = MIN_OPS  # fewer arithmetic ops than this: the region is not worth a kernel
+
+
+@dataclass(frozen=True)
+class _Entry:
+    program: Program | None  # None: PyTorch runs the region at this shape
+    kernel: Any = None
+    out_dtypes: tuple[Any, ...] = ()
+
+
+def shape_key(inputs: Sequence[Any]) -> str:
+    return ",".join(f"{list(t.shape)}{str(t.dtype).removeprefix('torch.')}" for t in inputs)
+
+
+class RegionRunner:
+    """Called in place of the region's nodes with the region's inputs; returns its outputs (tuple)."""
+
+    def __init__(self, spec: RegionSpec, eager: Callable[..., Any], record: RegionRecord,
+                 options: CaptureOptions) -> None:
+        self.spec, self.eager, self.record, self.options = spec, eager, record, options
+        self.entries: dict[str, _Entry] = {}
+
+    def __call__(self, *inputs: Any) -> tuple[Any, ...]:
+        if any(getattr(t, "requires_grad", False) for t in inputs) and _grad_enabled(inputs):
+            return tuple(self.eager(*inputs))  # Prism kernels have no backward: autograd stays right
+        key = shape_key(inputs)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = self._prepare(key, inputs)
+        if entry.program is None:
+            return tuple(self.eager(*inputs))
+        return self._launch(entry, inputs)
+
+    def _prepare(self, key: str, inputs: Sequence[Any]) -> _Entry:
+        try:
+            entry, detail = self._build(inputs)
+        except Exception as e:  # "always an answer": whatever failed, PyTorch still runs the region
+            if self.options.strict:
+                raise CaptureError(f"{self.record.label} at {key}: {type(e).__name__}: {e}") from e
+            why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            warnings.warn(f"prism: region {self.record.label} ({', '.join(self.record.ops)}) at {key} runs in "
+                          f"PyTorch: {why}", CaptureWarning, stacklevel=2)
+            self.record.outcomes[key] = (Outcome.PYTORCH, why)
+            return _Entry(None)
+        self.record.outcomes[key] = (Outcome.PRISM, detail)
+        return entry
+
+    def _build(self, inputs: Sequence[Any]) -> tuple[_Entry, str]:
+        from prism.pipeline import superoptimize  # the pipeline's tuner needs the GPU side (CuPy)
+
+        dtype = next((str(t.dtype).removeprefix("torch.") for t in inputs
+                      if str(t.dtype).removeprefix("torch.") in DTYPES), None)
+        if dtype is None:
+            raise CaptureError(f"{self.record.label}: no input of a Prism dtype ({', '.join(DTYPES)})")
+        program = bind(self.spec, [tuple(t.shape) for t in inputs], dtype)
+        self.record.bound.append(([tuple(t.shape) for t in inputs], dtype))
+        ref = tuple(self.eager(*inputs))
+        views = self._views(program, inputs)
+        fast = superoptimize(program.graph, example_inputs=dict(zip([t.name for t in program.graph.inputs], views,
+                                                                      strict=True)),
+                             program=self.record.label, progress=False, samples=self.options.samples,
+                             seed=self.options.seed, search_budget=self.options.search_budget,
+                             time_budget=self.options.time_budget)
+        entry = _Entry(program, fast, tuple(r.dtype for r in ref))
+        got = self._launch(entry, inputs)
+        tol = CHECK_FACTOR * tolerance(program.graph)
+        for i, (a, b) in enumerate(zip(got, ref, strict=True)):
+            if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
+                raise CaptureError(f"{self.record.label}: output {i} is {list(a.shape)} {a.dtype}; PyTorch's is "
+                                   f"{list(b.shape)} {b.dtype}")
+            err = relative_error(a.detach().double().cpu().numpy(), b.detach().double().cpu().numpy())
+            if not err <= tol:
+                raise CaptureError(f"{self.record.label}: output {i} differs from PyTorch's by {err:.3g} "
+                                   f"(relative, allowed {tol:.3g})")
+        summary = fast.summary
+        detail = f"{summary.get('plan_source', '?')} plan, {summary.get('best_us') or 0:.1f} us"
+        log.info("prism: region %s at %s: %s", self.record.label, shape_key(inputs), detail)
+        return entry, detail
+
+    def _views(self, program: Program, inputs: Sequence[Any]) -> list[Any]:
+        """The kernel's inputs: each region input in the compute dtype, contiguous, aligned, viewed."""
+        out = []
+        for b in program.inputs:
+            t = inputs[b.position]
+            if str(t.dtype).removeprefix("torch.") != program.dtype:
+                t = t.to(getattr(_torch_of(t), program.dtype))
+            if not t.is_contiguous():
+                t = t.contiguous()
+            if t.data_ptr() % ALIGNMENT:
+                t = t.clone()
+            out.append(t.view(b.shape))
+        return out
+
+    def _launch(self, entry: _Entry, inputs: Sequence[Any]) -> tuple[Any, ...]:
+        program = entry.program
+        assert program is not None
+        res = entry.kernel(*self._views(program, inputs))
+        by_name = dict(zip([t.name for t in program.graph.outputs], res if isinstance(res, tuple) else (res,),
+                           strict=True))
+        outs = []
+        for src, shape, dtype in zip(program.outputs, program.shapes, entry.out_dtypes, strict=True):
+            t = by_name[src] if isinstance(src, str) else inputs[src]
+            t = t.view(shape)
+            outs.append(t if t.dtype == dtype else t.to(dtype))
+        return tuple(outs)
+
+
+def _torch_of(t: Any) -> Any:
+    import torch  # the tensors are torch's: torch is present
+
+    return torch
+
+
+def _grad_enabled(inputs: Sequence[Any]) -> bool:
+    return bool(_torch_of(inputs[0]).is_grad_enabled())

@@ -1,0 +1,130 @@
+"""PyTorch capture where torch is installed (CI has none: the module skips itself there).
+
+CPU: Dynamo's graph of a Llama decoder layer maps to the expected regions; every region, bound as a
+Prism Graph and evaluated in float64, matches the region's own PyTorch ops; without a GPU every
+region falls back to PyTorch with a warning and the output is PyTorch's. GPU (marked): the layer
+runs with its regions in Prism kernels, close to eager, and replays under a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from bench.capture_models import LayerConfig, layer_inputs, llama_layer  # noqa: E402
+from prism.capture import CaptureOptions, CaptureWarning, compile, prism_backend  # noqa: E402
+from prism.capture.build import bind, evaluate  # noqa: E402
+from prism.capture.report import CaptureReport, Outcome  # noqa: E402
+from prism.capture.runner import RegionRunner, _Entry  # noqa: E402
+from prism.errors import CaptureError  # noqa: E402
+from prism.reference import relative_error  # noqa: E402
+
+SMALL = LayerConfig(hidden=64, heads=4, kv_heads=2, ffn=96)
+
+
+def _layer(dtype: Any = torch.float32, device: str = "cpu") -> Any:
+    torch.manual_seed(0)
+    m = llama_layer(SMALL).to(device, dtype).eval()
+    for p in m.parameters():
+        p.requires_grad_(False)
+    return m
+
+
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[RegionRunner, tuple[Any, ...]]]:
+    """Regions run their PyTorch ops, and every call's inputs are kept."""
+    calls: list[tuple[RegionRunner, tuple[Any, ...]]] = []
+
+    def prepare(self: RegionRunner, key: str, inputs: Any) -> _Entry:
+        calls.append((self, tuple(inputs)))
+        return _Entry(None)
+
+    monkeypatch.setattr(RegionRunner, "_prepare", prepare)
+    return calls
+
+
+@pytest.mark.parametrize(("batch", "length", "past"), [(2, 1, 5), (1, 6, 0)])
+def test_every_region_of_a_llama_layer_is_its_pytorch_ops(monkeypatch: pytest.MonkeyPatch, batch: int, length: int,
+                                                          past: int) -> None:
+    torch._dynamo.reset()
+    calls = _record(monkeypatch)
+    m = _layer()
+    ins = layer_inputs(SMALL, batch, length, past, device="cpu", dtype=torch.float32)
+    report = CaptureReport()
+    fast = torch.compile(m, backend=lambda gm, ex: prism_backend(gm, ex, report=report))
+    with torch.no_grad():
+        torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
+    ops = [r.ops for g in report.graphs for r in g.regions]
+    assert ops[0][:6] == ("to", "pow", "mean", "add", "rsqrt", "mul") and ops[0].count("linear") == 3
+    assert ("scaled_dot_product_attention",) in ops if past else ("scaled_dot_product_attention",) not in ops
+    # o projection, residual, the second norm, the SwiGLU MLP, residual: one region
+    assert any(r.count("linear") == 4 and "silu" in r and r.count("rsqrt") == 1 for r in ops)
+    assert ops.count(("mul", "mul", "add")) == 2  # the rotary embedding of q and of k
+    assert len(calls) == len(ops)
+    for runner, inputs in calls:
+        program = bind(runner.spec, [tuple(t.shape) for t in inputs], "float32")
+        got = evaluate(program, [t.double().numpy() for t in inputs])
+        for a, b in zip(got, runner.eager(*inputs), strict=True):
+            assert relative_error(a, b.double().numpy()) < 1e-5, runner.record.ops
+
+
+def test_what_stays_with_pytorch_is_named() -> None:
+    torch._dynamo.reset()
+
+    def fn(x: Any, w: Any) -> Any:
+        y = torch.nn.functional.gelu(x @ w) * 2.0  # exact GELU: Prism's is the tanh form
+        z = torch.exp(y).sum(-1)  # keepdim=False
+        return torch.softmax(torch.cat((y, y), -1), -1) * 0.5 + z[..., None].sqrt()
+
+    report = CaptureReport()
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    fast = torch.compile(fn, backend=lambda gm, ex: prism_backend(gm, ex, report=report))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureWarning)
+        torch.testing.assert_close(fast(x, w), fn(x, w))
+    left = report.summary()["left_to_pytorch"]
+    assert any("exact GELU" in k for k in left) and any("keepdim=False" in k for k in left)
+    assert any(k.startswith("cat") for k in left)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the fallback where no GPU is present")
+def test_without_a_gpu_each_region_falls_back_with_a_warning_and_strict_raises() -> None:
+    torch._dynamo.reset()
+    m = _layer()
+    ins = layer_inputs(SMALL, 2, 1, 5, device="cpu", dtype=torch.float32)
+    with pytest.warns(CaptureWarning, match="runs in PyTorch: DeviceError"):
+        fast = compile(m, example_inputs=ins)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
+    s = fast.summary()
+    assert s["regions"] == 5 and s["regions_in_prism"] == 0 and s["nodes_captured"] > 0
+    torch._dynamo.reset()
+    with pytest.raises(CaptureError, match="DeviceError"):
+        compile(m, example_inputs=ins, options=CaptureOptions(strict=True))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dtype: Any) -> None:
+    torch._dynamo.reset()
+    m = _layer(dtype, "cuda")
+    ins = layer_inputs(SMALL, 2, 1, 16, device="cuda", dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureWarning)  # every region must run in Prism
+        fast = compile(m, example_inputs=ins, options=CaptureOptions(samples=4))
+    s = fast.summary()
+    assert s["regions_in_prism"] == s["regions"] == 5 and s["flops_fraction_prism"] > 0.9
+    with torch.no_grad():
+        want, got = m(*ins), fast(*ins)
+        tol = 2e-2 if dtype == torch.float16 else 5e-2
+        assert relative_error(got.double().cpu().numpy(), want.double().cpu().numpy()) < tol
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = fast(*ins)
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(captured, got)
+    assert any(o is Outcome.PRISM for g in fast.report.graphs for r in g.regions for o, _ in r.outcomes.values())
