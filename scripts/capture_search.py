@@ -1,0 +1,44 @@
+"""Search and verify the regions ``scripts/gpu_capture.py --dump`` captured (on a machine with
+z3/egglog), filling ``PRISM_CACHE_DIR`` so that the GPU machine, given that cache, tunes searched
+plans instead of predefined kernels. One search serves every shape of a region (the cache key is
+the size-free structure), so each distinct structure is searched once.
+
+    PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python scripts/capture_search.py regions.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from prism.capture.build import bind, spec_from_json
+from prism.pipeline import search_and_verify
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dump")
+    ap.add_argument("--budget", type=float, default=None, help="seconds per search (default: superoptimize's)")
+    args = ap.parse_args()
+    with open(args.dump) as f:
+        regions = json.load(f)
+    seen: set[str] = set()
+    for r in regions:
+        spec = spec_from_json(r["spec"])
+        for shapes, dtype in r["bound"]:
+            graph = bind(spec, [tuple(s) for s in shapes], dtype).graph
+            if graph.structure_key() in seen:
+                continue
+            seen.add(graph.structure_key())
+            t0 = time.perf_counter()
+            out = search_and_verify(graph, program=f"{r['case']}.{r['label']}", progress=False,
+                                    time_budget=args.budget)
+            print(json.dumps({"case": r["case"], "label": r["label"], "key": graph.structure_key(),
+                              "ops": len(graph.nodes), "seconds": round(time.perf_counter() - t0, 1),
+                              "verified_by_source": out.to_json()["verified_by_source"],
+                              "parts": len(out.parts)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
