@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import hashlib
 import json
 import logging
@@ -27,14 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from prism import codegen, runtime, workloads
+from prism import codegen, distributed, runtime, workloads
 from prism.codegen.plan import LaunchPlan
+from prism.distributed import Job
 from prism.errors import IRError, LibraryError, SerializationError
 from prism.graph import Graph
 from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
 from prism.options import count_arg, target_arg
-from prism.pipeline import superoptimize
+from prism.pipeline import search_and_verify, superoptimize
 
 log = logging.getLogger(__name__)
 
@@ -275,61 +277,115 @@ def build(
     force: bool = False,
     check_nvcc: bool = True,
     progress: bool = True,
+    client: Any = None,
 ) -> dict[str, str]:
-    """Build every entry not already current; return {entry name: "built" | "skipped" | "failed: ..."}."""
-    from tqdm import tqdm
+    """Build every entry not already current; return {entry name: "built" | "skipped" | "failed: ..."}.
 
+    With ``client`` (a ``dask.distributed.Client``) the entries are searched and tuned on its workers
+    (:mod:`prism.distributed`); the sources and the manifest are still written here, as results arrive.
+    """
     manifest = read_manifest(root)
     manifest.setdefault("entries", {})
     status: dict[str, str] = {}
-    for entry in tqdm(spec.entries, desc="library", unit="entry", disable=not progress):
+    todo: list[Entry] = []
+    for entry in spec.entries:
         if not force and is_current(entry, spec.arch, manifest, root):
             status[entry.name] = "skipped"
-            continue
-        rel = Path(entry.program) / f"{entry.shape_key}.cu"
+        else:
+            todo.append(entry)
+
+    def stored(entry: Entry, built: Built) -> None:
+        _store(entry, built, spec, root, manifest)
+        status[entry.name] = "built"
+
+    if client is not None:
+        by_name = {e.name: e for e in todo}
+        failed = distributed.run_jobs(client, [_job(e, spec, optimize, check_nvcc) for e in todo],
+                                      lambda job, built: stored(by_name[job.name], built), progress=progress)
+        status.update({name: f"failed: {why}" for name, why in failed.items()})
+        return {e.name: status[e.name] for e in spec.entries}
+    from tqdm import tqdm
+
+    for entry in tqdm(todo, desc="library", unit="entry", disable=not progress):
         try:
-            path = inside(root, rel, f"entry {entry.name}: source")
-            graph = entry.build_graph(spec.base)
-            built = optimize(graph, entry, spec.arch)
-            if check_nvcc:
-                err = nvcc_check(built.source, spec.arch)
-                if err is not None:
-                    raise LibraryError(f"nvcc -arch={spec.arch} rejects the generated source:\n{err}")
+            source_path(entry, root)
+            built = build_entry(entry, spec.base, spec.arch, optimize, check_nvcc)
         except Exception as e:  # one entry's failure never stops the others
             log.error("library entry %s failed: %s", entry.name, e)
             status[entry.name] = f"failed: {e}"
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(built.source)
-        manifest["entries"][entry.name] = {
-            "program": entry.program,
-            "config": entry.config,
-            "sizes": dict(entry.sizes),
-            "dtype": entry.dtype,
-            "arch": spec.arch,
-            "structure_hash": graph.structure_hash(),
-            "inputs": [[t.name, list(t.shape)] for t in graph.inputs],
-            "template": built.kernel_graph.to_json(),
-            "launch": built.launch,
-            "source": rel.as_posix(),
-            "source_sha256": sha256(built.source),
-            "tuned_on": built.gpu,
-            "code_target": spec.arch,
-            "time_us": built.time_us,
-            "best_baseline_us": built.baseline_us,
-            "date": _dt.date.today().isoformat(),
-        }
-        write_manifest(manifest, root)
-        status[entry.name] = "built"
-    return status
+        stored(entry, built)
+    return {e.name: status[e.name] for e in spec.entries}
 
 
-def library_optimizer(samples: int = 48, seed: int = 0) -> Callable[[Graph, Entry, str], Built]:
-    """An ``optimize(graph, entry, arch)`` for :func:`build`: superoptimize, then the sources."""
+def source_path(entry: Entry, root: Path) -> tuple[Path, Path]:
+    """(relative, absolute) path of an entry's CUDA source in the library."""
+    rel = Path(entry.program) / f"{entry.shape_key}.cu"
+    return rel, inside(root, rel, f"entry {entry.name}: source")
+
+
+def build_entry(entry: Entry, base: Path, arch: str, optimize: Callable[[Graph, Entry, str], Built],
+                check_nvcc: bool) -> Built:
+    """Superoptimize one entry and check its source with nvcc: a pure function of (entry, arch), so it
+    can run anywhere (a Dask worker holding a GPU) and be retried."""
+    built = optimize(entry.build_graph(base), entry, arch)
+    if check_nvcc:
+        err = nvcc_check(built.source, arch)
+        if err is not None:
+            raise LibraryError(f"nvcc -arch={arch} rejects the generated source:\n{err}")
+    return built
+
+
+def search_entry(entry: Entry, base: Path) -> dict[str, Any]:
+    """Search and verify an entry's program (cached by its size-free structure, so every shape of it
+    shares this one search); a summary of the outcome."""
+    graph = entry.build_graph(base)
+    return search_and_verify(graph, program=entry.program, progress=False).to_json()
+
+
+def _job(entry: Entry, spec: Spec, optimize: Callable[[Graph, Entry, str], Built], check_nvcc: bool) -> Job[Built]:
+    """One entry as a distributed job: its search shared by structure, its tuning keyed by (entry, arch)."""
+    structure = entry.build_graph(spec.base).structure_key()
+    content = sha256(repr((entry, spec.arch, check_nvcc)))[:16]
+    return Job(entry.name, structure, f"{entry.name}-{spec.arch}-{content}",
+               functools.partial(search_entry, entry, spec.base),
+               functools.partial(build_entry, entry, spec.base, spec.arch, optimize, check_nvcc))
+
+
+def _store(entry: Entry, built: Built, spec: Spec, root: Path, manifest: dict[str, Any]) -> None:
+    """Write an entry's source and its manifest record (the manifest atomically, after each entry)."""
+    rel, path = source_path(entry, root)
+    graph = entry.build_graph(spec.base)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(built.source)
+    manifest["entries"][entry.name] = {
+        "program": entry.program,
+        "config": entry.config,
+        "sizes": dict(entry.sizes),
+        "dtype": entry.dtype,
+        "arch": spec.arch,
+        "structure_hash": graph.structure_hash(),
+        "inputs": [[t.name, list(t.shape)] for t in graph.inputs],
+        "template": built.kernel_graph.to_json(),
+        "launch": built.launch,
+        "source": rel.as_posix(),
+        "source_sha256": sha256(built.source),
+        "tuned_on": built.gpu,
+        "code_target": spec.arch,
+        "time_us": built.time_us,
+        "best_baseline_us": built.baseline_us,
+        "date": _dt.date.today().isoformat(),
+    }
+    write_manifest(manifest, root)
+
+
+def library_optimizer(samples: int = 48, seed: int = 0, backend: Any = None) -> Callable[[Graph, Entry, str], Built]:
+    """An ``optimize(graph, entry, arch)`` for :func:`build`: superoptimize, then the sources
+    (``backend``: where to tune, as in ``superoptimize``; the interpreter backend in tests)."""
 
     def optimize(graph: Graph, entry: Entry, arch: str) -> Built:
         kernel = superoptimize(graph, target=arch, samples=samples, seed=seed, program=entry.program,
-                               progress=False, scales=entry.scales())
+                               progress=False, scales=entry.scales(), backend=backend)
         plan = codegen.generate(kernel.kernel_graph, arch=arch)
         source = library_source(plan)
         return Built(kernel.kernel_graph, source, plan.to_json(), kernel.summary.get("best_us"), _gpu_name())
@@ -403,7 +459,27 @@ def _program_key(rec: Mapping[str, Any]) -> str | None:
         return None
 
 
-def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *, root: Path = ROOT) -> Any:
+@dataclass(frozen=True)
+class LibraryKernel:
+    """What :func:`load` returns: the compiled kernel (call it like the program: torch tensors or CuPy
+    arrays, same signature) and the manifest's facts about it."""
+
+    kernel: runtime.OptimizedGraph
+    program: str
+    sizes: Mapping[str, int]
+    time_us: float | None  # the tuned time, on the GPU named by tuned_on
+    tuned_on: str | None
+
+    def __call__(self, *args: Any, **named: Any) -> Any:
+        return self.kernel(*args, **named)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The same facts as a dict, shaped like ``superoptimize(...).summary``."""
+        return {"library": True, "time_us": self.time_us, "tuned_on": self.tuned_on}
+
+
+def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *, root: Path = ROOT) -> LibraryKernel:
     """A callable for a library kernel, compiled on first use for the GPU at hand.
 
     ``load("rmsnorm_linear", {"n": 8, "d": 1024})`` or ``load(graph)``. Needs no z3/egglog.
@@ -414,9 +490,10 @@ def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *,
     if sha256(library_source(plan)) != sha256(shipped.read_text()):
         log.warning("%s: this Prism generates different code than the shipped %s; using the new code "
                     "(rebuild the library to re-tune)", rec["program"], shipped)
-    kernel = runtime.compile_plan(plan)
-    kernel.summary = {"library": True, "time_us": rec.get("time_us"), "tuned_on": rec.get("tuned_on")}  # type: ignore[attr-defined]
-    return kernel
+    time_us, tuned_on = rec.get("time_us"), rec.get("tuned_on")
+    return LibraryKernel(runtime.compile_plan(plan), str(rec["program"]), dict(rec["sizes"]),
+                         float(time_us) if isinstance(time_us, int | float) else None,
+                         tuned_on if isinstance(tuned_on, str) else None)
 
 
 def _checked(rec: Mapping[str, Any], root: Path) -> tuple[KernelGraph, Path]:
@@ -453,12 +530,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--samples", type=count_arg("samples"), default=48, help="tuning samples per entry")
     b.add_argument("--force", action="store_true", help="rebuild entries that are already current")
     b.add_argument("--only", default=None, help="build only entries whose name contains this text")
-    sub.add_parser("list", help="list the manifest's entries")
+    b.add_argument("--root", type=Path, default=ROOT, help="the library folder to write (default: prism/kernels/)")
+    distributed.add_arguments(b)
+    ls = sub.add_parser("list", help="list the manifest's entries")
+    ls.add_argument("--root", type=Path, default=ROOT, help="the library folder (default: prism/kernels/)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.library_command == "list":
-        manifest = read_manifest()
+        manifest = read_manifest(args.root)
         for name, rec in sorted(manifest.get("entries", {}).items()):
             t = rec.get("time_us")
             shown = f"{t:.2f} us" if t else "-"
@@ -471,7 +551,10 @@ def run(args: argparse.Namespace) -> int:
         spec = Spec(spec.arch, tuple(e for e in spec.entries if args.only in e.name), spec.base)
     if args.jobs:
         os.environ["PRISM_JOBS"] = str(args.jobs)
-    status = build(spec, library_optimizer(samples=args.samples), force=args.force)
+    with distributed.connect(distributed.options(args)) as client:
+        if client is not None and (link := distributed.dashboard(client)) is not None:
+            print(f"Dask dashboard: {link}")
+        status = build(spec, library_optimizer(samples=args.samples), root=args.root, force=args.force, client=client)
     for name, s in status.items():
         print(f"{name:45s} {s}")
     return 0 if not any(s.startswith("failed") for s in status.values()) else 1
