@@ -88,13 +88,12 @@ def graphed(fn: Callable[[], Any]) -> tuple[Callable[[], Any], Any]:
 def build(case: Case, dtype: Any) -> tuple[Any, tuple[Any, ...]]:
     cfg = LayerConfig()
     torch.manual_seed(0)
-    with torch.device("cuda"):
-        if case.model == "layer":
-            model = llama_layer(cfg).to(dtype).eval()
-            ins = layer_inputs(cfg, case.batch, case.length, case.past, device="cuda", dtype=dtype)
-        else:
-            model = hf_llama().to(dtype).eval()
-            ins = (torch.randint(0, 32000, (case.batch, case.length)),)
+    with torch.device("cuda"):  # weights made on the GPU (a CPU init of the model takes seconds)
+        model = (llama_layer(cfg) if case.model == "layer" else hf_llama()).to(dtype).eval()
+    if case.model == "layer":
+        ins = layer_inputs(cfg, case.batch, case.length, case.past, device="cuda", dtype=dtype)
+    else:
+        ins = (torch.randint(0, 32000, (case.batch, case.length), device="cuda"),)
     for p in model.parameters():
         p.requires_grad_(False)
     if case.model == "hf":

@@ -1,13 +1,15 @@
 """PyTorch capture where torch is installed (CI has none: the module skips itself there).
 
 CPU: Dynamo's graph of a Llama decoder layer maps to the expected regions; every region, bound as a
-Prism Graph and evaluated in float64, matches the region's own PyTorch ops; without a GPU every
-region falls back to PyTorch with a warning and the output is PyTorch's. GPU (marked): the layer
+Prism Graph and evaluated in float64, matches the region's own PyTorch ops; when superoptimize fails
+(no GPU) or its kernel disagrees with PyTorch, the region stays with PyTorch, with a warning. GPU (marked): the layer
 runs with its regions in Prism kernels, close to eager, and replays under a CUDA graph.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 from typing import Any
 
@@ -20,7 +22,7 @@ from prism.capture import CaptureOptions, CaptureWarning, compile, prism_backend
 from prism.capture.build import bind, evaluate  # noqa: E402
 from prism.capture.report import CaptureReport, Outcome  # noqa: E402
 from prism.capture.runner import RegionRunner, _Entry  # noqa: E402
-from prism.errors import CaptureError  # noqa: E402
+from prism.errors import CaptureError, DeviceError  # noqa: E402
 from prism.reference import relative_error  # noqa: E402
 
 SMALL = LayerConfig(hidden=64, heads=4, kv_heads=2, ffn=96)
@@ -90,20 +92,53 @@ def test_what_stays_with_pytorch_is_named() -> None:
     assert any(k.startswith("cat") for k in left)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the fallback where no GPU is present")
-def test_without_a_gpu_each_region_falls_back_with_a_warning_and_strict_raises() -> None:
+def _fake_pipeline(monkeypatch: pytest.MonkeyPatch, superoptimize: Any) -> None:
+    """``prism.pipeline.superoptimize`` replaced (the runner imports it when a region first runs)."""
+    module = types.ModuleType("prism.pipeline")
+    module.superoptimize = superoptimize  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "prism.pipeline", module)
+
+
+def test_a_failing_superoptimize_leaves_each_region_to_pytorch_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_gpu(graph: Any, **kw: Any) -> Any:
+        raise DeviceError("no CUDA device is present (test)")
+
+    _fake_pipeline(monkeypatch, no_gpu)
     torch._dynamo.reset()
     m = _layer()
     ins = layer_inputs(SMALL, 2, 1, 5, device="cpu", dtype=torch.float32)
-    with pytest.warns(CaptureWarning, match="runs in PyTorch: DeviceError"):
+    with pytest.warns(CaptureWarning, match="runs in PyTorch: DeviceError: no CUDA device"):
         fast = compile(m, example_inputs=ins)
     with torch.no_grad():
         torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
     s = fast.summary()
     assert s["regions"] == 5 and s["regions_in_prism"] == 0 and s["nodes_captured"] > 0
+    assert all(o[0] == "pytorch" for r in s["region_outcomes"] for o in r["outcomes"].values())
     torch._dynamo.reset()
     with pytest.raises(CaptureError, match="DeviceError"):
         compile(m, example_inputs=ins, options=CaptureOptions(strict=True))
+
+
+def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Wrong:
+        summary: dict[str, Any] = {}
+
+        def __init__(self, graph: Any) -> None:
+            self.shapes = [t.shape for t in graph.outputs]
+
+        def __call__(self, *views: Any) -> Any:
+            outs = tuple(torch.zeros(s, dtype=views[0].dtype) for s in self.shapes)
+            return outs if len(outs) > 1 else outs[0]
+
+    _fake_pipeline(monkeypatch, lambda graph, **kw: Wrong(graph))
+    torch._dynamo.reset()
+    m = _layer()
+    ins = layer_inputs(SMALL, 1, 1, 3, device="cpu", dtype=torch.float32)
+    with pytest.warns(CaptureWarning, match="differs from PyTorch's"):
+        fast = compile(m, example_inputs=ins)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
+    assert fast.summary()["regions_in_prism"] == 0
 
 
 @pytest.mark.gpu

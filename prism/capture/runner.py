@@ -67,6 +67,7 @@ class RegionRunner:
     def __init__(self, spec: RegionSpec, eager: Callable[..., Any], record: RegionRecord,
                  options: CaptureOptions) -> None:
         self.spec, self.eager, self.record, self.options = spec, eager, record, options
+        self.__name__ = f"prism_{record.label}"  # torch.fx names the call node after it
         self.entries: dict[str, _Entry] = {}
 
     def __call__(self, *inputs: Any) -> tuple[Any, ...]:
