@@ -5,6 +5,9 @@ Internal invariants use ``assert``; anything reachable from user input raises on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class PrismError(Exception):
     """Base class of every error Prism raises on purpose."""
@@ -74,7 +77,14 @@ class CompileError(PrismError):
 
 
 class DeviceError(PrismError):
-    """No usable GPU, or the tensors passed to a kernel are on the wrong device / layout."""
+    """No usable GPU, or the tensors passed to a kernel are on the wrong device / layout.
+
+    ``summary``: what was done before the GPU was needed (``superoptimize`` stops after verification
+    on a machine without one and says what the search found), or None."""
+
+    def __init__(self, message: str, summary: Mapping[str, Any] | None = None) -> None:
+        self.summary = summary
+        super().__init__(message)
 
 
 class CacheError(PrismError):

@@ -160,12 +160,14 @@ class Graph:
         return Tensor(self, len(self.nodes) - 1)
 
     def _own(self, op: str, *ts: object) -> tuple[Tensor, ...]:
+        out: list[Tensor] = []
         for t in ts:
             if not isinstance(t, Tensor):
                 raise GraphError(op, f"operand {t!r} is not a Tensor of this graph")
             if t.graph is not self:
                 raise GraphError(op, f"operand {t!r} belongs to another Graph")
-        return ts  # type: ignore[return-value]
+            out.append(t)
+        return tuple(out)
 
     def _norm_dim(self, op: str, t: Tensor, dim: int) -> int:
         if not isinstance(dim, int | np.integer) or isinstance(dim, bool) or not -t.rank <= dim < t.rank:

@@ -29,7 +29,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prism.errors import IRError, SerializationError
 from prism.names import NameKind, name_problem, show
@@ -268,17 +268,18 @@ def _op_to_obj(op: BlockOp) -> dict[str, object]:
             return {"op": "save", "x": x, "tensor": tensor, "omap": list(omap)}
 
 
-def _op_from_obj(o: dict[str, object]) -> BlockOp:
+def _op_from_obj(o: Mapping[str, Any]) -> BlockOp:
+    """One block op of a decoded JSON document (``Any``: whatever the JSON held; a bad value raises)."""
     kind = o["op"]
 
-    def opt(v: object) -> int | None:
-        return None if v is None else int(v)  # type: ignore[call-overload]
+    def opt(v: Any) -> int | None:
+        return None if v is None else int(v)
 
     def i(key: str) -> int:
-        return int(o[key])  # type: ignore[call-overload]
+        return int(o[key])
 
     if kind == "load":
-        return Load(str(o["tensor"]), tuple(opt(v) for v in o["imap"]), opt(o["fmap"]))  # type: ignore[attr-defined]
+        return Load(str(o["tensor"]), tuple(opt(v) for v in o["imap"]), opt(o["fmap"]))
     if kind == "unary":
         return UnaryOp(Unary(o["fn"]), i("x"), scalar_from_json(o.get("scalar")))
     if kind == "binary":
@@ -290,7 +291,7 @@ def _op_from_obj(o: dict[str, object]) -> BlockOp:
     if kind == "accum":
         return Accum(i("x"), opt(o.get("reduce_dim")), Reduce(str(o.get("fn", "sum"))), opt(o.get("rescale")))
     if kind == "save":
-        return Save(i("x"), str(o["tensor"]), tuple(opt(v) for v in o["omap"]))  # type: ignore[attr-defined]
+        return Save(i("x"), str(o["tensor"]), tuple(opt(v) for v in o["omap"]))
     raise ValueError(f"unknown block op {kind!r}")
 
 
@@ -334,12 +335,13 @@ def _fn_from(kind: OpKind, v: object) -> Unary | Binary | Reduce | None:
     raise ValueError(f"{kind.value} kernels take no fn")
 
 
-def _kg_from_obj(obj: dict[str, object]) -> KernelGraph:
+def _kg_from_obj(obj: Mapping[str, Any]) -> KernelGraph:
+    """A kernel graph from a decoded JSON document (``Any``: whatever the JSON held; a bad value raises)."""
     def specs(key: str) -> tuple[TensorSpec, ...]:
-        return tuple(TensorSpec(str(n), tuple(int(s) for s in shp), str(dt)) for n, shp, dt in obj[key])  # type: ignore[attr-defined]
+        return tuple(TensorSpec(str(n), tuple(int(s) for s in shp), str(dt)) for n, shp, dt in obj[key])
 
     kernels: list[Kernel] = []
-    for k in obj["kernels"]:  # type: ignore[attr-defined]
+    for k in obj["kernels"]:
         if k["type"] == "custom":
             kernels.append(
                 CustomKernel(str(k["name"]), tuple(_size_from_obj(s) for s in k["grid"]), _size_from_obj(k["loop"]),

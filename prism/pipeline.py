@@ -17,7 +17,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
@@ -29,7 +29,7 @@ from prism.progress import StageBar
 from prism.reference import relative_error
 from prism.rowwise import row_plan
 from prism.settings import settings
-from prism.tune.backends import CudaBackend
+from prism.tune.backends import Backend, CudaBackend
 from prism.tune.inputs import InputSampler, check_examples, input_sampler, part_sampler
 from prism.tune.tolerance import tolerance
 from prism.tune.tuner import tune
@@ -165,7 +165,8 @@ def primitive_ops(graph: Graph) -> int:
 
 
 def search_and_verify(
-    graph: Graph, *, program: str = "program", cache: bool = True, progress: bool = True, config: Any = None,
+    graph: Graph, *, program: str = "program", cache: bool = True, progress: bool = True,
+    config: SearchConfig | None = None,
     time_budget: float | None = None, partitioned: bool = True, part_ops: int = MAX_PART_OPS,
 ) -> SearchOutcome:
     """Stages 1–3: every verified plan of ``graph`` (search results from the cache when possible).
@@ -372,16 +373,43 @@ def _require_gpu(program: str, outcome: SearchOutcome) -> None:
     else:
         why = "no CUDA device"
     if count < 1:
-        err = DeviceError(
+        raise DeviceError(
             f"{program}: search and verification found {len(outcome.templates)} verified sGraphs; tuning them "
-            f"needs an NVIDIA GPU with CuPy ({why})"
-        )
-        err.summary = outcome.to_json()  # type: ignore[attr-defined]
-        raise err
+            f"needs an NVIDIA GPU with CuPy ({why})", summary=outcome.to_json())
 
 
 def _tuned_key(graph: Graph, arch: str) -> str:
     return f"{graph.structure_hash()}-{arch}"
+
+
+class Summary(TypedDict, total=False):
+    """``Superoptimized.summary``: stage times, counts, the best kernel and where it comes from."""
+
+    program: str
+    search_s: float  # once per program: from the cache, what the search cost when it ran
+    verify_s: float  # mapping instantiation, screen and proof
+    parts_s: float
+    verified_sgraphs: int
+    search_cache_hit: bool
+    search: dict[str, Any]  # SearchOutcome.to_json()
+    parts_tune_s: float
+    tune_s: float
+    samples: int | None
+    compiled: int | None
+    failed: int
+    distinct_kernels: int
+    best_us: float
+    rel_err: float
+    arch: str
+    template: int  # index of the chosen plan among the candidates
+    sizes: dict[str, int]
+    tune_cache_hit: bool
+    tuning: dict[str, Any]  # TuneResult.summary
+    plan_source: str  # a PlanSource value
+
+
+# what the tuned cache keeps of a Summary
+_TUNED_KEYS = ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch", "sizes", "template")
 
 
 @dataclass
@@ -405,7 +433,7 @@ def superoptimize(
     scales: dict[str, float] | None = None,
     example_inputs: Mapping[str, Any] | Sequence[Any] | None = None,
     search_budget: float | None = None,
-    backend: Any = None,
+    backend: Backend | None = None,
 ) -> Superoptimized:
     """Search, verify, tune and compile ``graph``; return the fastest verified plan as a callable.
 
@@ -428,17 +456,7 @@ def superoptimize(
     if backend is None:  # tests pass the interpreter backend instead
         _require_gpu(program, outcome)
         backend = CudaBackend(target)
-    searched = outcome.stats.get("searched_seconds", outcome.seconds) if outcome.cached else outcome.seconds
-    summary: dict[str, Any] = {
-        "program": program,
-        # once per program: when loaded from the cache, what the search cost when it ran
-        "search_s": searched.get("search", 0.0),
-        "verify_s": sum(searched.get(k, 0.0) for k in ("mapping", "screen", "verify")),
-        "parts_s": outcome.seconds.get("parts", 0.0),
-        "verified_sgraphs": len(outcome.templates),
-        "search_cache_hit": outcome.cached,
-        "search": outcome.to_json(),
-    }
+    summary = _search_summary(program, outcome)
     searched_plans = list(outcome.of(PlanSource.SEARCHED))
     candidates = [*searched_plans, *outcome.of(PlanSource.PREDEFINED)]
     sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
@@ -449,7 +467,7 @@ def superoptimize(
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
                                f"{program}.p{po.part.index}")
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
-            plans.append(_tune_cached(req, backend, target, part_samples, seed, time_budget, cache, {})[2])
+            plans.append(_tune_cached(req, backend, target, part_samples, seed, time_budget, cache, Summary())[2])
         candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
         sources.append(PlanSource.STITCHED)
     summary["parts_tune_s"] = time.perf_counter() - t_parts
@@ -461,35 +479,32 @@ def superoptimize(
     return Superoptimized(kernel, summary, concrete)
 
 
-def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: int, seed: int,
-                 time_budget: float | None, cache: bool, summary: dict[str, Any]) -> tuple[Any, dict[str, Any], KernelGraph]:
+def _search_summary(program: str, outcome: SearchOutcome) -> Summary:
+    searched = outcome.stats.get("searched_seconds", outcome.seconds) if outcome.cached else outcome.seconds
+    return Summary(
+        program=program,
+        # once per program: when loaded from the cache, what the search cost when it ran
+        search_s=searched.get("search", 0.0),
+        verify_s=sum(searched.get(k, 0.0) for k in ("mapping", "screen", "verify")),
+        parts_s=outcome.seconds.get("parts", 0.0),
+        verified_sgraphs=len(outcome.templates),
+        search_cache_hit=outcome.cached,
+        search=outcome.to_json(),
+    )
+
+
+def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, samples: int, seed: int,
+                 time_budget: float | None, cache: bool, summary: Summary) -> tuple[Any, Summary, KernelGraph]:
     """Tune ``req`` (or load its tuned plan, checked again); return (kernel, summary, concrete plan)."""
     graph = req.graph
-    arch = backend.arch()
     use_cache = cache and not settings().no_cache
     store = JsonCache("tuned", TUNE_CACHE_SCHEMA)
-    key = _tuned_key(graph, arch)
-    hit = store.get(key, lambda p: (_fitting([validate(KernelGraph.from_json(p["kernel_graph"]))], graph)[0],
-                                    dict(p["summary"]))) if use_cache else None
-    if hit is not None:
-        kg, rec_summary = hit
-        t0 = time.perf_counter()
-        try:
-            kernel = backend.compile(kg)
-            backend.setup(graph, req.sampler(seed))
-            # never trust a cache blindly: check the kernel against the float64 reference again
-            inputs = req.sampler(seed + 0xCAC4E)
-            ref = graph.evaluate(inputs)
-            out = backend.run(kernel, inputs)
-            err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
-        except (PrismError, KeyError, ValueError, TypeError) as e:  # decoded, but not a working plan
-            kernel, err = None, math.inf
-            log.warning("cached tuned kernel %s does not run (%s)", key, e)
-        if kernel is not None and err < tolerance(graph):
-            summary.update(rec_summary)
-            summary.update({"tune_cache_hit": True, "tune_s": time.perf_counter() - t0, "rel_err": err})
-            return kernel, summary, kg
-        store.evict(key, f"a kernel that fails the reference check (rel. error {err:.3g})")
+    key = _tuned_key(graph, backend.arch())
+    if use_cache and (hit := _tuned_hit(req, backend, store, key, seed)) is not None:
+        kernel, kg, rec_summary, err, secs = hit
+        summary.update(rec_summary)
+        summary.update({"tune_cache_hit": True, "tune_s": secs, "rel_err": err})
+        return kernel, summary, kg
     log.info("%s: tuning %d templates", req.program, len(req.templates))
     result = tune(graph, req.templates, samples=samples, seed=seed, time_budget=time_budget, arch=target,
                   backend=backend, inputs=req.sampler)
@@ -510,18 +525,45 @@ def _tune_cached(req: _TuneRequest, backend: Any, target: str | None, samples: i
     })
     concrete = result.template.instantiate(result.sizes)
     if use_cache:
-        store.put_or_warn(key, {"kernel_graph": concrete.to_json(), "summary": {
-            k: summary.get(k) for k in ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch",
-                                        "sizes", "template")}})
+        store.put_or_warn(key, {"kernel_graph": concrete.to_json(), "summary": {k: summary.get(k) for k in _TUNED_KEYS}})
     return result.kernel, summary, concrete
 
 
-class Superoptimized:
-    """What ``superoptimize`` returns: the compiled kernel (an ``OptimizedGraph``: call it on torch
-    tensors or CuPy arrays, same signature) plus ``summary`` and the chosen ``kernel_graph``."""
+def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str,
+               seed: int) -> tuple[Any, KernelGraph, Summary, float, float] | None:
+    """The cached tuned plan of ``req`` when it still compiles, runs and passes the reference check
+    (kernel, plan, its cached summary, relative error, seconds); None (evicting a bad entry) otherwise."""
+    graph = req.graph
+    hit = store.get(key, lambda p: (_fitting([validate(KernelGraph.from_json(p["kernel_graph"]))], graph)[0],
+                                    cast(Summary, dict(p["summary"]))))
+    if hit is None:
+        return None
+    kg, rec_summary = hit
+    t0 = time.perf_counter()
+    try:
+        kernel = backend.compile(kg)
+        backend.setup(graph, req.sampler(seed))
+        # never trust a cache blindly: check the kernel against the float64 reference again
+        inputs = req.sampler(seed + 0xCAC4E)
+        ref = graph.evaluate(inputs)
+        out = backend.run(kernel, inputs)
+        err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+    except (PrismError, KeyError, ValueError, TypeError) as e:  # decoded, but not a working plan
+        kernel, err = None, math.inf
+        log.warning("cached tuned kernel %s does not run (%s)", key, e)
+    if kernel is not None and err < tolerance(graph):
+        return kernel, kg, rec_summary, err, time.perf_counter() - t0
+    store.evict(key, f"a kernel that fails the reference check (rel. error {err:.3g})")
+    return None
 
-    def __init__(self, kernel: Any, summary: dict[str, Any], kernel_graph: KernelGraph) -> None:
-        self.kernel = kernel
+
+class Superoptimized:
+    """What ``superoptimize`` returns: the compiled kernel (with the CUDA backend an ``OptimizedGraph``:
+    call it on torch tensors or CuPy arrays, same signature) plus ``summary`` and the chosen
+    ``kernel_graph``."""
+
+    def __init__(self, kernel: Any, summary: Summary, kernel_graph: KernelGraph) -> None:
+        self.kernel = kernel  # what the backend compiled (the interpreter backend: a KernelGraph)
         self.summary = summary
         self.kernel_graph = kernel_graph
 

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import assert_never
 
 from prism.ir import (
     Accum,
@@ -60,7 +61,7 @@ def op_params(op: BlockOp, tensor_name: str = "", maps: bool = False) -> str:
             return f"{rd}" if op.plain else f"{rd}|{fn.value}|{rescale is not None}"
         case Save(_, tensor, omap):
             return f"{tensor_name or tensor}" + (f"|{list(omap)}" if maps else "")
-    raise AssertionError(op)
+    assert_never(op)
 
 
 def op_key(op: BlockOp, pos: Sequence[int] | Mapping[int, int], tensor_name: str = "", maps: bool = False) -> OpKey:

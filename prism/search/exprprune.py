@@ -28,15 +28,62 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import assert_never
 
 from prism.graph import Graph, OpKind
 from prism.ops import Binary, Const, DimRecip, Reduce, Scalar, Unary
 
 from .dimmatch import ONE, ProgramLabels
 
-# Atoms: ("var", name) | ("size", label) | ("cst", value) | ("fn", name, Poly, removed-dims)
-#        | ("pow", Poly) (a sum raised to a non-natural power) | ("sig", dims, Mono)
-Atom = tuple[object, ...]
+# ------------------------------------------------------------------ atoms of a monomial
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A program input."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    """The extent of a dim label (a mean's ``1/n`` is ``Size^-1``; a sum of a constant ``Size^1``)."""
+
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cst:
+    """A constant raised to a non-integral power (an integral one is a coefficient)."""
+
+    value: Fraction
+
+
+@dataclass(frozen=True, slots=True)
+class Fn:
+    """A non-polynomial function of a polynomial: exp / silu / gelu, or max over ``removed`` dims."""
+
+    fn: Unary | Reduce
+    body: Poly
+    removed: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Pow:
+    """A sum raised to a non-natural power."""
+
+    base: Poly
+
+
+@dataclass(frozen=True, slots=True)
+class Sig:
+    """Σ over ``dims`` of a monomial that varies along every one of them."""
+
+    dims: frozenset[str]
+    body: Mono
+
+
+Atom = Var | Size | Cst | Fn | Pow | Sig
 Mono = frozenset[tuple[Atom, Fraction]]
 Poly = frozenset[tuple[Mono, Fraction]]
 
@@ -61,19 +108,19 @@ class Algebra:
         got = self._deps.get(a)
         if got is not None:
             return got
-        match a[0]:
-            case "var":
-                out = self.var_dims[str(a[1])]
-            case "size" | "cst":
+        match a:
+            case Var(name):
+                out = self.var_dims[name]
+            case Size() | Cst():
                 out = frozenset()
-            case "fn":
-                out = self.deps_poly(a[2]) - a[3]  # type: ignore[arg-type,operator]
-            case "pow":
-                out = self.deps_poly(a[1])  # type: ignore[arg-type]
-            case "sig":
-                out = self.deps_mono(a[2]) - a[1]  # type: ignore[arg-type,operator]
+            case Fn(_, body, removed):
+                out = self.deps_poly(body) - removed
+            case Pow(base):
+                out = self.deps_poly(base)
+            case Sig(dims, body):
+                out = self.deps_mono(body) - dims
             case _:
-                raise AssertionError(a)
+                assert_never(a)
         self._deps[a] = out
         return out
 
@@ -91,7 +138,7 @@ class Algebra:
 
     # ------------------------------------------------------------------ constructors
     def var(self, name: str) -> Poly:
-        return self.atom(("var", name))
+        return self.atom(Var(name))
 
     @staticmethod
     def const(c: Fraction) -> Poly:
@@ -105,7 +152,7 @@ class Algebra:
         fs = {a: e for a, e in factors.items() if e}
         if not coeff:
             return ZERO_POLY
-        expand = [(a, e) for a, e in fs.items() if a[0] == "pow" and e.denominator == 1 and e > 0]
+        expand = [(a, e) for a, e in fs.items() if isinstance(a, Pow) and e.denominator == 1 and e > 0]
         if not expand:
             return frozenset({(frozenset(fs.items()), coeff)})
         for a, _ in expand:
@@ -113,7 +160,7 @@ class Algebra:
         out = self.mono_poly(fs, coeff)
         for a, e in expand:
             for _ in range(int(e)):
-                out = self.mul(out, a[1])  # type: ignore[arg-type]
+                out = self.mul(out, a.base)
         return out
 
     @staticmethod
@@ -144,17 +191,17 @@ class Algebra:
             if e.denominator == 1:
                 return self.mono_poly(d, c ** int(e))
             if c != 1:
-                d[("cst", c)] = d.get(("cst", c), Fraction(0)) + e
+                d[Cst(c)] = d.get(Cst(c), Fraction(0)) + e
             return self.mono_poly(d, F1)
         if e.denominator == 1 and e > 0:
             out = self.const(F1)
             for _ in range(int(e)):
                 out = self.mul(out, p)
             return out
-        return self.mono_poly({("pow", p): e}, F1)
+        return self.mono_poly({Pow(p): e}, F1)
 
-    def fn(self, name: str, p: Poly, removed: frozenset[str] = frozenset()) -> Poly:
-        return self.atom(("fn", name, p, removed))
+    def fn(self, fn: Unary | Reduce, p: Poly, removed: frozenset[str] = frozenset()) -> Poly:
+        return self.atom(Fn(fn, p, removed))
 
     def sum(self, p: Poly, dims: frozenset[str]) -> Poly:
         dims = frozenset(d for d in dims if d != ONE)
@@ -172,14 +219,14 @@ class Algebra:
         while changed:  # merge nested sums that no other factor depends on (Σ_S Σ_T = Σ_{S∪T})
             changed = False
             for a, e in list(factors.items()):
-                if a[0] != "sig" or e != 1 or not (self.deps_atom(a) & dims_set):
+                if not isinstance(a, Sig) or e != 1 or not (self.deps_atom(a) & dims_set):
                     continue
-                inner_dims: frozenset[str] = a[1]  # type: ignore[assignment]
+                inner_dims = a.dims
                 others = [b for b in factors if b != a]
                 if any(self.deps_atom(b) & inner_dims for b in others):
                     continue
                 del factors[a]
-                for b, k in a[2]:  # type: ignore[attr-defined]
+                for b, k in a.body:
                     factors[b] = factors.get(b, Fraction(0)) + k
                 factors = {b: k for b, k in factors.items() if k}
                 dims_set |= inner_dims
@@ -206,10 +253,10 @@ class Algebra:
         used: set[str] = set()
         for cd, cf in comps:
             used |= cd
-            key = ("sig", frozenset(cd), frozenset(cf.items()))
-            outer[key] = outer.get(key, Fraction(0)) + 1
+            sig = Sig(frozenset(cd), frozenset(cf.items()))
+            outer[sig] = outer.get(sig, Fraction(0)) + 1
         for d in sorted(dims_set - used):
-            outer[("size", d)] = outer.get(("size", d), Fraction(0)) + 1
+            outer[Size(d)] = outer.get(Size(d), Fraction(0)) + 1
         return self.mono_poly(outer, F1)
 
     def scalar(self, s: Scalar, input_labels: Mapping[str, tuple[str, ...]]) -> Poly:
@@ -218,7 +265,7 @@ class Algebra:
                 return self.const(_frac(value))
             case DimRecip(tensor, dim):
                 lab = input_labels[tensor][dim]
-                return self.const(F1) if lab == ONE else self.atom(("size", lab), Fraction(-1))
+                return self.const(F1) if lab == ONE else self.atom(Size(lab), Fraction(-1))
 
     # ------------------------------------------------------------------ operators
     def unary(self, fn: Unary, x: Poly, scalar: Scalar | None, input_labels: Mapping[str, tuple[str, ...]]) -> Poly:
@@ -238,7 +285,7 @@ class Algebra:
                 assert scalar is not None
                 return self.add(x, self.scalar(scalar, input_labels))
             case Unary.EXP | Unary.SILU | Unary.GELU:
-                return self.fn(fn.value, x)
+                return self.fn(fn, x)
 
     def binary(self, fn: Binary, a: Poly, b: Poly) -> Poly:
         match fn:
@@ -258,7 +305,7 @@ class Algebra:
             case Reduce.SUM:
                 return self.sum(x, frozenset({label}))
             case Reduce.MAX:
-                return self.fn("max", x, frozenset({label}))
+                return self.fn(Reduce.MAX, x, frozenset({label}))
 
 
 def key(p: Poly) -> Poly:
@@ -274,28 +321,26 @@ def is_max(p: Poly) -> bool:
     if c != 1 or len(m) != 1:
         return False
     ((a, e),) = tuple(m)
-    return e == 1 and a[0] == "fn" and a[1] == "max"
+    return e == 1 and isinstance(a, Fn) and a.fn is Reduce.MAX
 
 
 def shifted_by(x: Poly, c: Poly) -> bool:
     """Does ``x`` contain ``exp(… − c)`` (an exponential shifted by ``c``, a bare max)? Only such a
     value is worth accumulating with rescaling by ``c``."""
     ((cm, _),) = tuple(c)
-    return any(a[1] == "exp" and (cm, -1) in a[2] for a in atoms_of(x) if a[0] == "fn")  # type: ignore[operator]
+    return any(isinstance(a, Fn) and a.fn is Unary.EXP and (cm, -1) in a.body for a in atoms_of(x))
 
 
 def has_var(p: Poly) -> bool:
     """Does ``p`` depend on any program input? (A value that does not is a constant.)"""
     for m, _ in p:
         for a, _ in m:
-            match a[0]:
-                case "var":
+            match a:
+                case Var():
                     return True
-                case "fn" if has_var(a[2]):  # type: ignore[arg-type]
+                case Fn(_, body) | Pow(body) if has_var(body):
                     return True
-                case "pow" if has_var(a[1]):  # type: ignore[arg-type]
-                    return True
-                case "sig" if has_var(frozenset({(a[2], F1)})):  # type: ignore[arg-type]
+                case Sig(_, body) if has_var(frozenset({(body, F1)})):
                     return True
     return False
 
@@ -351,13 +396,11 @@ class Target:
             self._mono(terms[0][0])
 
     def _atom(self, a: Atom) -> None:
-        match a[0]:
-            case "fn":
-                self._poly(a[2])  # type: ignore[arg-type]
-            case "pow":
-                self._poly(a[1])  # type: ignore[arg-type]
-            case "sig":
-                self._mono(a[2])  # type: ignore[arg-type]
+        match a:
+            case Fn(_, body) | Pow(body):
+                self._poly(body)
+            case Sig(_, body):
+                self._mono(body)
 
     def _mono(self, m: Mono) -> None:
         if ("m", m) in self._seen:
@@ -375,11 +418,11 @@ class Target:
             self._atom(a)
         # open a sum: its body with outer factors pushed in, summed over any subset of its dims
         for idx, (a, q) in enumerate(factors):
-            if a[0] != "sig" or q != 1:
+            if not isinstance(a, Sig) or q != 1:
                 continue
             others = factors[:idx] + factors[idx + 1 :]
-            body = list(a[2])  # type: ignore[call-overload]
-            dims = sorted(a[1])  # type: ignore[call-overload]
+            body = list(a.body)
+            dims = sorted(a.dims)
             o_choices = [[Fraction(0), *_sub_exps(e)] for _, e in others]
             b_choices = [[Fraction(0), *_sub_exps(e)] for _, e in body]
             subsets = [frozenset(s) for r in range(len(dims) + 1) for s in itertools.combinations(dims, r)]
@@ -406,26 +449,24 @@ def atoms_of(p: Poly, out: set[Atom] | None = None) -> set[Atom]:
 
 def _atoms_mono(m: Mono, out: set[Atom]) -> None:
     for a, _ in m:
-        match a[0]:
-            case "fn":
+        match a:
+            case Fn(_, body) | Pow(body):
                 out.add(a)
-                atoms_of(a[2], out)  # type: ignore[arg-type]
-            case "pow":
+                atoms_of(body, out)
+            case Sig(_, body):
                 out.add(a)
-                atoms_of(a[1], out)  # type: ignore[arg-type]
-            case "sig":
-                out.add(a)
-                _atoms_mono(a[2], out)  # type: ignore[arg-type]
+                _atoms_mono(body, out)
 
 
 def graph_exprs(graph: Graph, labels: ProgramLabels, alg: Algebra) -> list[Poly]:
     """Normal form of every node of a Graph."""
     out: list[Poly] = []
-    for i, node in enumerate(graph.nodes):
+    for node in graph.nodes:
         args = [out[a] for a in node.args]
         match node.kind:
             case OpKind.INPUT:
-                out.append(alg.var(node.name or ""))
+                assert node.name is not None
+                out.append(alg.var(node.name))
             case OpKind.UNARY:
                 assert isinstance(node.fn, Unary)
                 out.append(alg.unary(node.fn, args[0], node.scalar, labels.inputs))
@@ -440,7 +481,8 @@ def graph_exprs(graph: Graph, labels: ProgramLabels, alg: Algebra) -> list[Poly]
                 out.append(alg.sum(alg.mul(args[0], args[1]), frozenset({k})))
             case OpKind.TRANSPOSE:
                 out.append(args[0])
-        del i
+            case _:
+                assert_never(node.kind)
     return out
 
 

@@ -3,18 +3,35 @@ of symbolic dimension matching (paper §3.2), op by op."""
 
 from __future__ import annotations
 
+import enum
 import functools
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
-from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, TensorSpec, UnaryOp
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    ReduceOp,
+    Save,
+    TensorSpec,
+    UnaryOp,
+    op_args,
+)
 
 from .dimmatch import ONE, Ext, LinForm, Mismatch, Tile, broadcast, lin_var, match
 from .sgraph import LOOP, PARALLEL, MapVar, SGraph, load_var, save_var
 
+ComputeOp = UnaryOp | BinaryOp | MatmulOp | ReduceOp | Accum
 
-def op_tile(op: BlockOp, tiles: Sequence[Tile], eqs: list[LinForm]) -> Tile:
+
+def op_tile(op: ComputeOp, tiles: Sequence[Tile], eqs: list[LinForm]) -> Tile:
     """Symbolic tile of a compute op; raises Mismatch when its operands can never fit."""
     match op:
         case UnaryOp():
@@ -45,7 +62,7 @@ def op_tile(op: BlockOp, tiles: Sequence[Tile], eqs: list[LinForm]) -> Tile:
             if dim is None:
                 return tiles[0]
             return tuple(Ext(ONE) if d == dim else e for d, e in enumerate(tiles[0]))
-    raise AssertionError(op)
+    assert_never(op)
 
 
 @dataclass(frozen=True)
@@ -57,15 +74,25 @@ class KernelSpec:
     loop: str | int
 
 
-def _map_choices(kind: str, rank: int, ng: int, concrete: frozenset[str]) -> list[object]:
-    if kind == "imap":
-        if "imap" not in concrete:
-            return [None]
-        return [m for m in itertools.product([None, *range(rank)], repeat=ng)
-                if len([a for a in m if a is not None]) == len({a for a in m if a is not None})]
-    if kind == "fmap":
-        return [None, *range(rank)] if "fmap" in concrete else ["sym"]
-    return list(itertools.permutations(range(rank), ng)) if "omap" in concrete else [None]
+class _Free(enum.Enum):
+    """A map left symbolic (its mapping variables are solved later)."""
+
+    SYMBOLIC = "symbolic"
+
+
+def _imap_choices(rank: int, ng: int, concrete: frozenset[str]) -> list[tuple[int | None, ...] | _Free]:
+    if "imap" not in concrete:
+        return [_Free.SYMBOLIC]
+    return [m for m in itertools.product([None, *range(rank)], repeat=ng)
+            if len([a for a in m if a is not None]) == len({a for a in m if a is not None})]
+
+
+def _fmap_choices(rank: int, concrete: frozenset[str]) -> list[int | _Free | None]:
+    return [None, *range(rank)] if "fmap" in concrete else [_Free.SYMBOLIC]
+
+
+def _omap_choices(rank: int, ng: int, concrete: frozenset[str]) -> list[tuple[int, ...] | _Free]:
+    return list(itertools.permutations(range(rank), ng)) if "omap" in concrete else [_Free.SYMBOLIC]
 
 
 def symbolize(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
@@ -128,14 +155,14 @@ def _kernel_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, 
                 base = tensors[tensor]
                 rank = len(base)
                 nv = [MapVar(load_var(k, j, a, p), "load", k, j, a, p) for a in range(rank) for p, _ in pars]
-                for im in _map_choices("imap", rank, ng, concrete):
-                    for fm in _map_choices("fmap", rank, ng, concrete):
+                for im in _imap_choices(rank, ng, concrete):
+                    for fm in _fmap_choices(rank, concrete):
                         f2 = dict(fx)
-                        if im is not None:
+                        if im is not _Free.SYMBOLIC:
                             for pi, (p, _) in enumerate(grid_pars):
                                 for a in range(rank):
-                                    f2[load_var(k, j, a, p)] = int(im[pi] == a)  # type: ignore[index]
-                        if fm != "sym" and isinstance(ks.loop, str):
+                                    f2[load_var(k, j, a, p)] = int(im[pi] == a)
+                        if fm is not _Free.SYMBOLIC and isinstance(ks.loop, str):
                             for a in range(rank):
                                 f2[load_var(k, j, a, LOOP)] = int(fm == a)
                         tile: list[Ext] = []
@@ -152,12 +179,12 @@ def _kernel_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, 
                     return
                 nv = [MapVar(save_var(k, j, a, p), "save", k, j, a, p) for a in range(rank) for p, _ in grid_pars]
                 is_out = tensor in {t.name for t in outputs}
-                for om in _map_choices("omap", rank, ng, concrete):
+                for om in _omap_choices(rank, ng, concrete):
                     f2 = dict(fx)
-                    if om is not None:
+                    if om is not _Free.SYMBOLIC:
                         for pi, (p, _) in enumerate(grid_pars):
                             for a in range(rank):
-                                f2[save_var(k, j, a, p)] = int(om[pi] == a)  # type: ignore[index]
+                                f2[save_var(k, j, a, p)] = int(om[pi] == a)
                     dims = []
                     for a, e in enumerate(saved):
                         for p, sym in grid_pars:
@@ -173,11 +200,10 @@ def _kernel_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, 
                     nt = new_tensors if is_out else {**new_tensors, tensor: tuple(dims)}
                     yield from rec(j + 1, [*tiles, None], vs + nv, es + e2, f2, nt)
             case _:
-                from prism.ir import op_args
-
+                args = [tiles[a] for a in op_args(op)]
                 e3: list[LinForm] = []
                 try:
-                    out = op_tile(op, [tiles[a] for a in op_args(op)], e3)  # type: ignore[misc]
+                    out = op_tile(op, [t for t in args if t is not None], e3)
                 except Mismatch:
                     return
                 yield from rec(j + 1, [*tiles, out], vs, es + e3, fx, new_tensors)

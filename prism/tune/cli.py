@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         og = superoptimize(cfg.build(), **kwargs)
     except DeviceError as e:
-        summary = getattr(e, "summary", None)
+        summary = e.summary
         msg = f"no usable GPU: stopped after verification. {e}"
         if args.json:
             print(json.dumps({**head, "status": "verified", "message": msg, "summary": _jsonable(summary)}, indent=1))
