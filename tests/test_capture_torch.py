@@ -121,9 +121,8 @@ def test_a_failing_superoptimize_leaves_each_region_to_pytorch_with_a_warning(mo
 
 def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     class Wrong:
-        summary: dict[str, Any] = {}
-
         def __init__(self, graph: Any) -> None:
+            self.summary: dict[str, Any] = {}
             self.shapes = [t.shape for t in graph.outputs]
 
         def __call__(self, *views: Any) -> Any:
