@@ -32,7 +32,7 @@ from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.inputs import InputSampler, check_examples, input_sampler, part_sampler
 from prism.tune.tolerance import tolerance
-from prism.tune.tuner import tune
+from prism.tune.tuner import Stage, tune
 
 if TYPE_CHECKING:
     from prism.search.config import SearchConfig
@@ -331,7 +331,7 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
         "screen_rejected": sum(ok is False for ok in passed),
         "proof_attempts": len(to_prove),
         "proven": sum(v.proven for v in verdicts),
-        "pruned": dict(result.stats.get("pruned") or {}),  # type: ignore[call-overload]
+        "pruned": dict(pruned) if isinstance(pruned := result.stats.get("pruned"), dict) else {},
         "search_timed_out": bool(result.stats.get("timed_out", False)),
         "mapping_timed_out": mapping_timed_out,
         "rowwise_plan_added": row_added,
@@ -513,7 +513,7 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
         "tune_s": result.seconds.get("total", 0.0),
         "samples": result.counts.get("sampled"),
         "compiled": result.counts.get("timed"),
-        "failed": sum(1 for r in result.records if r.stage in ("compile", "launch", "check")),
+        "failed": sum(1 for r in result.records if r.stage in (Stage.COMPILE, Stage.LAUNCH, Stage.CHECK)),
         "distinct_kernels": len(distinct),
         "best_us": result.time_us,
         "rel_err": result.rel_err,

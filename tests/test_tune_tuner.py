@@ -12,7 +12,7 @@ from prism import plans, workloads
 from prism.errors import CompileError, TuningError
 from prism.ir import CustomKernel, KernelGraph
 from prism.tune import InterpreterBackend, tune
-from prism.tune.tuner import default_scales, input_scales
+from prism.tune.tuner import Stage, default_scales, input_scales
 
 GRAPH = workloads.rmsnorm_linear(n=8, d=32)
 GOOD_1D = plans.rmsnorm_linear_plan(GRAPH)
@@ -46,7 +46,7 @@ def test_winner_is_the_fastest_that_passes_the_check(caplog: pytest.LogCaptureFi
     # Every wrong-plan sample with x = y > 1 is faster than any good one, fails the check, and is reported.
     fails = res.check_failures
     assert len(fails) == 18
-    assert all(f.template == 2 and f.sizes["x"] == f.sizes["y"] > 1 and f.stage == "check" for f in fails)
+    assert all(f.template == 2 and f.sizes["x"] == f.sizes["y"] > 1 and f.stage is Stage.CHECK for f in fails)
     assert all(math.isinf(f.time_us) for f in fails)
     assert "BUG" in caplog.text
     # The winner is the fastest remaining sample (the wrong plan at x = y = 1 is a correct kernel).
@@ -74,11 +74,11 @@ def test_failures_are_infinitely_slow_not_crashes() -> None:
     by_loop = {}
     for r in res.records:
         by_loop.setdefault(r.sizes["i"], set()).add(r.stage)
-    assert by_loop[4] == {"compile"} and by_loop[8] == {"launch"}
+    assert by_loop[4] == {Stage.COMPILE} and by_loop[8] == {Stage.LAUNCH}
     assert by_loop[1] == {None}
-    failed = [r for r in res.records if r.stage in ("compile", "launch")]
+    failed = [r for r in res.records if r.stage in (Stage.COMPILE, Stage.LAUNCH)]
     assert failed and all(math.isinf(r.time_us) and r.error for r in failed)
-    assert "pretend" in next(r.error for r in failed if r.stage == "compile")
+    assert "pretend" in next(r.error for r in failed if r.stage is Stage.COMPILE)
     assert res.counts["failed"] == len(failed)
     assert res.sizes["i"] not in (4, 8)
     assert res.time_us == min(r.time_us for r in res.records)
@@ -169,4 +169,4 @@ def test_a_kernel_that_faults_stops_tuning_with_a_clear_error() -> None:
             return super().time_us(kernel)
 
     res = tune(GRAPH, TEMPLATES, samples=10_000, seed=0, backend=Failing(fake_time), jobs=1)
-    assert res.template_index != 2 and any(r.stage == "launch" for r in res.records)
+    assert res.template_index != 2 and any(r.stage is Stage.LAUNCH for r in res.records)

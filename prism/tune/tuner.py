@@ -11,6 +11,7 @@ the float64 reference; if it fails, that is logged as a bug and the next fastest
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 import multiprocessing
@@ -44,6 +45,15 @@ TIMING_SEED_OFFSET = 0x7153
 CHECK_SEED_OFFSET = 0xC0FFEE
 
 
+class Stage(enum.Enum):
+    """Where a sampled size assignment failed (or was skipped)."""
+
+    COMPILE = "compile"
+    LAUNCH = "launch"  # compiled, but the launch (timing) raised
+    CHECK = "check"  # ran, but its outputs fail the reference check
+    SKIPPED = "skipped"  # the time budget was spent before it was compiled
+
+
 @dataclass(frozen=True)
 class SampleRecord:
     """One sampled (template, sizes): its time in µs (inf when it failed) and why it failed."""
@@ -53,14 +63,15 @@ class SampleRecord:
     sizes: dict[str, int]
     time_us: float = math.inf
     error: str | None = None
-    stage: str | None = None  # None (timed) | "compile" | "launch" | "check" | "skipped"
+    stage: Stage | None = None  # None: timed and checked
     compile_s: float = 0.0
     rel_err: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "template": self.template, "sizes": self.sizes,
                 "time_us": None if math.isinf(self.time_us) else self.time_us, "error": self.error,
-                "stage": self.stage, "compile_s": self.compile_s, "rel_err": self.rel_err}
+                "stage": None if self.stage is None else self.stage.value, "compile_s": self.compile_s,
+                "rel_err": self.rel_err}
 
 
 @dataclass(frozen=True)
@@ -84,10 +95,10 @@ class TuneResult:
             "templates": len(self.legal),
             "legal": sum(self.legal),
             "sampled": len(self.records),
-            "compiled": sum(s not in ("compile", "skipped") for s in stages),
-            "timed": sum(s in (None, "check") for s in stages),
-            "failed": sum(s in ("compile", "launch") for s in stages),
-            "skipped": stages.count("skipped"),
+            "compiled": sum(s not in (Stage.COMPILE, Stage.SKIPPED) for s in stages),
+            "timed": sum(s in (None, Stage.CHECK) for s in stages),
+            "failed": sum(s in (Stage.COMPILE, Stage.LAUNCH) for s in stages),
+            "skipped": stages.count(Stage.SKIPPED),
             "check_failures": len(self.check_failures),
         }
 
@@ -317,7 +328,7 @@ def tune(
                     kernel, c_s = fut.result()
                 except Exception as e:  # a sample that does not compile is infinitely slow
                     log.debug("sample %d (template %d, %s) does not compile: %s", n, s.template, s.size_map, e)
-                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="compile")
+                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage=Stage.COMPILE)
                     continue
                 compile_s += c_s
                 t0 = time.perf_counter()
@@ -334,7 +345,7 @@ def tune(
                             "the CUDA context of this process is unusable now, so tuning stops here: this is a bug "
                             "in the generated kernel, please report it with the template") from e
                     log.debug("sample %d (template %d, %s) fails to launch: %s", n, s.template, s.size_map, e)
-                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage="launch",
+                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage=Stage.LAUNCH,
                                               compile_s=c_s)
                     continue
                 finally:
@@ -348,7 +359,7 @@ def tune(
         chosen.extend(extra)
         run([(start + i, s) for i, s in enumerate(extra)])
     for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
-        records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent", stage="skipped"))
+        records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent", stage=Stage.SKIPPED))
     t_prof = time.perf_counter()
 
     # 4. the fastest sample that passes the reference check
@@ -378,7 +389,7 @@ def tune(
         why = problem or f"relative error {err:.3g} ≥ {tol:g} against the float64 reference"
         log.error("BUG: a verified kernel fails the reference check on the GPU: template %d, sizes %s: %s",
                   rec.template, rec.sizes, why)
-        bad = SampleRecord(rec.index, rec.template, rec.sizes, math.inf, why, "check", rec.compile_s,
+        bad = SampleRecord(rec.index, rec.template, rec.sizes, math.inf, why, Stage.CHECK, rec.compile_s,
                            None if math.isinf(err) else err)
         records[n] = bad
         failures.append(bad)
