@@ -91,10 +91,8 @@ def compile_kernel(k: KernelLaunch, *, options: Sequence[str] | None = None) -> 
         if mod is None:
             mod = cupy.RawModule(code=k.source, options=opts)
         fn = mod.get_function(k.entry)
-    except Exception as e:
-        if type(e).__name__ != "CompileException":
-            raise
-        log = e.get_message() if hasattr(e, "get_message") else str(e)
+    except cupy.cuda.compiler.CompileException as e:  # NVRTC rejected the source: its log names the line
+        log = e.get_message()
         m = _LINE.search(log)
         raise CompileError(f"NVRTC rejected kernel {k.entry} (sm_{cc})", k.source, log,
                            int(m.group(1)) if m else None) from e
