@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 
 from prism.capture.build import bind, spec_from_json
@@ -21,6 +22,7 @@ def main() -> None:
     ap.add_argument("dump")
     ap.add_argument("--budget", type=float, default=None, help="seconds per search (default: superoptimize's)")
     args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with open(args.dump) as f:
         regions = json.load(f)
     seen: set[str] = set()

@@ -115,8 +115,10 @@ def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: Cap
                            "time_us": {}, "error_vs_eager": {}, "compile_s": {}, "failed": {}}
     with torch.no_grad():
         want = model(*ins)
+        prism_fn: Any = None
         for system in systems:
-            torch._dynamo.reset()
+            if system != "prism-cudagraph":
+                torch._dynamo.reset()
             t0 = time.perf_counter()
             try:
                 if system == "eager":
@@ -124,12 +126,14 @@ def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: Cap
                 elif system in ("compile", "reduce-overhead", "max-autotune"):
                     fn = torch.compile(model, mode=None if system == "compile" else system)
                     fn(*ins)
+                elif system == "prism-cudagraph" and prism_fn is not None:
+                    fn = prism_fn  # the same compiled forward, replayed from a CUDA graph
                 else:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always", CaptureWarning)
                         fast = compile(model, example_inputs=ins, options=options)
                     row["prism"] = {**fast.summary(), "warnings": sorted({str(w.message)[:300] for w in caught})}
-                    fn = fast
+                    fn = prism_fn = fast
                     for g in fast.report.graphs:
                         for r in g.regions:
                             if r.spec is not None:
