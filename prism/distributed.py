@@ -148,7 +148,7 @@ def local_cluster(workers: int, gpus: Sequence[str | None] = (None,)) -> Any:
 
 
 def dashboard(client: Any) -> str | None:
-    """The Dask dashboard's address, when the scheduler serves one (it needs bokeh)."""
+    """The Dask dashboard's address, when the scheduler serves one (its plots need bokeh)."""
     return str(client.dashboard_link) if "dashboard" in client.scheduler_info().get("services", {}) else None
 
 
@@ -237,9 +237,11 @@ class _Bars:
 
     def finished(self, stage: Stage, why: str | None) -> None:
         self.failed[stage] += why is not None
-        self.bars[stage].advance(1, failed=self.failed[stage])
+        self.bars[stage].advance(1)
+        self.refresh()
 
     def refresh(self) -> None:
+        """Running: the stage's tasks the scheduler has handed to workers (executing or queued there)."""
         if not self.enabled:
             return
         running = {k for keys in self.client.processing().values() for k in keys}

@@ -551,9 +551,7 @@ def run(args: argparse.Namespace) -> int:
         spec = Spec(spec.arch, tuple(e for e in spec.entries if args.only in e.name), spec.base)
     if args.jobs:
         os.environ["PRISM_JOBS"] = str(args.jobs)
-    with distributed.connect(distributed.options(args)) as client:
-        if client is not None and (link := distributed.dashboard(client)) is not None:
-            print(f"Dask dashboard: {link}")
+    with distributed.connect(distributed.options(args)) as client:  # None: this process, no Dask
         status = build(spec, library_optimizer(samples=args.samples), root=args.root, force=args.force, client=client)
     for name, s in status.items():
         print(f"{name:45s} {s}")
