@@ -165,10 +165,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--time-budget", type=float, default=None, help="seconds of tuning per region and shape")
     args = ap.parse_args()
     systems = args.systems.split(",")
     cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
-    options = CaptureOptions(samples=args.samples)
+    options = CaptureOptions(samples=args.samples, time_budget=args.time_budget)
     dump: list[dict[str, Any]] = []
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
