@@ -25,9 +25,7 @@ from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph, check_structure, validate
 from prism.options import check_program, check_seconds, check_tuning
 from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch
-from prism.progress import StageBar
 from prism.reference import relative_error
-from prism.rowwise import row_plan
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.inputs import InputSampler, check_examples, input_sampler, part_sampler
@@ -271,76 +269,16 @@ def _search_whole(graph: Graph, program: str, cache: bool, progress: bool, confi
             return hit
 
     try:  # the search's solvers (z3, egglog) are not on every machine (a GPU image, say)
-        from prism.search import canonical_key, search
-        from prism.search.layout import layout_ok
-        from prism.search.mapping import without_idle_loops
-        from prism.search.parallel import instantiate_all
-        from prism.verify import verify_all
-        from prism.verify.screen import screen
+        from prism.search.verified import search_verified
     except ImportError as e:
         raise SearchError(f"the symbolic search needs z3-solver and egglog ({e})") from e
 
-    t0 = time.perf_counter()
-    deadline = t0 + 2 * config.time_budget_s  # the search, then as long again for the mappings
     log.info("%s: searching (%d primitive ops, budget %.0f s)", program, primitive_ops(graph), config.time_budget_s)
-    result = search(graph, config, label=program)
-    t1 = time.perf_counter()
-    found = [0]
-    with StageBar(f"mappings {program}", total=len(result.candidates), unit=" sGraphs",
-                  enabled=progress and bool(result.candidates)) as bar:
-        def mapped_part(part: Any) -> None:
-            found[0] += len(part.graphs)
-            bar.advance(part.done, mappings=found[0])
-
-        m = instantiate_all(result.candidates, deadline=time.time() + (deadline - time.perf_counter()),
-                            jobs=settings().jobs, on_progress=mapped_part)
-    mapped, before, mapping_timed_out = m.graphs, m.before_symmetry, m.timed_out
-    if mapping_timed_out:
-        log.warning("%s: mapping instantiation stopped at its budget (%d of %d candidates)", program, m.done,
-                    len(result.candidates))
-    # A loop that reads nothing per iteration only repeats itself: keep its loop-size-1 form, once.
-    # What still sums identical iterations (right only where the repeats cancel, in a ratio) is
-    # never faster than the same plan without them: it is dropped before the proof.
-    distinct: dict[str, KernelGraph] = {}
-    repeating = 0
-    for kg in mapped:
-        one = without_idle_loops(kg)
-        if not layout_ok(one, repeats=False):
-            repeating += 1
-            continue
-        distinct.setdefault(canonical_key(one), one)
-    row = row_plan(graph, program)  # the row-wise one-kernel plan exists even where the budget stops the search
-    row_added = False
-    if row is not None and (row_key := canonical_key(row)) not in distinct:
-        distinct[row_key], row_added = row, True
-    checked = list(distinct.values())
-    t2 = time.perf_counter()
-    passed = screen(graph, checked)
-    to_prove = [kg for kg, ok in zip(checked, passed, strict=True) if ok is not False]
-    t3 = time.perf_counter()
-    verdicts = verify_all(graph, to_prove, progress=progress)
-    t4 = time.perf_counter()
-    # to_prove holds distinct canonical keys already (deduplicated above)
-    templates = tuple(kg for kg, verdict in zip(to_prove, verdicts, strict=True) if verdict.proven)
-    stats = {
-        "candidates": len(result.candidates),
-        "mappings": len(mapped),
-        "mappings_before_symmetry": before,
-        "repeating_loops_dropped": repeating,
-        "distinct_mappings": len(checked),
-        "screen_rejected": sum(ok is False for ok in passed),
-        "proof_attempts": len(to_prove),
-        "proven": sum(v.proven for v in verdicts),
-        "pruned": dict(pruned) if isinstance(pruned := result.stats.get("pruned"), dict) else {},
-        "search_timed_out": bool(result.stats.get("timed_out", False)),
-        "mapping_timed_out": mapping_timed_out,
-        "rowwise_plan_added": row_added,
-        "whole_program_searched": True,
-    }
-    seconds = {"search": t1 - t0, "mapping": t2 - t1, "screen": t3 - t2, "verify": t4 - t3, "total": t4 - t0}
+    found = search_verified(graph, program, config, progress=progress, jobs=settings().jobs)
     if use_cache:
-        save_verified(graph, templates, stats, seconds, key)
-    return SearchOutcome(program, key, templates, False, stats, seconds, (PlanSource.SEARCHED,) * len(templates))
+        save_verified(graph, found.templates, found.stats, found.seconds, key)
+    return SearchOutcome(program, key, found.templates, False, found.stats, found.seconds,
+                         (PlanSource.SEARCHED,) * len(found.templates))
 
 
 def _decode_search(payload: Any, key: str, graph: Graph) -> tuple[list[KernelGraph], dict[str, Any]]:

@@ -19,7 +19,7 @@ import pytest
 import prism
 
 PACKAGE = Path(prism.__file__).resolve().parent
-NEEDS_Z3 = {"prism.search.mapping", "prism.search.parallel"}  # mapping instantiation solves with z3
+NEEDS_Z3 = {"prism.search.mapping", "prism.search.parallel", "prism.search.verified"}  # mapping instantiation solves with z3
 
 
 def _modules() -> dict[str, Path]:

@@ -1,0 +1,121 @@
+"""The whole-program search behind ``prism.pipeline``: symbolic search → mapping instantiation →
+distinct plans → numeric screen → proof.
+
+It needs z3 (the search) and egglog (the proof): ``prism.pipeline`` imports this module only where
+they are installed, and caches what it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import prism.search
+from prism.graph import Graph
+from prism.ir import KernelGraph
+from prism.progress import StageBar
+from prism.rowwise import row_plan
+from prism.search.canonical import canonical_key
+from prism.search.config import SearchConfig
+from prism.search.layout import layout_ok
+from prism.search.mapping import without_idle_loops
+from prism.search.parallel import Mapped, instantiate_all
+from prism.search.search import SearchResult
+from prism.verify import verify_all
+from prism.verify.screen import screen
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The proven plans (symbolic sizes), the counts of every stage and its seconds."""
+
+    templates: tuple[KernelGraph, ...]
+    stats: dict[str, Any]
+    seconds: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _Distinct:
+    plans: list[KernelGraph]  # one per canonical key
+    repeating: int  # plans dropped for summing identical loop iterations
+    row_added: bool  # the row-wise plan was not among the mappings
+
+
+def search_verified(graph: Graph, program: str, config: SearchConfig, *, progress: bool, jobs: int) -> Verified:
+    """Every proven plan of ``graph`` the search finds within ``config``'s budget (the mappings get
+    as long again)."""
+    t0 = time.perf_counter()
+    deadline = t0 + 2 * config.time_budget_s
+    result = prism.search.search(graph, config, label=program)  # through the package: tests replace it
+    t1 = time.perf_counter()
+    m = _mappings(result, program, deadline, progress, jobs)
+    distinct = _distinct(graph, program, m.graphs)
+    t2 = time.perf_counter()
+    passed = screen(graph, distinct.plans)
+    to_prove = [kg for kg, ok in zip(distinct.plans, passed, strict=True) if ok is not False]
+    t3 = time.perf_counter()
+    verdicts = verify_all(graph, to_prove, progress=progress)
+    t4 = time.perf_counter()
+    # to_prove holds distinct canonical keys already (deduplicated above)
+    templates = tuple(kg for kg, verdict in zip(to_prove, verdicts, strict=True) if verdict.proven)
+    pruned = result.stats.get("pruned")
+    stats = {
+        "candidates": len(result.candidates),
+        "mappings": len(m.graphs),
+        "mappings_before_symmetry": m.before_symmetry,
+        "repeating_loops_dropped": distinct.repeating,
+        "distinct_mappings": len(distinct.plans),
+        "screen_rejected": sum(ok is False for ok in passed),
+        "proof_attempts": len(to_prove),
+        "proven": sum(v.proven for v in verdicts),
+        "pruned": dict(pruned) if isinstance(pruned, dict) else {},
+        "search_timed_out": bool(result.stats.get("timed_out", False)),
+        "mapping_timed_out": m.timed_out,
+        "rowwise_plan_added": distinct.row_added,
+        "whole_program_searched": True,
+    }
+    seconds = {"search": t1 - t0, "mapping": t2 - t1, "screen": t3 - t2, "verify": t4 - t3, "total": t4 - t0}
+    return Verified(templates, stats, seconds)
+
+
+def _mappings(result: SearchResult, program: str, deadline: float, progress: bool, jobs: int) -> Mapped:
+    """Every candidate's concrete mappings, until ``deadline`` (a ``time.perf_counter()`` value)."""
+    found = [0]
+    with StageBar(f"mappings {program}", total=len(result.candidates), unit=" sGraphs",
+                  enabled=progress and bool(result.candidates)) as bar:
+        def mapped_part(part: Mapped) -> None:
+            found[0] += len(part.graphs)
+            bar.advance(part.done, mappings=found[0])
+
+        m = instantiate_all(result.candidates, deadline=time.time() + (deadline - time.perf_counter()),
+                            jobs=jobs, on_progress=mapped_part)
+    if m.timed_out:
+        log.warning("%s: mapping instantiation stopped at its budget (%d of %d candidates)", program, m.done,
+                    len(result.candidates))
+    return m
+
+
+def _distinct(graph: Graph, program: str, mapped: list[KernelGraph]) -> _Distinct:
+    """One plan per canonical key, and the row-wise one-kernel plan, which exists even where the
+    budget stops the search.
+
+    A loop that reads nothing per iteration only repeats itself: its loop-size-1 form is kept, once.
+    What still sums identical iterations (right only where the repeats cancel, in a ratio) is never
+    faster than the same plan without them: it is dropped before the proof."""
+    distinct: dict[str, KernelGraph] = {}
+    repeating = 0
+    for kg in mapped:
+        one = without_idle_loops(kg)
+        if not layout_ok(one, repeats=False):
+            repeating += 1
+            continue
+        distinct.setdefault(canonical_key(one), one)
+    row = row_plan(graph, program)
+    row_added = False
+    if row is not None and (row_key := canonical_key(row)) not in distinct:
+        distinct[row_key], row_added = row, True
+    return _Distinct(list(distinct.values()), repeating, row_added)
