@@ -68,15 +68,15 @@ class RegionRunner:
                  options: CaptureOptions) -> None:
         self.spec, self.eager, self.record, self.options = spec, eager, record, options
         self.__name__ = f"prism_{record.label}"  # torch.fx names the call node after it
-        self.entries: dict[str, _Entry] = {}
+        self.entries: dict[tuple[Any, ...], _Entry] = {}
 
     def __call__(self, *inputs: Any) -> tuple[Any, ...]:
         if any(getattr(t, "requires_grad", False) for t in inputs) and _grad_enabled(inputs):
             return tuple(self.eager(*inputs))  # Prism kernels have no backward: autograd stays right
-        key = shape_key(inputs)
+        key = tuple((t.shape, t.dtype) for t in inputs)  # hashable and cheap: this runs on every call
         entry = self.entries.get(key)
         if entry is None:
-            entry = self.entries[key] = self._prepare(key, inputs)
+            entry = self.entries[key] = self._prepare(shape_key(inputs), inputs)
         if entry.program is None:
             return tuple(self.eager(*inputs))
         return self._launch(entry, inputs)
