@@ -138,7 +138,7 @@ def _eval(op: object, vals: list[np.ndarray | None], tensors: dict[str, np.ndarr
     raise AssertionError(f"not evaluated here: {op!r}")
 
 
-def _run_predefined(k: PredefinedKernel, tensors: dict[str, np.ndarray], scalars: dict[str, tuple[int, ...]]) -> None:
+def run_predefined(k: PredefinedKernel, tensors: dict[str, np.ndarray], scalars: dict[str, tuple[int, ...]]) -> None:
     args = [tensors[t] for t in k.inputs]
     match k.kind:
         case OpKind.UNARY:
@@ -160,9 +160,8 @@ def _run_predefined(k: PredefinedKernel, tensors: dict[str, np.ndarray], scalars
     tensors[k.output] = out
 
 
-def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a concrete μGraph on float64 inputs (by name); return its outputs by name."""
-    shapes, per_kernel = infer(kg)
+def input_tensors(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The program's inputs as float64 arrays by name (InputError for a missing or misshapen one)."""
     tensors: dict[str, np.ndarray] = {}
     for t in kg.inputs:
         if t.name not in inputs:
@@ -171,11 +170,18 @@ def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarr
         if arr.shape != t.shape:
             raise InputError(f"{kg.program}: input {t.name!r} has shape {arr.shape}, the plan expects {t.shape}")
         tensors[t.name] = arr
+    return tensors
+
+
+def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run a concrete μGraph on float64 inputs (by name); return its outputs by name."""
+    shapes, per_kernel = infer(kg)
+    tensors = input_tensors(kg, inputs)
     scalars = {t.name: t.shape for t in kg.inputs}
     with np.errstate(all="ignore"):
         for k, ks in zip(kg.kernels, per_kernel, strict=True):
             if isinstance(k, PredefinedKernel):
-                _run_predefined(k, tensors, scalars)
+                run_predefined(k, tensors, scalars)
             else:
                 assert ks is not None
                 _run_custom(k, tensors, shapes, scalars, ks.phases)

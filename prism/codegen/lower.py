@@ -1,36 +1,49 @@
-"""Lowering decisions for one custom kernel: where every value lives, how work is split, smem layout.
+"""Lowering of a concrete μGraph into the lowered-kernel IR (``prism.codegen.lowered``).
 
 This is the part of code generation that needs no source text: ``resources()`` runs it alone to
-answer "do these sizes fit?" cheaply, and ``generate()`` renders its result. Every size or
-structure the renderers cannot handle is rejected here with a ``CodegenError``, so the two can
-never disagree.
+answer "do these sizes fit?" cheaply, ``generate()`` renders its result and ``emulate`` executes
+it. Every size or structure the renderers cannot handle is rejected here with a ``CodegenError``,
+so the two can never disagree.
 
-Where values live (``Store``):
-
-* ``LOAD``  a tile brought by ``cp.async`` into shared memory; a ring of ``stages`` copies when it
-  changes with the for-loop, one copy when it does not (``fmap`` None: loaded once, "pre" phase).
-* ``INLINE`` an elementwise op, recomputed in registers wherever it is read (fused chains).
-* ``F32``   a materialised float32 tile in shared memory (a matmul result that is not only
-  accumulated, a reduction); ``copies`` > 1 holds per-warp partial sums added when read.
-* ``H16``   an elementwise value materialised as a half tile because a matmul reads it.
-* ``FRAG``  a matmul whose only use is an ``Accum``: it accumulates in mma register fragments.
-* ``ACC``   an accumulator: registers during the loop, a float32 tile after it.
-
-Ops that depend only on loop-invariant loads are hoisted before the loop ("pre" phase).
+A kernel is lowered by the passes of :data:`PASSES`, in order, each filling in a few fields of a
+``_Draft`` (the IR under construction); ``_freeze`` makes it the frozen ``KernelLowering``.
+Ops that depend only on loop-invariant loads are hoisted before the loop (the PRE phase).
 """
 
 from __future__ import annotations
 
-import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from prism.codegen.arch import MAX_GRID, Arch
+from prism.codegen.lowered import (
+    DEFAULT_OPTIONS,
+    HALF_DTYPES,
+    INTERMEDIATE_DTYPE,
+    MAX_ACC_REGS,
+    MAX_ELEMS,
+    MAX_STAGES,
+    AccKind,
+    AccPlan,
+    Buf,
+    GraphLowering,
+    KernelLowering,
+    LoadPlan,
+    MmaPlan,
+    Options,
+    Phase,
+    SavePlan,
+    Storage,
+    Store,
+    Sweep,
+    sweep,
+)
 from prism.errors import CodegenError, IRError
 from prism.ir import (
     Accum,
     BinaryOp,
+    BlockOp,
     CustomKernel,
     KernelGraph,
     KernelShapes,
@@ -45,173 +58,7 @@ from prism.ir import (
 from prism.names import c_ident
 from prism.ops import Reduce
 
-HALF_DTYPES = ("float16", "bfloat16")
-INTERMEDIATE_DTYPE = "float32"
-MAX_ACC_REGS = 128  # float accumulator registers per thread
-MAX_ELEMS = 2**31 - 1
-ALIGN = 128  # byte alignment of every shared-memory buffer
-MAX_STAGES = 16  # pipeline depth limit (cp.async.wait_group immediates stay small)
-
-
-class Store(enum.Enum):
-    LOAD = "load"
-    INLINE = "inline"
-    F32 = "f32"
-    H16 = "h16"
-    FRAG = "frag"
-    ACC = "acc"
-    SAVE = "save"
-
-
-@dataclass(frozen=True)
-class Options:
-    """Knobs of the generator that are not μGraph sizes. None: the built-in heuristic."""
-
-    warps: int | None = None
-    stages: int | None = None
-    stage_target: int = 96 * 1024  # bytes of loads in flight per block the stage heuristic aims for
-    l2_prefetch: int = 0  # L2 prefetch size hint of 16-byte cp.async: 0 (none), 64, 128 or 256 bytes
-
-
-DEFAULT_OPTIONS = Options()
-
-
-@dataclass(frozen=True)
-class Buf:
-    """A tile in shared memory. Row-major; the last dim padded to ``pitch`` against bank conflicts."""
-
-    name: str
-    region: str  # "pre" | "loop" | "post"
-    dtype: str  # "half" | "f32"
-    shape: tuple[int, ...]
-    pitch: int
-    copies: int = 1
-    ring: bool = False  # copies are pipeline stages (else partial sums, added when read)
-    offset: int = 0  # bytes from the start of dynamic shared memory
-
-    @property
-    def esize(self) -> int:
-        return 2 if self.dtype == "half" else 4
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        st = [1] * len(self.shape)
-        if len(self.shape) >= 2:
-            st[-2] = self.pitch
-            for d in range(len(self.shape) - 3, -1, -1):
-                st[d] = st[d + 1] * self.shape[d + 1]
-        return tuple(st)
-
-    @property
-    def copy_elems(self) -> int:
-        """Elements from one copy to the next (16-byte aligned)."""
-        n = self.shape[0] * self.strides[0] if len(self.shape) >= 2 else self.pitch
-        q = 16 // self.esize
-        return -(-n // q) * q
-
-    @property
-    def nbytes(self) -> int:
-        return _round(self.copies * self.copy_elems * self.esize)
-
-
-@dataclass(frozen=True)
-class MmaPlan:
-    """How the warps of a block split one matmul [batch, m, k] @ [batch, k, n] into mma tiles.
-
-    A unit is (batch, 16-row tile, 16-column pair of n8 tiles); each warp owns ``per_warp`` units
-    and a 1/``ksplit`` share of the k-steps (ksplit > 1 only when there are fewer units than warps).
-    """
-
-    a: int
-    b: int
-    batch: int
-    m: int
-    n: int
-    k: int
-    a_bstride: int  # elements between batch slabs of A's operand tile (0: broadcast)
-    b_bstride: int
-    mtiles: int
-    npairs: int
-    ksplit: int
-    per_warp: int
-    ksteps: int  # k-steps of 16 per warp
-
-    @property
-    def units(self) -> int:
-        return self.batch * self.mtiles * self.npairs
-
-
-@dataclass(frozen=True)
-class AccPlan:
-    """An accumulator: ``frag`` (mma fragments of a matmul), ``ew`` (one register per element a
-    thread owns) or ``red`` (summed over a dim by groups of ``group`` lanes with warp shuffles).
-    An ``ew`` accumulator may keep a running max (``fn`` MAX) or be rescaled by the shift
-    ``rescale`` (an op index; then a second register per element holds the running max)."""
-
-    kind: str
-    x: int
-    count: int  # register slots per thread (fragments: units per warp)
-    group: int = 1
-    fn: Reduce = Reduce.SUM
-    rescale: int | None = None
-
-    @property
-    def regs(self) -> int:
-        if self.kind == "frag":
-            return self.count * (10 if self.rescale is not None else 8)
-        return self.count * (2 if self.rescale is not None else 1)
-
-
-@dataclass(frozen=True)
-class KernelLowering:
-    kernel: CustomKernel
-    index: int  # position in the kernel graph
-    grid: tuple[int, ...]
-    loop: int
-    dtype: str  # the half dtype of matmul operands: float16 | bfloat16
-    warps: int
-    stages: int
-    prefetch: int
-    tiles: tuple[tuple[int, ...] | None, ...]
-    phases: tuple[str, ...]  # pre | loop | post | save
-    stores: tuple[Store, ...]
-    bufs: Mapping[int, Buf]  # primary storage of materialised values
-    operands: Mapping[int, Buf]  # half tiles read by matmuls
-    mmas: Mapping[int, MmaPlan]
-    accs: Mapping[int, AccPlan]
-    groups: Mapping[int, int]  # lanes per output of each ReduceOp
-    smem_bytes: int
-    tensor_shapes: Mapping[str, tuple[int, ...]]
-    tensor_dtypes: Mapping[str, str]
-    args: tuple[str, ...]  # tensors of the kernel's parameters: loads first, then saves
-    scalars: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    ring_bytes: int = 0  # bytes of loop-varying tiles per pipeline stage
-    l2_prefetch: int = 0
-
-    @property
-    def threads(self) -> int:
-        return self.warps * 32
-
-    @property
-    def acc_regs(self) -> int:
-        return sum(a.regs for a in self.accs.values())
-
-    def users(self, i: int) -> list[int]:
-        return [j for j, op in enumerate(self.kernel.ops) if i in op_args(op)]
-
-
-@dataclass(frozen=True)
-class GraphLowering:
-    kg: KernelGraph
-    arch: Arch
-    kernels: tuple[KernelLowering | None, ...]  # None for pre-defined kernels
-    shapes: Mapping[str, tuple[int, ...]]
-    dtypes: Mapping[str, str]
-    intermediates: tuple[str, ...]
-
-
-def _round(n: int, a: int = ALIGN) -> int:
-    return -(-n // a) * a
+__all__ = ["DEFAULT_OPTIONS", "PASSES", "Options", "ident", "lower_graph", "reduce_group"]
 
 
 def _pow2_floor(n: int) -> int:
@@ -237,24 +84,7 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
         shapes, per_kernel = infer(kg)
     except IRError as e:
         raise CodegenError(f"not a valid concrete μGraph: {e}") from e
-    dtypes: dict[str, str] = {t.name: t.dtype for t in kg.inputs}
-    for t in kg.outputs:
-        dtypes[t.name] = t.dtype
-    outputs = {t.name for t in kg.outputs}
-    half = set(dtypes.values())
-    bad = half - set(HALF_DTYPES)
-    if bad or len(half) > 1:
-        raise CodegenError(f"{kg.program}: tensor-core code needs all inputs and outputs in one of "
-                           f"{HALF_DTYPES}; got {sorted(half)}")
-    dtype = half.pop() if half else "float16"
-    intermediates = []
-    for k in kg.kernels:
-        written = [s.tensor for s in k.saves] if isinstance(k, CustomKernel) else [k.output]
-        for name in written:
-            if name not in outputs:
-                # generated kernels hand on float32; a predefined op writes the program's dtype, as PyTorch does
-                dtypes[name] = INTERMEDIATE_DTYPE if isinstance(k, CustomKernel) else dtype
-                intermediates.append(name)
+    dtypes, dtype, intermediates = _tensor_dtypes(kg)
     for name, shp in shapes.items():
         if math.prod(shp) > MAX_ELEMS:
             raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
@@ -263,10 +93,120 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
     for idx, (k, ks) in enumerate(zip(kg.kernels, per_kernel, strict=True)):
         if isinstance(k, CustomKernel):
             assert ks is not None
-            lowered.append(_lower_kernel(kg, idx, k, ks, shapes, dtypes, dtype, scalars, arch, options))
+            d = _Draft(kg, idx, k, ks, shapes, dtypes, dtype, scalars, arch, options)
+            for step in PASSES:
+                step(d)
+            lowered.append(_freeze(d))
         else:
             lowered.append(None)
     return GraphLowering(kg, arch, tuple(lowered), shapes, dtypes, tuple(intermediates))
+
+
+def _tensor_dtypes(kg: KernelGraph) -> tuple[dict[str, str], str, list[str]]:
+    """Every tensor's dtype, the one half dtype of the program, the intermediate tensors."""
+    dtypes: dict[str, str] = {t.name: t.dtype for t in (*kg.inputs, *kg.outputs)}
+    half = set(dtypes.values())
+    bad = half - set(HALF_DTYPES)
+    if bad or len(half) > 1:
+        raise CodegenError(f"{kg.program}: tensor-core code needs all inputs and outputs in one of "
+                           f"{HALF_DTYPES}; got {sorted(half)}")
+    dtype = half.pop() if half else "float16"
+    outputs = {t.name for t in kg.outputs}
+    intermediates = []
+    for k in kg.kernels:
+        written = [s.tensor for s in k.saves] if isinstance(k, CustomKernel) else [k.output]
+        for name in written:
+            if name not in outputs:
+                # generated kernels hand on float32; a predefined op writes the program's dtype, as PyTorch does
+                dtypes[name] = INTERMEDIATE_DTYPE if isinstance(k, CustomKernel) else dtype
+                intermediates.append(name)
+    return dtypes, dtype, intermediates
+
+
+@dataclass
+class _Draft:
+    """One kernel's lowering under construction: the inputs, then what each pass decides."""
+
+    kg: KernelGraph
+    index: int
+    k: CustomKernel
+    ks: KernelShapes
+    shapes: Mapping[str, tuple[int, ...]]
+    dtypes: Mapping[str, str]
+    dtype: str
+    scalars: Mapping[str, tuple[int, ...]]
+    arch: Arch
+    options: Options
+    grid: tuple[int, ...] = ()
+    loop: int = 1
+    warps: int = 4
+    phases: list[Phase] = field(default_factory=list)
+    stores: list[Store] = field(default_factory=list)
+    mmas: dict[int, MmaPlan] = field(default_factory=dict)
+    accs: dict[int, AccPlan] = field(default_factory=dict)
+    groups: dict[int, int] = field(default_factory=dict)
+    bufs: dict[int, Buf] = field(default_factory=dict)
+    operands: dict[int, Buf] = field(default_factory=dict)
+    stages: int = 1
+    prefetch: int = 1
+    smem_bytes: int = 0
+    ring_bytes: int = 0
+    loads: tuple[LoadPlan, ...] = ()
+    saves: dict[int, SavePlan] = field(default_factory=dict)
+    elementwise: dict[int, Sweep] = field(default_factory=dict)
+
+    @property
+    def ops(self) -> tuple[BlockOp, ...]:
+        return self.k.ops
+
+    @property
+    def tiles(self) -> tuple[tuple[int, ...] | None, ...]:
+        return self.ks.tiles
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+    def tile(self, i: int) -> tuple[int, ...]:
+        t = self.ks.tiles[i]
+        assert t is not None
+        return t
+
+    def users(self, i: int) -> list[int]:
+        return [j for j, op in enumerate(self.ops) if i in op_args(op)]
+
+    def mm_operands(self) -> set[int]:
+        return {a for op in self.ops if isinstance(op, MatmulOp) for a in (op.a, op.b)}
+
+    def fail(self, msg: str, op: int | None = None) -> CodegenError:
+        where = f"{self.kg.program}: kernel {self.k.name!r}" + (f", op {op}" if op is not None else "")
+        return CodegenError(f"{where}: {msg}")
+
+
+def _launch(d: _Draft) -> None:
+    """Grid, loop and warps within the limits; the options valid."""
+    d.grid = tuple(int(g) for g in d.k.grid)
+    d.loop = int(d.k.loop)
+    for p, g in enumerate(d.grid):
+        if g > MAX_GRID[p]:
+            raise d.fail(f"grid dim {'xyz'[p]} = {g} exceeds the CUDA limit {MAX_GRID[p]}")
+    d.warps = d.options.warps or 4
+    if d.warps not in (1, 2, 4, 8, 16):
+        raise d.fail(f"warps = {d.warps}; use 1, 2, 4, 8 or 16")
+    if d.options.l2_prefetch not in (0, 64, 128, 256):
+        raise d.fail(f"l2_prefetch = {d.options.l2_prefetch}; use 0, 64, 128 or 256")
+
+
+def _hoist(d: _Draft) -> None:
+    """Phases: loop-phase values that depend only on loop-invariant loads are hoisted (PRE)."""
+    for i, op in enumerate(d.ops):
+        ph = Phase(d.ks.phases[i])
+        if ph is Phase.LOOP:
+            if isinstance(op, Load):
+                ph = Phase.PRE if op.fmap is None else Phase.LOOP
+            else:
+                ph = Phase.PRE if all(d.phases[a] is Phase.PRE for a in op_args(op)) else Phase.LOOP
+        d.phases.append(ph)
 
 
 def _row_shift(acc: Accum, tiles: tuple[tuple[int, ...] | None, ...]) -> bool:
@@ -277,141 +217,141 @@ def _row_shift(acc: Accum, tiles: tuple[tuple[int, ...] | None, ...]) -> bool:
     return tx is not None and tc is not None and len(tc) == len(tx) and tc[-1] == 1
 
 
-def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes,
-                  shapes: Mapping[str, tuple[int, ...]], dtypes: Mapping[str, str], dtype: str,
-                  scalars: Mapping[str, tuple[int, ...]], arch: Arch, options: Options) -> KernelLowering:
-    where = f"{kg.program}: kernel {k.name!r}"
+def _matmul_store(d: _Draft, i: int) -> Store:
+    if d.phases[i] is Phase.POST:
+        raise d.fail("a matmul after the for-loop (on accumulated values) is not supported", i)
+    u = d.users(i)
+    user = d.ops[u[0]] if len(u) == 1 else None
+    # one iteration: a max or rescaled accumulator is its value (a plain one, in fragments);
+    # a row-wise rescaled one updates the fragments in registers
+    frag = isinstance(user, Accum) and user.reduce_dim is None and user.x == i and (
+        user.plain or d.loop == 1 or _row_shift(user, d.tiles))
+    return Store.FRAG if frag else Store.F32
 
-    def fail(msg: str, op: int | None = None) -> CodegenError:
-        return CodegenError(f"{where}" + (f", op {op}" if op is not None else "") + f": {msg}")
 
-    grid = tuple(int(g) for g in k.grid)
-    loop = int(k.loop)
-    for p, g in enumerate(grid):
-        if g > MAX_GRID[p]:
-            raise fail(f"grid dim {'xyz'[p]} = {g} exceeds the CUDA limit {MAX_GRID[p]}")
-    warps = options.warps or 4
-    if warps not in (1, 2, 4, 8, 16):
-        raise fail(f"warps = {warps}; use 1, 2, 4, 8 or 16")
-    nthreads = warps * 32
-    if options.l2_prefetch not in (0, 64, 128, 256):
-        raise fail(f"l2_prefetch = {options.l2_prefetch}; use 0, 64, 128 or 256")
-    ops = k.ops
-    tiles = ks.tiles
-
-    # phases: loop-phase values that depend only on loop-invariant loads are hoisted ("pre")
-    phases: list[str] = []
-    for i, op in enumerate(ops):
-        ph = ks.phases[i]
-        if ph == "loop":
-            if isinstance(op, Load):
-                ph = "pre" if op.fmap is None else "loop"
-            else:
-                ph = "pre" if all(phases[a] == "pre" for a in op_args(op)) else "loop"
-        phases.append(ph)
-
-    users: dict[int, list[int]] = {i: [] for i in range(len(ops))}
-    for j, op in enumerate(ops):
-        for a in op_args(op):
-            users[a].append(j)
-    mm_operand = {a for op in ops if isinstance(op, MatmulOp) for a in (op.a, op.b)}
-
-    stores: list[Store] = []
-    for i, op in enumerate(ops):
-        tile = tiles[i]
+def _stores(d: _Draft) -> None:
+    """Where each value lives (``Store``); a matmul accumulated in fragments runs every iteration."""
+    operands = d.mm_operands()
+    for i, op in enumerate(d.ops):
+        tile = d.tiles[i]
         if tile is not None and len(tile) > 3:
-            raise fail(f"tile {list(tile)} has rank {len(tile)}; at most 3 is supported", i)
+            raise d.fail(f"tile {list(tile)} has rank {len(tile)}; at most 3 is supported", i)
         match op:
             case Load(tensor=t):
-                if len(shapes[t]) > 3:
-                    raise fail(f"loads a rank-{len(shapes[t])} tensor; at most 3 is supported", i)
-                stores.append(Store.LOAD)
+                if len(d.shapes[t]) > 3:
+                    raise d.fail(f"loads a rank-{len(d.shapes[t])} tensor; at most 3 is supported", i)
+                d.stores.append(Store.LOAD)
             case MatmulOp():
-                if phases[i] == "post":
-                    raise fail("a matmul after the for-loop (on accumulated values) is not supported", i)
-                u = users[i]
-                user = ops[u[0]] if len(u) == 1 else None
-                # one iteration: a max or rescaled accumulator is its value (a plain one, in fragments);
-                # a row-wise rescaled one updates the fragments in registers
-                frag = isinstance(user, Accum) and user.reduce_dim is None and user.x == i and (
-                    user.plain or loop == 1 or _row_shift(user, tiles))
-                stores.append(Store.FRAG if frag else Store.F32)
+                d.stores.append(_matmul_store(d, i))
             case ReduceOp():
-                stores.append(Store.F32)
+                d.stores.append(Store.F32)
             case UnaryOp() | BinaryOp():
-                stores.append(Store.H16 if i in mm_operand else Store.INLINE)
+                d.stores.append(Store.H16 if i in operands else Store.INLINE)
             case Accum():
-                stores.append(Store.ACC)
+                d.stores.append(Store.ACC)
             case Save():
-                stores.append(Store.SAVE)
+                d.stores.append(Store.SAVE)
+    for i, st in enumerate(d.stores):
+        if st is Store.FRAG and d.phases[i] is Phase.PRE:
+            d.phases[i] = Phase.LOOP
 
-    # a matmul accumulated in fragments runs every iteration, even on loop-invariant operands
-    for i, st in enumerate(stores):
-        if st is Store.FRAG and phases[i] == "pre":
-            phases[i] = "loop"
 
-    # matmul work split
-    mmas: dict[int, MmaPlan] = {}
-    for i, op in enumerate(ops):
-        if not isinstance(op, MatmulOp):
-            continue
-        ta, tb, to = tiles[op.a], tiles[op.b], tiles[i]
-        assert ta is not None and tb is not None and to is not None
-        if len(to) not in (2, 3):
-            raise fail(f"matmul of rank {len(to)}; 2-D and batched 3-D are supported", i)
-        m, kk, n = ta[-2], ta[-1], tb[-1]
-        if kk % 16:
-            raise fail(f"matmul contraction length {kk} is not a multiple of 16 (mma k-step)", i)
-        if n % 16:
-            # A single n8 tile (width 8) faulted on the H200 (misaligned shared-memory read under
-            # compute-sanitizer in the k-split path): refused until that path is fixed.
-            raise fail(f"matmul output width {n} is not a multiple of 16 (two mma n-tiles)", i)
-        batch = to[0] if len(to) == 3 else 1
-        a_b = len(ta) == 3 and ta[0] > 1
-        b_b = len(tb) == 3 and tb[0] > 1
-        mtiles = -(-m // 16)
-        npairs = -(-n // 16)
-        units = batch * mtiles * npairs
-        ksteps = kk // 16
-        if units >= warps:
-            ksplit, per_warp = 1, -(-units // warps)
-        else:
-            ksplit = _pow2_floor(warps // units)
-            while ksteps % ksplit:
-                ksplit //= 2
-            per_warp = 1
-        if per_warp * 8 > MAX_ACC_REGS:
-            raise fail(f"matmul tile {list(to)} needs {per_warp * 8} accumulator registers per thread "
-                       f"with {warps} warps (at most {MAX_ACC_REGS}); use a smaller tile or more warps", i)
-        mmas[i] = MmaPlan(op.a, op.b, batch, m, n, kk, int(a_b), int(b_b), mtiles, npairs, ksplit, per_warp,
-                          ksteps // ksplit)
+def _check_matmul(d: _Draft, i: int, ta: tuple[int, ...], tb: tuple[int, ...], to: tuple[int, ...]) -> None:
+    if len(to) not in (2, 3):
+        raise d.fail(f"matmul of rank {len(to)}; 2-D and batched 3-D are supported", i)
+    if ta[-1] % 16:
+        raise d.fail(f"matmul contraction length {ta[-1]} is not a multiple of 16 (mma k-step)", i)
+    if tb[-1] % 16:
+        # A single n8 tile (width 8) faulted on the H200 (misaligned shared-memory read in the
+        # k-split path; the emulator finds it: tests/test_emulate.py): refused until fixed.
+        raise d.fail(f"matmul output width {tb[-1]} is not a multiple of 16 (two mma n-tiles)", i)
 
-    # accumulators
-    accs: dict[int, AccPlan] = {}
-    groups: dict[int, int] = {}
-    for i, op in enumerate(ops):
+
+def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:
+    ta, tb, to = d.tile(op.a), d.tile(op.b), d.tile(i)
+    _check_matmul(d, i, ta, tb, to)
+    m, kk, n = ta[-2], ta[-1], tb[-1]
+    batch = to[0] if len(to) == 3 else 1
+    mtiles, npairs, ksteps = -(-m // 16), -(-n // 16), kk // 16
+    units = batch * mtiles * npairs
+    if units >= d.warps:
+        ksplit, per_warp = 1, -(-units // d.warps)
+    else:
+        ksplit = _pow2_floor(d.warps // units)
+        while ksteps % ksplit:
+            ksplit //= 2
+        per_warp = 1
+    if per_warp * 8 > MAX_ACC_REGS:
+        raise d.fail(f"matmul tile {list(to)} needs {per_warp * 8} accumulator registers per thread "
+                     f"with {d.warps} warps (at most {MAX_ACC_REGS}); use a smaller tile or more warps", i)
+    a_b = len(ta) == 3 and ta[0] > 1
+    b_b = len(tb) == 3 and tb[0] > 1
+    return MmaPlan(op.a, op.b, batch, m, n, kk, int(a_b), int(b_b), mtiles, npairs, ksplit, per_warp,
+                   ksteps // ksplit)
+
+
+def _mmas(d: _Draft) -> None:
+    """Matmul work split over warps (units, k-split)."""
+    for i, op in enumerate(d.ops):
+        if isinstance(op, MatmulOp):
+            d.mmas[i] = _split_mma(d, i, op)
+
+
+def _acc_plan(d: _Draft, i: int, op: Accum) -> AccPlan:
+    acc = Accum(op.x, op.reduce_dim) if d.loop == 1 else op  # one iteration: each holds its one value
+    to = d.tile(i)
+    if d.stores[op.x] is Store.FRAG:
+        return AccPlan(AccKind.FRAG, op.x, d.mmas[op.x].per_warp, rescale=acc.rescale)
+    if op.reduce_dim is None:
+        return AccPlan(AccKind.EW, op.x, -(-math.prod(to) // d.threads), fn=acc.fn, rescale=acc.rescale)
+    g = reduce_group(d.tile(op.x)[op.reduce_dim])
+    return AccPlan(AccKind.RED, op.x, -(-math.prod(to) // (d.warps * (32 // g))), g, rescale=acc.rescale)
+
+
+def _accs(d: _Draft) -> None:
+    """Accumulator registers and reduction lane groups; the register budget."""
+    for i, op in enumerate(d.ops):
         if isinstance(op, Accum):
-            tx = tiles[op.x]
-            to = tiles[i]
-            assert tx is not None and to is not None
-            acc = Accum(op.x, op.reduce_dim) if loop == 1 else op  # one iteration: each holds its one value
-            if stores[op.x] is Store.FRAG:
-                accs[i] = AccPlan("frag", op.x, mmas[op.x].per_warp, rescale=acc.rescale)
-            elif op.reduce_dim is None:
-                accs[i] = AccPlan("ew", op.x, -(-math.prod(to) // nthreads), fn=acc.fn, rescale=acc.rescale)
-            else:
-                g = reduce_group(tx[op.reduce_dim])
-                accs[i] = AccPlan("red", op.x, -(-math.prod(to) // (warps * (32 // g))), g, rescale=acc.rescale)
+            d.accs[i] = _acc_plan(d, i, op)
         elif isinstance(op, ReduceOp):
-            tx = tiles[op.x]
-            assert tx is not None
-            groups[i] = reduce_group(tx[op.dim])
-    regs = sum(a.regs for a in accs.values())
+            d.groups[i] = reduce_group(d.tile(op.x)[op.dim])
+    regs = sum(a.regs for a in d.accs.values())
     if regs > MAX_ACC_REGS:
-        raise fail(f"accumulators need {regs} registers per thread (at most {MAX_ACC_REGS}); "
-                   f"use smaller tiles or more warps")
+        raise d.fail(f"accumulators need {regs} registers per thread (at most {MAX_ACC_REGS}); "
+                     f"use smaller tiles or more warps")
 
-    # buffers
+
+def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Buf | None:
+    """The shared-memory tile that holds value ``i`` (None: registers or inline)."""
+    tile, region = d.tile(i) if not isinstance(op, Save) else (), d.phases[i]
+    match op:
+        case Load(tensor=t):
+            st = Storage.HALF if d.dtypes[t] in HALF_DTYPES else Storage.F32
+            return Buf(uniq(f"s_{c_ident(t)}"), region, st, tile, _pitch(tile, st.esize), ring=op.fmap is not None)
+        case MatmulOp() if d.stores[i] is Store.F32:
+            return Buf(uniq(f"mm{i}"), region, Storage.F32, tile, _pitch(tile, 4), copies=d.mmas[i].ksplit)
+        case ReduceOp():
+            return Buf(uniq(f"red{i}"), region, Storage.F32, tile, _pitch(tile, 4))
+        case UnaryOp() | BinaryOp() if d.stores[i] is Store.H16:
+            return Buf(uniq(f"ew{i}"), region, Storage.HALF, tile, _pitch(tile, 2))
+        case Accum():
+            copies = d.mmas[op.x].ksplit if d.stores[op.x] is Store.FRAG else 1
+            return Buf(uniq(f"acc{i}"), Phase.POST, Storage.F32, tile, _pitch(tile, 4), copies=copies)
+    return None
+
+
+def _operand_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Buf:
+    """The half tile a matmul reads for value ``i`` (its own tile when that is one)."""
+    own = d.bufs.get(i)
+    if own is not None and own.dtype is Storage.HALF and isinstance(op, Load | UnaryOp | BinaryOp):
+        return own
+    base = f"h_{c_ident(op.tensor)}" if isinstance(op, Load) else f"h{i}"
+    tile = d.tile(i)
+    return Buf(uniq(base), d.phases[i], Storage.HALF, tile, _pitch(tile, 2))
+
+
+def _buffers(d: _Draft) -> None:
+    """Shared-memory tiles of materialised values and of matmul operands (not yet placed)."""
     names: set[str] = set()
 
     def uniq(base: str) -> str:
@@ -422,102 +362,16 @@ def _lower_kernel(kg: KernelGraph, index: int, k: CustomKernel, ks: KernelShapes
         names.add(name)
         return name
 
-    bufs: dict[int, Buf] = {}
-    operands: dict[int, Buf] = {}
-    for i, op in enumerate(ops):
-        tile = tiles[i]
-        region = {"pre": "pre", "loop": "loop", "post": "post"}.get(phases[i], "")
-        match op:
-            case Load(tensor=t):
-                assert tile is not None
-                ring = op.fmap is not None
-                bd = "half" if dtypes[t] in HALF_DTYPES else "f32"
-                bufs[i] = Buf(uniq(f"s_{_ident(t)}"), region, bd, tile, _pitch(tile, 2 if bd == "half" else 4),
-                              ring=ring)
-                if i in mm_operand:
-                    if bd == "half":
-                        operands[i] = bufs[i]
-                    else:
-                        operands[i] = Buf(uniq(f"h_{_ident(t)}"), region, "half", tile, _pitch(tile, 2))
-            case MatmulOp():
-                assert tile is not None
-                if stores[i] is Store.F32:
-                    bufs[i] = Buf(uniq(f"mm{i}"), region, "f32", tile, _pitch(tile, 4), copies=mmas[i].ksplit)
-            case ReduceOp():
-                assert tile is not None
-                bufs[i] = Buf(uniq(f"red{i}"), region, "f32", tile, _pitch(tile, 4))
-            case UnaryOp() | BinaryOp():
-                assert tile is not None
-                if stores[i] is Store.H16:
-                    bufs[i] = Buf(uniq(f"ew{i}"), region, "half", tile, _pitch(tile, 2))
-                    operands[i] = bufs[i]
-            case Accum():
-                assert tile is not None
-                copies = mmas[op.x].ksplit if stores[op.x] is Store.FRAG else 1
-                bufs[i] = Buf(uniq(f"acc{i}"), "post", "f32", tile, _pitch(tile, 4), copies=copies)
-            case Save():
-                pass
-        if i in mm_operand and i not in operands:
-            assert tile is not None
-            operands[i] = Buf(uniq(f"h{i}"), region, "half", tile, _pitch(tile, 2))
-    for i in mmas:
-        for a, role in ((mmas[i].a, "A"), (mmas[i].b, "B")):
-            if len(operands[a].shape) < 2:
-                raise fail(f"matmul operand {role} has rank {len(operands[a].shape)}", i)
-
-    # stages and layout
-    ring_bytes = sum(b.nbytes for b in bufs.values() if b.ring)
-    pre = [b for b in (*bufs.values(), *operands.values()) if b.region == "pre"]
-    loop_fixed = [b for b in (*bufs.values(), *operands.values()) if b.region == "loop" and not b.ring]
-    post = [b for b in bufs.values() if b.region == "post"]
-    pre_bytes = sum(b.nbytes for b in _dedup(pre))
-    fixed_bytes = pre_bytes + sum(b.nbytes for b in _dedup(loop_fixed))
-    post_bytes = sum(b.nbytes for b in post)
-    if loop == 1 or ring_bytes == 0:
-        stages = 1
-    elif options.stages is not None:
-        if options.stages < 2:
-            raise fail(f"stages = {options.stages}: a for-loop of {loop} iterations needs at least 2")
-        stages = min(options.stages, loop)
-    else:
-        stages = max(2, min(MAX_STAGES, loop, options.stage_target // max(ring_bytes, 1)))
-        while stages > 2 and fixed_bytes + stages * ring_bytes > arch.smem_max:
-            stages -= 1
-    if stages > MAX_STAGES:
-        raise fail(f"stages = {stages}; at most {MAX_STAGES}")
-    # a ring as deep as the loop is filled in the prologue; else one slot is refilled per iteration
-    prefetch = loop if stages >= loop else stages - 1
-    total = max(fixed_bytes + stages * ring_bytes, post_bytes)
-    if total > arch.smem_max:
-        raise fail(f"needs {total} bytes of shared memory ({stages} pipeline stages of {ring_bytes} B, "
-                   f"{fixed_bytes} B of other tiles, {post_bytes} B after the loop); {arch.name} allows "
-                   f"{arch.smem_max} per block")
-
-    placed: dict[str, Buf] = {}
-    off = 0
-    for b in _dedup(pre):
-        placed[b.name] = _with(b, offset=off)
-        off += b.nbytes
-    for b in _dedup(loop_fixed):
-        placed[b.name] = _with(b, offset=off)
-        off += b.nbytes
-    for b in bufs.values():
-        if b.ring:
-            placed[b.name] = _with(b, offset=off, copies=stages)
-            off += placed[b.name].nbytes
-    off = 0
-    for b in post:
-        placed[b.name] = _with(b, offset=off)
-        off += b.nbytes
-    bufs = {i: placed[b.name] for i, b in bufs.items()}
-    operands = {i: placed[b.name] for i, b in operands.items()}
-
-    loads = [op.tensor for op in ops if isinstance(op, Load)]
-    saves = [op.tensor for op in ops if isinstance(op, Save)]
-    args = tuple(dict.fromkeys([*loads, *saves]))
-    return KernelLowering(k, index, grid, loop, dtype, warps, stages, prefetch, tiles, tuple(phases),
-                          tuple(stores), bufs, operands, mmas, accs, groups, total, shapes, dtypes, args,
-                          scalars, ring_bytes, options.l2_prefetch)
+    operands = d.mm_operands()
+    for i, op in enumerate(d.ops):
+        if (b := _value_buf(d, i, op, uniq)) is not None:
+            d.bufs[i] = b
+        if i in operands:
+            d.operands[i] = _operand_buf(d, i, op, uniq)
+    for i, p in d.mmas.items():
+        for a, role in ((p.a, "A"), (p.b, "B")):
+            if len(d.operands[a].shape) < 2:
+                raise d.fail(f"matmul operand {role} has rank {len(d.operands[a].shape)}", i)
 
 
 def _dedup(bs: list[Buf]) -> list[Buf]:
@@ -527,13 +381,111 @@ def _dedup(bs: list[Buf]) -> list[Buf]:
     return list(seen.values())
 
 
-def _with(b: Buf, *, offset: int, copies: int | None = None) -> Buf:
-    return replace(b, offset=offset, copies=b.copies if copies is None else copies)
+def _live(d: _Draft, region: Phase, ring: bool = False) -> list[Buf]:
+    """The distinct tiles of a region (POST: value tiles only); ring tiles apart from the rest."""
+    both = (*d.bufs.values(), *d.operands.values()) if region is not Phase.POST else tuple(d.bufs.values())
+    return _dedup([b for b in both if b.region is region and b.ring == ring])
 
 
-def _ident(name: str) -> str:
-    """A tensor's name in a buffer identifier (after a prefix such as ``s_``): see ``c_ident``."""
-    return c_ident(name)
+def _stages(d: _Draft) -> None:
+    """Pipeline depth (within the shared memory of the architecture) and the prefetch distance."""
+    d.ring_bytes = sum(b.nbytes for b in d.bufs.values() if b.ring)
+    fixed = sum(b.nbytes for b in (*_live(d, Phase.PRE), *_live(d, Phase.LOOP)))
+    post = sum(b.nbytes for b in _live(d, Phase.POST))
+    opt, loop = d.options, d.loop
+    if loop == 1 or d.ring_bytes == 0:
+        d.stages = 1
+    elif opt.stages is not None:
+        if opt.stages < 2:
+            raise d.fail(f"stages = {opt.stages}: a for-loop of {loop} iterations needs at least 2")
+        d.stages = min(opt.stages, loop)
+    else:
+        d.stages = max(2, min(MAX_STAGES, loop, opt.stage_target // max(d.ring_bytes, 1)))
+        while d.stages > 2 and fixed + d.stages * d.ring_bytes > d.arch.smem_max:
+            d.stages -= 1
+    if d.stages > MAX_STAGES:
+        raise d.fail(f"stages = {d.stages}; at most {MAX_STAGES}")
+    # a ring as deep as the loop is filled in the prologue; else one slot is refilled per iteration
+    d.prefetch = loop if d.stages >= loop else d.stages - 1
+    d.smem_bytes = max(fixed + d.stages * d.ring_bytes, post)
+    if d.smem_bytes > d.arch.smem_max:
+        raise d.fail(f"needs {d.smem_bytes} bytes of shared memory ({d.stages} pipeline stages of "
+                     f"{d.ring_bytes} B, {fixed} B of other tiles, {post} B after the loop); {d.arch.name} "
+                     f"allows {d.arch.smem_max} per block")
+
+
+def _place(d: _Draft) -> None:
+    """Offsets: PRE tiles, LOOP tiles, then the rings; the POST tiles reuse the space from 0."""
+    placed: dict[str, Buf] = {}
+    off = 0
+    for b in (*_live(d, Phase.PRE), *_live(d, Phase.LOOP), *_live(d, Phase.LOOP, ring=True)):
+        placed[b.name] = replace(b, offset=off, copies=d.stages if b.ring else b.copies)
+        off += placed[b.name].nbytes
+    off = 0
+    for b in d.bufs.values():
+        if b.region is Phase.POST:
+            placed[b.name] = replace(b, offset=off)
+            off += b.nbytes
+    d.bufs = {i: placed[b.name] for i, b in d.bufs.items()}
+    d.operands = {i: placed[b.name] for i, b in d.operands.items()}
+
+
+def global_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
+
+
+def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
+    shape, tile, buf = d.shapes[op.tensor], d.tile(i), d.bufs[i]
+    gst = global_strides(shape)
+    terms = []
+    for a in range(len(shape)):
+        size = shape[a]
+        for p, g in enumerate(d.grid):
+            if op.imap[p] == a:
+                size //= g
+                terms.append((p, size * gst[a]))
+    iter_stride = tile[op.fmap] * gst[op.fmap] if op.fmap is not None else 0
+    vec = next((v for v in (16 // buf.esize, 8 // buf.esize, 4 // buf.esize)
+                if v >= 1 and tile[-1] % v == 0 and shape[-1] % v == 0 and buf.pitch % v == 0), 1)
+    return LoadPlan(i, op.tensor, buf, f"load_{buf.name}", tuple(terms), iter_stride, vec,
+                    sweep(math.prod(tile) // vec, d.threads))
+
+
+def save_vec(tile: tuple[int, ...], shape: tuple[int, ...], esize: int) -> int:
+    return next((v for v in (16 // esize, 8 // esize, 4 // esize, 2 // esize, 1)
+                 if v >= 1 and tile[-1] % v == 0 and shape[-1] % v == 0), 1)
+
+
+def _save_plan(d: _Draft, i: int, op: Save) -> SavePlan:
+    tile, shape = d.tile(op.x), d.shapes[op.tensor]
+    half = d.dtypes[op.tensor] != "float32"
+    vec = save_vec(tile, shape, 2 if half else 4)
+    gst = global_strides(shape)
+    terms = tuple((p, tile[a] * gst[a]) for p, a in enumerate(op.omap) if a is not None)
+    return SavePlan(i, op.tensor, half, terms, vec, sweep(math.prod(tile) // vec, d.threads))
+
+
+def _copies(d: _Draft) -> None:
+    """Each Load's cp.async copy, each Save's vector stores, each per-element pass's sweep."""
+    d.loads = tuple(_load_plan(d, i, op) for i, op in enumerate(d.ops) if isinstance(op, Load))
+    d.saves = {i: _save_plan(d, i, op) for i, op in enumerate(d.ops) if isinstance(op, Save)}
+    d.elementwise = {i: sweep(math.prod(t), d.threads) for i, t in enumerate(d.tiles) if t is not None}
+
+
+# The lowering of one kernel, in order; each pass reads what the earlier ones decided.
+PASSES: tuple[Callable[[_Draft], None], ...] = (
+    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _place, _copies,
+)
+
+
+def _freeze(d: _Draft) -> KernelLowering:
+    loads = [op.tensor for op in d.ops if isinstance(op, Load)]
+    saves = [op.tensor for op in d.ops if isinstance(op, Save)]
+    args = tuple(dict.fromkeys([*loads, *saves]))
+    return KernelLowering(d.k, d.index, d.grid, d.loop, d.dtype, d.warps, d.stages, d.prefetch, d.tiles,
+                          tuple(d.phases), tuple(d.stores), d.bufs, d.operands, d.mmas, d.accs, d.groups,
+                          d.smem_bytes, d.shapes, d.dtypes, args, d.scalars, d.ring_bytes,
+                          d.options.l2_prefetch, d.loads, d.saves, d.elementwise)
 
 
 def ident(name: str) -> str:

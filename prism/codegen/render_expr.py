@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from prism.codegen.lower import Buf, KernelLowering, Store
+from prism.codegen.lowered import Buf, KernelLowering, Storage, Store
 from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, UnaryOp
 from prism.ops import Binary, Unary
 
@@ -111,7 +111,7 @@ class Exprs:
         for c in range(1 if b.ring else b.copies):
             o = off if c == 0 else (f"{off} + {c * b.copy_elems}" if off != "0" else str(c * b.copy_elems))
             reads.append(f"{p}[{o}]")
-        if b.dtype == "half":
+        if b.dtype is Storage.HALF:
             reads = [f"hload({r})" for r in reads]
         return reads[0] if len(reads) == 1 else "(" + " + ".join(reads) + ")"
 

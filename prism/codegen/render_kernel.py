@@ -11,11 +11,13 @@ Kernel shape::
 
 from __future__ import annotations
 
-import re
+import math
+from typing import assert_never
 
-from prism.codegen.lower import Buf, GraphLowering, KernelLowering, Store, ident
+from prism.codegen.lower import ident
+from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPlan, Phase, Store
 from prism.codegen.render_expr import Exprs
-from prism.codegen.render_load import load_info, render_loader
+from prism.codegen.render_load import block_origin, render_loader
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import prelude
 from prism.codegen.render_reduce import (
@@ -25,13 +27,9 @@ from prism.codegen.render_reduce import (
     render_red_acc_write,
     render_reduce_pass,
 )
-from prism.codegen.render_save import render_materialise, render_save, save_vec
+from prism.codegen.render_save import render_materialise, render_save
 from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
 from prism.ops import Reduce, scalar_to_json
-
-
-def _ctype(buf: Buf) -> str:
-    return "half_t" if buf.dtype == "half" else "float"
 
 
 def _tensor_ctype(low: KernelLowering, t: str) -> str:
@@ -73,7 +71,7 @@ def _where(low: KernelLowering, i: int) -> str:
             return f"mma fragments ({p.per_warp} unit(s)/warp, k split {p.ksplit})"
         case Store.ACC:
             a = low.accs[i]
-            return f"registers ({a.kind}) -> smem {b.name if b else ''}"
+            return f"registers ({a.kind.value}) -> smem {b.name if b else ''}"
         case Store.INLINE:
             return "inline" + (f", half copy {low.operands[i].name}" if i in low.operands else "")
         case Store.SAVE:
@@ -102,183 +100,181 @@ def header(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     for i, op in enumerate(k.ops):
         tile = low.tiles[i]
         t = f"[{', '.join(map(str, tile))}]" if tile is not None else ""
-        lines.append(f"//   %{i:<2} {describe_op(op):<44} {t:<14} {low.phases[i]:<5} {_where(low, i)}")
+        lines.append(f"//   %{i:<2} {describe_op(op):<44} {t:<14} {low.phases[i].value:<5} {_where(low, i)}")
     return "\n".join(lines)
 
 
-def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
-    k = low.kernel
-    ops = k.ops
-    nt = low.threads
-    S, P = low.stages, low.prefetch
-    loads = [load_info(low, i) for i, op in enumerate(ops) if isinstance(op, Load)]
-    ex = Exprs(low)
-
-    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch)]
-    for li in loads:
-        parts.append(render_loader(low, li))
+def _device_functions(low: KernelLowering) -> list[str]:
+    """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale."""
+    parts = [render_loader(low, lp) for lp in low.loads]
     for i in sorted(low.mmas):
         parts.append(render_mma(low, i))
-        dst = low.bufs.get(i) if low.stores[i] is Store.F32 else None
-        if dst is None:
-            acc = next(j for j, a in low.accs.items() if a.kind == "frag" and a.x == i)
-            dst = low.bufs[acc]
+        acc = low.frag_acc(i)
+        dst = low.bufs[i] if low.stores[i] is Store.F32 or acc is None else low.bufs[acc]
         parts.append(render_frag_store(low, i, dst))
-        rescaled = next((a for a in low.accs.values() if a.kind == "frag" and a.x == i and a.rescale is not None), None)
-        if rescaled is not None:
-            assert rescaled.rescale is not None
-            parts.append(render_frag_rescale(low, i, rescaled.rescale))
+        shift = low.accs[acc].rescale if acc is not None else None
+        if shift is not None:
+            parts.append(render_frag_rescale(low, i, shift))
+    return parts
 
-    frag_acc = {a.x: j for j, a in low.accs.items() if a.kind == "frag"}
 
-    def operand_ptr(v: int) -> str:
-        return low.operands[v].name
+def _matmul_call(low: KernelLowering, i: int, a: int, b: int) -> list[str]:
+    plan, acc = low.mmas[i], low.frag_acc(i)
+    operands = f"{low.operands[a].name}, {low.operands[b].name}, warp, lane"
+    if low.stores[i] is Store.FRAG:
+        assert acc is not None
+        shift = low.accs[acc].rescale
+        if shift is None:
+            return [f"mma_{i}(ra{acc}, {operands});"]
+        then = f"rescale_{i}(ra{acc}, f, rm{acc}, {low.bufs[shift].name}, warp, lane);"
+        return ["{", f"  float f[{plan.per_warp}][2][4] = {{}};", f"  mma_{i}(f, {operands});", f"  {then}", "}"]
+    return ["{", f"  float f[{plan.per_warp}][2][4] = {{}};", f"  mma_{i}(f, {operands});",
+            f"  store_{i}(f, {low.bufs[i].name}, warp, lane);", "}", "__syncthreads();"]
 
-    def compute(i: int) -> list[str]:
-        """Code for op i inside the prologue (pre phase) or the loop body."""
-        op = ops[i]
-        out: list[str] = []
-        st = low.stores[i]
-        match op:
-            case UnaryOp() | BinaryOp() if st is Store.H16:
-                out += render_materialise(low, ex, i, low.bufs[i], own=True)
-                out.append("__syncthreads();")
-            case MatmulOp(a, b):
-                plan = low.mmas[i]
-                shift = low.accs[frag_acc[i]].rescale if st is Store.FRAG else None
-                if shift is not None:
-                    j = frag_acc[i]
-                    out += [
-                        "{",
-                        f"  float f[{plan.per_warp}][2][4] = {{}};",
-                        f"  mma_{i}(f, {operand_ptr(a)}, {operand_ptr(b)}, warp, lane);",
-                        f"  rescale_{i}(ra{j}, f, rm{j}, {low.bufs[shift].name}, warp, lane);",
-                        "}",
-                    ]
-                elif st is Store.FRAG:
-                    out.append(f"mma_{i}(ra{frag_acc[i]}, {operand_ptr(a)}, {operand_ptr(b)}, warp, lane);")
-                else:
-                    out += [
-                        "{",
-                        f"  float f[{plan.per_warp}][2][4] = {{}};",
-                        f"  mma_{i}(f, {operand_ptr(a)}, {operand_ptr(b)}, warp, lane);",
-                        f"  store_{i}(f, {low.bufs[i].name}, warp, lane);",
-                        "}",
-                        "__syncthreads();",
-                    ]
-            case ReduceOp(fn, x, dim):
-                out += render_reduce_pass(low, ex, x, dim, fn, low.groups[i], -(-_numel(low, i) // (
-                    low.warps * (32 // low.groups[i]))), dst=low.bufs[i], acc=None, name=f"red{i}")
-                out.append("__syncthreads();")
-            case Accum(x, reduce_dim):
-                ap = low.accs[i]
-                if ap.kind == "ew":
-                    out += render_ew_acc(low, ex, i, x, ap.count, f"ra{i}", write=None)
-                elif ap.kind == "red":
-                    assert reduce_dim is not None
-                    out += render_reduce_pass(low, ex, x, reduce_dim, Reduce.SUM, ap.group, ap.count, dst=None,
-                                              acc=f"ra{i}", name=f"acc{i}", shift=ap.rescale, running=f"rm{i}")
-        if i in low.operands and low.operands[i] is not low.bufs.get(i):
-            out += render_materialise(low, ex, i, low.operands[i], own=False)
+
+def _compute(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
+    """Code for op i inside the prologue (PRE phase) or the loop body."""
+    op = low.kernel.ops[i]
+    out: list[str] = []
+    match op:
+        case UnaryOp() | BinaryOp() if low.stores[i] is Store.H16:
+            out += [*render_materialise(low, ex, i, low.bufs[i], own=True), "__syncthreads();"]
+        case MatmulOp(a, b):
+            out += _matmul_call(low, i, a, b)
+        case ReduceOp(fn, x, dim):
+            g = low.groups[i]
+            out += render_reduce_pass(low, ex, x, dim, fn, g, -(-_numel(low, i) // (low.warps * (32 // g))),
+                                      dst=low.bufs[i], acc=None, name=f"red{i}")
             out.append("__syncthreads();")
-        return out
+        case Accum(x, reduce_dim):
+            out += _accumulate(low, ex, i, x, reduce_dim)
+    if i in low.operands and low.operands[i] is not low.bufs.get(i):
+        out += [*render_materialise(low, ex, i, low.operands[i], own=False), "__syncthreads();"]
+    return out
 
-    # ---- kernel body
-    body: list[str] = []
-    bufs = {b.name: b for b in (*low.bufs.values(), *low.operands.values())}
-    body.append("// shared-memory tiles (the post-loop tiles reuse the loop's space)")
-    for b in sorted(bufs.values(), key=lambda b: (b.region != "pre", b.region != "loop", b.offset, b.name)):
+
+def _accumulate(low: KernelLowering, ex: Exprs, i: int, x: int, reduce_dim: int | None) -> list[str]:
+    ap = low.accs[i]
+    match ap.kind:
+        case AccKind.EW:
+            return render_ew_acc(low, ex, i, x, ap.count, f"ra{i}", write=None)
+        case AccKind.RED:
+            assert reduce_dim is not None
+            return render_reduce_pass(low, ex, x, reduce_dim, Reduce.SUM, ap.group, ap.count, dst=None,
+                                      acc=f"ra{i}", name=f"acc{i}", shift=ap.rescale, running=f"rm{i}")
+        case AccKind.FRAG:
+            return []  # the matmul's own call accumulates
+        case _:
+            assert_never(ap.kind)
+
+
+def _declarations(low: KernelLowering) -> list[str]:
+    """Shared-memory tile pointers, global tile origins, accumulator registers."""
+    body = ["// shared-memory tiles (the post-loop tiles reuse the loop's space)"]
+    order = (Phase.PRE, Phase.LOOP)
+    for b in sorted(low.all_bufs().values(),
+                    key=lambda b: (b.region is not order[0], b.region is not order[1], b.offset, b.name)):
         name = f"{b.name}_ring" if b.ring else b.name
         what = f"ring of {b.copies}" if b.ring else (f"{b.copies} partial copies" if b.copies > 1 else "")
-        body.append(f"{_ctype(b)}* const {name} = reinterpret_cast<{_ctype(b)}*>(smem + {b.offset});"
-                    f"  // {b.region} [{', '.join(map(str, b.shape))}] pitch {b.pitch} {what}".rstrip())
+        c = b.dtype.ctype
+        body.append(f"{c}* const {name} = reinterpret_cast<{c}*>(smem + {b.offset});"
+                    f"  // {b.region.value} [{', '.join(map(str, b.shape))}] pitch {b.pitch} {what}".rstrip())
     body.append("// this block's tile origins in global memory")
-    for li in loads:
-        body.append(f"const {li.ctype}* const g_{li.buf.name} = {ident(li.tensor)} + {li.block_offset};")
+    for lp in low.loads:
+        body.append(f"const {lp.ctype}* const g_{lp.buf.name} = {ident(lp.tensor)} + {block_origin(lp.block_terms)};")
     if low.accs:
         body.append("// accumulators (registers)")
     for j, a in sorted(low.accs.items()):
         body += render_acc_decl(j, a)
+    return body
 
-    pre_loads = [li for li in loads if not li.buf.ring]
-    ring_loads = [li for li in loads if li.buf.ring]
-    body.append("// prologue: loop-invariant tiles, then the first stages")
-    for li in pre_loads:
-        body.append(f"{li.fn}({li.buf.name}, g_{li.buf.name}, tid);")
-    body.append("cp_async_commit();")
-    body += ["#pragma unroll", f"for (int st = 0; st < {P}; ++st) {{"]
-    if ring_loads:
-        body.append(f"  if (st < {low.loop}) {{")
-        for li in ring_loads:
-            body.append(f"    {li.fn}({li.buf.name}_ring + st * {li.buf.copy_elems}, g_{li.buf.name} + st * "
-                        f"{li.iter_stride}, tid);")
-        body.append("  }")
-    body += ["  cp_async_commit();", "}", f"cp_async_wait<{P}>();", "__syncthreads();"]
-    pre_ops = [i for i in range(len(ops)) if low.phases[i] == "pre"]
-    if any(compute(i) for i in pre_ops):
-        body.append("// loop-invariant ops, hoisted")
-        for i in pre_ops:
-            body += compute(i)
 
-    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();", "  __syncthreads();"]
-    if ring_loads:
-        body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{",
-                 f"      const int sb = nx % {S};"]
-        for li in ring_loads:
-            body.append(f"      {li.fn}({li.buf.name}_ring + sb * {li.buf.copy_elems}, g_{li.buf.name} + nx * "
-                        f"{li.iter_stride}, tid);")
-        body += ["    }", "    cp_async_commit();", "  }"]
-        body.append(f"  const int sb = it % {S};")
-        for li in ring_loads:
-            body.append(f"  {li.ctype}* const {li.buf.name} = {li.buf.name}_ring + sb * {li.buf.copy_elems};")
+def _ring_copy(lp: LoadPlan, slot: str, it: str) -> str:
+    return f"{lp.fn}({lp.buf.name}_ring + {slot} * {lp.buf.copy_elems}, g_{lp.buf.name} + {it} * {lp.iter_stride}, tid);"
+
+
+def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
+    """Loop-invariant tiles, the first ring stages, then the hoisted ops."""
+    body = ["// prologue: loop-invariant tiles, then the first stages"]
+    body += [f"{lp.fn}({lp.buf.name}, g_{lp.buf.name}, tid);" for lp in low.loads if not lp.buf.ring]
+    body += ["cp_async_commit();", "#pragma unroll", f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
+    ring = [lp for lp in low.loads if lp.buf.ring]
+    if ring:
+        body += [f"  if (st < {low.loop}) {{", *[f"    {_ring_copy(lp, 'st', 'st')}" for lp in ring], "  }"]
+    body += ["  cp_async_commit();", "}", f"cp_async_wait<{low.prefetch}>();", "__syncthreads();"]
+    hoisted = [line for i in range(len(low.kernel.ops)) if low.phases[i] is Phase.PRE
+               for line in _compute(low, ex, i)]
+    if hoisted:
+        body += ["// loop-invariant ops, hoisted", *hoisted]
+    return body
+
+
+def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
+    """Wait for this iteration's stage, refill the oldest slot, run the loop ops."""
+    S, P = low.stages, low.prefetch
+    body = [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();", "  __syncthreads();"]
+    ring = [lp for lp in low.loads if lp.buf.ring]
+    if ring:
+        body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{", f"      const int sb = nx % {S};",
+                 *[f"      {_ring_copy(lp, 'sb', 'nx')}" for lp in ring], "    }", "    cp_async_commit();", "  }",
+                 f"  const int sb = it % {S};"]
+        body += [f"  {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + sb * {lp.buf.copy_elems};" for lp in ring]
     else:
         body.append("  cp_async_commit();")
-    for i in range(len(ops)):
-        if low.phases[i] == "loop" or (isinstance(ops[i], Accum)):
-            body += _indent(compute(i), 2)
-    body += ["}", "cp_async_wait<0>();", "__syncthreads();"]
+    for i, op in enumerate(low.kernel.ops):
+        if low.phases[i] is Phase.LOOP or isinstance(op, Accum):
+            body += _indent(_compute(low, ex, i), 2)
+    return [*body, "}", "cp_async_wait<0>();", "__syncthreads();"]
 
-    body.append("// epilogue: accumulators to shared memory, then the post-loop ops and savers")
+
+def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
+    """Accumulators to their tiles, then the post-loop reductions and the savers."""
+    body = ["// epilogue: accumulators to shared memory, then the post-loop ops and savers"]
     for j, a in sorted(low.accs.items()):
         dst = low.bufs[j]
-        if a.kind == "frag":
-            body.append(f"store_{a.x}(ra{j}, {dst.name}, warp, lane);")
-        elif a.kind == "ew":
-            body += render_ew_acc(low, ex, j, a.x, a.count, f"ra{j}", write=dst)
-        else:
-            op = ops[j]
-            assert isinstance(op, Accum) and op.reduce_dim is not None
-            body += render_red_acc_write(low, j, a.x, op.reduce_dim, a.group, a.count, dst, f"ra{j}")
+        match a.kind:
+            case AccKind.FRAG:
+                body.append(f"store_{a.x}(ra{j}, {dst.name}, warp, lane);")
+            case AccKind.EW:
+                body += render_ew_acc(low, ex, j, a.x, a.count, f"ra{j}", write=dst)
+            case AccKind.RED:
+                op = low.kernel.ops[j]
+                assert isinstance(op, Accum) and op.reduce_dim is not None
+                body += render_red_acc_write(low, j, a.x, op.reduce_dim, a.group, a.count, dst, f"ra{j}")
+            case _:
+                assert_never(a.kind)
     body.append("__syncthreads();")
-    for i, op in enumerate(ops):
-        if low.phases[i] == "post" and isinstance(op, ReduceOp):
-            body += compute(i)
+    for i, op in enumerate(low.kernel.ops):
+        if low.phases[i] is Phase.POST and isinstance(op, ReduceOp):
+            body += _compute(low, ex, i)
         elif isinstance(op, Save):
             body += render_save(low, ex, i)
+    return body
 
-    text = "\n".join(body)
-    pre = ["const int tid = threadIdx.x;"]
-    if re.search(r"\bwarp\b", text):
-        pre.append("const int warp = tid >> 5;")
-    if re.search(r"\blane\b", text):
-        pre.append("const int lane = tid & 31;")
+
+def _signature(low: KernelLowering, entry: str) -> str:
+    saved = {op.tensor for op in low.kernel.ops if isinstance(op, Save)}
     params = []
-    saved = {op.tensor for op in ops if isinstance(op, Save)}
     for t in low.args:
         c = _tensor_ctype(low, t)
         params.append(f"{c}* __restrict__ {ident(t)}" if t in saved else f"const {c}* __restrict__ {ident(t)}")
-    sig = f'extern "C" __global__ void __launch_bounds__({nt}) {entry}({", ".join(params)}) {{'
-    kernel = [sig, "  extern __shared__ __align__(128) unsigned char smem[];", *_indent(pre, 2),
+    return f'extern "C" __global__ void __launch_bounds__({low.threads}) {entry}({", ".join(params)}) {{'
+
+
+def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
+    ex = Exprs(low)
+    body = [*_declarations(low), *_prologue(low, ex), *_main_loop(low, ex), *_epilogue(low, ex)]
+    ids = ["const int tid = threadIdx.x;"]
+    if low.uses_lanes:
+        ids += ["const int warp = tid >> 5;", "const int lane = tid & 31;"]
+    kernel = [_signature(low, entry), "  extern __shared__ __align__(128) unsigned char smem[];", *_indent(ids, 2),
               *_indent(body, 2), "}"]
-    parts.append("\n".join(kernel))
-    _ = save_vec  # savers pick their own vector width
+    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch), *_device_functions(low),
+             "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"
 
 
 def _numel(low: KernelLowering, i: int) -> int:
     t = low.tiles[i]
     assert t is not None
-    n = 1
-    for s in t:
-        n *= s
-    return n
+    return math.prod(t)

@@ -9,7 +9,7 @@ for-loop) or are written to a float32 tile, one partial copy per k-split.
 
 from __future__ import annotations
 
-from prism.codegen.lower import Buf, KernelLowering, MmaPlan
+from prism.codegen.lowered import Buf, KernelLowering, MmaPlan
 
 KCHAINS = 2  # independent accumulator sets per warp in the k-loop
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from prism.codegen.lower import AccPlan, Buf, KernelLowering
+from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering
 from prism.codegen.render_expr import Exprs, bcast, decompose, offset
+from prism.codegen.render_load import sweep_lines
 from prism.ops import Reduce
 
 NEG_INF = "-__int_as_float(0x7f800000)"  # a running max starts at -inf
@@ -160,8 +161,6 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, ac
     tile_x = low.tiles[x]
     assert tile is not None and tile_x is not None
     ap = low.accs[i]
-    n = math.prod(tile)
-    nt = low.threads
     decl, idx = decompose("e", tile, f"a{i}_e")
     v = ex.read(x, bcast(idx, tile_x, tile))
     stmts: list[str]
@@ -181,12 +180,9 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, ac
         stmts = [f"{acc}[j] = fmaxf({acc}[j], {v});"]
     else:
         stmts = [f"{acc}[j] += {v};"]
-    guard = n % nt != 0
-    lines = ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{", f"  const int e = tid + j * {nt};"]
-    if guard:
-        lines += [f"  if (e < {n}) {{", *_indent(decl, 4), *_indent(stmts, 4), "  }"]
-    else:
-        lines += [*_indent(decl, 2), *_indent(stmts, 2)]
+    sw = low.elementwise[i]
+    lines = ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{", f"  const int e = tid + j * {sw.threads};"]
+    lines += sweep_lines(sw, [*decl, *stmts], pad=2)
     lines.append("}")
     return lines
 
@@ -194,7 +190,7 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, ac
 def render_acc_decl(j: int, acc: AccPlan) -> list[str]:
     """Register arrays of accumulator j: zeros, or −inf for a running max (and a rescaled
     accumulator's running max ``rm<j>``)."""
-    frag = acc.kind == "frag"
+    frag = acc.kind is AccKind.FRAG
     lines = [f"float ra{j}[{acc.count}]{'[2][4]' if frag else ''} = {{}};"]
     inits = [f"ra{j}[j]"] if acc.fn is Reduce.MAX and not frag else []
     if acc.rescale is not None:  # the running max: one per element, or per fragment row (r0, r0 + 8)

@@ -1,0 +1,308 @@
+"""The lowered-kernel IR: every decision about one custom kernel that the renderer prints and the
+emulator executes, as frozen dataclasses and enums.
+
+``prism.codegen.lower`` builds it (a table of passes), ``prism.codegen.render_*`` print CUDA from
+it, ``prism.codegen.emulate`` runs it in NumPy. Anything both of them need (a guard's bound, a
+tile's pitch, a copy's vector width, a buffer's offset) is a field here, so the source text and
+the emulation cannot disagree. Design notes: docs/codegen.md ("The lowered IR").
+
+Where values live (``Store``):
+
+* ``LOAD``  a tile brought by ``cp.async`` into shared memory; a ring of ``stages`` copies when it
+  changes with the for-loop, one copy when it does not (``fmap`` None: loaded once, PRE phase).
+* ``INLINE`` an elementwise op, recomputed in registers wherever it is read (fused chains).
+* ``F32``   a materialised float32 tile in shared memory (a matmul result that is not only
+  accumulated, a reduction); ``copies`` > 1 holds per-warp partial sums added when read.
+* ``H16``   an elementwise value materialised as a half tile because a matmul reads it.
+* ``FRAG``  a matmul whose only use is an ``Accum``: it accumulates in mma register fragments.
+* ``ACC``   an accumulator: registers during the loop, a float32 tile after it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from prism.codegen.arch import Arch
+from prism.ir import CustomKernel, KernelGraph, op_args
+from prism.ops import Reduce
+
+HALF_DTYPES = ("float16", "bfloat16")
+INTERMEDIATE_DTYPE = "float32"
+MAX_ACC_REGS = 128  # float accumulator registers per thread
+MAX_ELEMS = 2**31 - 1
+ALIGN = 128  # byte alignment of every shared-memory buffer
+MAX_STAGES = 16  # pipeline depth limit (cp.async.wait_group immediates stay small)
+
+
+class Phase(enum.Enum):
+    """When an op runs: before the for-loop (hoisted), in it, after it; a Save runs last."""
+
+    PRE = "pre"
+    LOOP = "loop"
+    POST = "post"
+    SAVE = "save"
+
+
+class Storage(enum.Enum):
+    """Element type of a shared-memory tile."""
+
+    HALF = "half"
+    F32 = "f32"
+
+    @property
+    def esize(self) -> int:
+        return 2 if self is Storage.HALF else 4
+
+    @property
+    def ctype(self) -> str:
+        return "half_t" if self is Storage.HALF else "float"
+
+
+class AccKind(enum.Enum):
+    """How an accumulator is held: mma fragments, one register per element, or lane-group sums."""
+
+    FRAG = "frag"
+    EW = "ew"
+    RED = "red"
+
+
+class Store(enum.Enum):
+    LOAD = "load"
+    INLINE = "inline"
+    F32 = "f32"
+    H16 = "h16"
+    FRAG = "frag"
+    ACC = "acc"
+    SAVE = "save"
+
+
+@dataclass(frozen=True)
+class Options:
+    """Knobs of the generator that are not μGraph sizes. None: the built-in heuristic."""
+
+    warps: int | None = None
+    stages: int | None = None
+    stage_target: int = 96 * 1024  # bytes of loads in flight per block the stage heuristic aims for
+    l2_prefetch: int = 0  # L2 prefetch size hint of 16-byte cp.async: 0 (none), 64, 128 or 256 bytes
+
+
+DEFAULT_OPTIONS = Options()
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """``items`` work items spread over the block's threads: item ``e = tid + j * threads`` for
+    ``j < per``; when ``bound`` is set the item runs only if ``e < bound`` (the guard the renderer
+    prints; None when the items fill every thread's iterations exactly)."""
+
+    items: int
+    threads: int
+    bound: int | None
+
+    @property
+    def per(self) -> int:
+        return -(-self.items // self.threads)
+
+
+def sweep(items: int, threads: int) -> Sweep:
+    """The sweep of ``items`` over ``threads``, guarded when they do not divide."""
+    return Sweep(items, threads, items if items % threads else None)
+
+
+@dataclass(frozen=True)
+class Buf:
+    """A tile in shared memory. Row-major; the last dim padded to ``pitch`` against bank conflicts."""
+
+    name: str
+    region: Phase  # PRE | LOOP | POST: when the tile is live
+    dtype: Storage
+    shape: tuple[int, ...]
+    pitch: int
+    copies: int = 1
+    ring: bool = False  # copies are pipeline stages (else partial sums, added when read)
+    offset: int = 0  # bytes from the start of dynamic shared memory
+
+    @property
+    def esize(self) -> int:
+        return self.dtype.esize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        st = [1] * len(self.shape)
+        if len(self.shape) >= 2:
+            st[-2] = self.pitch
+            for d in range(len(self.shape) - 3, -1, -1):
+                st[d] = st[d + 1] * self.shape[d + 1]
+        return tuple(st)
+
+    @property
+    def span(self) -> int:
+        """Elements one copy spans (its last element + 1)."""
+        return self.shape[0] * self.strides[0] if len(self.shape) >= 2 else self.pitch
+
+    @property
+    def copy_elems(self) -> int:
+        """Elements from one copy to the next (16-byte aligned)."""
+        q = 16 // self.esize
+        return -(-self.span // q) * q
+
+    @property
+    def nbytes(self) -> int:
+        return -(-(self.copies * self.copy_elems * self.esize) // ALIGN) * ALIGN
+
+
+@dataclass(frozen=True)
+class MmaPlan:
+    """How the warps of a block split one matmul [batch, m, k] @ [batch, k, n] into mma tiles.
+
+    A unit is (batch, 16-row tile, 16-column pair of n8 tiles); each warp owns ``per_warp`` units
+    and a 1/``ksplit`` share of the k-steps (ksplit > 1 only when there are fewer units than warps).
+    """
+
+    a: int
+    b: int
+    batch: int
+    m: int
+    n: int
+    k: int
+    a_bstride: int  # 1: A's operand tile has a batch dim > 1 (0: broadcast)
+    b_bstride: int
+    mtiles: int
+    npairs: int
+    ksplit: int
+    per_warp: int
+    ksteps: int  # k-steps of 16 per warp
+
+    @property
+    def units(self) -> int:
+        return self.batch * self.mtiles * self.npairs
+
+    @property
+    def two(self) -> bool:
+        """The last unit of a row is one n8 tile (n is not a multiple of 16)."""
+        return self.n % 16 != 0
+
+
+@dataclass(frozen=True)
+class AccPlan:
+    """An accumulator: FRAG (mma fragments of a matmul), EW (one register per element a thread
+    owns) or RED (summed over a dim by groups of ``group`` lanes with warp shuffles). An EW
+    accumulator may keep a running max (``fn`` MAX) or be rescaled by the shift ``rescale`` (an op
+    index; then a second register per element holds the running max)."""
+
+    kind: AccKind
+    x: int
+    count: int  # register slots per thread (fragments: units per warp)
+    group: int = 1
+    fn: Reduce = Reduce.SUM
+    rescale: int | None = None
+
+    @property
+    def regs(self) -> int:
+        if self.kind is AccKind.FRAG:
+            return self.count * (10 if self.rescale is not None else 8)
+        return self.count * (2 if self.rescale is not None else 1)
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """One Load's cp.async copy of a tile into shared memory."""
+
+    op: int
+    tensor: str
+    buf: Buf
+    fn: str  # device function name
+    block_terms: tuple[tuple[int, int], ...]  # (grid dim, elements per block index): the tile origin
+    iter_stride: int  # elements between consecutive loop iterations' tiles (0: invariant)
+    vec: int  # elements per copy
+    sweep: Sweep  # over the tile's vectors
+
+    @property
+    def ctype(self) -> str:
+        return self.buf.dtype.ctype
+
+    @property
+    def nbytes(self) -> int:
+        return self.vec * self.buf.esize
+
+
+@dataclass(frozen=True)
+class SavePlan:
+    """One Save's vector stores of a tile into global memory."""
+
+    op: int
+    tensor: str
+    half: bool  # the tensor is a half type (else float32)
+    block_terms: tuple[tuple[int, int], ...]
+    vec: int
+    sweep: Sweep  # over the tile's vectors
+
+
+@dataclass(frozen=True)
+class KernelLowering:
+    kernel: CustomKernel
+    index: int  # position in the kernel graph
+    grid: tuple[int, ...]
+    loop: int
+    dtype: str  # the half dtype of matmul operands: float16 | bfloat16
+    warps: int
+    stages: int
+    prefetch: int
+    tiles: tuple[tuple[int, ...] | None, ...]
+    phases: tuple[Phase, ...]
+    stores: tuple[Store, ...]
+    bufs: Mapping[int, Buf]  # primary storage of materialised values
+    operands: Mapping[int, Buf]  # half tiles read by matmuls
+    mmas: Mapping[int, MmaPlan]
+    accs: Mapping[int, AccPlan]
+    groups: Mapping[int, int]  # lanes per output of each ReduceOp
+    smem_bytes: int
+    tensor_shapes: Mapping[str, tuple[int, ...]]
+    tensor_dtypes: Mapping[str, str]
+    args: tuple[str, ...]  # tensors of the kernel's parameters: loads first, then saves
+    scalars: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    ring_bytes: int = 0  # bytes of loop-varying tiles per pipeline stage
+    l2_prefetch: int = 0
+    loads: tuple[LoadPlan, ...] = ()
+    saves: Mapping[int, SavePlan] = field(default_factory=dict)
+    elementwise: Mapping[int, Sweep] = field(default_factory=dict)  # per-element passes over op i's tile
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+    @property
+    def acc_regs(self) -> int:
+        return sum(a.regs for a in self.accs.values())
+
+    @property
+    def uses_lanes(self) -> bool:
+        """Some code splits work by warp and lane (mma, reductions, lane-group accumulators)."""
+        return bool(self.mmas or self.groups or any(a.kind is not AccKind.EW for a in self.accs.values()))
+
+    def users(self, i: int) -> list[int]:
+        return [j for j, op in enumerate(self.kernel.ops) if i in op_args(op)]
+
+    def frag_acc(self, i: int) -> int | None:
+        """The accumulator holding matmul ``i``'s fragments, if it has one."""
+        return next((j for j, a in self.accs.items() if a.kind is AccKind.FRAG and a.x == i), None)
+
+    def saves_tensors(self) -> tuple[str, ...]:
+        """The tensors this kernel writes, in op order."""
+        return tuple(dict.fromkeys(sp.tensor for sp in self.saves.values()))
+
+    def all_bufs(self) -> dict[str, Buf]:
+        """Every shared-memory tile by name (a tile may be both a value's storage and an operand)."""
+        return {b.name: b for b in (*self.bufs.values(), *self.operands.values())}
+
+
+@dataclass(frozen=True)
+class GraphLowering:
+    kg: KernelGraph
+    arch: Arch
+    kernels: tuple[KernelLowering | None, ...]  # None for pre-defined kernels
+    shapes: Mapping[str, tuple[int, ...]]
+    dtypes: Mapping[str, str]
+    intermediates: tuple[str, ...]
