@@ -162,3 +162,22 @@ def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dt
         torch.cuda.synchronize()
         torch.testing.assert_close(captured, got)
     assert any(o is Outcome.PRISM for g in fast.report.graphs for r in g.regions for o, _ in r.outcomes.values())
+
+
+def test_a_second_batch_size_binds_the_same_structure_at_new_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dynamo recompiles with a dynamic batch; each region binds a Graph of the same size-free
+    structure (one search serves both) at the new shapes, and the output is still PyTorch's."""
+    torch._dynamo.reset()
+    calls = _record(monkeypatch)
+    m = _layer()
+    fast = torch.compile(m, backend=lambda gm, ex: prism_backend(gm, ex, report=CaptureReport()))
+    keys: dict[tuple[str, ...], set[str]] = {}
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            ins = layer_inputs(SMALL, batch, 1, 4, device="cpu", dtype=torch.float32)
+            torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
+    for runner, inputs in calls:
+        g = bind(runner.spec, [tuple(t.shape) for t in inputs], "float32").graph
+        keys.setdefault(runner.record.ops, set()).add(g.structure_key())
+    assert {t.shape[0] for _, ins in calls for t in ins[:1]} >= {2, 3, 5}
+    assert all(len(k) == 1 for k in keys.values()), keys
