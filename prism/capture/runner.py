@@ -123,7 +123,8 @@ class RegionRunner:
                 raise CaptureError(f"{self.record.label}: output {i} differs from PyTorch's by {err:.3g} "
                                    f"(relative, allowed {tol:.3g})")
         summary = fast.summary
-        detail = f"{summary.get('plan_source', '?')} plan, {summary.get('best_us') or 0:.1f} us"
+        kernels = getattr(getattr(fast, "kernel_graph", None), "kernels", ())
+        detail = f"{summary.get('plan_source', '?')} plan of {len(kernels)} kernels, {summary.get('best_us') or 0:.1f} us"
         log.info("prism: region %s at %s: %s", self.record.label, shape_key(inputs), detail)
         return entry, detail
 
