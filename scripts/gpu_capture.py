@@ -168,7 +168,8 @@ def main() -> None:
     ap.add_argument("--time-budget", type=float, default=None, help="seconds of tuning per region and shape")
     args = ap.parse_args()
     systems = args.systems.split(",")
-    cases = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
+    by_name = {c.name: c for c in CASES}
+    cases = [by_name[n] for n in args.cases.split(",")] if args.cases else CASES  # in the order given
     options = CaptureOptions(samples=args.samples, time_budget=args.time_budget)
     dump: list[dict[str, Any]] = []
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
