@@ -1,16 +1,20 @@
-"""PyTorch capture without torch: partitioning into convex regions, and regions bound as Prism
-Graphs checked against NumPy forms of the PyTorch ops they stand for (tests/test_capture_torch.py
-covers the fx side where torch is installed)."""
+"""PyTorch capture without torch: the fx-node table on stand-in nodes, partitioning into convex
+regions, and regions bound as Prism Graphs checked against NumPy forms of the PyTorch ops they stand
+for (tests/test_capture_torch.py runs Dynamo's real graphs where torch is installed)."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import numpy as np
 import pytest
 
-from prism.capture.build import RegionSpec, bind, evaluate
+from prism.capture import aten
+from prism.capture.build import RegionSpec, bind, evaluate, spec_from_json, spec_to_json
 from prism.capture.ir import Captured, Ref, Step, Support
 from prism.capture.partition import PNode, partition
-from prism.errors import GraphError
+from prism.errors import GraphError, SerializationError
 from prism.ops import Binary, Reduce, Unary
 
 F, N, A = Support.FUSE, Support.NONE, Support.ALONE
@@ -125,3 +129,114 @@ def test_shapes_the_ops_do_not_fit_raise_a_graph_error() -> None:
         bind(RegionSpec((Captured(1, Step.BINARY, (2.0, Ref(0)), fn=Binary.DIV),), (0,), (1,)), [(4,)], "float32")
     with pytest.raises(GraphError, match="computes nothing"):
         bind(RegionSpec((Captured(1, Step.IDENTITY, (Ref(0),)),), (0,), (1,)), [(4,)], "float32")
+
+
+# ---------------------------------------------------------------- the fx table, on stand-in nodes
+class _Meta:
+    """What a node's ``meta["example_value"]`` offers the table: shape, dtype, device, itemsize."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float16") -> None:
+        self.shape, self.dtype, self.device = shape, f"torch.{dtype}", "cuda:0"
+        self.itemsize = {"float16": 2, "bfloat16": 2, "float32": 4, "int64": 8}[dtype]
+
+
+class _FxNode:
+    def __init__(self, op: str, target: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+                 out: _Meta | None = None) -> None:
+        self.op, self.target, self.args, self.kwargs = op, target, args, kwargs or {}
+        self.meta = {"example_value": out} if out is not None else {}
+        self.all_input_nodes = [a for a in (*args, *self.kwargs.values()) if isinstance(a, _FxNode)]
+
+
+def _fn(name: str, module: str = "torch") -> Any:
+    def f() -> None: ...
+    f.__name__, f.__module__ = name, module
+    return f
+
+
+class _Trace:
+    """A tiny fx-like graph: ``add`` appends a node; ``map`` runs the table on the last one."""
+
+    def __init__(self) -> None:
+        self.nodes: list[_FxNode] = []
+
+    def add(self, op: str, target: Any, *args: Any, out: _Meta | None = None, **kwargs: Any) -> _FxNode:
+        self.nodes.append(_FxNode(op, target, args, kwargs, out))
+        return self.nodes[-1]
+
+    def map(self, node: _FxNode | None = None) -> aten.Mapped:
+        return aten.capture(node or self.nodes[-1], {n: i for i, n in enumerate(self.nodes)})
+
+
+def test_the_table_maps_an_rmsnorm_into_a_linear_as_dynamo_records_it() -> None:
+    t = _Trace()
+    x = t.add("placeholder", "x", out=_Meta((2, 1, 64)))
+    w = t.add("placeholder", "w", out=_Meta((64,)))
+    wl = t.add("placeholder", "wl", out=_Meta((32, 64)))
+    h = t.add("call_method", "to", x, "torch.float32", out=_Meta((2, 1, 64), "float32"))
+    assert t.map().step == Captured(3, Step.IDENTITY, (Ref(0),))
+    sq = t.add("call_method", "pow", h, 2, out=_Meta((2, 1, 64), "float32"))
+    assert t.map().step == Captured(4, Step.UNARY, (Ref(3),), fn=Unary.SQUARE)
+    ms = t.add("call_method", "mean", sq, -1, keepdim=True, out=_Meta((2, 1, 1), "float32"))
+    assert t.map().step == Captured(5, Step.REDUCE, (Ref(4),), fn=Reduce.SUM, dim=-1, mean=True)
+    eps = t.add("call_function", _fn("add", "_operator"), ms, 1e-6, out=_Meta((2, 1, 1), "float32"))
+    assert t.map().step == Captured(6, Step.BINARY, (Ref(5), 1e-6), fn=Binary.ADD)
+    y = t.add("call_function", _fn("mul", "_operator"), w, eps, out=_Meta((2, 1, 64)))
+    assert t.map().step is not None  # a lower-rank placeholder broadcasts from the left
+    t.add("call_function", _fn("linear", "torch._C._nn"), y, wl, None, out=_Meta((2, 1, 32)))
+    got = t.map()
+    assert got.step == Captured(8, Step.LINEAR, (Ref(7), Ref(2))) and got.support is Support.FUSE
+    assert aten.cost(t.nodes[-1]).flops == 2 * 2 * 32 * 64
+    assert aten.cost(t.add("call_method", "view", y, 2, 64, out=_Meta((2, 64)))) == aten.Cost(0, 0)
+
+
+def test_the_table_names_why_a_node_stays_with_pytorch() -> None:
+    t = _Trace()
+    x = t.add("placeholder", "x", out=_Meta((4, 8)))
+    e = t.add("call_function", _fn("exp"), x, out=_Meta((4, 8)))
+    cases = [
+        (("call_method", "pow", x, 3), "exponent 3"),
+        (("call_method", "sum", x, -1), "keepdim=False"),
+        (("call_function", _fn("gelu", "torch.nn.functional"), x), "exact GELU"),
+        (("call_function", _fn("cat"), [x, x], -1), "cat: no Prism op"),
+        (("call_function", _fn("my_helper", "mymodule"), x), "call_function"),
+        (("call_function", _fn("truediv", "_operator"), 2.0, x), "number / tensor"),
+        (("call_function", _fn("add"), x, x), "extra arguments"),
+    ]
+    for (op, target, *args), why in cases:
+        kwargs = {"alpha": 2} if why == "extra arguments" else {}
+        node = t.add(op, target, *args, out=_Meta((4, 8)), **kwargs)
+        got = t.map(node)
+        assert got.step is None and why in got.why, (why, got.why)
+    rows = t.add("call_function", _fn("amax"), e, [-1], True, out=_Meta((4, 1)))
+    assert t.map().step is not None
+    flat = t.add("call_method", "view", rows, 4, out=_Meta((4,)))
+    t.add("call_function", _fn("mul", "_operator"), e, flat, out=_Meta((4, 8)))
+    assert "lower-rank operand that is computed" in t.map().why
+    t.add("call_function", _fn("exp"), x, out=_Meta((4, 8), "int64"))
+    assert "dtype int64" in t.map().why
+
+
+def test_attention_maps_at_decode_and_stays_with_pytorch_when_causal_over_rows() -> None:
+    t = _Trace()
+    q1 = t.add("placeholder", "q1", out=_Meta((2, 8, 1, 16)))
+    q4 = t.add("placeholder", "q4", out=_Meta((2, 8, 4, 16)))
+    k = t.add("placeholder", "k", out=_Meta((2, 2, 9, 16)))
+    v = t.add("placeholder", "v", out=_Meta((2, 2, 9, 16)))
+    sdpa = _fn("scaled_dot_product_attention", "torch._C._nn")
+    t.add("call_function", sdpa, q1, k, v, is_causal=True, enable_gqa=True, out=_Meta((2, 8, 1, 16)))
+    got = t.map()
+    assert got.step == Captured(4, Step.SDPA, (Ref(0), Ref(2), Ref(3))) and got.support is Support.ALONE
+    t.add("call_function", sdpa, q4, k, v, is_causal=True, enable_gqa=True, out=_Meta((2, 8, 4, 16)))
+    assert "causal attention over more than one query row" in t.map().why
+    t.add("call_function", sdpa, q4, k, v, k, out=_Meta((2, 8, 4, 16)))
+    assert "an attention mask" in t.map().why
+
+
+def test_a_region_round_trips_through_json() -> None:
+    steps = (Captured(2, Step.LINEAR, (Ref(0), Ref(1))), Captured(3, Step.BINARY, (1.0, Ref(2)), fn=Binary.SUB),
+             Captured(4, Step.REDUCE, (Ref(3),), fn=Reduce.MAX, dim=-1), Captured(5, Step.SDPA, (Ref(0),) * 3, scale=0.5))
+    spec = RegionSpec(steps, (0, 1), (4, 5))
+    assert spec_from_json(json.loads(json.dumps(spec_to_json(spec)))) == spec
+    with pytest.raises(SerializationError):
+        spec_from_json({"steps": [{"step": "nope"}], "inputs": [], "outputs": []})
