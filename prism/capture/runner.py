@@ -150,8 +150,8 @@ class RegionRunner:
                            strict=True))
         outs = []
         for src, shape, dtype in zip(program.outputs, program.shapes, entry.out_dtypes, strict=True):
-            t = by_name[src] if isinstance(src, str) else inputs[src]
-            t = t.view(shape)
+            # a cast/clone of an input read outside the region is a tensor of its own, as PyTorch's clone is
+            t = by_name[src].view(shape) if isinstance(src, str) else inputs[src].reshape(shape).clone()
             outs.append(t if t.dtype == dtype else t.to(dtype))
         return tuple(outs)
 
