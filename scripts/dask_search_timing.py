@@ -1,5 +1,6 @@
 """Time one program's search + mapping + verification (no cache) in one process, with forked mapping
-workers (PRISM_JOBS), and with its mapping spread over a local Dask cluster of 1 and 2 CPU workers.
+workers (PRISM_JOBS), and with its mapping spread over a local Dask cluster of 1 and 2 CPU workers
+(twice each: fresh worker processes start with cold caches, which forked workers inherit warm).
 
     PYTHONPATH=. python scripts/dask_search_timing.py [PROGRAM] [--out FILE]
 
@@ -45,7 +46,8 @@ def main() -> None:
     for workers in (1, 2):
         with distributed.connect(ClusterOptions(workers=workers, gpus=())) as client, \
                 distributed.spread_search(client):
-            runs.append(_once(args.program, f"Dask LocalCluster, {workers} CPU worker(s)"))
+            for run in ("first run, fresh workers", "second run, same workers"):
+                runs.append(_once(args.program, f"Dask LocalCluster, {workers} CPU worker(s), {run}"))
     doc = {"program": args.program, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(), "runs": runs}
     text = json.dumps(doc, indent=1)
