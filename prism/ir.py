@@ -24,12 +24,13 @@ Tensors written by one kernel and loaded by a later one are intermediates, held 
 
 from __future__ import annotations
 
+import enum
 import itertools
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from prism.errors import IRError, SerializationError
 from prism.names import NameKind, name_problem, show
@@ -395,12 +396,21 @@ def kernel_graph_name_problem(kg: KernelGraph) -> str | None:
     return None
 
 
+class OpPhase(enum.StrEnum):
+    """When an op of a custom kernel runs: in the for-loop (what a Load feeds), after it (what an
+    Accum feeds), or last (a Save)."""
+
+    LOOP = "loop"
+    POST = "post"
+    SAVE = "save"
+
+
 @dataclass(frozen=True)
 class KernelShapes:
     """Shape inference of one custom kernel at concrete sizes."""
 
     tiles: tuple[tuple[int, ...] | None, ...]  # per op; None for Save
-    phases: tuple[str, ...]  # "loop" | "post" | "save"
+    phases: tuple[OpPhase, ...]
 
 
 def _err(kg: KernelGraph, k: Kernel, i: int | None, msg: str) -> IRError:
@@ -442,50 +452,57 @@ def check_structure(kg: KernelGraph) -> None:
         for s in (*k.grid, k.loop):
             if isinstance(s, bool) or not ((isinstance(s, int) and s >= 1) or (isinstance(s, str) and s.isidentifier())):
                 raise _err(kg, k, None, f"size {s!r} is neither a positive integer nor a symbol name")
-        phases: list[str] = []
+        phases: list[OpPhase] = []
         for i, op in enumerate(k.ops):
-            for a in op_args(op):
-                if not 0 <= a < i:
-                    raise _err(kg, k, i, f"operand {a} does not name an earlier op")
-                if phases[a] == "save":
-                    raise _err(kg, k, i, "a Save has no value to use")
-            arg_phases = {phases[a] for a in op_args(op)}
-            match op:
-                case Load(tensor=tensor, imap=imap):
-                    if tensor not in produced:
-                        raise _err(kg, k, i, f"loads tensor {tensor!r} before any kernel writes it")
-                    if len(imap) != len(k.grid):
-                        raise _err(kg, k, i, f"imap {imap} has {len(imap)} entries for {len(k.grid)} grid dims")
-                    split = [a for a in imap if a is not None]
-                    if len(split) != len(set(split)):
-                        raise _err(kg, k, i, f"imap {imap} splits one data dim along two grid dims")
-                    phases.append("loop")
-                case Accum():
-                    if arg_phases != {"loop"}:
-                        raise _err(kg, k, i, "an accumulator sums a loop-phase value")
-                    if op.fn is Reduce.MAX and (op.reduce_dim is not None or op.rescale is not None):
-                        raise _err(kg, k, i, "a max accumulator takes no reduce_dim and no rescale")
-                    phases.append("post")
-                case Save(tensor=tensor, omap=omap):
-                    if arg_phases != {"post"}:
-                        raise _err(kg, k, i, "a saver writes a value computed after the loop (through an Accum)")
-                    if len(omap) != len(k.grid):
-                        raise _err(kg, k, i, f"omap {omap} has {len(omap)} entries for {len(k.grid)} grid dims")
-                    if any(a is None for a in omap):
-                        raise _err(kg, k, i, f"omap {omap} leaves a grid dim unmapped (blocks would overwrite each other)")
-                    if len(set(omap)) != len(omap):
-                        raise _err(kg, k, i, f"omap {omap} concatenates two grid dims along one data dim")
-                    if tensor in produced:
-                        raise _err(kg, k, i, f"tensor {tensor!r} is written twice")
-                    produced[tensor] = -1
-                    phases.append("save")
-                case _:
-                    if len(arg_phases) != 1:
-                        raise _err(kg, k, i, "mixes a per-iteration value with a post-loop value")
-                    phases.append(arg_phases.pop())
+            phases.append(_op_phase(kg, k, i, op, phases, produced))
     for spec in kg.outputs:
         if spec.name not in produced:
             raise IRError(f"{kg.program}: output {spec.name!r} is never written")
+
+
+def _op_phase(kg: KernelGraph, k: CustomKernel, i: int, op: BlockOp, phases: list[OpPhase],
+              produced: dict[str, int]) -> OpPhase:
+    """The phase of op ``i`` (``phases``: those of the ops before it), after checking its operands,
+    its maps and the tensor it loads or saves (a Save adds its tensor to ``produced``)."""
+    for a in op_args(op):
+        if not 0 <= a < i:
+            raise _err(kg, k, i, f"operand {a} does not name an earlier op")
+        if phases[a] is OpPhase.SAVE:
+            raise _err(kg, k, i, "a Save has no value to use")
+    arg_phases = {phases[a] for a in op_args(op)}
+    match op:
+        case Load(tensor=tensor, imap=imap):
+            if tensor not in produced:
+                raise _err(kg, k, i, f"loads tensor {tensor!r} before any kernel writes it")
+            if len(imap) != len(k.grid):
+                raise _err(kg, k, i, f"imap {imap} has {len(imap)} entries for {len(k.grid)} grid dims")
+            split = [a for a in imap if a is not None]
+            if len(split) != len(set(split)):
+                raise _err(kg, k, i, f"imap {imap} splits one data dim along two grid dims")
+            return OpPhase.LOOP
+        case Accum():
+            if arg_phases != {OpPhase.LOOP}:
+                raise _err(kg, k, i, "an accumulator sums a loop-phase value")
+            if op.fn is Reduce.MAX and (op.reduce_dim is not None or op.rescale is not None):
+                raise _err(kg, k, i, "a max accumulator takes no reduce_dim and no rescale")
+            return OpPhase.POST
+        case Save(tensor=tensor, omap=omap):
+            if arg_phases != {OpPhase.POST}:
+                raise _err(kg, k, i, "a saver writes a value computed after the loop (through an Accum)")
+            if len(omap) != len(k.grid):
+                raise _err(kg, k, i, f"omap {omap} has {len(omap)} entries for {len(k.grid)} grid dims")
+            if any(a is None for a in omap):
+                raise _err(kg, k, i, f"omap {omap} leaves a grid dim unmapped (blocks would overwrite each other)")
+            if len(set(omap)) != len(omap):
+                raise _err(kg, k, i, f"omap {omap} concatenates two grid dims along one data dim")
+            if tensor in produced:
+                raise _err(kg, k, i, f"tensor {tensor!r} is written twice")
+            produced[tensor] = -1
+            return OpPhase.SAVE
+        case _:
+            if len(arg_phases) != 1:
+                raise _err(kg, k, i, "mixes a per-iteration value with a post-loop value")
+            return arg_phases.pop()
 
 
 def infer(kg: KernelGraph, *, structure: bool = True) -> tuple[dict[str, tuple[int, ...]], list[KernelShapes | None]]:
@@ -502,70 +519,84 @@ def infer(kg: KernelGraph, *, structure: bool = True) -> tuple[dict[str, tuple[i
             shapes[k.output] = _predefined_shape(kg, k, [shapes[t] for t in k.inputs])
             per_kernel.append(None)
             continue
-        grid = tuple(int(g) for g in k.grid)
-        loop = int(k.loop)
-        tiles: list[tuple[int, ...] | None] = []
-        phases: list[str] = []
-        for i, op in enumerate(k.ops):
-            tile: tuple[int, ...] | None
-            match op:
-                case Load(tensor, imap, fmap):
-                    shp = shapes[tensor]
-                    if any(a is not None and not 0 <= a < len(shp) for a in (*imap, fmap)):
-                        raise _err(kg, k, i, f"maps name a dim outside {tensor}{list(shp)}")
-                    tile = load_tile(shp, op, grid, loop)
-                    if tile is None:
-                        raise _err(kg, k, i, f"grid {grid} / loop {loop} do not divide {tensor}{list(shp)} "
-                                   f"under imap {imap}, fmap {fmap}")
-                    phases.append("loop")
-                case UnaryOp(x=x):
-                    tile = tiles[x]
-                    phases.append(phases[x])
-                case BinaryOp(fn, a, b):
-                    ta, tb = tiles[a], tiles[b]
-                    assert ta is not None and tb is not None
-                    tile = broadcast_shape(ta, tb)
-                    if tile is None:
-                        raise _err(kg, k, i, f"{fn.value} of tiles {list(ta)} and {list(tb)} does not broadcast")
-                    phases.append(phases[a])
-                case MatmulOp(a, b):
-                    ta, tb = tiles[a], tiles[b]
-                    assert ta is not None and tb is not None
-                    tile = matmul_shape(ta, tb)
-                    if tile is None:
-                        raise _err(kg, k, i, f"matmul of tiles {list(ta)} @ {list(tb)} does not fit")
-                    phases.append(phases[a])
-                case ReduceOp(x=x, dim=dim) | Accum(x=x, reduce_dim=dim):
-                    tx = tiles[x]
-                    assert tx is not None
-                    if dim is not None and not 0 <= dim < len(tx):
-                        raise _err(kg, k, i, f"reduction dim {dim} is outside the tile {list(tx)}")
-                    tile = tuple(1 if d == dim else s for d, s in enumerate(tx))
-                    if isinstance(op, Accum) and op.rescale is not None:
-                        tc = tiles[op.rescale]
-                        assert tc is not None
-                        if broadcast_shape(tile, tc) != tile:
-                            raise _err(kg, k, i, f"rescale tile {list(tc)} does not broadcast to {list(tile)}")
-                    phases.append("post" if isinstance(op, Accum) else phases[x])
-                case Save(x, tensor, omap):
-                    tx = tiles[x]
-                    assert tx is not None
-                    if any(a is not None and not 0 <= a < len(tx) for a in omap):
-                        raise _err(kg, k, i, f"omap {omap} names a dim outside the tile {list(tx)}")
-                    out = list(tx)
-                    for p, od in enumerate(omap):
-                        if od is not None:
-                            out[od] *= grid[p]
-                    shapes[tensor] = tuple(out)
-                    tile = None
-                    phases.append("save")
-            tiles.append(tile)
-        per_kernel.append(KernelShapes(tuple(tiles), tuple(phases)))
+        per_kernel.append(_custom_shapes(kg, k, shapes))
     for t in kg.outputs:
         if shapes[t.name] != t.shape:
             raise IRError(f"{kg.program}: output {t.name!r} is written with shape {shapes[t.name]}, "
                           f"declared {t.shape}")
     return shapes, per_kernel
+
+
+Tile = tuple[int, ...]
+
+
+def _custom_shapes(kg: KernelGraph, k: CustomKernel, shapes: dict[str, Tile]) -> KernelShapes:
+    """Tile shapes and phases of one custom kernel's ops at concrete sizes; its Saves add the shapes
+    of the tensors they write to ``shapes``."""
+    grid = tuple(int(g) for g in k.grid)
+    loop = int(k.loop)
+    tiles: list[Tile | None] = []
+    phases: list[OpPhase] = []
+    for i, op in enumerate(k.ops):
+        tile, phase = _op_shape(kg, k, i, op, tiles, phases, shapes, grid, loop)
+        tiles.append(tile)
+        phases.append(phase)
+    return KernelShapes(tuple(tiles), tuple(phases))
+
+
+def _op_shape(kg: KernelGraph, k: CustomKernel, i: int, op: BlockOp, tiles: list[Tile | None],
+              phases: list[OpPhase], shapes: dict[str, Tile], grid: tuple[int, ...],
+              loop: int) -> tuple[Tile | None, OpPhase]:
+    """The tile and phase of op ``i`` (``tiles`` and ``phases``: those of the ops before it)."""
+    def tile_of(j: int) -> Tile:
+        t = tiles[j]
+        assert t is not None  # check_structure: no op reads a Save
+        return t
+
+    match op:
+        case Load(tensor, imap, fmap):
+            shp = shapes[tensor]
+            if any(a is not None and not 0 <= a < len(shp) for a in (*imap, fmap)):
+                raise _err(kg, k, i, f"maps name a dim outside {tensor}{list(shp)}")
+            tile = load_tile(shp, op, grid, loop)
+            if tile is None:
+                raise _err(kg, k, i, f"grid {grid} / loop {loop} do not divide {tensor}{list(shp)} "
+                           f"under imap {imap}, fmap {fmap}")
+            return tile, OpPhase.LOOP
+        case UnaryOp(x=x):
+            return tiles[x], phases[x]
+        case BinaryOp(fn, a, b):
+            ta, tb = tile_of(a), tile_of(b)
+            if (tile := broadcast_shape(ta, tb)) is None:
+                raise _err(kg, k, i, f"{fn.value} of tiles {list(ta)} and {list(tb)} does not broadcast")
+            return tile, phases[a]
+        case MatmulOp(a, b):
+            ta, tb = tile_of(a), tile_of(b)
+            if (tile := matmul_shape(ta, tb)) is None:
+                raise _err(kg, k, i, f"matmul of tiles {list(ta)} @ {list(tb)} does not fit")
+            return tile, phases[a]
+        case ReduceOp(x=x, dim=dim) | Accum(x=x, reduce_dim=dim):
+            tx = tile_of(x)
+            if dim is not None and not 0 <= dim < len(tx):
+                raise _err(kg, k, i, f"reduction dim {dim} is outside the tile {list(tx)}")
+            tile = tuple(1 if d == dim else s for d, s in enumerate(tx))
+            if isinstance(op, Accum) and op.rescale is not None:
+                tc = tile_of(op.rescale)
+                if broadcast_shape(tile, tc) != tile:
+                    raise _err(kg, k, i, f"rescale tile {list(tc)} does not broadcast to {list(tile)}")
+            return tile, OpPhase.POST if isinstance(op, Accum) else phases[x]
+        case Save(x, tensor, omap):
+            tx = tile_of(x)
+            if any(a is not None and not 0 <= a < len(tx) for a in omap):
+                raise _err(kg, k, i, f"omap {omap} names a dim outside the tile {list(tx)}")
+            out = list(tx)
+            for p, od in enumerate(omap):
+                if od is not None:
+                    out[od] *= grid[p]
+            shapes[tensor] = tuple(out)
+            return None, OpPhase.SAVE
+        case _:
+            assert_never(op)
 
 
 def _predefined_shape(kg: KernelGraph, k: PredefinedKernel, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
