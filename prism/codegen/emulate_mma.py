@@ -1,0 +1,127 @@
+"""Tensor-core matmuls in the lowered-form emulator, as ``render_mma`` prints them: the warps'
+units and k-split parts, each lane's ldmatrix row address (16-byte reads, checked), the m16n8k16
+products, the fragment stores with their guards, and the online-softmax rescale of fragments.
+
+Fragments are held per (warp, unit slot) as a 16 x 16 float tile: row r of a unit is the fragment
+row ``lane >> 2`` (+ 8), column c the fragment column ``h * 8 + 2 * (lane & 3)`` (+ 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from prism.codegen.emulate_mem import Smem
+from prism.codegen.lowered import Buf, KernelLowering, MmaPlan
+
+LANES = np.arange(32)
+
+
+@dataclass(frozen=True)
+class Units:
+    """The (warp, slot j) pairs of a matmul that run, with their unit's coordinates and k part."""
+
+    warp: np.ndarray
+    slot: np.ndarray
+    bt: np.ndarray
+    mt: np.ndarray
+    np_: np.ndarray
+    kpart: np.ndarray
+
+
+def units(plan: MmaPlan, warps: int) -> Units:
+    w, j = (a.ravel() for a in np.meshgrid(np.arange(warps), np.arange(plan.per_warp), indexing="ij"))
+    if plan.ksplit > 1:
+        u, kpart = w % plan.units, w // plan.units
+        run = kpart < plan.ksplit  # `if (kpart >= ksplit) return;`
+    else:
+        u, kpart = w + j * warps, np.zeros_like(w)
+        run = u < plan.units
+    u = u[run]
+    return Units(w[run], j[run], u // (plan.mtiles * plan.npairs), (u // plan.npairs) % plan.mtiles,
+                 u % plan.npairs, kpart[run])
+
+
+def _operand_rows(sm: Smem, buf: Buf, slot: int, addr: np.ndarray, ksteps: int, step: int, what: str) -> np.ndarray:
+    """ldmatrix: each lane reads one 16-byte row (8 halves) at ``addr + t * step`` for every k-step t."""
+    t = np.arange(ksteps).reshape(1, -1, 1)
+    return sm.read(buf, slot, addr[:, None, :] + t * step, what, vec=8)  # [units, ksteps, lanes, 8]
+
+
+def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[Units, np.ndarray]:
+    """This matmul's products: per running unit, a 16 x 16 float64 tile (columns of a skipped n8
+    tile stay 0)."""
+    plan = low.mmas[i]
+    a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
+    us = units(plan, low.warps)
+    lane = LANES.reshape(1, -1)
+    bt, mt, np_ = us.bt.reshape(-1, 1), us.mt.reshape(-1, 1), us.np_.reshape(-1, 1)
+    a_bs = a_buf.strides[0] if plan.a_bstride else 0
+    b_bs = b_buf.strides[0] if plan.b_bstride else 0
+    a_addr = bt * a_bs + np.minimum(mt * 16 + (lane & 15), plan.m - 1) * a_buf.pitch + (lane >> 4) * 8
+    col = np_ * 16 + (lane >> 4) * 8
+    b_addr = bt * b_bs + ((lane & 7) + ((lane >> 3) & 1) * 8) * b_buf.pitch + (
+        np.minimum(col, plan.n - 8) if plan.two else col)
+    k0 = us.kpart.reshape(-1, 1) * plan.ksteps if plan.ksplit > 1 else 0
+    what = f"op {i} ldmatrix"
+    a = _operand_rows(sm, a_buf, slots.get(a_buf.name, 0), a_addr + k0 * 16, plan.ksteps, 16, what + " A")
+    b = _operand_rows(sm, b_buf, slots.get(b_buf.name, 0), b_addr + k0 * 16 * b_buf.pitch, plan.ksteps,
+                      16 * b_buf.pitch, what + " B")
+    # lanes 0-15 hold A rows 0-15 of k columns 0-7, lanes 16-31 those of columns 8-15
+    at = np.concatenate([a[:, :, :16, :], a[:, :, 16:, :]], axis=3)  # [units, ksteps, 16 rows, 16 k]
+    # lanes 0-15 hold B rows k 0-15 of n columns 0-7, lanes 16-31 of columns 8-15
+    bm = np.concatenate([b[:, :, :16, :], b[:, :, 16:, :]], axis=3)  # [units, ksteps, 16 k, 16 n]
+    prod = np.einsum("uqmk,uqkn->umn", at, bm)
+    if plan.two:
+        prod[(us.np_ * 16 + 8 >= plan.n), :, 8:] = 0.0  # `if (two) mma16816(...)`: the second n8 tile skipped
+    return us, prod
+
+
+def frag_store(low: KernelLowering, sm: Smem, i: int, us: Units, tiles: np.ndarray, dst: Buf) -> None:
+    """``store_<i>``: each lane writes its fragment pairs (rows r0, r0 + 8) into its k part's copy."""
+    plan = low.mmas[i]
+    p = dst.pitch
+    bs = dst.strides[0] if plan.batch > 1 else 0
+    lane = LANES
+    rows = (lane >> 2).reshape(1, 1, 1, -1) + np.array([0, 8]).reshape(1, 1, 2, 1)  # [u, h, rr, lane]
+    cols = (np.array([0, 8]).reshape(1, 2, 1, 1) + 2 * (lane & 3).reshape(1, 1, 1, -1))
+    rows, cols = np.broadcast_arrays(rows, cols)
+    r = us.mt.reshape(-1, 1, 1, 1) * 16 + rows
+    c = us.np_.reshape(-1, 1, 1, 1) * 16 + cols
+    ok = r < plan.m
+    if plan.n % 16:
+        ok &= c < plan.n
+    u = np.broadcast_to(np.arange(len(us.warp)).reshape(-1, 1, 1, 1), ok.shape)
+    off = us.bt.reshape(-1, 1, 1, 1) * bs + r * p + c
+    kpart = np.broadcast_to(us.kpart.reshape(-1, 1, 1, 1), ok.shape)
+    rr, cc = np.broadcast_to(rows, ok.shape), np.broadcast_to(cols, ok.shape)
+    pair = np.stack([tiles[u, rr, cc], tiles[u, rr, cc + 1]], axis=-1)
+    if p % 2 == 0:  # st_f2: one 8-byte store per pair
+        sm.write(dst, kpart[ok], off[ok], pair[ok], f"op {i} fragment store")
+    else:
+        for e in range(2):
+            sm.write(dst, kpart[ok], off[ok] + e, pair[ok][:, e], f"op {i} fragment store")
+
+
+def frag_rescale(low: KernelLowering, sm: Smem, i: int, c: int, us: Units, acc: np.ndarray, run_max: np.ndarray,
+                 f: np.ndarray, slots: dict[str, int]) -> None:
+    """``rescale_<i>``: acc ← acc·e^(m−m') + f·e^(c−m'), m' = max(m, c), per fragment row r < m."""
+    plan = low.mmas[i]
+    cb, tc = low.bufs[c], low.tiles[c]
+    assert tc is not None
+    cbs = cb.strides[0] if len(tc) == 3 and tc[0] > 1 else 0
+    crs = cb.strides[-2] if tc[-2] > 1 else 0
+    rows = us.mt.reshape(-1, 1) * 16 + np.arange(16).reshape(1, -1)
+    ok = rows < plan.m
+    cv = np.full(rows.shape, np.nan)
+    cv[ok] = sm.read(cb, slots.get(cb.name, 0), (us.bt.reshape(-1, 1) * cbs + rows * crs)[ok], f"op {i} rescale shift")
+    w, j = us.warp, us.slot
+    m = run_max[w, j]
+    mn = np.where(ok, np.fmax(m, cv), m)
+    with np.errstate(invalid="ignore", over="ignore"):
+        fa = np.where(m == mn, 1.0, np.exp(m - mn))
+        fb = np.where(cv == mn, 1.0, np.exp(cv - mn))
+    new = acc[w, j] * fa[:, :, None] + f * fb[:, :, None]
+    acc[w, j] = np.where(ok[:, :, None], new, acc[w, j])
+    run_max[w, j] = mn
