@@ -122,19 +122,9 @@ def _guard_off_by_one(items: int, threads: int) -> lowered.Sweep:
     return lowered.Sweep(items, threads, items + 1 if items % threads else None)
 
 
-def _prefetch_too_far(d: lower._Draft) -> None:
-    """The ring refilled one slot too early (the slot being read is overwritten)."""
-    orig_stages(d)
-    if d.stages > 1 and d.prefetch < d.loop:
-        d.prefetch = d.stages
-
-
-orig_stages = lower._stages
-
 # (what is patched, the buggy stand-in)
 MUTATIONS: dict[str, tuple[object, str, Callable[..., object]]] = {
     "guard off by one": (lower, "sweep", _guard_off_by_one),
-    "ring prefetch too far": (lower, "_stages", _prefetch_too_far),
 }
 
 
@@ -158,11 +148,11 @@ def test_emulator_rejects_lowering_bugs(name: str, monkeypatch: pytest.MonkeyPat
 
 def test_emulation_error_names_the_tile(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lower, "sweep", _guard_off_by_one)
-    label, t = next(_hand("rmsnorm_linear"))
+    _, t = next(_hand("rmsnorm_linear"))
     errors = []
     for s in cheap_sizes(t, 5, None):
         try:
             emulate_error(t.instantiate(s))
         except EmulationError as e:
             errors.append(str(e))
-    assert errors and any("outside tile" in e for e in errors), errors
+    assert errors and any("is outside" in e for e in errors), errors
