@@ -263,7 +263,7 @@ def _check_matmul(d: _Draft, i: int, ta: tuple[int, ...], tb: tuple[int, ...], t
         raise d.fail(f"matmul contraction length {ta[-1]} is not a multiple of 16 (mma k-step)", i)
     if tb[-1] % 16:
         # A single n8 tile (width 8) faulted on the H200 (misaligned shared-memory read in the
-        # k-split path; the emulator finds it: tests/test_emulate.py): refused until fixed.
+        # k-split path; the emulator does not reproduce it at the sizes tried): refused until fixed.
         raise d.fail(f"matmul output width {tb[-1]} is not a multiple of 16 (two mma n-tiles)", i)
 
 
