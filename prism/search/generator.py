@@ -30,6 +30,7 @@ by the first.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -347,81 +348,8 @@ class Generator:
         """Every choice of one recipe per needed value (acyclic, within ``budget`` ops).
 
         ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor."""
-        chosen: dict[int, Recipe] = {}
-        pending = list(dict.fromkeys(roots))
-        depth: dict[int, int] = dict.fromkeys(pending, 0)  # values above n on one path from a root
-        h = self.h
-        counts: dict[str, int] = {}
-        caps = dict(self.cfg.op_budget) if self.cfg.op_budget is not None else None
-        n_inter = [0]
-
-        def reaches(src: int, dst: int) -> bool:
-            stack, seen = [src], set()
-            while stack:
-                x = stack.pop()
-                if x == dst:
-                    return True
-                if x in seen:
-                    continue
-                seen.add(x)
-                r = chosen.get(x)
-                if r is not None:
-                    stack.extend(r.args)
-            return False
-
-        split = inter_ok is not None and self.cfg.split_only
-
-        def options(n: int) -> list[Recipe]:
-            if split and self.nodes[n][2] == "loop":
-                # a split graph's second kernel only accumulates the first kernel's partial results
-                return [Recipe(None, (), INTERMEDIATE)] if n in inter_ok else []  # type: ignore[operator]
-            opts = list(self.recipes[n])
-            if split:
-                opts = [r for r in opts if not (isinstance(r.op, Accum) and r.op.reduce_dim is not None)]
-            if inter_ok is not None and n in inter_ok:
-                opts.append(Recipe(None, (), INTERMEDIATE))
-            return opts
-
-        def rec() -> Iterator[dict[int, Recipe]]:
-            if not pending:
-                yield dict(chosen)
-                return
-            self.stats.block_graphs += 1
-            if self.stats.block_graphs % 2048 == 0:
-                self._check_time()
-            n = pending.pop()
-            for r in options(n):
-                counted = r.tensor == INTERMEDIATE and not self._is_max(n)  # a running max rides along
-                if counted and n_inter[0] >= max_inter:
-                    continue
-                if any(reaches(a, n) for a in r.args):
-                    continue
-                kind = "load" if r.op is None else budget_kind(r.op)
-                if caps is not None and r.op is not None and counts.get(kind, 0) >= caps.get(kind, 0):
-                    self.stats.pruned["op_budget"] += 1
-                    continue
-                new = [a for a in dict.fromkeys(r.args) if a not in chosen and a not in pending and a != n]
-                if len(chosen) + 1 + len(pending) + len(new) > budget:
-                    self.stats.pruned["op_limit"] += 1
-                    continue
-                if r.tensor is None and any(depth[n] + 1 + (1 if inter_ok is not None and a in inter_ok else h[a]) > budget
-                                            for a in new):
-                    self.stats.pruned["op_limit"] += 1  # a root-to-load path longer than the budget
-                    continue
-                chosen[n] = r
-                counts[kind] = counts.get(kind, 0) + 1
-                n_inter[0] += counted
-                pending.extend(new)
-                for a in new:
-                    depth[a] = depth[n] + 1
-                yield from rec()
-                del pending[len(pending) - len(new):]
-                n_inter[0] -= counted
-                counts[kind] -= 1
-                del chosen[n]
-            pending.append(n)
-
-        yield from rec()
+        walk = _Closure(self, list(dict.fromkeys(roots)), budget, inter_ok, max_inter)
+        yield from walk.rec()
 
     def _ops(self, chosen: dict[int, Recipe], saves: list[tuple[int, str]],
              inter_names: dict[int, str]) -> tuple[list[BlockOp], dict[int, int]]:
@@ -616,3 +544,223 @@ class Generator:
         if not found:
             self.stats.pruned["dim_mismatch"] += 1
         self._check_time()
+
+
+class _Closure:
+    """The depth-first choice of recipes behind ``Generator.closures``.
+
+    Per option of a popped value the checks run cheapest first: the intermediate count, the op
+    bound, the root-to-load path bound, the op-kind caps, then the cycle test. The op bound counts
+    the values every completion must hold: ``required`` gives, for each value, the values that
+    every acyclic block graph computing it contains (a bit set); the union of those of the chosen,
+    pending and new values is a lower bound on the graph's size, admissible by construction (see
+    ``required``), so no graph within the bound is lost. A cycle needs an
+    argument that is already chosen and from which the popped value is reachable: those are the
+    popped value's ancestors, found once per pop by walking up the ``users`` of each value (the
+    chosen values whose recipes read it) instead of once per option and argument."""
+
+    def __init__(self, gen: Generator, roots: list[int], budget: int, inter_ok: set[int] | None,
+                 max_inter: int) -> None:
+        self.gen = gen
+        self.budget = budget
+        self.inter_ok = inter_ok
+        self.max_inter = max_inter
+        self.split = inter_ok is not None and gen.cfg.split_only
+        self.caps = dict(gen.cfg.op_budget) if gen.cfg.op_budget is not None else None
+        self.chosen: dict[int, Recipe] = {}
+        self.pending = roots
+        self.pset = set(roots)
+        self.depth: dict[int, int] = dict.fromkeys(roots, 0)  # values above n on one path from a root
+        self.users: dict[int, list[int]] = {}
+        self._opts: dict[int, list[Recipe]] = {}
+        self.req = required(len(gen.nodes), self.opts)
+        self.mask = 0  # the values every completion holds: those required by the chosen and pending ones
+        for n in roots:
+            self.mask |= self.req[n]
+        self.counts: dict[str, int] = {}
+        self.n_inter = 0
+
+    def options(self, n: int) -> list[Recipe]:
+        gen, inter_ok = self.gen, self.inter_ok
+        if self.split and gen.nodes[n][2] == "loop":
+            # a split graph's second kernel only accumulates the first kernel's partial results
+            return [Recipe(None, (), INTERMEDIATE)] if inter_ok is not None and n in inter_ok else []
+        opts = list(gen.recipes[n])
+        if self.split:
+            opts = [r for r in opts if not (isinstance(r.op, Accum) and r.op.reduce_dim is not None)]
+        if inter_ok is not None and n in inter_ok:
+            opts.append(Recipe(None, (), INTERMEDIATE))
+        return opts
+
+    def ancestors(self, n: int) -> set[int]:
+        """The chosen values from which ``n`` is reachable."""
+        seen: set[int] = set()
+        stack = [n]
+        while stack:
+            for u in self.users.get(stack.pop(), ()):
+                if u not in seen:
+                    seen.add(u)
+                    stack.append(u)
+        return seen
+
+    def fits(self, n: int, r: Recipe, new: list[int], mask: int) -> bool:
+        """The op bound (``mask``: the values the graph must hold with ``r`` chosen) and the
+        root-to-load path bound; pruned options are counted."""
+        gen = self.gen
+        if mask.bit_count() > self.budget:
+            gen.stats.pruned["op_limit"] += 1
+            return False
+        if r.tensor is None and new:
+            inter_ok, h, below = self.inter_ok, gen.h, self.depth[n] + 1
+            if any(below + (1 if inter_ok is not None and a in inter_ok else h[a]) > self.budget for a in new):
+                gen.stats.pruned["op_limit"] += 1  # a root-to-load path longer than the budget
+                return False
+        return True
+
+    def rec(self) -> Iterator[dict[int, Recipe]]:
+        gen, chosen, pending = self.gen, self.chosen, self.pending
+        if not pending:
+            yield dict(chosen)
+            return
+        gen.stats.block_graphs += 1
+        if gen.stats.block_graphs % 2048 == 0:
+            gen._check_time()
+        tight = self.propagate()
+        if tight is None:
+            gen.stats.pruned["op_limit"] += 1
+            return
+        outer, self.mask = self.mask, tight[0]
+        yield from self._pop(tight[1])
+        self.mask = outer
+
+    def propagate(self) -> tuple[int, int] | None:
+        """Forward checking: every pending value must still have an option whose required values fit
+        the op bound; the values all of its fitting options require are required now. Repeated to
+        a fixpoint; None when some pending value has no option left (the state cannot complete),
+        else the tightened bit set and the position in ``pending`` of the value with the fewest
+        options that fit (chosen next: failing first keeps dead branches short; every completion is
+        still reached exactly once, whatever the order).
+        An option fits when its required values and its root-to-load path fit the bound and it
+        closes no cycle; caps and the intermediate count are left to the walk (pruning less, never
+        more)."""
+        mask, req, budget, h = self.mask, self.req, self.budget, self.gen.h
+        changed = True
+        best = (1 << 30, 0)
+        while changed:
+            changed = False
+            best = (1 << 30, 0)
+            for i, p in enumerate(self.pending):
+                common, fitting = -1, 0
+                below = self.depth[p] + 1
+                anc: set[int] | None = None
+                for r in self.opts(p):
+                    m = mask
+                    for a in r.args:
+                        m |= req[a]
+                    if m.bit_count() > budget or any(below + h[a] > budget for a in r.args):
+                        continue
+                    if any(a in self.chosen for a in r.args):
+                        anc = self.ancestors(p) if anc is None else anc
+                        if any(a in anc for a in r.args):
+                            continue  # a cycle
+                    common &= m
+                    fitting += 1
+                if not fitting:
+                    return None
+                best = min(best, (fitting, -i))
+                if common & ~mask:
+                    mask |= common
+                    changed = True
+        return mask, -best[1]
+
+    def opts(self, n: int) -> list[Recipe]:
+        got = self._opts.get(n)
+        if got is None:
+            got = self._opts[n] = self.options(n)
+        return got
+
+    def _pop(self, at: int) -> Iterator[dict[int, Recipe]]:
+        gen, chosen, pending, pset = self.gen, self.chosen, self.pending, self.pset
+        n = pending.pop(at)
+        pset.discard(n)
+        rides = gen._is_max(n)  # a running max rides along: not counted among the intermediates
+        anc: set[int] | None = None
+        for r in self.opts(n):
+            counted = r.tensor == INTERMEDIATE and not rides
+            if counted and self.n_inter >= self.max_inter:
+                continue
+            new = [a for a in dict.fromkeys(r.args) if a not in chosen and a not in pset]
+            mask = self.mask
+            for a in r.args:
+                mask |= self.req[a]
+            if not self.fits(n, r, new, mask):
+                continue
+            kind = "load" if r.op is None else _kind(r.op)
+            if self.caps is not None and r.op is not None and self.counts.get(kind, 0) >= self.caps.get(kind, 0):
+                gen.stats.pruned["op_budget"] += 1
+                continue
+            if any(a in chosen for a in r.args):
+                anc = self.ancestors(n) if anc is None else anc
+                if any(a in anc for a in r.args):
+                    continue
+            yield from self._choose(n, r, kind, counted, new, mask)
+        pending.insert(at, n)
+        pset.add(n)
+
+    def _choose(self, n: int, r: Recipe, kind: str, counted: bool, new: list[int],
+                mask: int) -> Iterator[dict[int, Recipe]]:
+        chosen, pending, users = self.chosen, self.pending, self.users
+        chosen[n] = r
+        outer, self.mask = self.mask, mask
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.n_inter += counted
+        args = tuple(dict.fromkeys(r.args))
+        for a in args:
+            users.setdefault(a, []).append(n)
+        pending.extend(new)
+        self.pset.update(new)
+        for a in new:
+            self.depth[a] = self.depth[n] + 1
+        yield from self.rec()
+        del pending[len(pending) - len(new):]
+        self.pset.difference_update(new)
+        for a in args:
+            users[a].pop()
+        self.n_inter -= counted
+        self.counts[kind] -= 1
+        self.mask = outer
+        del chosen[n]
+
+
+@functools.cache
+def _kind(op: BlockOp) -> str:
+    return budget_kind(op)
+
+
+def required(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
+    """For each of ``count`` values, the values (a bit set) that every acyclic block graph computing
+    it contains: itself, plus what every one of its recipes needs through its arguments; a value
+    with no recipe can never be computed (all bits).
+
+    This is the least fixpoint of ``R(n) = {n} ∪ ⋂_recipes ⋃_args R(a)``, iterated up from empty
+    sets. The true sets T are a pre-fixpoint (any acyclic graph computing n uses some recipe, and
+    holds a graph computing each of its arguments, so it holds ``{n} ∪ ⋃_args T(a)``), and the
+    least fixpoint lies below every pre-fixpoint: R(n) ⊆ T(n), so counting R never overestimates."""
+    everything = (1 << count) - 1
+    opts = [options(n) for n in range(count)]
+    req = [0] * count
+    changed = True
+    while changed:
+        changed = False
+        for n in range(count):
+            need = everything
+            for r in opts[n]:
+                below = 0
+                for a in r.args:
+                    below |= req[a]
+                need &= below
+            need |= 1 << n
+            if need != req[n]:
+                req[n] = need
+                changed = True
+    return req
