@@ -40,15 +40,19 @@ class Mutation:
 MUTATIONS = (
     Mutation("dimmatch-drop-equalities", "prism/search/dimmatch.py",
              "            out.append(f)\n", "            pass\n",
-             ("tests/test_mapping_assign.py", "tests/test_mapping_search.py", "tests/test_canonical_search.py"),
+             ("tests/test_dimmatch_bruteforce.py",),
              "dimension matching records no equality L_p = L'_p (only the label check is left)"),
     Mutation("dimmatch-drop-contraction-equalities", "prism/search/dimmatch.py",
              '    """Equal extents (a contraction dim): record the equalities, return the common extent."""\n'
              "    _eq(a, b, out)\n",
              '    """Equal extents (a contraction dim): record the equalities, return the common extent."""\n'
              "    _eq(a, b, [])\n",
-             ("tests/test_mapping_assign.py", "tests/test_mapping_search.py", "tests/test_canonical_search.py"),
-             "a matmul's contraction dims are matched by label only"),
+             ("tests/test_dimmatch_bruteforce.py",),
+             "a matmul's contraction dims (and an output's dims) are matched by label only"),
+    Mutation("dimmatch-drop-matmul-contraction-only", "prism/search/symbolic.py",
+             "            match(a[-1], b[-2], eqs)\n", "            match(a[-1], b[-2], [])\n",
+             ("tests/test_dimmatch_bruteforce.py",),
+             "a block matmul's contraction dims are matched by label only (outputs still matched)"),
     Mutation("mapping-two-grid-dims-on-one-data-dim", "prism/search/assign.py",
              "        if len(grid) != len(set(grid)):\n", "        if False:\n",
              ("tests/test_mapping_assign.py", "tests/test_mapping_search.py"),
