@@ -3,25 +3,30 @@
 For hand plans, searched templates and zoo plans at several legal sizes, the emulator executes what
 the CUDA renderer prints (block by block: cp.async copies and ring stages, warp and k-split
 matmuls with each lane's ldmatrix address, guarded sweeps, shared-memory layout) and must give the
-interpreter's outputs. The mutation tests re-introduce real lowering bugs (the width-8 mma tile
-that faulted on the H200, a load guard off by one, ...) and assert that the emulator rejects each.
-Programs run at small sizes (the templates are size-free; CI samples cheap legal sizes; ``-m slow``
-runs more of them and every searched template of the five benchmark programs).
+interpreter's outputs. The mutation tests re-introduce lowering bugs (a load guard off by one) and
+assert that the emulator rejects each. (The width-8 fault of the H200 is not among them: the
+emulator runs that kernel correctly, and so does the GPU at other, equivalent layouts; see
+docs/codegen.md, "The width-8 fault".) Programs run at small sizes (the templates are size-free);
+sizes are sampled cheaply (:func:`cheap_sizes`). CI: every hand plan, and every searched template
+of the programs whose search takes seconds; ``-m slow``: every searched template of the five
+benchmark programs and of the whole zoo.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import random
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 
-from bench.zoo import zoo_graph
+from bench.zoo import ZOO, zoo_graph
 from prism import interpreter, pipeline, plans, workloads
 from prism.codegen import lower, lowered
 from prism.codegen.emulate import EmulationError, emulate
-from prism.codegen.sizes import generated_sizes
+from prism.codegen.sizes import sample_legal_sizes
 from prism.errors import CodegenError
 from prism.graph import Graph
 from prism.ir import CustomKernel, KernelGraph
@@ -43,9 +48,14 @@ def _work(kg: KernelGraph) -> int:
 
 
 def cheap_sizes(template: KernelGraph, count: int, max_work: int | None = MAX_WORK) -> list[dict[str, int]]:
-    """Up to ``count`` legal sizes spread over the cheap ones (first, middle, last by work)."""
-    legal = [s for s, _ in generated_sizes(template, "sm_80")]
-    costed = sorted(legal, key=lambda s: (_work(template.instantiate(s)), sorted(s.items())))
+    """Up to ``count`` legal sizes spread over the cheap ones (first, middle, last by work), from a
+    pool of at most 16: the first legal sizes in ascending order and a sample seeded by the
+    template's text (deterministic; the legal sizes are never all enumerated)."""
+    seed = int(hashlib.sha256(template.dumps().encode()).hexdigest()[:12], 16)
+    pool = [*sample_legal_sizes(template, arch="sm_80", count=8),
+            *sample_legal_sizes(template, arch="sm_80", count=8, rng=random.Random(seed))]
+    unique = list({tuple(sorted(s.items())): s for s in pool}.values())
+    costed = sorted(unique, key=lambda s: (_work(template.instantiate(s)), sorted(s.items())))
     if max_work is not None:
         costed = [s for s in costed if _work(template.instantiate(s)) <= max_work] or costed[:1]
     if len(costed) <= count:
@@ -71,13 +81,29 @@ def _hand(program: str) -> Iterator[tuple[str, KernelGraph]]:
         yield f"{program}:p{pi}", t
 
 
-def _check_all(items: list[tuple[str, KernelGraph]], count: int, max_work: int | None) -> int:
-    ran = 0
+def _check_all(items: list[tuple[str, KernelGraph]], count: int, max_work: int | None, strict: bool = True) -> int:
+    """Emulate each template at up to ``count`` cheap sizes against the interpreter; fails listing
+    every mismatch and emulation error (not only the first), and, when ``strict``, every template
+    for which no legal size was found. Returns the number of runs."""
+    ran, bad, unsized = 0, [], []
     for label, t in items:
-        for sizes in cheap_sizes(t, count, max_work):
-            err = emulate_error(t.instantiate(sizes))
-            assert err < 1e-9, (label, sizes, err)
+        sampled = cheap_sizes(t, count, max_work)
+        if not sampled:
+            unsized.append(label)
+            if strict:
+                bad.append((label, {}, "no legal size found"))
+        for sizes in sampled:
             ran += 1
+            try:
+                err = emulate_error(t.instantiate(sizes))
+            except EmulationError as e:
+                bad.append((label, sizes, str(e)))
+                continue
+            if not err < 1e-9:
+                bad.append((label, sizes, err))
+    assert not bad, f"{len(bad)} of {ran} runs wrong: {bad[:10]}"
+    if unsized:
+        print(f"no legal size found for {len(unsized)} templates: {unsized[:10]}")
     return ran
 
 
@@ -92,29 +118,41 @@ def _searched(g: Graph, program: str) -> list[tuple[str, KernelGraph]]:
             if any(isinstance(k, CustomKernel) for k in t.kernels)]
 
 
-@pytest.mark.slow  # sizing the stitched templates (thousands of legal sizes) takes minutes
-@pytest.mark.timeout(3000)
-def test_searched_swiglu_templates_emulate_like_the_interpreter() -> None:
-    items = _searched(workloads.program("swiglu", **SMALL["swiglu"]), "swiglu")
-    assert len(items) >= 5
+# zoo programs with a matmul: their small sizes (dims of 8) admit no mma tile (k a multiple of 16),
+# so they run at these instead
+EMULATOR_SIZES = {"n": 8, "d": 64, "f": 64, "r": 16, "batch": 1, "group": 8, "kv_len": 64, "head_dim": 32}
+
+
+def _graph(name: str) -> Graph:
+    """A benchmark program at its small sizes, or a zoo program (with a matmul: at EMULATOR_SIZES)."""
+    if name in SMALL:
+        return workloads.program(name, **SMALL[name])
+    p = ZOO[name]
+    if p.family in ("matmul", "attention") or "matmul" in name:
+        return p.build(**{k: EMULATOR_SIZES[k] for k in p.small}, dtype="float16")
+    return zoo_graph(name)
+
+
+# CI: every template the search returns on these programs (searches of seconds on 2 cores), 2 cheap
+# sizes each; the other benchmark programs are covered in CI by their hand plans (above), and every
+# searched template of all of them and of the whole zoo by the slow sweep below.
+FAST_SEARCH = ("swiglu", "silu_mul", "bias_gelu", "rms_norm", "row_scale")
+
+
+@pytest.mark.parametrize("name", FAST_SEARCH)
+def test_searched_templates_emulate_like_the_interpreter(name: str) -> None:
+    items = _searched(_graph(name), name)
+    assert items, f"{name}: no generated template"
     assert _check_all(items, 2, MAX_WORK) >= len(items)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(3000)
-@pytest.mark.parametrize("name", ["silu_mul", "rms_norm", "matmul_residual"])
-def test_zoo_plans_emulate_like_the_interpreter(name: str) -> None:
-    items = _searched(zoo_graph(name), name)
-    assert items
-    _check_all(items, 2, MAX_WORK)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(3000)
-@pytest.mark.parametrize("program", list(SMALL))
-def test_every_searched_template_emulates_like_the_interpreter(program: str) -> None:
-    items = _searched(workloads.program(program, **SMALL[program]), program) + list(_hand(program))
-    _check_all(items, 4, 512)
+@pytest.mark.slow  # every searched template of the five benchmark programs (and their hand plans) and of the zoo
+@pytest.mark.timeout(7200)
+@pytest.mark.parametrize("name", ["swiglu", "rmsnorm_linear", "rmsnorm_mlp", *(n for n in ZOO if n not in SMALL),
+                                  "gqa", "qknorm_gqa"])  # the two with thousands of templates last
+def test_every_searched_template_emulates_like_the_interpreter(name: str) -> None:
+    items = _searched(_graph(name), name) + (list(_hand(name)) if name in SMALL else [])
+    print(f"{name}: {len(items)} templates, {_check_all(items, 3, MAX_WORK, strict=False)} runs")
 
 
 def _guard_off_by_one(items: int, threads: int) -> lowered.Sweep:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -139,6 +140,20 @@ def is_legal(kg: KernelGraph, arch: str, *, resources: ResourceFn[Footprint] | N
     return _footprint(kg, arch, resources, max_threads, structure)[0]
 
 
+def _split_checks(template: KernelGraph) -> list[list[_Split]] | None:
+    """Per symbol (in order), the splits to check once it is assigned (a split is checked as soon
+    as the last of its symbols is); None when a split of constants alone fails."""
+    order = {s: i for i, s in enumerate(template.symbols)}
+    checks: list[list[_Split]] = [[] for _ in template.symbols]
+    for sp in _splits(template):
+        syms = sp.symbols()
+        if syms:
+            checks[max(order[s] for s in syms)].append(sp)
+        elif not sp.ok({}):
+            return None
+    return checks
+
+
 def iter_legal[F: Footprint](template: KernelGraph, *, arch: str, resources: ResourceFn[F] | None,
                              values: Sequence[int] | None = None,
                              max_threads: int = MAX_THREADS) -> Iterator[tuple[dict[str, int], F | None]]:
@@ -151,15 +166,9 @@ def iter_legal[F: Footprint](template: KernelGraph, *, arch: str, resources: Res
         return
     symbols = template.symbols
     vals = candidate_values(template) if values is None else sorted(values)
-    # A split is checked as soon as the last of its symbols is assigned.
-    order = {s: i for i, s in enumerate(symbols)}
-    checks: list[list[_Split]] = [[] for _ in symbols]
-    for sp in _splits(template):
-        syms = sp.symbols()
-        if syms:
-            checks[max(order[s] for s in syms)].append(sp)
-        elif not sp.ok({}):
-            return
+    checks = _split_checks(template)
+    if checks is None:
+        return
     assigned: dict[str, int] = {}
 
     def rec(i: int) -> Iterator[tuple[dict[str, int], F | None]]:
@@ -175,6 +184,56 @@ def iter_legal[F: Footprint](template: KernelGraph, *, arch: str, resources: Res
         assigned.pop(symbols[i], None)
 
     yield from rec(0)
+
+
+def sample_legal_sizes(template: KernelGraph, *, arch: str, count: int, rng: random.Random | None = None,
+                       values: Sequence[int] = POW2, resources: ResourceFn[Footprint] | None = resources,
+                       max_checks: int = 256) -> list[dict[str, int]]:
+    """Up to ``count`` distinct legal assignments without enumerating them all (a stitched template
+    has thousands): each is the first legal leaf of one depth-first descent that tries the values
+    of every symbol in ascending order (``rng`` None: the lexicographically first assignments) or
+    in an order drawn from ``rng``; divisibility is checked as soon as a split's symbols are known,
+    and at most ``max_checks`` complete assignments are checked (instantiated and lowered) in all."""
+    smem_budget(arch)
+    try:
+        check_structure(template)
+    except IRError:
+        return []
+    symbols = template.symbols
+    vals = sorted(values)
+    checks = _split_checks(template)
+    if checks is None:
+        return []
+    budget = [max_checks]
+    tried: set[tuple[int, ...]] = set()  # complete assignments checked already (legal or not)
+    assigned: dict[str, int] = {}
+
+    def descend(i: int) -> dict[str, int] | None:
+        if i == len(symbols):
+            key = tuple(assigned[s] for s in symbols)
+            if key in tried:
+                return None
+            tried.add(key)
+            budget[0] -= 1
+            legal = _footprint(template.instantiate(assigned), arch, resources, MAX_THREADS, False)[0]
+            return dict(assigned) if legal else None
+        for v in (vals if rng is None else rng.sample(vals, len(vals))):
+            if budget[0] <= 0:
+                return None
+            assigned[symbols[i]] = v
+            if all(sp.ok(assigned) for sp in checks[i]) and (found := descend(i + 1)) is not None:
+                return found
+        assigned.pop(symbols[i], None)
+        return None
+
+    out: list[dict[str, int]] = []
+    while len(out) < count and budget[0] > 0:
+        assigned.clear()
+        found = descend(0)
+        if found is None:
+            break
+        out.append(found)
+    return out
 
 
 def iter_legal_sizes(template: KernelGraph, *, arch: str, max_threads: int = MAX_THREADS,
