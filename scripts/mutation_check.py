@@ -61,6 +61,11 @@ MUTATIONS = (
              'lines.append(f"    if (e < {items}) {{")', 'lines.append(f"    if (e <= {items}) {{")',
              ("tests/test_codegen.py",),
              "a guarded load copies one 16-byte vector past its tile"),
+    Mutation("codegen-width8-allowed", "prism/codegen/lower.py",
+             "    if tb[-1] % 16:\n", "    if tb[-1] % 8:\n",
+             ("tests/test_codegen.py",),
+             "a matmul output tile of width 8 is generated again (it faulted on the H200; cause not found, "
+             "docs/codegen.md 'The width-8 fault'; only the refusal is tested, no CPU model reproduces the fault)"),
 )
 
 
