@@ -262,8 +262,9 @@ def _check_matmul(d: _Draft, i: int, ta: tuple[int, ...], tb: tuple[int, ...], t
     if ta[-1] % 16:
         raise d.fail(f"matmul contraction length {ta[-1]} is not a multiple of 16 (mma k-step)", i)
     if tb[-1] % 16:
-        # A single n8 tile (width 8) faulted on the H200 (misaligned shared-memory read in the
-        # k-split path; the emulator does not reproduce it at the sizes tried): refused until fixed.
+        # Width 8 (one n8 tile): one such kernel reads misaligned shared memory or computes wrong
+        # values on the H200 although its IR and source are right (the emulator runs it correctly);
+        # cause not found (docs/codegen.md, "The width-8 fault"): refused.
         raise d.fail(f"matmul output width {tb[-1]} is not a multiple of 16 (two mma n-tiles)", i)
 
 
