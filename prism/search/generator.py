@@ -49,7 +49,7 @@ from .symbolic import KernelSpec, symbolize
 
 log = logging.getLogger(__name__)
 
-PRUNE_RULES = ("dim_mismatch", "expression", "op_limit", "op_budget", "map_infeasible")
+PRUNE_RULES = ("dim_mismatch", "expression", "op_limit", "op_budget", "first_kernel", "map_infeasible")
 
 
 @dataclass(frozen=True)
@@ -344,11 +344,12 @@ class Generator:
             raise _Timeout
 
     def closures(self, roots: list[int], budget: int, inter_ok: set[int] | None,
-                 max_inter: int) -> Iterator[dict[int, Recipe]]:
+                 max_inter: int, first_ok: Callable[[list[int]], bool] | None = None) -> Iterator[dict[int, Recipe]]:
         """Every choice of one recipe per needed value (acyclic, within ``budget`` ops).
 
-        ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor."""
-        walk = _Closure(self, list(dict.fromkeys(roots)), budget, inter_ok, max_inter)
+        ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor;
+        ``first_ok``: can an earlier kernel still compute (a superset of) these loaded values?"""
+        walk = _Closure(self, list(dict.fromkeys(roots)), budget, inter_ok, max_inter, first_ok)
         yield from walk.rec()
 
     def _ops(self, chosen: dict[int, Recipe], saves: list[tuple[int, str]],
@@ -472,11 +473,12 @@ class Generator:
         }
         budget = self.max_ops - len(roots)
         firsts: dict[tuple[int, ...], list[dict[int, Recipe]]] = {}
-        for last in self.closures([n for n, _ in roots], budget, inter_ok, self._max_intermediates()):
+        first_ok = _FirstKernel(self, inter_ok)
+        for last in self.closures([n for n, _ in roots], budget, inter_ok, self._max_intermediates(), first_ok):
             inters = sorted(n for n, r in last.items() if r.tensor == INTERMEDIATE)
             if not inters:
                 continue
-            first_roots = [self.index[(self.nodes[n][0], self.nodes[n][1], "post")] for n in inters]
+            first_roots = self._first_roots(inters)
             saves0 = [(r, INTERMEDIATE) for r in first_roots]
             memo_key = tuple(first_roots)
             if memo_key not in firsts:
@@ -503,6 +505,10 @@ class Generator:
                     for grid1, loop1 in self._second_sizes(grid0):
                         self._emit([KernelSpec(tuple(renamed0), grid0, f"k0_{LOOP}"),
                                     KernelSpec(tuple(ops1), grid1, loop1)])
+
+    def _first_roots(self, inters: list[int]) -> list[int]:
+        """The first kernel's values (post phase) that a second kernel loads as ``inters``."""
+        return [self.index[(self.nodes[n][0], self.nodes[n][1], "post")] for n in inters]
 
     def _max_intermediates(self) -> int:
         return self.cfg.max_intermediates if self.cfg.max_intermediates is not None else 2
@@ -546,6 +552,32 @@ class Generator:
         self._check_time()
 
 
+class _FirstKernel:
+    """Can a split graph's first kernel compute the values a second kernel loads (a set ``S``
+    chosen so far, which the finished second kernel may still grow to ``T ⊇ S``)? A first kernel
+    computing ``T`` holds a block graph computing ``S`` within its own op bound, ``_first_budget(T)``,
+    which exceeds ``_first_budget(S)`` by at most one per max value that ``T`` may add (a max
+    intermediate adds a save and an accumulator on top, one op more than it takes from the bound).
+    So no split graph is lost when ``S`` is refused because no block graph computes it within that
+    larger bound. Memoized per set."""
+
+    def __init__(self, gen: Generator, inter_ok: set[int]) -> None:
+        self.gen = gen
+        self.maxes = {n for n in inter_ok if gen._is_max(n)}
+        self.memo: dict[tuple[int, ...], bool] = {}
+
+    def __call__(self, inters: list[int]) -> bool:
+        key = tuple(sorted(set(inters)))
+        got = self.memo.get(key)
+        if got is None:
+            gen = self.gen
+            roots = gen._first_roots(list(key))
+            slack = len(self.maxes.difference(key))
+            budget = gen._first_budget(roots) + slack
+            got = self.memo[key] = next(gen.closures(roots, budget, None, 0), None) is not None
+        return got
+
+
 class _Closure:
     """The depth-first choice of recipes behind ``Generator.closures``.
 
@@ -560,8 +592,10 @@ class _Closure:
     chosen values whose recipes read it) instead of once per option and argument."""
 
     def __init__(self, gen: Generator, roots: list[int], budget: int, inter_ok: set[int] | None,
-                 max_inter: int) -> None:
+                 max_inter: int, first_ok: Callable[[list[int]], bool] | None = None) -> None:
         self.gen = gen
+        self.first_ok = first_ok
+        self.inters: list[int] = []  # the values chosen to be loaded from the first kernel
         self.budget = budget
         self.inter_ok = inter_ok
         self.max_inter = max_inter
@@ -574,6 +608,9 @@ class _Closure:
         self.users: dict[int, list[int]] = {}
         self._opts: dict[int, list[Recipe]] = {}
         self.req = required(len(gen.nodes), self.opts)
+        self.desc = descendants(len(gen.nodes), self.opts)
+        self.least = least_sizes(len(gen.nodes), self.opts, self.req, self.desc)
+        self.h = heights(len(gen.nodes), self.opts)  # an intermediate's load counts 1 here
         self.mask = 0  # the values every completion holds: those required by the chosen and pending ones
         for n in roots:
             self.mask |= self.req[n]
@@ -603,20 +640,6 @@ class _Closure:
                     stack.append(u)
         return seen
 
-    def fits(self, n: int, r: Recipe, new: list[int], mask: int) -> bool:
-        """The op bound (``mask``: the values the graph must hold with ``r`` chosen) and the
-        root-to-load path bound; pruned options are counted."""
-        gen = self.gen
-        if mask.bit_count() > self.budget:
-            gen.stats.pruned["op_limit"] += 1
-            return False
-        if r.tensor is None and new:
-            inter_ok, h, below = self.inter_ok, gen.h, self.depth[n] + 1
-            if any(below + (1 if inter_ok is not None and a in inter_ok else h[a]) > self.budget for a in new):
-                gen.stats.pruned["op_limit"] += 1  # a root-to-load path longer than the budget
-                return False
-        return True
-
     def rec(self) -> Iterator[dict[int, Recipe]]:
         gen, chosen, pending = self.gen, self.chosen, self.pending
         if not pending:
@@ -627,51 +650,64 @@ class _Closure:
             gen._check_time()
         tight = self.propagate()
         if tight is None:
-            gen.stats.pruned["op_limit"] += 1
             return
         outer, self.mask = self.mask, tight[0]
-        yield from self._pop(tight[1])
+        yield from self._pop(tight[1], tight[2])
         self.mask = outer
 
-    def propagate(self) -> tuple[int, int] | None:
-        """Forward checking: every pending value must still have an option whose required values fit
-        the op bound; the values all of its fitting options require are required now. Repeated to
-        a fixpoint; None when some pending value has no option left (the state cannot complete),
-        else the tightened bit set and the position in ``pending`` of the value with the fewest
-        options that fit (chosen next: failing first keeps dead branches short; every completion is
-        still reached exactly once, whatever the order).
-        An option fits when its required values and its root-to-load path fit the bound and it
-        closes no cycle; caps and the intermediate count are left to the walk (pruning less, never
-        more)."""
-        mask, req, budget, h = self.mask, self.req, self.budget, self.gen.h
+    def propagate(self) -> tuple[int, int, list[tuple[Recipe, int]]] | None:
+        """Forward checking: every pending value must still have an option that fits (``_fitting``);
+        the values all of its fitting options require are required now. Repeated to a fixpoint;
+        None when some pending value has no option left (the state cannot complete), else the
+        tightened bit set, the position in ``pending`` of the value with the fewest fitting options
+        and those options with their bit sets (chosen next: failing first keeps dead branches
+        short; every completion is still reached exactly once, whatever the order). Caps and the
+        intermediate count are left to the walk (pruning less, never more)."""
+        mask = self.mask
         changed = True
-        best = (1 << 30, 0)
+        best: tuple[int, int, list[tuple[Recipe, int]]] = (1 << 30, 0, [])
         while changed:
             changed = False
-            best = (1 << 30, 0)
+            best = (1 << 30, 0, [])
             for i, p in enumerate(self.pending):
-                common, fitting = -1, 0
-                below = self.depth[p] + 1
-                anc: set[int] | None = None
-                for r in self.opts(p):
-                    m = mask
-                    for a in r.args:
-                        m |= req[a]
-                    if m.bit_count() > budget or any(below + h[a] > budget for a in r.args):
-                        continue
-                    if any(a in self.chosen for a in r.args):
-                        anc = self.ancestors(p) if anc is None else anc
-                        if any(a in anc for a in r.args):
-                            continue  # a cycle
-                    common &= m
-                    fitting += 1
+                fitting = self._fitting(p, mask)
                 if not fitting:
                     return None
-                best = min(best, (fitting, -i))
+                if len(fitting) < best[0]:
+                    best = (len(fitting), i, fitting)
+                common = -1
+                for _, m in fitting:
+                    common &= m
                 if common & ~mask:
                     mask |= common
                     changed = True
-        return mask, -best[1]
+        return mask, best[1], best[2]
+
+    def _fitting(self, p: int, mask: int) -> list[tuple[Recipe, int]]:
+        """The options of pending value ``p`` that can still complete within the op bound, with the
+        values each one makes required (``mask``: those required now). An option fails when its
+        required values exceed the bound; when an argument's least graph (``least``, all inside the
+        argument's descendants) plus the required values outside those descendants do; when its
+        root-to-load path is longer than the bound; or when it closes a cycle."""
+        req, desc, least, budget, h = self.req, self.desc, self.least, self.budget, self.h
+        stats = self.gen.stats.pruned
+        below = self.depth[p] + 1
+        out: list[tuple[Recipe, int]] = []
+        anc: set[int] | None = None
+        for r in self.opts(p):
+            m = mask
+            for a in r.args:
+                m |= req[a]
+            if (m.bit_count() > budget or any(below + h[a] > budget for a in r.args)
+                    or any((m & ~desc[a]).bit_count() + least[a] > budget for a in r.args)):
+                stats["op_limit"] += 1
+                continue
+            if any(a in self.chosen for a in r.args):
+                anc = self.ancestors(p) if anc is None else anc
+                if any(a in anc for a in r.args):
+                    continue  # a cycle
+            out.append((r, m))
+        return out
 
     def opts(self, n: int) -> list[Recipe]:
         got = self._opts.get(n)
@@ -679,31 +715,30 @@ class _Closure:
             got = self._opts[n] = self.options(n)
         return got
 
-    def _pop(self, at: int) -> Iterator[dict[int, Recipe]]:
+    def _pop(self, at: int, fitting: list[tuple[Recipe, int]]) -> Iterator[dict[int, Recipe]]:
+        """Choose each fitting option (``propagate``) of the pending value at ``at`` in turn."""
         gen, chosen, pending, pset = self.gen, self.chosen, self.pending, self.pset
         n = pending.pop(at)
         pset.discard(n)
         rides = gen._is_max(n)  # a running max rides along: not counted among the intermediates
-        anc: set[int] | None = None
-        for r in self.opts(n):
+        for r, mask in fitting:
             counted = r.tensor == INTERMEDIATE and not rides
             if counted and self.n_inter >= self.max_inter:
-                continue
-            new = [a for a in dict.fromkeys(r.args) if a not in chosen and a not in pset]
-            mask = self.mask
-            for a in r.args:
-                mask |= self.req[a]
-            if not self.fits(n, r, new, mask):
                 continue
             kind = "load" if r.op is None else _kind(r.op)
             if self.caps is not None and r.op is not None and self.counts.get(kind, 0) >= self.caps.get(kind, 0):
                 gen.stats.pruned["op_budget"] += 1
                 continue
-            if any(a in chosen for a in r.args):
-                anc = self.ancestors(n) if anc is None else anc
-                if any(a in anc for a in r.args):
-                    continue
+            loaded = r.tensor == INTERMEDIATE
+            if loaded and self.first_ok is not None and not self.first_ok([*self.inters, n]):
+                gen.stats.pruned["first_kernel"] += 1
+                continue
+            new = [a for a in dict.fromkeys(r.args) if a not in chosen and a not in pset]
+            if loaded:
+                self.inters.append(n)
             yield from self._choose(n, r, kind, counted, new, mask)
+            if loaded:
+                self.inters.pop()
         pending.insert(at, n)
         pset.add(n)
 
@@ -764,3 +799,77 @@ def required(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
                 req[n] = need
                 changed = True
     return req
+
+
+def heights(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
+    """For each value, the fewest values on a chain from it down to a load through ``options`` (a
+    lower bound on the values above a load in any block graph computing it); 2**30 when none."""
+    inf = 1 << 30
+    opts = [options(n) for n in range(count)]
+    h = [inf] * count
+    changed = True
+    while changed:
+        changed = False
+        for n in range(count):
+            for r in opts[n]:
+                v = 1 + max((h[a] for a in r.args), default=0)
+                if v < h[n]:
+                    h[n] = v
+                    changed = True
+    return h
+
+
+def descendants(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
+    """For each value, the values (a bit set, itself included) that some block graph computing it
+    can hold: the least fixpoint of ``D(n) = {n} ∪ ⋃_recipes ⋃_args D(a)``."""
+    opts = [options(n) for n in range(count)]
+    desc = [1 << n for n in range(count)]
+    changed = True
+    while changed:
+        changed = False
+        for n in range(count):
+            d = desc[n]
+            for r in opts[n]:
+                for a in r.args:
+                    d |= desc[a]
+            if d != desc[n]:
+                desc[n] = d
+                changed = True
+    return desc
+
+
+def least_sizes(count: int, options: Callable[[int], list[Recipe]], req: list[int], desc: list[int]) -> list[int]:
+    """For each value, a lower bound on the size of any acyclic block graph computing it
+    (``count + 1``: none exists).
+
+    A graph computing n by recipe r holds n, the values ``req`` gives each argument, and for each
+    argument a a graph computing a, which lies inside a's descendants (``desc``) and so is disjoint
+    from the other arguments' required values outside them (and from n: acyclic). So its size is
+    at least ``max(|{n} ∪ ⋃ R(a)|, 1 + L(a) + |⋃_{b≠a} R(b) ∖ D(a) ∖ {n}|)``, and at least the
+    least of that over the recipes. Iterated up from ``|R(n)|`` (admissible): each step maps
+    admissible bounds to admissible bounds, and the bounds only grow, capped at ``count + 1``."""
+    opts = [options(n) for n in range(count)]
+    least = [min(r.bit_count(), count + 1) for r in req]
+    changed = True
+    while changed:
+        changed = False
+        for n in range(count):
+            bound = count + 1
+            for r in opts[n]:
+                args = tuple(dict.fromkeys(r.args))
+                union = 1 << n
+                for a in args:
+                    union |= req[a]
+                v = union.bit_count()
+                for a in args:
+                    others = 0
+                    for b in args:
+                        if b != a:
+                            others |= req[b]
+                    v = max(v, 1 + least[a] + (others & ~desc[a] & ~(1 << n)).bit_count())
+                bound = min(bound, v)
+            bound = min(bound, count + 1)
+            if bound > least[n]:
+                least[n] = bound
+                changed = True
+    return least
