@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 
 import pytest
 
 from prism import plans, workloads
-from prism.codegen.sizes import Usage, candidate_values, legal_sizes, smem_budget
+from prism.codegen.sizes import POW2, Usage, candidate_values, legal_sizes, sample_legal_sizes, smem_budget
 from prism.errors import IRError, TuningError
 from prism.ir import CustomKernel, KernelGraph, Load, infer
 
@@ -171,3 +172,26 @@ def test_with_the_code_generators_resources() -> None:
         assert key(got) == key(brute)
         per_arch[arch] = set(key(got))
     assert per_arch["sm_80"] <= per_arch["sm_90"]
+
+
+@pytest.mark.parametrize("program", list(SMALL))
+def test_sample_legal_sizes_draws_legal_sizes_without_enumerating(program: str) -> None:
+    """``sample_legal_sizes``: ascending, the first legal assignments in order; seeded, distinct
+    legal ones, the same for the same seed; never more lowerings than its budget."""
+    g = SMALL[program]
+    for kg in plans.hand_plans(program, g):
+        every = legal_sizes(kg, arch="sm_80", resources=fake_resources, values=POW2)
+        first = sample_legal_sizes(kg, arch="sm_80", count=3, resources=fake_resources)
+        assert first == every[:3]
+        drawn = sample_legal_sizes(kg, arch="sm_80", count=4, rng=random.Random(1), resources=fake_resources)
+        assert drawn and all(s in every for s in drawn) and len(key(drawn)) == len(set(key(drawn)))
+        assert drawn == sample_legal_sizes(kg, arch="sm_80", count=4, rng=random.Random(1), resources=fake_resources)
+    calls = []
+
+    def counting(kg: KernelGraph, arch: str) -> Usage:
+        calls.append(1)
+        return Usage(10**9, 32)  # never fits: the descents exhaust their budget
+
+    assert sample_legal_sizes(plans.hand_plans(program, g)[0], arch="sm_80", count=2, resources=counting,
+                              max_checks=5) == []
+    assert len(calls) <= 5
