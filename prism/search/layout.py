@@ -36,8 +36,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
-from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, MatmulOp, ReduceOp, Save, Size, UnaryOp, op_args
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    ReduceOp,
+    Save,
+    Size,
+    UnaryOp,
+    op_args,
+)
 from prism.ops import Binary, Reduce, Unary
 
 Tag = tuple[str, int]  # R, P or ("S", dim)
@@ -200,78 +214,115 @@ def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool 
     before ``kg``'s saved, by tensor; ``kg``'s savers add to it (mapping instantiation checks one
     kernel at a time)."""
     shapes = {t.name: t.shape for t in kg.inputs}
-    outputs = {t.name for t in kg.outputs}
+    outputs = frozenset(t.name for t in kg.outputs)
     stored = {} if stored is None else stored
     seen = 0
     for k in kg.kernels:
         if not isinstance(k, CustomKernel):
             return
-        sizes: Sequence[Size] = [*k.grid, k.loop]
-        trivial = [s == 1 for s in sizes]
-        loop = len(k.grid)
-        vals: list[_Val | None] = [None] * len(k.ops)
-        for j, op in enumerate(k.ops):
-            where = f"kernel {k.name} op {j}"
-            if isinstance(op, Load | Save):
-                seen += 1
-                if assigned is not None and seen > assigned:
-                    continue  # not assigned yet: it and what depends on it are not checked
-            args = [vals[a] for a in op_args(op)]
-            if any(v is None for v in args):
-                continue  # depends on a load not assigned yet
-            xs = [v for v in args if v is not None]
-            match op:
-                case Load(tensor=tensor):
-                    if tensor not in shapes and tensor not in stored:
-                        continue  # written by a saver not assigned yet
-                    v = _load(op, k, shapes, stored, where)
-                case UnaryOp(fn=fn):
-                    v = xs[0]
-                    if (P in v.tags or v.folded or v.power) and fn not in LINEAR_UNARY:
-                        raise IllTyped(f"{where}: {fn.value} of a partial sum")
-                case BinaryOp(fn=fn):
-                    v = _binary(fn, xs[0], xs[1], where)
-                case MatmulOp():
-                    v = _matmul(xs[0], xs[1], where)
-                case ReduceOp(fn=fn, dim=dim) if fn is Reduce.MAX and _split(xs[0], dim):
-                    continue  # a partial max (an online softmax's chunk max): not typed, left unchecked
-                case ReduceOp(fn=fn, dim=dim):
-                    v = _reduce(xs[0], dim, fn is Reduce.SUM, where)
-                case Accum() if not op.plain:
-                    continue  # max and rescaled accumulators: not typed, left to the screen and the proof
-                case Accum(reduce_dim=rd):
-                    x = xs[0]
-                    ti = x.tags[loop]
-                    if rd is not None and ti == _s(rd):
-                        ti = P
-                    # identical iterations: a factor of the loop size
-                    copies: Power = ((str(k.loop), 1),) if not trivial[loop] and ti == R else ()
-                    if copies and not repeats:
-                        raise IllTyped(f"{where}: the accumulator sums identical iterations")
-                    # summing slices of a dim over the loop folds them: right only if that dim is summed later
-                    v = x if rd is None else _reduce(x, rd, True, where, skip=loop)
-                    fold = frozenset() if ti in (P, R) else frozenset({ti[1]})
-                    v = _Val((*v.tags[:loop], R), v.shape, v.folded | fold, _times(v.power, copies))
-                case Save(tensor=tensor, omap=omap):
-                    x = xs[0]
-                    if x.folded and tensor in outputs:
-                        raise IllTyped(f"{where}: saves a folded sum whose dim was never summed")
-                    if x.power and tensor in outputs:
-                        raise IllTyped(f"{where}: saves a value scaled by a power of a loop size")
-                    stacks: list[tuple[int, Size, Tag]] = []
-                    for p, a in enumerate(omap):
-                        t = x.tags[p]
-                        if a is None:
-                            raise IllTyped(f"{where}: grid dim {p} is not mapped by the saver")
-                        if t == _s(a) or trivial[p]:
-                            continue
-                        if tensor not in outputs:
-                            stacks.append((a, sizes[p], t))
-                            continue
-                        raise IllTyped(f"{where}: saves a value laid out as {t} along grid dim {p} into dim {a}")
-                    stored[tensor] = _Stored(x.shape, x.folded, x.power, tuple(stacks))
-                    v = x
+        local = None if assigned is None else max(0, assigned - seen)
+        extend_layout(k, shapes, outputs, stored, [None] * len(k.ops), local, repeats=repeats)
+        seen += sum(isinstance(op, Load | Save) for op in k.ops)
+
+
+Typing = list["_Val | None"]  # per op of a kernel: its layout, None while not typed (yet)
+
+
+def extend_layout(k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], outputs: frozenset[str],
+                  stored: dict[str, _Stored], vals: Typing, assigned: int | None, *, repeats: bool = True) -> None:
+    """Type the ops of kernel ``k`` that ``vals`` does not type yet and that depend only on its first
+    ``assigned`` loads and saves (all when None); ``vals`` and ``stored`` are updated in place.
+
+    A value once typed never changes when more loads and saves are assigned, so the mapping walk
+    carries ``vals`` from one level to the next and types only what the new level completes:
+    the same verdict as checking the whole prefix again (``check_layout``)."""
+    sizes: Sequence[Size] = [*k.grid, k.loop]
+    trivial = [s == 1 for s in sizes]
+    loop = len(k.grid)
+    seen = 0
+    for j, op in enumerate(k.ops):
+        if isinstance(op, Load | Save):
+            seen += 1
+            if assigned is not None and seen > assigned:
+                continue  # not assigned yet: it and what depends on it are not checked
+        if vals[j] is not None:
+            continue
+        args = [vals[a] for a in op_args(op)]
+        if any(v is None for v in args):
+            continue  # depends on a load not assigned yet
+        v = _type_op(op, k, [v for v in args if v is not None], shapes, outputs, stored, trivial, loop,
+                     repeats, f"kernel {k.name} op {j}")
+        if v is not None:
             vals[j] = _Val(tuple(R if trivial[p] else t for p, t in enumerate(v.tags)), v.shape, v.folded, v.power)
+
+
+def _type_op(op: BlockOp, k: CustomKernel, xs: list[_Val], shapes: Mapping[str, tuple[int, ...]],
+             outputs: frozenset[str], stored: dict[str, _Stored], trivial: Sequence[bool], loop: int,
+             repeats: bool, where: str) -> _Val | None:
+    """The layout of one op (None: not typed), or ``IllTyped``."""
+    match op:
+        case Load(tensor=tensor):
+            if tensor not in shapes and tensor not in stored:
+                return None  # written by a saver not assigned yet
+            return _load(op, k, shapes, stored, where)
+        case UnaryOp(fn=fn):
+            v = xs[0]
+            if (P in v.tags or v.folded or v.power) and fn not in LINEAR_UNARY:
+                raise IllTyped(f"{where}: {fn.value} of a partial sum")
+            return v
+        case BinaryOp(fn=fn):
+            return _binary(fn, xs[0], xs[1], where)
+        case MatmulOp():
+            return _matmul(xs[0], xs[1], where)
+        case ReduceOp(fn=fn, dim=dim) if fn is Reduce.MAX and _split(xs[0], dim):
+            return None  # a partial max (an online softmax's chunk max): not typed, left unchecked
+        case ReduceOp(fn=fn, dim=dim):
+            return _reduce(xs[0], dim, fn is Reduce.SUM, where)
+        case Accum() if not op.plain:
+            return None  # max and rescaled accumulators: not typed, left to the screen and the proof
+        case Accum(reduce_dim=rd):
+            return _accum(xs[0], rd, k, trivial, loop, repeats, where)
+        case Save(tensor=tensor, omap=omap):
+            return _save(xs[0], tensor, omap, k, outputs, stored, trivial, where)
+        case _:
+            assert_never(op)
+
+
+def _accum(x: _Val, rd: int | None, k: CustomKernel, trivial: Sequence[bool], loop: int, repeats: bool,
+           where: str) -> _Val:
+    ti = x.tags[loop]
+    if rd is not None and ti == _s(rd):
+        ti = P
+    # identical iterations: a factor of the loop size
+    copies: Power = ((str(k.loop), 1),) if not trivial[loop] and ti == R else ()
+    if copies and not repeats:
+        raise IllTyped(f"{where}: the accumulator sums identical iterations")
+    # summing slices of a dim over the loop folds them: right only if that dim is summed later
+    v = x if rd is None else _reduce(x, rd, True, where, skip=loop)
+    fold = frozenset() if ti in (P, R) else frozenset({ti[1]})
+    return _Val((*v.tags[:loop], R), v.shape, v.folded | fold, _times(v.power, copies))
+
+
+def _save(x: _Val, tensor: str, omap: tuple[int | None, ...], k: CustomKernel, outputs: frozenset[str],
+          stored: dict[str, _Stored], trivial: Sequence[bool], where: str) -> _Val:
+    if x.folded and tensor in outputs:
+        raise IllTyped(f"{where}: saves a folded sum whose dim was never summed")
+    if x.power and tensor in outputs:
+        raise IllTyped(f"{where}: saves a value scaled by a power of a loop size")
+    sizes: Sequence[Size] = [*k.grid, k.loop]
+    stacks: list[tuple[int, Size, Tag]] = []
+    for p, a in enumerate(omap):
+        t = x.tags[p]
+        if a is None:
+            raise IllTyped(f"{where}: grid dim {p} is not mapped by the saver")
+        if t == _s(a) or trivial[p]:
+            continue
+        if tensor not in outputs:
+            stacks.append((a, sizes[p], t))
+            continue
+        raise IllTyped(f"{where}: saves a value laid out as {t} along grid dim {p} into dim {a}")
+    stored[tensor] = _Stored(x.shape, x.folded, x.power, tuple(stacks))
+    return x
 
 
 def layout_ok(kg: KernelGraph, *, repeats: bool = True) -> bool:
