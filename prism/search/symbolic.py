@@ -124,7 +124,7 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
         outcomes: Iterable[Outcome] = _first_outcomes(inputs, outputs, tuple(sorted(tensors.items())), kernels[0],
                                                       concrete)
     else:
-        outcomes = _kernel_outcomes(inputs, outputs, kernels[k], k, tensors, concrete)
+        outcomes = _later_outcomes(inputs, outputs, tuple(sorted(tensors.items())), kernels[k], k, concrete)
     for new_tensors, vs, es, fx, tiles in outcomes:
         yield from _sym_kernel(program, inputs, outputs, kernels, k + 1, {**tensors, **new_tensors},
                                [*variables, *vs], [*eqs, *es], {**fixed, **fx}, [*tiles_acc, tiles],
@@ -135,6 +135,15 @@ def _sym_kernel(program: str, inputs: tuple[TensorSpec, ...], outputs: tuple[Ten
 def _first_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
                     tensors: tuple[tuple[str, Tile], ...], ks: KernelSpec, concrete: frozenset[str]) -> tuple[Outcome, ...]:
     return tuple(_kernel_outcomes(inputs, outputs, ks, 0, dict(tensors), concrete))
+
+
+@functools.lru_cache(maxsize=16384)
+def _later_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
+                    tensors: tuple[tuple[str, Tile], ...], ks: KernelSpec, k: int,
+                    concrete: frozenset[str]) -> tuple[Outcome, ...]:
+    """A later kernel's outcomes, shared by every earlier kernel that leaves it the same tensors (a
+    split graph's second kernel recurs with each first kernel computing the same intermediates)."""
+    return tuple(_kernel_outcomes(inputs, outputs, ks, k, dict(tensors), concrete))
 
 
 def _kernel_outcomes(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...], ks: KernelSpec, k: int,
