@@ -12,7 +12,7 @@ import pytest
 
 from prism import pipeline, plans, workloads
 from prism.errors import DeviceError
-from prism.ir import KernelGraph
+from prism.ir import CustomKernel, KernelGraph
 from prism.tune.backends import InterpreterBackend
 from prism.tune.inputs import input_sampler
 from prism.verify import verify_all
@@ -151,3 +151,23 @@ def test_a_program_over_the_whole_search_bound_uses_a_whole_search_that_was_run(
     out = pipeline.search_and_verify(g, program="qknorm_gqa_safe", progress=False, partitioned=False)
     assert [t.dumps() for t in out.of(pipeline.PlanSource.SEARCHED)] == [t.dumps() for t in seeded]
     assert out.cached
+
+
+def test_a_float32_program_gets_its_predefined_plan() -> None:
+    """Generated (tensor-core) kernels need a half dtype, so a float32 program's searched plans have
+    no legal size on a GPU; its plan of predefined kernels must still have one (it had none: every
+    float32 program got no plan on the H200, docs/tolerance.md)."""
+    from prism.codegen.sizes import legal_sizes
+    from prism.graph import Graph
+    from prism.partition import predefined_plan
+
+    g = Graph()
+    x = g.input((4, 64), "float32", "X")
+    w = g.input((64, 32), "float32", "W")
+    g.output(g.silu(g.matmul(x, w)), "O")
+    outcome = pipeline.search_and_verify(g, progress=False)
+    generated = [t for t in outcome.templates if any(isinstance(k, CustomKernel) for k in t.kernels)]
+    assert generated
+    for arch in ("sm_80", "sm_90"):
+        assert legal_sizes(predefined_plan(g), arch=arch, limit=1)
+        assert not any(legal_sizes(t, arch=arch, limit=1) for t in generated[:5])

@@ -103,13 +103,16 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
 
 
 def _tensor_dtypes(kg: KernelGraph) -> tuple[dict[str, str], str, list[str]]:
-    """Every tensor's dtype, the one half dtype of the program, the intermediate tensors."""
+    """Every tensor's dtype, the one dtype of the program, the intermediate tensors. Generated
+    (tensor-core) code needs a half dtype; a plan of predefined kernels only runs in any one dtype
+    (PyTorch ops), so a float32 program always has its predefined plan."""
     dtypes: dict[str, str] = {t.name: t.dtype for t in (*kg.inputs, *kg.outputs)}
     half = set(dtypes.values())
-    bad = half - set(HALF_DTYPES)
-    if bad or len(half) > 1:
-        raise CodegenError(f"{kg.program}: tensor-core code needs all inputs and outputs in one of "
-                           f"{HALF_DTYPES}; got {sorted(half)}")
+    allowed = HALF_DTYPES if any(isinstance(k, CustomKernel) for k in kg.kernels) else (*HALF_DTYPES, "float32")
+    if half - set(allowed) or len(half) > 1:
+        what = "tensor-core code" if allowed == HALF_DTYPES else "a plan of predefined kernels"
+        raise CodegenError(f"{kg.program}: {what} needs all inputs and outputs in one of {allowed}; "
+                           f"got {sorted(half)}")
     dtype = half.pop() if half else "float16"
     outputs = {t.name for t in kg.outputs}
     intermediates = []
