@@ -36,6 +36,7 @@ from prism.errors import IRError, SerializationError
 from prism.names import NameKind, name_problem, show
 from prism.ops import (
     Binary,
+    DTYPES,
     DimRecip,
     OpKind,
     Reduce,
@@ -339,7 +340,15 @@ def _fn_from(kind: OpKind, v: object) -> Unary | Binary | Reduce | None:
 def _kg_from_obj(obj: Mapping[str, Any]) -> KernelGraph:
     """A kernel graph from a decoded JSON document (``Any``: whatever the JSON held; a bad value raises)."""
     def specs(key: str) -> tuple[TensorSpec, ...]:
-        return tuple(TensorSpec(str(n), tuple(int(s) for s in shp), str(dt)) for n, shp, dt in obj[key])
+        out = []
+        for n, shp, dt in obj[key]:
+            if dt not in DTYPES:
+                raise ValueError(f"{key}: tensor {n!r} has dtype {dt!r}, not one of {', '.join(DTYPES)}")
+            if not isinstance(shp, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1
+                                                    for s in shp):
+                raise ValueError(f"{key}: tensor {n!r} has shape {shp!r}, not a list of positive integers")
+            out.append(TensorSpec(str(n), tuple(shp), str(dt)))
+        return tuple(out)
 
     kernels: list[Kernel] = []
     for k in obj["kernels"]:
@@ -439,6 +448,7 @@ def check_structure(kg: KernelGraph) -> None:
         if k.name in names:
             raise _err(kg, k, None, "duplicate kernel name")
         names.add(k.name)
+        _check_dim_recips(kg, k)
         if isinstance(k, PredefinedKernel):
             for t in k.inputs:
                 if t not in produced:
@@ -458,6 +468,16 @@ def check_structure(kg: KernelGraph) -> None:
     for spec in kg.outputs:
         if spec.name not in produced:
             raise IRError(f"{kg.program}: output {spec.name!r} is never written")
+
+
+def _check_dim_recips(kg: KernelGraph, k: Kernel) -> None:
+    """A ``DimRecip`` scalar (1 / a dim's size) names a graph input and one of its dims: the only
+    shapes code generation and the interpreter resolve it against."""
+    ranks = {t.name: len(t.shape) for t in kg.inputs}
+    scalars = [k.scalar] if isinstance(k, PredefinedKernel) else [op.scalar for op in k.ops if isinstance(op, UnaryOp)]
+    for s in scalars:
+        if isinstance(s, DimRecip) and (s.tensor not in ranks or not -ranks[s.tensor] <= s.dim < ranks[s.tensor]):
+            raise _err(kg, k, None, f"scalar 1/size of dim {s.dim} of {s.tensor!r}: not a dim of a graph input")
 
 
 def _op_phase(kg: KernelGraph, k: CustomKernel, i: int, op: BlockOp, phases: list[OpPhase],
