@@ -536,13 +536,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ls.add_argument("--root", type=Path, default=ROOT, help="the library folder (default: prism/kernels/)")
 
 
+def _plain(value: object) -> str:
+    """A manifest value for a listing: as is when it is a printable string, else its short repr."""
+    return value if isinstance(value, str) and value.isprintable() and len(value) <= 100 else show(value)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.library_command == "list":
         manifest = read_manifest(args.root)
         for name, rec in sorted(manifest.get("entries", {}).items()):
+            if not isinstance(rec, dict):  # a tampered or hand-edited manifest: say so, list the rest
+                print(f"{_plain(name):45s} bad record ({type(rec).__name__}, not an object); rebuild the library")
+                continue
             t = rec.get("time_us")
-            shown = f"{t:.2f} us" if t else "-"
-            print(f"{name:45s} {rec['arch']}  {shown:>10s}  tuned on {rec.get('tuned_on')}")
+            shown = f"{t:.2f} us" if isinstance(t, int | float) and not isinstance(t, bool) and t else "-"
+            print(f"{_plain(name):45s} {_plain(rec.get('arch'))}  {shown:>10s}  tuned on {_plain(rec.get('tuned_on'))}")
         return 0
     spec = load_spec(args.spec)
     if args.arch:

@@ -205,3 +205,38 @@ def test_bad_sizes_for_load_are_a_library_error(tmp_path: Path, sizes: object) -
     _built(tmp_path)
     with pytest.raises(LibraryError, match="load"):
         library.load("rmsnorm_linear", sizes, root=tmp_path)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------- found by scripts/probe_table.py
+
+
+def _unary_scalar(rec: dict[str, Any]) -> dict[str, Any]:
+    return next(op for k in rec["template"]["kernels"] for op in k.get("ops", [])
+                if isinstance(op.get("scalar"), dict) and "recip_dim" in op["scalar"])
+
+
+@pytest.mark.parametrize("change", [
+    lambda rec: rec["template"]["inputs"][1].__setitem__(2, "div"),  # a dtype that is no dtype
+    lambda rec: rec["template"]["outputs"][0].__setitem__(1, [1.5, 64]),  # a shape that is no shape
+    lambda rec: _unary_scalar(rec)["scalar"]["recip_dim"].__setitem__(0, "silu"),  # 1/size of no tensor
+    lambda rec: _unary_scalar(rec)["scalar"]["recip_dim"].__setitem__(1, 7),  # 1/size of no dim
+])
+def test_a_template_with_a_bad_dtype_shape_or_dim_scalar_is_a_library_error(
+        tmp_path: Path, change: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a CodegenError naming dtype 'div', a bare KeyError 'silu' from code generation."""
+    root = tmp_path / "kernels"
+    _built(root)
+    _edit(root, change)
+    with pytest.raises(LibraryError, match="bad template"):
+        _load(root, monkeypatch)
+
+
+def test_library_list_shows_bad_records_instead_of_a_traceback(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from prism.cli import main
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": library.FORMAT, "version": library.VERSION, "entries": {
+        "a/b": 5, "c/d": {"program": "c"}, "e/f": {"arch": "sm_80", "time_us": "fast"}}}))
+    assert main(["library", "list", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("a/b") and "bad record" in out[0] and len(out) == 3
