@@ -544,13 +544,17 @@ def _plain(value: object) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.library_command == "list":
         manifest = read_manifest(args.root)
+        bad = 0
         for name, rec in sorted(manifest.get("entries", {}).items()):
-            if not isinstance(rec, dict):  # a tampered or hand-edited manifest: say so, list the rest
-                print(f"{_plain(name):45s} bad record ({type(rec).__name__}, not an object); rebuild the library")
+            if not isinstance(rec, dict) or not isinstance(rec.get("arch"), str):  # tampered or hand-edited
+                print(f"{_plain(name):45s} bad record ({type(rec).__name__ if not isinstance(rec, dict) else 'no arch'})")
+                bad += 1
                 continue
             t = rec.get("time_us")
             shown = f"{t:.2f} us" if isinstance(t, int | float) and not isinstance(t, bool) and t else "-"
             print(f"{_plain(name):45s} {_plain(rec.get('arch'))}  {shown:>10s}  tuned on {_plain(rec.get('tuned_on'))}")
+        if bad:
+            raise LibraryError(f"{args.root / 'manifest.json'}: {bad} bad record(s) (listed above); rebuild the library")
         return 0
     spec = load_spec(args.spec)
     if args.arch:

@@ -237,6 +237,10 @@ def test_library_list_shows_bad_records_instead_of_a_traceback(tmp_path: Path,
 
     (tmp_path / "manifest.json").write_text(json.dumps({"format": library.FORMAT, "version": library.VERSION, "entries": {
         "a/b": 5, "c/d": {"program": "c"}, "e/f": {"arch": "sm_80", "time_us": "fast"}}}))
-    assert main(["library", "list", "--root", str(tmp_path)]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("a/b") and "bad record" in out[0] and len(out) == 3
+    assert main(["library", "list", "--root", str(tmp_path)]) == 1  # listed, and a script can tell
+    got = capsys.readouterr()
+    out = got.out.splitlines()
+    assert out[0].startswith("a/b") and "bad record" in out[0] and "bad record" in out[1] and len(out) == 3
+    assert "e/f" in out[2] and "sm_80" in out[2]
+    assert got.err.strip().splitlines() == [f"prism library: error: {tmp_path / 'manifest.json'}: 2 bad record(s) "
+                                            "(listed above); rebuild the library"]
