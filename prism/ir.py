@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, assert_never
 from prism.errors import IRError, SerializationError
 from prism.names import NameKind, name_problem, show
 from prism.ops import (
-    Binary,
     DTYPES,
+    Binary,
     DimRecip,
     OpKind,
     Reduce,
