@@ -209,6 +209,12 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def template_sha256(template: object) -> str:
+    """The hash of a manifest record's template (its JSON, canonical): what ``load`` regenerates
+    the code from, so it is checked like the shipped source."""
+    return sha256(json.dumps(template, sort_keys=True, separators=(",", ":")))
+
+
 def library_source(plan: LaunchPlan) -> str:
     """All custom kernels of a plan in one translation unit: each in its own namespace so their
     preludes do not collide (the ``extern "C"`` entry points keep their names)."""
@@ -367,6 +373,7 @@ def _store(entry: Entry, built: Built, spec: Spec, root: Path, manifest: dict[st
         "structure_hash": graph.structure_hash(),
         "inputs": [[t.name, list(t.shape)] for t in graph.inputs],
         "template": built.kernel_graph.to_json(),
+        "template_sha256": template_sha256(built.kernel_graph.to_json()),
         "launch": built.launch,
         "source": rel.as_posix(),
         "source_sha256": sha256(built.source),
@@ -499,9 +506,9 @@ def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *,
 def _checked(rec: Mapping[str, Any], root: Path) -> tuple[KernelGraph, Path]:
     """A manifest record's template and shipped source, after integrity checks: the fields are there,
     the source file is inside the library and matches ``source_sha256``, the template is a valid
-    kernel graph (names included) for the record's inputs."""
+    kernel graph (names included) for the record's inputs and matches ``template_sha256``."""
     what = f"library entry {show(rec.get('program'))} {rec.get('sizes')}"
-    missing = [k for k in ("template", "arch", "source", "source_sha256", "inputs") if k not in rec]
+    missing = [k for k in ("template", "template_sha256", "arch", "source", "source_sha256", "inputs") if k not in rec]
     if missing:
         raise LibraryError(f"{what}: the manifest record lacks {missing}; rebuild the library")
     shipped = inside(root, rec["source"], f"{what}: source")
@@ -515,6 +522,9 @@ def _checked(rec: Mapping[str, Any], root: Path) -> tuple[KernelGraph, Path]:
         raise LibraryError(f"{what}: bad template in the manifest ({e}); rebuild the library") from e
     if [[t.name, list(t.shape)] for t in kg.inputs] != rec["inputs"]:
         raise LibraryError(f"{what}: the template's inputs do not match the record's {rec['inputs']}")
+    if template_sha256(rec["template"]) != rec["template_sha256"]:  # a valid plan, but not the one built
+        raise LibraryError(f"{what}: the manifest's template does not match its template_sha256 (edited or "
+                           "corrupt); rebuild the library")
     return kg, shipped
 
 

@@ -182,6 +182,7 @@ def test_load_checks_the_shipped_sources_hash(tmp_path: Path, monkeypatch: pytes
     (lambda rec: rec["template"]["inputs"][0].__setitem__(0, "Y"), "bad template|inputs"),
     (lambda rec: rec.pop("template"), r"lacks \['template'\]"),
     (lambda rec: rec.pop("source_sha256"), r"lacks \['source_sha256'\]"),
+    (lambda rec: rec.pop("template_sha256"), r"lacks \['template_sha256'\]"),
     (lambda rec: rec.update(inputs=[["X", [2, 64]], ["W", [64, 64]]]), "inputs do not match"),
 ])
 def test_a_tampered_manifest_record_is_a_library_error(tmp_path: Path, change: Any, match: str,
@@ -244,3 +245,26 @@ def test_library_list_shows_bad_records_instead_of_a_traceback(tmp_path: Path,
     assert "e/f" in out[2] and "sm_80" in out[2]
     assert got.err.strip().splitlines() == [f"prism library: error: {tmp_path / 'manifest.json'}: 2 bad record(s) "
                                             "(listed above); rebuild the library"]
+
+
+@pytest.mark.parametrize("fn", ["exp", "sqrt", "neg"])
+def test_a_template_changed_in_meaning_is_refused_not_regenerated(tmp_path: Path, fn: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid plan that computes something else (one unary op changed, the shipped source intact):
+    before, load regenerated code from it with only a warning (found by scripts/probe_table.py)."""
+    root = tmp_path / "kernels"
+    _built(root)
+
+    def change(rec: dict[str, Any]) -> None:
+        op = next(op for k in rec["template"]["kernels"] for op in k.get("ops", [])
+                  if op.get("op") == "unary" and op.get("fn") in ("rsqrt", "square"))
+        op["fn"] = fn
+
+    _edit(root, change)
+    with pytest.raises(LibraryError, match="template_sha256"):
+        _load(root, monkeypatch)
+
+
+def test_the_committed_manifest_records_its_templates_hashes() -> None:
+    for name, rec in library.read_manifest()["entries"].items():
+        assert rec["template_sha256"] == library.template_sha256(rec["template"]), name
