@@ -139,7 +139,8 @@ def cache_key(graph: Graph, config: SearchConfig | None) -> str:
     key = graph.structure_key()
     if config is None:
         return key
-    space = {k: v for k, v in vars(config).items() if k not in ("time_budget_s", "progress", "check_feasible")}
+    budgets = ("time_budget_s", "max_candidates", "progress", "check_feasible")  # not the space: its limits
+    space = {k: v for k, v in vars(config).items() if k not in budgets}
     from prism.search.config import SearchConfig
 
     if space == {k: v for k, v in vars(SearchConfig()).items() if k in space}:

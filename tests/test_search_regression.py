@@ -12,7 +12,7 @@ import pytest
 
 from prism import pipeline, workloads
 from prism.pipeline import PlanSource
-from prism.search import SearchConfig, canonical_key
+from prism.search import SearchConfig, canonical_key, search
 from prism.search.generator import Generator, Recipe, descendants, heights, least_sizes, required
 
 KEYS = json.loads((Path(__file__).parent / "snapshots" / "verified_keys.json").read_text())
@@ -96,3 +96,14 @@ def test_walk_bounds_never_exceed_the_smallest_graph(program: str) -> None:
         assert req[n].bit_count() <= least[n] <= smallest, (program, n)
         assert h[n] <= smallest
     assert checked >= 10
+
+
+def test_search_stops_at_max_candidates() -> None:
+    """A search whose space outgrows what mapping can cover stops at ``max_candidates``, incomplete,
+    with the first candidates of the full search (the walk's order does not change)."""
+    graph = workloads.configs_of("rmsnorm_linear")[0].build()
+    full = search(graph, SearchConfig(progress=False), name="rmsnorm_linear")
+    capped = search(graph, SearchConfig(progress=False, max_candidates=100), name="rmsnorm_linear")
+    assert len(full.candidates) > 100 and not full.stats["timed_out"]
+    assert capped.stats["timed_out"] and len(capped.candidates) == 100
+    assert [repr(c) for c in capped.candidates] == [repr(c) for c in full.candidates[:100]]

@@ -419,7 +419,10 @@ class Generator:
             if self.cfg.max_kernels >= 2 and self._max_intermediates() >= 1:
                 self._two_kernels()
         except _Timeout:
-            log.warning("search of %s hit its %.0f s budget", self.name, self.cfg.time_budget_s)
+            if len(self.results) >= self.cfg.max_candidates:
+                log.warning("search of %s stopped at %d candidates (max_candidates)", self.name, len(self.results))
+            else:
+                log.warning("search of %s hit its %.0f s budget", self.name, self.cfg.time_budget_s)
         return self.results
 
     def _out_roots(self) -> list[tuple[int, str]] | None:
@@ -547,6 +550,9 @@ class Generator:
             self.results.append(sg)
             if self.on_result is not None:
                 self.on_result(sg)
+            if len(self.results) >= self.cfg.max_candidates:
+                self.stats.timed_out = True
+                raise _Timeout
         if not found:
             self.stats.pruned["dim_mismatch"] += 1
         self._check_time()
