@@ -114,6 +114,9 @@ def _varies(v: model.PT, d: int) -> bool:
     return 0 <= d < len(v.ext) and model.varies(v.ext[d])
 
 
+BROADCAST_ODDS = 0.25  # per variable: extent 1 along a dim the axiom names, on top of _extent's own odds
+
+
 def _extent(rng: np.random.Generator, base: str, pars: tuple[str, ...]) -> model.Mono:
     """A random symbolic extent: mostly the common input symbol, sometimes 1, a chunk, a combined extent."""
     r = rng.random()
@@ -237,10 +240,14 @@ def _instance(rng: np.random.Generator, p: _Parsed) -> _Instance | None:
         return None
     base = "N.0" if rng.random() < 0.8 else "M.0"
     forced = [(str(c[0]), c[1], c[2]) for c in conds if isinstance(c, tuple) and c[0] in ("unit", "varies")]
+    dims = sorted({v for v in b.values() if isinstance(v, int) and not isinstance(v, bool)})
     env: dict[str, model.PT] = {}
     try:
         for v, (pars, r) in types.items():
             ext = [_extent(rng, base, PAR_POOL) for _ in range(r)]
+            named = [d for d in dims if d < r]
+            if named and rng.random() < BROADCAST_ODDS:  # broadcast along a dim the axiom names
+                ext[named[int(rng.integers(len(named)))]] = model.ONE
             for kind, x, d in forced:
                 if x == ("?", v) and isinstance(d, int) and 0 <= d < r:
                     if kind == "unit":
