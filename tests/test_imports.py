@@ -50,6 +50,27 @@ def test_gpu_side_imports_without_z3_and_egglog() -> None:
     assert set(bad) <= NEEDS_Z3, {m: e for m, e in bad.items() if m not in NEEDS_Z3}
 
 
+def test_test_modules_collect_without_z3_and_egglog() -> None:
+    """The GPU test command collects on a machine without z3/egglog: every test module that needs
+    them to import is in conftest's ``NEEDS_SEARCH`` (not collected there)."""
+    from conftest import NEEDS_SEARCH
+
+    tests = Path(__file__).resolve().parent
+    names = sorted(p.name for p in tests.glob("test_*.py"))
+    code = ("import importlib, json, sys\nsys.modules['z3'] = None\nsys.modules['egglog'] = None\n"
+            f"sys.path[:0] = [{str(tests)!r}, {str(PACKAGE.parent)!r}]\nbad = []\n"
+            f"for n in {names!r}:\n"
+            "    try:\n        importlib.import_module(n[:-3])\n"
+            "    except ImportError as e:\n        bad.append([n, str(e)])\n"
+            "    except BaseException:\n        pass  # a skip (torch, CuPy missing) is not this test's business\n"
+            "print(json.dumps(bad))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, cwd=tests)
+    assert r.returncode == 0, r.stderr[-2000:]
+    bad = dict(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert set(bad) <= set(NEEDS_SEARCH), {n: e for n, e in bad.items() if n not in NEEDS_SEARCH}
+    assert set(NEEDS_SEARCH) <= set(names)
+
+
 def test_every_module_imports_without_torch_and_cupy() -> None:
     assert _failed_imports(("torch", "cupy")) == {}
 
