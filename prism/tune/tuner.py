@@ -276,116 +276,142 @@ def tune(
     arch = arch or backend.arch()
     sd = dict(scales) if scales is not None else default_scales(graph)
     draw = inputs if inputs is not None else (lambda seed: random_inputs(graph, sd, seed))
-    deadline = None if time_budget is None else t_start + time_budget
     if not templates:
         raise TuningError("no templates to tune")
-
-    # 1. legal sizes of every template, 2. the sample
-    resources = backend.resources()
-    if len(templates) <= samples:
-        space = _legal_space(templates, arch, resources, max_legal_per_template, jobs)
-        if not any(space):
-            raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
-        chosen = sample(space, samples, seed)
-    else:
-        space, chosen = _sample_templates_first(templates, samples, seed, arch, resources, max_legal_per_template, jobs)
-        if not chosen:
-            raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
-    chosen.extend(_fixed_samples(templates, space, chosen, arch, resources))
-    legal_counts = tuple(len(s) for s in space)
+    space, chosen = _draw(graph, templates, samples, seed, arch, backend.resources(), max_legal_per_template, jobs)
     t_enum = time.perf_counter()
     log.info("tuning: %d templates, %d legal size assignments, %d samples on %s",
-             len(templates), sum(legal_counts), len(chosen), arch)
+             len(templates), sum(len(s) for s in space), len(chosen), arch)
 
     # 3. compile in parallel, profile each as it comes (GPU work stays on this thread)
     backend.setup(graph, dict(draw(seed + TIMING_SEED_OFFSET)))
-    records: dict[int, SampleRecord] = {}
-    kernels: dict[int, Any] = {}
-    compile_s = profile_s = 0.0
+    prof = _Profiler(backend, templates, chosen, None if time_budget is None else t_start + time_budget, jobs)
+    prof.run(list(enumerate(chosen)))
+    extra = _refinement(space, chosen, prof.records, refine if refine is not None else samples // 2, seed)
+    if extra and not prof.over_budget():
+        start = len(chosen)
+        chosen.extend(extra)
+        prof.run([(start + i, s) for i, s in enumerate(extra)])
+    for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
+        prof.records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent",
+                                                stage=Stage.SKIPPED))
+    t_prof = time.perf_counter()
+    n, err, failures = _first_checked(graph, backend, prof, lambda attempt: dict(draw(seed + CHECK_SEED_OFFSET + attempt)))
+    rec = prof.records[n]
+    seconds = {"enumerate": t_enum - t_start, "compile": prof.compile_s, "profile": prof.profile_s,
+               "check": time.perf_counter() - t_prof, "total": time.perf_counter() - t_start}
+    log.info("tuning: best %.2f µs, template %d, sizes %s (rel. error %.1e); %d/%d samples timed",
+             rec.time_us, rec.template, rec.sizes, err, len(prof.kernels), len(chosen))
+    return TuneResult(rec.template, templates[rec.template], rec.sizes, rec.time_us, err, arch,
+                      tuple(prof.records[i] for i in range(len(chosen))), tuple(len(s) for s in space),
+                      tuple(failures), seconds, prof.kernels[n])
 
-    def build(s: Sample) -> tuple[Any, float]:
+
+def _draw(graph: Graph, templates: Sequence[KernelGraph], samples: int, seed: int, arch: str, resources: Any,
+          max_legal: int | None, jobs: int | None) -> tuple[list[list[dict[str, int]]], list[Sample]]:
+    """1. the legal sizes of every template, 2. the sample (plus every size-free template)."""
+    if len(templates) <= samples:
+        space = _legal_space(templates, arch, resources, max_legal, jobs)
+        found = any(space)
+        chosen = sample(space, samples, seed) if found else []
+    else:
+        space, chosen = _sample_templates_first(templates, samples, seed, arch, resources, max_legal, jobs)
+        found = bool(chosen)
+    if not found:
+        raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
+    chosen.extend(_fixed_samples(templates, space, chosen, arch, resources))
+    return space, chosen
+
+
+class _Profiler:
+    """Compiles samples on worker threads and times each on this thread as it comes: ``records``
+    per sample index, ``kernels`` of those timed; stops at the deadline once something is timed."""
+
+    def __init__(self, backend: Backend, templates: Sequence[KernelGraph], chosen: list[Sample],
+                 deadline: float | None, jobs: int | None) -> None:
+        self.backend, self.templates, self.chosen = backend, templates, chosen
+        self.deadline, self.jobs = deadline, jobs
+        self.records: dict[int, SampleRecord] = {}
+        self.kernels: dict[int, Any] = {}
+        self.compile_s = self.profile_s = 0.0
+
+    def build(self, s: Sample) -> tuple[Any, float]:
         t0 = time.perf_counter()
-        return backend.compile(templates[s.template].instantiate(s.size_map)), time.perf_counter() - t0
+        return self.backend.compile(self.templates[s.template].instantiate(s.size_map)), time.perf_counter() - t0
 
-    def over_budget() -> bool:
-        return deadline is not None and time.perf_counter() > deadline and bool(kernels)
+    def over_budget(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline and bool(self.kernels)
 
-    def run(batch: list[tuple[int, Sample]]) -> None:
-        nonlocal compile_s, profile_s
-        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-            futures: dict[Future[tuple[Any, float]], int] = {pool.submit(build, s): n for n, s in batch}
+    def run(self, batch: list[tuple[int, Sample]]) -> None:
+        with ThreadPoolExecutor(max_workers=self.jobs or os.cpu_count() or 1) as pool:
+            futures: dict[Future[tuple[Any, float]], int] = {pool.submit(self.build, s): n for n, s in batch}
             for fut in as_completed(futures):
-                n = futures[fut]
-                s = chosen[n]
-                base = SampleRecord(n, s.template, s.size_map)
-                if over_budget():
+                if self.over_budget():
                     # cancel what has not started and stop waiting: a future cancelled through
                     # shutdown(cancel_futures=True) never notifies as_completed (it would hang)
                     for f in futures:
                         f.cancel()
                     break
                 try:
-                    kernel, c_s = fut.result()
-                except Exception as e:  # a sample that does not compile is infinitely slow
-                    log.debug("sample %d (template %d, %s) does not compile: %s", n, s.template, s.size_map, e)
-                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage=Stage.COMPILE)
-                    continue
-                compile_s += c_s
-                t0 = time.perf_counter()
-                try:
-                    us = float(backend.time_us(kernel))
-                    if not us > 0 or math.isnan(us):
-                        raise RuntimeError(f"timer returned {us}")
-                except Exception as e:  # nor does one that fails to launch
-                    if _poisons_context(e):
-                        for f in futures:
-                            f.cancel()
-                        raise TuningError(
-                            f"sample {n} (template {s.template}, sizes {s.size_map}) faulted on the GPU ({_error(e)}); "
-                            "the CUDA context of this process is unusable now, so tuning stops here: this is a bug "
-                            "in the generated kernel, please report it with the template") from e
-                    log.debug("sample %d (template %d, %s) fails to launch: %s", n, s.template, s.size_map, e)
-                    records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage=Stage.LAUNCH,
-                                              compile_s=c_s)
-                    continue
-                finally:
-                    profile_s += time.perf_counter() - t0
-                records[n] = SampleRecord(base.index, base.template, base.sizes, us, compile_s=c_s)
-                kernels[n] = kernel
-    run(list(enumerate(chosen)))
-    extra = _refinement(space, chosen, records, refine if refine is not None else samples // 2, seed)
-    if extra and not over_budget():
-        start = len(chosen)
-        chosen.extend(extra)
-        run([(start + i, s) for i, s in enumerate(extra)])
-    for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
-        records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent", stage=Stage.SKIPPED))
-    t_prof = time.perf_counter()
+                    self.time(futures[fut], fut)
+                except TuningError:
+                    for f in futures:
+                        f.cancel()
+                    raise
 
-    # 4. the fastest sample that passes the reference check
-    ranked = sorted(kernels, key=lambda n: (records[n].time_us, n))
+    def time(self, n: int, fut: Future[tuple[Any, float]]) -> None:
+        """Record sample ``n``: compiled by ``fut``, then timed (inf and why, when either fails)."""
+        s = self.chosen[n]
+        try:
+            kernel, c_s = fut.result()
+        except Exception as e:  # a sample that does not compile is infinitely slow
+            log.debug("sample %d (template %d, %s) does not compile: %s", n, s.template, s.size_map, e)
+            self.records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage=Stage.COMPILE)
+            return
+        self.compile_s += c_s
+        t0 = time.perf_counter()
+        try:
+            us = float(self.backend.time_us(kernel))
+            if not us > 0 or math.isnan(us):
+                raise RuntimeError(f"timer returned {us}")
+        except Exception as e:  # nor does one that fails to launch
+            if _poisons_context(e):
+                raise TuningError(
+                    f"sample {n} (template {s.template}, sizes {s.size_map}) faulted on the GPU ({_error(e)}); "
+                    "the CUDA context of this process is unusable now, so tuning stops here: this is a bug "
+                    "in the generated kernel, please report it with the template") from e
+            log.debug("sample %d (template %d, %s) fails to launch: %s", n, s.template, s.size_map, e)
+            self.records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage=Stage.LAUNCH,
+                                           compile_s=c_s)
+            return
+        finally:
+            self.profile_s += time.perf_counter() - t0
+        self.records[n] = SampleRecord(n, s.template, s.size_map, us, compile_s=c_s)
+        self.kernels[n] = kernel
+
+
+def _first_checked(graph: Graph, backend: Backend, prof: _Profiler,
+                   fresh_inputs: Callable[[int], dict[str, np.ndarray]]) -> tuple[int, float, list[SampleRecord]]:
+    """4. the fastest timed sample that passes the reference check on fresh inputs (and on stressed
+    ones where the program has a max): its index, its error and the samples that failed before it."""
+    records = prof.records
+    ranked = sorted(prof.kernels, key=lambda n: (records[n].time_us, n))
     failures: list[SampleRecord] = []
     tol, s_tol = tolerance(graph), tolerance(graph, stressed=True)
     for attempt, n in enumerate(ranked):
         rec = records[n]
-        fresh = dict(draw(seed + CHECK_SEED_OFFSET + attempt))
-        err, problem = _check(backend, kernels[n], graph, fresh)
+        fresh = fresh_inputs(attempt)
+        err, problem = _check(backend, prof.kernels[n], graph, fresh)
         stressed = stress_inputs(graph, fresh) if problem is None and err < tol else None
         if stressed is not None:  # a max in the program: large logits too (a safe softmax must hold)
-            s_err, s_problem = _check(backend, kernels[n], graph, stressed)
+            s_err, s_problem = _check(backend, prof.kernels[n], graph, stressed)
             if s_problem is not None or not s_err < s_tol:
                 err, problem = s_err, s_problem or f"relative error {s_err:.3g} ≥ {s_tol:g} on inputs whose max " \
                     f"operands reach ±{STRESS_TARGET:g}"
         if problem is None and err < tol:
             records[n] = SampleRecord(rec.index, rec.template, rec.sizes, rec.time_us, compile_s=rec.compile_s,
                                       rel_err=err)
-            seconds = {"enumerate": t_enum - t_start, "compile": compile_s, "profile": profile_s,
-                       "check": time.perf_counter() - t_prof, "total": time.perf_counter() - t_start}
-            log.info("tuning: best %.2f µs, template %d, sizes %s (rel. error %.1e); %d/%d samples timed",
-                     rec.time_us, rec.template, rec.sizes, err, len(kernels), len(chosen))
-            return TuneResult(rec.template, templates[rec.template], rec.sizes, rec.time_us, err, arch,
-                              tuple(records[i] for i in range(len(chosen))), legal_counts, tuple(failures),
-                              seconds, kernels[n])
+            return n, err, failures
         why = problem or f"relative error {err:.3g} ≥ {tol:g} against the float64 reference"
         log.error("BUG: a verified kernel fails the reference check on the GPU: template %d, sizes %s: %s",
                   rec.template, rec.sizes, why)
@@ -393,7 +419,7 @@ def tune(
                            None if math.isinf(err) else err)
         records[n] = bad
         failures.append(bad)
-    counts = {"sampled": len(chosen), "timed": len(kernels), "check failures": len(failures)}
+    counts = {"sampled": len(prof.chosen), "timed": len(prof.kernels), "check failures": len(failures)}
     first = next((r.error for r in records.values() if r.error), None)
     raise TuningError(f"{graph!r}: no sample compiled, ran and passed the reference check ({counts}); "
                       f"first error: {first}")
