@@ -336,28 +336,14 @@ def probe_names(p: Probe) -> None:
 
     # names like the partition's and search's internal tensors: every plan still computes the program
     row = "names: internal-looking (t0, v3, p0_v3)"
-    from prism.codegen.sizes import legal_sizes
-    from prism.partition import partition, predefined_plan, stitch
+    from tests.test_names import internal_name_plans
 
     for _ in range(p.n(3, 25)):
         names = [str(n) for n in rng.choice(INTERNAL_LOOKING, 3, replace=False)]
         ops = [str(o) for o in rng.choice(["silu", "mul", "add", "exp"], int(rng.integers(4, 9)))]
 
         def internal(names: list[str] = names, ops: list[str] = ops) -> str | None:
-            g = Graph()
-            x, y = g.input((4, 8), name=names[0]), g.input((4, 8), name=names[1])
-            h = x
-            for op in ops:
-                h = g.silu(h) if op == "silu" else g.exp(g.mul(h, 0.1)) if op == "exp" else getattr(g, op)(h, y)
-            g.output(h, name=names[2])
-            parts = partition(g, max_ops=2)
-            r = np.random.default_rng(0)
-            ins = {t.name: r.standard_normal(t.shape) for t in g.inputs}
-            ref = g.evaluate(ins)[names[2]]
-            for kg in (predefined_plan(g), stitch(g, parts, [predefined_plan(pt.graph) for pt in parts])):
-                kg = KernelGraph.loads(kg.dumps())
-                sizes = legal_sizes(kg, arch="sm_90", resources=None, limit=1)
-                out = interpreter.run(kg.instantiate(sizes[0]), ins)[names[2]]
+            for kg, out, ref in internal_name_plans(names, ops):
                 if _rel(out, ref) > 1e-12:
                     return f"plan of {len(kg.kernels)} kernels is wrong with names {names}"
             return None
@@ -547,6 +533,7 @@ def _stub_compile(plan: Any) -> Any:
 def probe_library_manifest(p: Probe) -> None:
     from prism import library, runtime
     from prism.library import build, parse_spec
+    from tests.test_cache_integrity import _leaves, _set
 
     row = "library: tampered manifest / sources"
     rng = np.random.default_rng(p.seed + 4)
@@ -663,29 +650,13 @@ def random_leaf(rng: np.random.Generator) -> Any:
             "load", "save", "sum", "mul", "div", "a\nb", 2**64, 0.5, [], {}][int(rng.integers(0, 28))]
 
 
-def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _leaves(v, (*path, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _leaves(v, (*path, i))
-    else:
-        yield path, obj
-
-
-def _set(obj: Any, path: tuple[Any, ...], value: Any) -> None:
-    for k in path[:-1]:
-        obj = obj[k]
-    obj[path[-1]] = value
-
-
 # ================================================================================== caches
 
 
 def probe_caches(p: Probe) -> None:
     from prism.cache import JsonCache
     from prism.codegen.sizes import legal_sizes
+    from tests.test_cache_integrity import _leaves, _set
 
     row = "cache: tampered entries, bad cache dir"
     rng = np.random.default_rng(p.seed + 5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -259,6 +260,13 @@ INTERNAL_LOOKING = ["t0", "t1", "_t0", "v1", "v2", "v3", "_v3", "p0_v3", "p1_v5"
 def test_user_names_like_internal_ones_keep_every_plan_right(names: list[str], ops: list[str]) -> None:
     """Inputs/outputs named like the partition's and the search's internal tensors (v3, p0_v3,
     t0): the predefined plan and the stitched plan of the parts compute the program."""
+    for _, out, ref in internal_name_plans(names, ops):
+        assert np.allclose(out, ref, rtol=1e-12, atol=0)
+
+
+def internal_name_plans(names: list[str], ops: list[str]) -> Iterator[tuple[KernelGraph, np.ndarray, np.ndarray]]:
+    """A chain of ``ops`` with inputs and output named ``names``: its predefined and stitched plans
+    (through JSON), each with its interpreted output and the reference (also scripts/probe_table.py)."""
     from prism.codegen.sizes import legal_sizes
     from prism.partition import partition, predefined_plan, stitch
 
@@ -275,5 +283,4 @@ def test_user_names_like_internal_ones_keep_every_plan_right(names: list[str], o
     for kg in (predefined_plan(g), stitch(g, parts, [predefined_plan(p.graph) for p in parts])):
         kg = KernelGraph.loads(kg.dumps())
         sizes = legal_sizes(kg, arch="sm_90", resources=None, limit=1)
-        out = interpreter.run(kg.instantiate(sizes[0]), ins)[names[2]]
-        assert np.allclose(out, ref, rtol=1e-12, atol=0)
+        yield kg, interpreter.run(kg.instantiate(sizes[0]), ins)[names[2]], ref

@@ -324,18 +324,7 @@ class Generator:
     def _heights(self) -> None:
         """h[n]: the fewest values on a chain from value n down to a load (a lower bound on any
         block graph computing n; an intermediate load counts 1)."""
-        inf = 1 << 30
-        h = [inf] * len(self.nodes)
-        changed = True
-        while changed:
-            changed = False
-            for n, rs in enumerate(self.recipes):
-                for r in rs:
-                    v = 1 + max((h[a] for a in r.args), default=0)
-                    if v < h[n]:
-                        h[n] = v
-                        changed = True
-        self.h = h
+        self.h = heights(len(self.nodes), self.recipes.__getitem__)
 
     # ------------------------------------------------------------------ block graphs
     def _check_time(self) -> None:

@@ -178,9 +178,10 @@ def _ordered(level: _Level, values: Mapping[str, int]) -> bool:
 class Walker:
     """Depth first over the loads and saves in kernel order (module docstring)."""
 
-    def __init__(self, candidate: SGraph, plan: Plan, symmetry_breaking: bool) -> None:
+    def __init__(self, candidate: SGraph, groups: Sequence[Sequence[MapVar]], plan: Plan,
+                 symmetry_breaking: bool) -> None:
         self.candidate, self.plan = candidate, plan
-        self.levels = _levels(candidate, map_ops(candidate), symmetry_breaking)
+        self.levels = _levels(candidate, groups, symmetry_breaking)
         self.made: list[dict[int, BlockOp]] = [{} for _ in self.levels]  # per level: the op of each choice tried
         self.ops = [list(k.ops) for k in candidate.kernels]
         self.values = dict(candidate.fixed)
@@ -298,7 +299,8 @@ def _plan(groups: tuple[tuple[MapVar, ...], ...], equalities: tuple[LinForm, ...
 
 def walk(candidate: SGraph, symmetry_breaking: bool) -> tuple[list[KernelGraph], int]:
     """Every layout-correct mapping of ``candidate`` and how many assignments they stand for."""
-    plan = _plan(tuple(tuple(g) for g in map_ops(candidate)), candidate.equalities, candidate.fixed)
+    groups = tuple(tuple(g) for g in map_ops(candidate))
+    plan = _plan(groups, candidate.equalities, candidate.fixed)
     if plan is None or (plan.reach[0] is not None and () not in plan.reach[0]):
         return [], 0
-    return Walker(candidate, plan, symmetry_breaking).run()
+    return Walker(candidate, groups, plan, symmetry_breaking).run()
