@@ -31,7 +31,9 @@ by the first.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import operator
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -183,6 +185,10 @@ class Stats:
     timed_out: bool = False
 
 
+_Check = tuple["Recipe", int, int, tuple[tuple[int, int], ...]]  # an option, see _Closure.checks
+_Tables = tuple[dict[int, list[Recipe]], list[int], list[int], list[int], list[int]]
+
+
 class _Timeout(Exception):
     pass
 
@@ -211,6 +217,8 @@ class Generator:
         self.on_result: Callable[[SGraph], None] | None = None
         self.max_ops: int = config.max_block_ops or 0
         self.min_ops: int | None = None
+        self._tables: dict[tuple[frozenset[int] | None, bool], _Tables] = {}
+        self._checks: dict[tuple[frozenset[int] | None, bool], dict[int, list[_Check]]] = {}
 
     # ------------------------------------------------------------------ values
     def _intern(self, p: Poly) -> int:
@@ -333,12 +341,11 @@ class Generator:
             raise _Timeout
 
     def closures(self, roots: list[int], budget: int, inter_ok: set[int] | None,
-                 max_inter: int, first_ok: Callable[[list[int]], bool] | None = None) -> Iterator[dict[int, Recipe]]:
+                 max_inter: int) -> Iterator[dict[int, Recipe]]:
         """Every choice of one recipe per needed value (acyclic, within ``budget`` ops).
 
-        ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor;
-        ``first_ok``: can an earlier kernel still compute (a superset of) these loaded values?"""
-        walk = _Closure(self, list(dict.fromkeys(roots)), budget, inter_ok, max_inter, first_ok)
+        ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor."""
+        walk = _Closure(self, list(dict.fromkeys(roots)), budget, inter_ok, max_inter)
         yield from walk.rec()
 
     def _ops(self, chosen: dict[int, Recipe], saves: list[tuple[int, str]],
@@ -386,6 +393,46 @@ class Generator:
 
                     out.append(_apply(op, tuple(newpos[a] for a in op_args(op))))
         return out, {n: newpos[pos[n]] for n in order}
+
+    def walk_tables(self, inter_ok: set[int] | None, split: bool, options: Callable[[int], list[Recipe]]) -> _Tables:
+        """The tables of a block-graph walk (``_Closure``), which depend only on the values that
+        may be loaded from an earlier kernel and the split rule: built once per pair, shared by every
+        walk with that pair (the first-kernel checks alone start hundreds of walks)."""
+        key = (None if inter_ok is None else frozenset(inter_ok), split)
+        got = self._tables.get(key)
+        if got is None:
+            count = len(self.nodes)
+            opts: dict[int, list[Recipe]] = {}
+
+            def cached(n: int) -> list[Recipe]:
+                got = opts.get(n)
+                if got is None:
+                    got = opts[n] = options(n)
+                return got
+
+            req = required(count, cached)
+            desc = descendants(count, cached)
+            got = self._tables[key] = (opts, req, desc, least_sizes(count, cached, req, desc),
+                                       heights(count, cached))  # an intermediate's load counts 1 here
+        return got
+
+    def walk_options(self, n: int, inter_ok: set[int] | None, split: bool) -> list[Recipe]:
+        """The recipes a block-graph walk may choose for value ``n``: loading it from an earlier
+        kernel's tensor when it is in ``inter_ok``; in a split graph's later kernel, nothing else
+        for a loop value (it only accumulates what the first kernel computed), and no accumulator
+        that also reduces."""
+        if split and self.nodes[n][2] == "loop":
+            return [Recipe(None, (), INTERMEDIATE)] if inter_ok is not None and n in inter_ok else []
+        opts = list(self.recipes[n])
+        if split:
+            opts = [r for r in opts if not (isinstance(r.op, Accum) and r.op.reduce_dim is not None)]
+        if inter_ok is not None and n in inter_ok:
+            opts.append(Recipe(None, (), INTERMEDIATE))
+        return opts
+
+    def walk_checks(self, inter_ok: set[int] | None, split: bool) -> dict[int, list[_Check]]:
+        """``_Closure.checks``'s memo, shared like ``walk_tables``."""
+        return self._checks.setdefault((None if inter_ok is None else frozenset(inter_ok), split), {})
 
     def _intermediate_name(self, k: int) -> str:
         """``t{k}``, unless the program already names a tensor so (then underscores in front)."""
@@ -455,48 +502,43 @@ class Generator:
                     self._emit([KernelSpec(tuple(ops), grid, loop)])
 
     def _two_kernels(self) -> None:
+        """Split graphs, one set of values loaded by the later kernel at a time: the first kernels
+        computing that set, each paired with every later kernel loading exactly it."""
         roots = self._out_roots()
         if roots is None:
             return
-        inter_ok = {
-            i for i, (e, labs, ph) in enumerate(self.nodes)
-            if ph == "loop" and (e, labs, "post") in self.index and self.exprs[e] not in
-            {self.alg.var(t.name) for t in self.inputs}
-        }
-        budget = self.max_ops - len(roots)
-        firsts: dict[tuple[int, ...], list[dict[int, Recipe]]] = {}
-        first_ok = _FirstKernel(self, inter_ok)
-        for last in self.closures([n for n, _ in roots], budget, inter_ok, self._max_intermediates(), first_ok):
-            inters = sorted(n for n, r in last.items() if r.tensor == INTERMEDIATE)
-            if not inters:
+        later = _LaterKernels(self, [n for n, _ in roots])
+        for loaded in later.loaded_sets():
+            lasts = later.kernels(loaded)
+            if not lasts:
                 continue
-            first_roots = self._first_roots(inters)
-            saves0 = [(r, INTERMEDIATE) for r in first_roots]
-            memo_key = tuple(first_roots)
-            if memo_key not in firsts:
-                firsts[memo_key] = list(self.closures(first_roots, self._first_budget(first_roots), None, 0))
-            for first in firsts[memo_key]:
-                ops0, pos0 = self._ops(first, saves0, {})
-                # intermediate names follow the canonical order of the first kernel's saves
-                names: dict[int, str] = {}
-                count = 0
-                renamed0: list[BlockOp] = []
-                for op in ops0:
-                    if isinstance(op, Save):
-                        nm = self._intermediate_name(count)
-                        count += 1
-                        node = next(n for n in first_roots if pos0[n] == op.x)
-                        names[node] = nm
-                        renamed0.append(Save(op.x, nm, ()))
-                    else:
-                        renamed0.append(op)
-                inter_names = {n: names[self.index[(self.nodes[n][0], self.nodes[n][1], "post")]] for n in inters}
-                ops1, _ = self._ops(last, roots, inter_names)
-                self.stats.structures += 1
-                for grid0 in self._grids(0):
-                    for grid1, loop1 in self._second_sizes(grid0):
-                        self._emit([KernelSpec(tuple(renamed0), grid0, f"k0_{LOOP}"),
-                                    KernelSpec(tuple(ops1), grid1, loop1)])
+            first_roots = self._first_roots(list(loaded))
+            firsts = list(self.closures(first_roots, self._first_budget(first_roots), None, 0))
+            if not firsts:
+                self.stats.pruned["first_kernel"] += 1
+                continue
+            for last in lasts:
+                for first in firsts:
+                    self._split_graph(first, first_roots, last, roots)
+
+    def _split_graph(self, first: dict[int, Recipe], first_roots: list[int], last: dict[int, Recipe],
+                     roots: list[tuple[int, str]]) -> None:
+        ops0, pos0 = self._ops(first, [(r, INTERMEDIATE) for r in first_roots], {})
+        # intermediate names follow the canonical order of the first kernel's saves
+        names: dict[int, str] = {}
+        renamed0: list[BlockOp] = []
+        for op in ops0:
+            if isinstance(op, Save):
+                names[next(n for n in first_roots if pos0[n] == op.x)] = nm = self._intermediate_name(len(names))
+                renamed0.append(Save(op.x, nm, ()))
+            else:
+                renamed0.append(op)
+        inter_names = {n: names[self.index[(self.nodes[n][0], self.nodes[n][1], "post")]] for n in _loaded(last)}
+        ops1, _ = self._ops(last, roots, inter_names)
+        self.stats.structures += 1
+        for grid0 in self._grids(0):
+            for grid1, loop1 in self._second_sizes(grid0):
+                self._emit([KernelSpec(tuple(renamed0), grid0, f"k0_{LOOP}"), KernelSpec(tuple(ops1), grid1, loop1)])
 
     def _first_roots(self, inters: list[int]) -> list[int]:
         """The first kernel's values (post phase) that a second kernel loads as ``inters``."""
@@ -547,30 +589,70 @@ class Generator:
         self._check_time()
 
 
-class _FirstKernel:
-    """Can a split graph's first kernel compute the values a second kernel loads (a set ``S``
-    chosen so far, which the finished second kernel may still grow to ``T ⊇ S``)? A first kernel
-    computing ``T`` holds a block graph computing ``S`` within its own op bound, ``_first_budget(T)``,
-    which exceeds ``_first_budget(S)`` by at most one per max value that ``T`` may add (a max
-    intermediate adds a save and an accumulator on top, one op more than it takes from the bound).
-    So no split graph is lost when ``S`` is refused because no block graph computes it within that
-    larger bound. Memoized per set."""
+def _loaded(chosen: dict[int, Recipe]) -> tuple[int, ...]:
+    """The values a later kernel's block graph loads from the earlier kernel's tensors."""
+    return tuple(sorted(n for n, r in chosen.items() if r.tensor == INTERMEDIATE))
 
-    def __init__(self, gen: Generator, inter_ok: set[int]) -> None:
+
+class _LaterKernels:
+    """The later kernels of split graphs, per set of values they load from the first kernel.
+
+    A later kernel holds at most ``extra_ops`` values more than the fewest of any later kernel that
+    loads exactly the same values (and no more than the program's op bound leaves it). It is the
+    one-kernel rule (``max_block_ops`` = the fewest ops + ``extra_ops``) applied to the later
+    kernel on its own: the program-wide bound counts the whole program, so a later kernel that only
+    finishes what the first one accumulated (a split softmax divides two partial sums in 5 ops)
+    could otherwise spend the ten ops that bound leaves it on algebraic detours (a sum rebuilt from
+    squares of its reciprocal square root ...: qknorm_gqa's later kernels number 371,236 with
+    them, 37 without).
+
+    The loaded sets are every set of at most ``max_intermediates`` loop values that have a post
+    counterpart (plus any running maxes, which ride along uncounted) from which the outputs can be
+    computed at all; per set, one walk that may load only that set (``kernels``)."""
+
+    def __init__(self, gen: Generator, roots: list[int]) -> None:
         self.gen = gen
-        self.maxes = {n for n in inter_ok if gen._is_max(n)}
-        self.memo: dict[tuple[int, ...], bool] = {}
+        self.roots = roots
+        self.split = gen.cfg.split_only
+        self.budget = gen.max_ops - len(roots)
+        self.inter_ok = {
+            i for i, (e, labs, ph) in enumerate(gen.nodes)
+            if ph == "loop" and (e, labs, "post") in gen.index and gen.exprs[e] not in
+            {gen.alg.var(t.name) for t in gen.inputs}
+        }
 
-    def __call__(self, inters: list[int]) -> bool:
-        key = tuple(sorted(set(inters)))
-        got = self.memo.get(key)
-        if got is None:
-            gen = self.gen
-            roots = gen._first_roots(list(key))
-            slack = len(self.maxes.difference(key))
-            budget = gen._first_budget(roots) + slack
-            got = self.memo[key] = next(gen.closures(roots, budget, None, 0), None) is not None
-        return got
+    def loaded_sets(self) -> list[tuple[int, ...]]:
+        gen = self.gen
+        maxes = sorted(n for n in self.inter_ok if gen._is_max(n))
+        plain = sorted(self.inter_ok.difference(maxes))
+        sets = []
+        for k in range(gen._max_intermediates() + 1):
+            for counted in itertools.combinations(plain, k):
+                for j in range(len(maxes) + 1):
+                    for riding in itertools.combinations(maxes, j):
+                        loaded = tuple(sorted(counted + riding))
+                        if loaded and self._reachable(loaded):
+                            sets.append(loaded)
+        return sets
+
+    def _reachable(self, loaded: tuple[int, ...]) -> bool:
+        """Can the outputs be computed from ``loaded`` within the op bound's path length?"""
+        gen, only = self.gen, set(loaded)
+        h = heights(len(gen.nodes), lambda n: gen.walk_options(n, only, self.split))
+        return all(h[r] <= self.budget for r in self.roots)
+
+    def kernels(self, loaded: tuple[int, ...]) -> list[dict[int, Recipe]]:
+        """The later kernels loading exactly ``loaded``, within its own bound: one walk whose bound
+        drops to the smallest kernel found so far + ``extra_ops`` (branch and bound: a kernel
+        within the final bound is within every earlier one, so none is lost)."""
+        gen = self.gen
+        walk = _Closure(gen, list(self.roots), self.budget, set(loaded), gen._max_intermediates())
+        found = []
+        for c in walk.rec():
+            if _loaded(c) == loaded:
+                found.append(c)
+                walk.budget = min(walk.budget, len(c) + gen.cfg.extra_ops)
+        return [c for c in found if len(c) <= walk.budget]
 
 
 class _Closure:
@@ -587,10 +669,8 @@ class _Closure:
     chosen values whose recipes read it) instead of once per option and argument."""
 
     def __init__(self, gen: Generator, roots: list[int], budget: int, inter_ok: set[int] | None,
-                 max_inter: int, first_ok: Callable[[list[int]], bool] | None = None) -> None:
+                 max_inter: int) -> None:
         self.gen = gen
-        self.first_ok = first_ok
-        self.inters: list[int] = []  # the values chosen to be loaded from the first kernel
         self.budget = budget
         self.inter_ok = inter_ok
         self.max_inter = max_inter
@@ -601,11 +681,8 @@ class _Closure:
         self.pset = set(roots)
         self.depth: dict[int, int] = dict.fromkeys(roots, 0)  # values above n on one path from a root
         self.users: dict[int, list[int]] = {}
-        self._opts: dict[int, list[Recipe]] = {}
-        self.req = required(len(gen.nodes), self.opts)
-        self.desc = descendants(len(gen.nodes), self.opts)
-        self.least = least_sizes(len(gen.nodes), self.opts, self.req, self.desc)
-        self.h = heights(len(gen.nodes), self.opts)  # an intermediate's load counts 1 here
+        self._opts, self.req, self.desc, self.least, self.h = gen.walk_tables(inter_ok, self.split, self.options)
+        self._checks = gen.walk_checks(inter_ok, self.split)
         self.mask = 0  # the values every completion holds: those required by the chosen and pending ones
         for n in roots:
             self.mask |= self.req[n]
@@ -613,16 +690,7 @@ class _Closure:
         self.n_inter = 0
 
     def options(self, n: int) -> list[Recipe]:
-        gen, inter_ok = self.gen, self.inter_ok
-        if self.split and gen.nodes[n][2] == "loop":
-            # a split graph's second kernel only accumulates the first kernel's partial results
-            return [Recipe(None, (), INTERMEDIATE)] if inter_ok is not None and n in inter_ok else []
-        opts = list(gen.recipes[n])
-        if self.split:
-            opts = [r for r in opts if not (isinstance(r.op, Accum) and r.op.reduce_dim is not None)]
-        if inter_ok is not None and n in inter_ok:
-            opts.append(Recipe(None, (), INTERMEDIATE))
-        return opts
+        return self.gen.walk_options(n, self.inter_ok, self.split)
 
     def ancestors(self, n: int) -> set[int]:
         """The chosen values from which ``n`` is reachable."""
@@ -684,25 +752,36 @@ class _Closure:
         required values exceed the bound; when an argument's least graph (``least``, all inside the
         argument's descendants) plus the required values outside those descendants do; when its
         root-to-load path is longer than the bound; or when it closes a cycle."""
-        req, desc, least, budget, h = self.req, self.desc, self.least, self.budget, self.h
+        budget, chosen = self.budget, self.chosen
         stats = self.gen.stats.pruned
         below = self.depth[p] + 1
         out: list[tuple[Recipe, int]] = []
         anc: set[int] | None = None
-        for r in self.opts(p):
-            m = mask
-            for a in r.args:
-                m |= req[a]
-            if (m.bit_count() > budget or any(below + h[a] > budget for a in r.args)
-                    or any((m & ~desc[a]).bit_count() + least[a] > budget for a in r.args)):
+        for r, needs, high, parts in self.checks(p):
+            m = mask | needs
+            if m.bit_count() > budget or below + high > budget or any(
+                    (m & outside).bit_count() + least > budget for outside, least in parts):
                 stats["op_limit"] += 1
                 continue
-            if any(a in self.chosen for a in r.args):
+            if any(a in chosen for a in r.args):
                 anc = self.ancestors(p) if anc is None else anc
                 if any(a in anc for a in r.args):
                     continue  # a cycle
             out.append((r, m))
         return out
+
+    def checks(self, n: int) -> list[_Check]:
+        """Per option of value ``n``, what ``_fitting`` tests, computed once: the values its
+        arguments require, their greatest height, and per argument the values outside its
+        descendants (a bit mask) with its least graph size."""
+        got = self._checks.get(n)
+        if got is None:
+            req, desc, least, h = self.req, self.desc, self.least, self.h
+            got = self._checks[n] = [
+                (r, functools.reduce(operator.or_, (req[a] for a in r.args), 0), max((h[a] for a in r.args), default=0),
+                 tuple((~desc[a], least[a]) for a in r.args))
+                for r in self.opts(n)]
+        return got
 
     def opts(self, n: int) -> list[Recipe]:
         got = self._opts.get(n)
@@ -724,16 +803,8 @@ class _Closure:
             if self.caps is not None and r.op is not None and self.counts.get(kind, 0) >= self.caps.get(kind, 0):
                 gen.stats.pruned["op_budget"] += 1
                 continue
-            loaded = r.tensor == INTERMEDIATE
-            if loaded and self.first_ok is not None and not self.first_ok([*self.inters, n]):
-                gen.stats.pruned["first_kernel"] += 1
-                continue
             new = [a for a in dict.fromkeys(r.args) if a not in chosen and a not in pset]
-            if loaded:
-                self.inters.append(n)
             yield from self._choose(n, r, kind, counted, new, mask)
-            if loaded:
-                self.inters.pop()
         pending.insert(at, n)
         pset.add(n)
 
