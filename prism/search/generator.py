@@ -186,7 +186,20 @@ class Stats:
 
 
 _Check = tuple["Recipe", int, int, tuple[tuple[int, int], ...]]  # an option, see _Closure.checks
-_Tables = tuple[dict[int, list[Recipe]], list[int], list[int], list[int], list[int]]
+
+
+@dataclass(frozen=True)
+class _WalkTables:
+    """What a block-graph walk (``_Closure``) reads and never changes: each value's options, the
+    bounds ``required``, ``descendants``, ``least_sizes`` and ``heights`` derive from them (an
+    intermediate's load counts 1 there), and the memo of ``_Closure.checks``."""
+
+    opts: list[list[Recipe]]
+    req: list[int]
+    desc: list[int]
+    least: list[int]
+    h: list[int]
+    checks: dict[int, list[_Check]] = field(default_factory=dict)
 
 
 class _Timeout(Exception):
@@ -217,8 +230,7 @@ class Generator:
         self.on_result: Callable[[SGraph], None] | None = None
         self.max_ops: int = config.max_block_ops or 0
         self.min_ops: int | None = None
-        self._tables: dict[tuple[frozenset[int] | None, bool], _Tables] = {}
-        self._checks: dict[tuple[frozenset[int] | None, bool], dict[int, list[_Check]]] = {}
+        self._tables: dict[tuple[frozenset[int] | None, bool], _WalkTables] = {}
 
     # ------------------------------------------------------------------ values
     def _intern(self, p: Poly) -> int:
@@ -394,26 +406,18 @@ class Generator:
                     out.append(_apply(op, tuple(newpos[a] for a in op_args(op))))
         return out, {n: newpos[pos[n]] for n in order}
 
-    def walk_tables(self, inter_ok: set[int] | None, split: bool, options: Callable[[int], list[Recipe]]) -> _Tables:
-        """The tables of a block-graph walk (``_Closure``), which depend only on the values that
-        may be loaded from an earlier kernel and the split rule: built once per pair, shared by every
-        walk with that pair (the first-kernel checks alone start hundreds of walks)."""
+    def walk_tables(self, inter_ok: set[int] | None, split: bool) -> _WalkTables:
+        """The tables of a block-graph walk, which depend only on the values that may be loaded from
+        an earlier kernel and the split rule: built once per pair, shared by every walk with it."""
         key = (None if inter_ok is None else frozenset(inter_ok), split)
         got = self._tables.get(key)
         if got is None:
             count = len(self.nodes)
-            opts: dict[int, list[Recipe]] = {}
-
-            def cached(n: int) -> list[Recipe]:
-                got = opts.get(n)
-                if got is None:
-                    got = opts[n] = options(n)
-                return got
-
-            req = required(count, cached)
-            desc = descendants(count, cached)
-            got = self._tables[key] = (opts, req, desc, least_sizes(count, cached, req, desc),
-                                       heights(count, cached))  # an intermediate's load counts 1 here
+            opts = [self.walk_options(n, inter_ok, split) for n in range(count)]
+            req = required(count, opts.__getitem__)
+            desc = descendants(count, opts.__getitem__)
+            got = self._tables[key] = _WalkTables(opts, req, desc, least_sizes(count, opts.__getitem__, req, desc),
+                                                  heights(count, opts.__getitem__))
         return got
 
     def walk_options(self, n: int, inter_ok: set[int] | None, split: bool) -> list[Recipe]:
@@ -429,10 +433,6 @@ class Generator:
         if inter_ok is not None and n in inter_ok:
             opts.append(Recipe(None, (), INTERMEDIATE))
         return opts
-
-    def walk_checks(self, inter_ok: set[int] | None, split: bool) -> dict[int, list[_Check]]:
-        """``_Closure.checks``'s memo, shared like ``walk_tables``."""
-        return self._checks.setdefault((None if inter_ok is None else frozenset(inter_ok), split), {})
 
     def _intermediate_name(self, k: int) -> str:
         """``t{k}``, unless the program already names a tensor so (then underscores in front)."""
@@ -681,16 +681,13 @@ class _Closure:
         self.pset = set(roots)
         self.depth: dict[int, int] = dict.fromkeys(roots, 0)  # values above n on one path from a root
         self.users: dict[int, list[int]] = {}
-        self._opts, self.req, self.desc, self.least, self.h = gen.walk_tables(inter_ok, self.split, self.options)
-        self._checks = gen.walk_checks(inter_ok, self.split)
+        self.tables = gen.walk_tables(inter_ok, self.split)
+        self.req = self.tables.req
         self.mask = 0  # the values every completion holds: those required by the chosen and pending ones
         for n in roots:
             self.mask |= self.req[n]
         self.counts: dict[str, int] = {}
         self.n_inter = 0
-
-    def options(self, n: int) -> list[Recipe]:
-        return self.gen.walk_options(n, self.inter_ok, self.split)
 
     def ancestors(self, n: int) -> set[int]:
         """The chosen values from which ``n`` is reachable."""
@@ -774,19 +771,13 @@ class _Closure:
         """Per option of value ``n``, what ``_fitting`` tests, computed once: the values its
         arguments require, their greatest height, and per argument the values outside its
         descendants (a bit mask) with its least graph size."""
-        got = self._checks.get(n)
+        t = self.tables
+        got = t.checks.get(n)
         if got is None:
-            req, desc, least, h = self.req, self.desc, self.least, self.h
-            got = self._checks[n] = [
-                (r, functools.reduce(operator.or_, (req[a] for a in r.args), 0), max((h[a] for a in r.args), default=0),
-                 tuple((~desc[a], least[a]) for a in r.args))
-                for r in self.opts(n)]
-        return got
-
-    def opts(self, n: int) -> list[Recipe]:
-        got = self._opts.get(n)
-        if got is None:
-            got = self._opts[n] = self.options(n)
+            got = t.checks[n] = [
+                (r, functools.reduce(operator.or_, (t.req[a] for a in r.args), 0),
+                 max((t.h[a] for a in r.args), default=0), tuple((~t.desc[a], t.least[a]) for a in r.args))
+                for r in t.opts[n]]
         return got
 
     def _pop(self, at: int, fitting: list[tuple[Recipe, int]]) -> Iterator[dict[int, Recipe]]:
