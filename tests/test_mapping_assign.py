@@ -9,7 +9,7 @@ import pytest
 
 from prism import workloads
 from prism.search import SearchConfig, canonical_key, instantiate_mappings, search
-from prism.search.assign import REACH_LIMIT, Plan, advance, build_plan
+from prism.search.assign import REACH_LIMIT, Plan, advance, build_plan, successors
 from prism.search.dimmatch import LinForm, lin
 from prism.search.layout import layout_ok
 from prism.search.sgraph import MapVar
@@ -52,10 +52,13 @@ def _walk(plan: Plan) -> tuple[set[tuple[int, ...]], int]:
             return True
         ok = False
         nxt = plan.reach[lv + 1]
+        taken = []
         for ci, x in enumerate(plan.levels[lv].choices):
             new = advance(plan.steps[lv], state, ci)
             if new is not None and (nxt is None or new in nxt):
+                taken.append((ci, new))
                 ok |= rec(lv + 1, new, bits + x)
+        assert successors(plan, lv, state) == tuple(taken)  # what the mapping walk takes
         dead[0] += not ok
         return ok
 
@@ -89,7 +92,11 @@ def test_walk_without_reach_sets_is_still_exact(monkeypatch: pytest.MonkeyPatch)
     eqs = [lin([("l0_0x", 1), ("l1_1x", -1)]), lin([("l0_1i", 1), ("l1_0i", -1)]), lin([("l1_1y", 1), ("s2_1y", -1)])]
     full = build_plan(groups, eqs, {})
     monkeypatch.setattr(assign, "REACH_LIMIT", 0)
-    bare = assign.build_plan(groups, eqs, {})
+    assign._reach_from.cache_clear()  # reach sets are shared by plans with the same last levels
+    try:
+        bare = assign.build_plan(groups, eqs, {})
+    finally:
+        assign._reach_from.cache_clear()
     assert full is not None and bare is not None and REACH_LIMIT > 0
     assert all(r is None for r in bare.reach[:-1])
     assert _walk(bare)[0] == _walk(full)[0] == _brute(groups, eqs)

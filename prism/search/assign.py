@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .dimmatch import LinForm
 from .sgraph import LOOP, MapVar
@@ -56,11 +56,17 @@ class Step:
     contrib: tuple[tuple[int, ...], ...]  # per choice: each used equality's contribution
 
 
+Successors = tuple[tuple[int, State], ...]  # (choice, state after it) of each choice that can finish
+SUCCESSORS_LIMIT = 200_000  # (level, state) entries one plan remembers before it starts afresh
+
+
 @dataclass(frozen=True)
 class Plan:
     levels: tuple[Level, ...]
     steps: tuple[Step, ...]
     reach: tuple[frozenset[State] | None, ...]  # per cut 0..len(levels); None: not built
+    # (level, state before it) -> ``successors``, remembered as the walks of the plan's candidates ask
+    memo: dict[tuple[int, State], Successors] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _op_choices(vs: Sequence[MapVar], fixed: Mapping[str, int]) -> tuple[tuple[str, ...], list[tuple[int, ...]]]:
@@ -148,9 +154,16 @@ def _step(lv: int, level: Level, equalities: Sequence[tuple[int, dict[int, list[
     carry = tuple((before[e], after[e], used[e]) for e in opened[lv] if e in after)
     close = tuple((before[e], used[e]) for e in opened[lv] if e not in after)
     start = tuple((after[e], used[e], equalities[e][0]) for e in starting)
-    terms = [equalities[e][1].get(lv, []) for e in used]
-    contrib = tuple(tuple(sum(k * x[i] for i, k in ts) for ts in terms) for x in level.choices)
-    return Step(carry, close, start, len(after), contrib)
+    terms = tuple(tuple(equalities[e][1].get(lv, [])) for e in used)
+    return Step(carry, close, start, len(after), _contrib(level.choices, terms))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _contrib(choices: tuple[tuple[int, ...], ...], terms: tuple[tuple[tuple[int, int], ...], ...]
+             ) -> tuple[tuple[int, ...], ...]:
+    """Per choice, each equality's contribution (its terms at the level: (index in level, coefficient));
+    the same for the many plans whose level and equalities look alike."""
+    return tuple(tuple(sum(k * x[i] for i, k in ts) for ts in terms) for x in choices)
 
 
 def advance(step: Step, state: State, choice: int) -> State | None:
@@ -167,17 +180,37 @@ def advance(step: Step, state: State, choice: int) -> State | None:
     return tuple(new)
 
 
+def successors(plan: Plan, lv: int, state: State) -> Successors:
+    """The choices at level ``lv`` whose state after it, from ``state``, is one from which the later
+    levels can bring every equality to 0 (or not ruled out, where no reach set was built), each with
+    that state. Candidates of one plan meet the same states again and again: remembered."""
+    key = (lv, state)
+    got = plan.memo.get(key)
+    if got is None:
+        step, nxt = plan.steps[lv], plan.reach[lv + 1]
+        got = tuple((ci, new) for ci in range(len(step.contrib))
+                    if (new := advance(step, state, ci)) is not None and (nxt is None or new in nxt))
+        if len(plan.memo) >= SUCCESSORS_LIMIT:
+            plan.memo.clear()
+        plan.memo[key] = got
+    return got
+
+
 def _reach(steps: Sequence[Step], n: int) -> tuple[frozenset[State] | None, ...]:
     """Per cut, the states of its open equalities from which the later levels can reach all zeros."""
-    reach: list[frozenset[State] | None] = [None] * (n + 1)
-    reach[n] = frozenset({()})
-    for lv in range(n - 1, -1, -1):
-        later = reach[lv + 1]
-        step = steps[lv]
-        if later is None or len(later) * len(step.contrib) > REACH_LIMIT:
-            break
-        reach[lv] = frozenset(_preimages(step, later))
-    return tuple(reach)
+    return tuple(_reach_from(tuple(steps[lv:])) for lv in range(n + 1))
+
+
+@functools.lru_cache(maxsize=2048)
+def _reach_from(steps: tuple[Step, ...]) -> frozenset[State] | None:
+    """``_reach`` at the cut before ``steps``; plans whose last levels move alike (a later kernel
+    shared by several first kernels) share it."""
+    if not steps:
+        return frozenset({()})
+    later = _reach_from(steps[1:])
+    if later is None or len(later) * len(steps[0].contrib) > REACH_LIMIT:
+        return None
+    return frozenset(_preimages(steps[0], later))
 
 
 def _preimages(step: Step, later: frozenset[State]) -> Iterator[State]:

@@ -236,24 +236,37 @@ def extend_layout(k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], output
     A value once typed never changes when more loads and saves are assigned, so the mapping walk
     carries ``vals`` from one level to the next and types only what the new level completes:
     the same verdict as checking the whole prefix again (``check_layout``)."""
-    sizes: Sequence[Size] = [*k.grid, k.loop]
-    trivial = [s == 1 for s in sizes]
-    loop = len(k.grid)
+    todo = []
     seen = 0
     for j, op in enumerate(k.ops):
         if isinstance(op, Load | Save):
             seen += 1
             if assigned is not None and seen > assigned:
                 continue  # not assigned yet: it and what depends on it are not checked
+        todo.append(j)
+    type_ops(k, k.ops, todo, shapes, outputs, stored, vals, repeats=repeats)
+
+
+def type_ops(k: CustomKernel, ops: Sequence[BlockOp], todo: Sequence[int], shapes: Mapping[str, tuple[int, ...]],
+             outputs: frozenset[str], stored: dict[str, _Stored], vals: Typing, *, repeats: bool = True) -> None:
+    """Type ops ``todo`` (increasing, assigned) of ``ops`` (kernel ``k``'s, with its sizes) that
+    ``vals`` does not type yet and whose arguments it types; ``vals`` and ``stored`` are updated in
+    place (``extend_layout``; the mapping walk knows which ops each of its levels makes ready)."""
+    sizes: Sequence[Size] = [*k.grid, k.loop]
+    trivial = [s == 1 for s in sizes]
+    loop = len(k.grid)
+    for j in todo:
         if vals[j] is not None:
             continue
+        op = ops[j]
         args = [vals[a] for a in op_args(op)]
         if any(v is None for v in args):
-            continue  # depends on a load not assigned yet
+            continue  # depends on a load not assigned yet, or on a value that is not typed
         v = _type_op(op, k, [v for v in args if v is not None], shapes, outputs, stored, trivial, loop,
                      repeats, f"kernel {k.name} op {j}")
-        if v is not None:
-            vals[j] = _Val(tuple(R if trivial[p] else t for p, t in enumerate(v.tags)), v.shape, v.folded, v.power)
+        if v is not None and any(trivial[p] and t != R for p, t in enumerate(v.tags)):
+            v = _Val(tuple(R if trivial[p] else t for p, t in enumerate(v.tags)), v.shape, v.folded, v.power)
+        vals[j] = v
 
 
 def _type_op(op: BlockOp, k: CustomKernel, xs: list[_Val], shapes: Mapping[str, tuple[int, ...]],

@@ -3,11 +3,12 @@ solver (docs/search-speed.md).
 
 Loads and saves are assigned one at a time in kernel order. Each step keeps the prefix only if some
 full assignment satisfies every linear constraint (``assign``), its grid-dim columns can still be
-ordered (symmetry breaking), and its values keep a layout (``layout.extend_layout``, level by level). Kernels are
-checked one at a time: a kernel sees the earlier ones only through what they stored (the layouts
-of the tensors they saved), so the layout verdicts are memoized by (kernel so far, stored layouts),
-and the completions of a later kernel by (stored layouts, state of the open equalities): earlier
-kernels that store alike share them.
+ordered (symmetry breaking), and its values keep a layout (``layout.type_ops``, level by level).
+Kernels are checked one at a time: a kernel sees the earlier ones only through what they stored
+(the layouts of the tensors they saved), so the layout verdicts are memoized by (kernel so far,
+stored layouts), and the completions of a later kernel by (the kernels and levels from there on,
+stored layouts, state of the open equalities): earlier kernels that store alike share them, within
+a candidate and across candidates (a split graph's later kernel pairs with many first kernels).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from typing import Any
 
 from prism.ir import BlockOp, CustomKernel, KernelGraph, Load, Save, op_args
 
-from .assign import Plan, State, advance, build_plan
+from .assign import Plan, State, build_plan, successors
 from .dimmatch import LinForm
-from .layout import IllTyped, extend_layout
+from .layout import IllTyped, type_ops
 from .sgraph import LOOP, PARALLEL, MapVar, SGraph
 
 # Layout verdicts by (kernel template with the program's inputs and outputs, level within the kernel,
@@ -47,6 +48,11 @@ def _number(thing: object) -> int:
     return n
 
 Completion = tuple[tuple[BlockOp, ...], int]  # the ops of the remaining levels, and their orbit size
+# The completions of a later kernel by (what the walk from there depends on (``Walker._tail``), what
+# earlier kernels stored, the open equalities' state), shared by all candidates: a split graph's
+# later kernel is walked once for the many first kernels it is paired with.
+_LATER: dict[tuple[int, int, tuple[int, ...]], list[Completion]] = {}
+LATER_LIMIT = 20_000
 # a kernel's typing after some level: each op's layout so far, and what is stored by then
 Stored = tuple[tuple[str, Any], ...]  # the layouts of saved tensors, sorted by tensor
 TypingState = tuple[tuple[object, ...], Stored]
@@ -88,18 +94,24 @@ def orbit(columns: Sequence[Sequence[str]], values: Mapping[str, int]) -> int:
 
 def _concrete_op(op: BlockOp, vs: Sequence[MapVar], values: Mapping[str, int]) -> BlockOp:
     """A placeholder Load or Save with the maps that ``values`` give its variables ``vs``."""
+    return _placed(op, tuple(sorted((v.dim, v.par) for v in vs if values.get(v.name, 0))))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _placed(op: BlockOp, on: tuple[tuple[int, str], ...]) -> BlockOp:
+    """``op`` with data dim ``a`` split along parallel dim ``p`` for each (a, p) in ``on`` (sorted)."""
     def dim(p: str) -> int | None:
-        return next((v.dim for v in sorted(vs, key=lambda v: v.dim) if v.par == p and values.get(v.name, 0)), None)
+        return next((a for a, q in on if q == p), None)
 
-    grid = PARALLEL[: len(op.imap if isinstance(op, Load) else op.omap)]  # type: ignore[union-attr]
     if isinstance(op, Load):
-        return Load(op.tensor, tuple(dim(p) for p in grid), dim(LOOP))
-    assert isinstance(op, Save)
-    return Save(op.x, op.tensor, tuple(dim(p) for p in grid))
+        return Load(op.tensor, tuple(dim(p) for p in PARALLEL[: len(op.imap)]), dim(LOOP))
+    assert isinstance(op, Save), op
+    return Save(op.x, op.tensor, tuple(dim(p) for p in PARALLEL[: len(op.omap)]))
 
 
-def _checked_levels(candidate: SGraph) -> list[bool]:
-    """Per level: does assigning it make ``check_layout`` compute a value that can be ill-typed?
+def _ready_levels(candidate: SGraph) -> tuple[list[bool], list[list[int]]]:
+    """Per level: does assigning it make ``check_layout`` compute a value that can be ill-typed? And
+    per kernel and op: the level from which it can be typed.
 
     A value is computed once every load and save it depends on is assigned (a load of an
     intermediate tensor also waits for its saver); a load of a program input alone is never
@@ -109,6 +121,7 @@ def _checked_levels(candidate: SGraph) -> list[bool]:
     saved_at: dict[str, int] = {}
     level = -1
     checked: list[bool] = []
+    ready_at: list[list[int]] = []
     for k in candidate.kernels:
         ready: list[int] = []
         for op in k.ops:
@@ -125,7 +138,8 @@ def _checked_levels(candidate: SGraph) -> list[bool]:
             if at >= 0 and not (isinstance(op, Load) and op.tensor in inputs):
                 checked[at] = True
             ready.append(at)
-    return checked
+        ready_at.append(ready)
+    return checked, ready_at
 
 
 @dataclass(frozen=True)
@@ -141,6 +155,7 @@ class _Level:
     checked: bool  # check the layout here
     order: tuple[tuple[str, ...], ...]  # the kernel's columns (symmetry breaking), empty when none
     known: int  # how much of each column is assigned after this level
+    todo: tuple[int, ...] = ()  # when checked: the kernel's ops it types (ready since the last check)
 
 
 def _levels(candidate: SGraph, groups: Sequence[Sequence[MapVar]], symmetry_breaking: bool) -> list[_Level]:
@@ -149,16 +164,21 @@ def _levels(candidate: SGraph, groups: Sequence[Sequence[MapVar]], symmetry_brea
     positions = [(ki, j) for ki, k in enumerate(candidate.kernels) for j, op in enumerate(k.ops)
                  if isinstance(op, Load | Save)]
     level_of = {v.name: lv for lv, vs in enumerate(groups) for v in vs}
-    checked = _checked_levels(candidate)
+    checked, ready_at = _ready_levels(candidate)
     out = []
+    since = -1  # the kernel's last checked level
     for lv, ((ki, j), vs) in enumerate(zip(positions, groups, strict=True)):
         last = lv + 1 == len(positions) or positions[lv + 1][0] != ki
         first = next(i for i, (kj, _) in enumerate(positions) if kj == ki)
+        since = max(since, first - 1)
         cols = columns.get(ki, [])
         known = min((next((i for i, v in enumerate(col) if v.name not in fixed and level_of[v.name] > lv), len(col))
                      for col in cols), default=0)
-        out.append(_Level(ki, j, candidate.kernels[ki].ops[j], tuple(vs), first, last, checked[lv] or last,
-                          tuple(tuple(v.name for v in col) for col in cols), known))
+        check = checked[lv] or last
+        todo = tuple(o for o, at in enumerate(ready_at[ki]) if since < at <= lv) if check else ()
+        since = lv if check else since
+        out.append(_Level(ki, j, candidate.kernels[ki].ops[j], tuple(vs), first, last, check,
+                          tuple(tuple(v.name for v in col) for col in cols), known, todo))
     return out
 
 
@@ -183,13 +203,14 @@ class Walker:
         self.candidate, self.plan = candidate, plan
         self.levels = _levels(candidate, groups, symmetry_breaking)
         self.made: list[dict[int, BlockOp]] = [{} for _ in self.levels]  # per level: the op of each choice tried
-        self.ops = [list(k.ops) for k in candidate.kernels]
+        self.kernels = candidate.kernels
+        self.ops = [list(k.ops) for k in self.kernels]
         self.values = dict(candidate.fixed)
         self.io = (candidate.template.inputs, candidate.template.outputs)
         # what kernels before k stored, and its number
         self.stored: list[tuple[int, Stored]] = [(0, ())] * (len(self.ops) + 1)
         self.templates = [_number((self.io, k, candidate.fixed)) for k in candidate.kernels]
-        self.later: dict[tuple[object, ...], list[Completion]] = {}  # completions of a later kernel
+        self.tails: dict[int, int] = {}  # a later kernel's first level -> ``_tail``
         self.typing: list[TypingState | None] = [None] * len(self.levels)  # per level, on the current path
         self.shapes = {t.name: t.shape for t in candidate.template.inputs}
         self.outputs = frozenset(t.name for t in candidate.template.outputs)
@@ -200,7 +221,7 @@ class Walker:
         for ops, n in self.visit(0, ()):
             kernels: list[CustomKernel] = []
             at = 0
-            for k in self.candidate.kernels:
+            for k in self.kernels:
                 body = list(k.ops)
                 while at < len(self.levels) and self.levels[at].kernel == len(kernels):
                     body[self.levels[at].op] = ops[at]
@@ -217,20 +238,32 @@ class Walker:
         level = self.levels[lv]
         if lv != level.first or level.kernel == 0:
             return self.expand(lv, state)
-        key = (self.stored[level.kernel][0], state)
-        if key not in self.later:
-            self.later[key] = self.expand(lv, state)
-        return self.later[key]
+        key = (self._tail(lv), self.stored[level.kernel][0], state)
+        got = _LATER.get(key)
+        if got is None:
+            got = self.expand(lv, state)
+            if len(_LATER) >= LATER_LIMIT:
+                _LATER.clear()
+            _LATER[key] = got
+        return got
+
+    def _tail(self, first: int) -> int:
+        """The number of what the walk from level ``first`` (a later kernel's first) on depends on
+        besides what earlier kernels stored and the open equalities: the later kernels, their levels
+        (positions relative to ``first``) and how the equalities move across them."""
+        n = self.tails.get(first)
+        if n is None:
+            k = self.levels[first].kernel
+            levels = tuple(replace(lvl, first=lvl.first - first) for lvl in self.levels[first:])
+            n = self.tails[first] = _number((tuple(self.templates[k:]), levels, self.plan.steps[first:]))
+        return n
 
     def expand(self, lv: int, state: State) -> list[Completion]:
         level, plan = self.levels[lv], self.plan
         out: list[Completion] = []
-        choices, nxt = plan.levels[lv], plan.reach[lv + 1]
-        for ci, x in enumerate(choices.choices):
-            new = advance(plan.steps[lv], state, ci)
-            if new is None or (nxt is not None and new not in nxt):
-                continue
-            self.values.update(zip(choices.names, x, strict=True))
+        choices = plan.levels[lv]
+        for ci, new in successors(plan, lv, state):
+            self.values.update(zip(choices.names, choices.choices[ci], strict=True))
             if not _ordered(level, self.values):
                 continue
             if ci not in self.made[lv]:
@@ -274,14 +307,14 @@ class Walker:
 
     def check(self, lv: int, level: _Level) -> Verdict:
         """Type what level ``lv`` completes, from the typing the previous level left
-        (``layout.extend_layout``: the verdict of checking the kernel's whole prefix again)."""
+        (``layout.type_ops`` on the ops it makes ready: the verdict of checking the kernel's whole prefix
+        again)."""
         k = level.kernel
         before = self._typing_before(lv, level)
         vals: list[Any] = list(before[0])
         stored: dict[str, Any] = dict(before[1])
-        kernel = replace(self.candidate.kernels[k], ops=tuple(self.ops[k]))
         try:
-            extend_layout(kernel, self.shapes, self.outputs, stored, vals, lv - level.first + 1)
+            type_ops(self.kernels[k], self.ops[k], level.todo, self.shapes, self.outputs, stored, vals)
         except IllTyped:
             return False, 0, (), None
         items = tuple(sorted(stored.items()))
