@@ -1,11 +1,13 @@
 """Mapping instantiation of many candidates, spread over worker processes (``PRISM_JOBS``).
 
-Candidates are cut into chunks in order; forked worker processes instantiate a chunk each and send
-back the μGraphs. Results are joined in candidate order, so the outcome is the same for any number
-of workers. Workers are forked (spawned ones would re-run a user's script that has no main guard),
-and only while this process runs no other Python thread (one could hold a lock the child needs);
-otherwise, and for few candidates, the work runs here. A wall-clock deadline stops the work:
-what was instantiated by then is kept (each μGraph still goes through the screen and the proof).
+Candidates are cut into chunks, those that end in the same kernel together (a worker walks such a
+kernel once for all the first kernels it pairs with: ``walk``'s memo lives in each process); forked
+worker processes instantiate a chunk each and send back the μGraphs with their canonical keys
+(``plan_key``). Results are joined in candidate order, so the outcome is the same for any number of
+workers. Workers are forked (spawned ones would re-run a user's script that has no main guard), and
+only while this process runs no other Python thread (one could hold a lock the child needs);
+otherwise, and for few candidates, the work runs here. A wall-clock deadline stops the work: what
+was instantiated by then is kept (each μGraph still goes through the screen and the proof).
 Inside ``mapping_on(chunk_map)`` (``prism.distributed.spread_search``: a Dask cluster's workers) the
 chunks go to ``chunk_map`` instead of forked workers; the fork path stays the default.
 """
@@ -24,10 +26,13 @@ from dataclasses import dataclass
 
 from prism.ir import KernelGraph
 
-from .mapping import instantiate_mappings
+from .canonical import canonical_key
+from .layout import layout_ok
+from .mapping import instantiate_mappings, without_idle_loops
 from .sgraph import SGraph
 
-CHUNK = 32  # candidates per task: small enough to balance, large enough to amortize the transfer
+CHUNK = 32  # candidates per task at least: small enough to balance, large enough to amortize the transfer
+CHUNKS_PER_JOB = 16  # at most: larger chunks keep candidates that share a later kernel in one process
 # fewer candidates than this are instantiated here: a few milliseconds each (docs/search-speed.md),
 # less than forking workers and sending the graphs back
 MIN_PARALLEL = 2 * CHUNK
@@ -38,6 +43,8 @@ class Mapped:
     before_symmetry: int
     done: int  # candidates instantiated
     timed_out: bool
+    counts: tuple[int, ...] = ()  # per candidate instantiated: how many of ``graphs`` are its own
+    keys: tuple[str | None, ...] = ()  # per graph: ``plan_key``
 
 
 # chunks, deadline -> each chunk's Mapped, in order: where mapping_on sends the chunks (unset: forked workers)
@@ -58,21 +65,57 @@ def mapping_on(chunk_map: ChunkMap) -> Iterator[None]:
 def run_chunk(cands: Sequence[SGraph], deadline: float) -> Mapped:
     """Instantiate a chunk of candidates in order, until ``deadline`` (``time.time()``)."""
     graphs: list[KernelGraph] = []
+    counts: list[int] = []
     before = 0
     for n, cand in enumerate(cands):
         if time.time() > deadline:
-            return Mapped(graphs, before, n, True)
+            return Mapped(graphs, before, n, True, tuple(counts), tuple(map(plan_key, graphs)))
         m = instantiate_mappings(cand)
         before += m.before_symmetry
         graphs.extend(m.graphs)
-    return Mapped(graphs, before, len(cands), False)
+        counts.append(len(m.graphs))
+    return Mapped(graphs, before, len(cands), False, tuple(counts), tuple(map(plan_key, graphs)))
+
+
+def plan_key(kg: KernelGraph) -> str | None:
+    """The canonical key of ``kg`` without its idle loops (``without_idle_loops``), or None when it
+    still sums identical loop iterations (right only where the repeats cancel, and never faster
+    than the same plan without them): computed where the mapping runs, in the workers."""
+    one = without_idle_loops(kg)
+    return canonical_key(one) if layout_ok(one, repeats=False) else None
+
+
+def _grouped(cands: Sequence[SGraph]) -> list[int]:
+    """Candidate indices, those that end in the same kernel next to each other (stable)."""
+    first: dict[object, int] = {}
+    ends = [c.template.kernels[-1] if c.template.kernels else None for c in cands]
+    for i, end in enumerate(ends):
+        first.setdefault(end, i)
+    return sorted(range(len(cands)), key=lambda i: first[ends[i]])
+
+
+def _joined(chunks: Sequence[Sequence[int]], parts: Sequence[Mapped]) -> Mapped:
+    """The results of chunks of candidate indices ``chunks`` back in candidate order."""
+    own: dict[int, tuple[list[KernelGraph], tuple[str | None, ...]]] = {}
+    for idx, part in zip(chunks, parts, strict=False):
+        pos = 0
+        for i, n in zip(idx, part.counts, strict=False):
+            own[i] = part.graphs[pos:pos + n], part.keys[pos:pos + n]
+            pos += n
+    done = sorted(own)
+    return Mapped([g for i in done for g in own[i][0]], sum(p.before_symmetry for p in parts),
+                  sum(p.done for p in parts), any(p.timed_out for p in parts), tuple(len(own[i][0]) for i in done),
+                  tuple(k for i in done for k in own[i][1]))
 
 
 def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
                     on_progress: Callable[[Mapped], None] | None = None) -> Mapped:
     """Every candidate's mappings (``deadline``: a ``time.time()`` value), in candidate order;
     ``on_progress`` gets each chunk's result as it comes."""
-    chunks = [list(cands[s:s + CHUNK]) for s in range(0, len(cands), CHUNK)]
+    order = _grouped(cands)
+    size = max(CHUNK, -(-len(cands) // (CHUNKS_PER_JOB * max(jobs, 1))))
+    index = [order[s:s + size] for s in range(0, len(cands), size)]
+    chunks = [[cands[i] for i in idx] for idx in index]
     parts: list[Mapped] = []
     forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
     if (chunk_map := _chunk_map.get()) is not None and len(cands) >= MIN_PARALLEL:
@@ -96,5 +139,17 @@ def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
                 on_progress(parts[-1])
             if parts[-1].timed_out:
                 break
-    return Mapped([g for p in parts for g in p.graphs], sum(p.before_symmetry for p in parts),
-                  sum(p.done for p in parts), any(p.timed_out for p in parts))
+    return _joined(index, parts)
+
+
+def forked_map[T, R](fn: Callable[[list[T]], list[R]], items: Sequence[T], *, jobs: int, chunk: int = CHUNK) -> list[R]:
+    """``fn`` over ``items`` in chunks (one result per item, in order), in forked workers when
+    ``jobs`` > 1 and there are enough items, as ``instantiate_all`` does; here otherwise."""
+    chunks = [list(items[s:s + chunk]) for s in range(0, len(items), chunk)]
+    forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if jobs < 2 or len(chunks) < 2 or not forkable:
+        return [r for c in chunks for r in fn(c)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=multiprocessing.get_context("fork")) as pool:
+            return [r for part in pool.map(fn, chunks) for r in part]

@@ -7,6 +7,7 @@ they are installed, and caches what it returns.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -19,14 +20,14 @@ from prism.progress import StageBar
 from prism.rowwise import row_plan
 from prism.search.canonical import canonical_key
 from prism.search.config import SearchConfig
-from prism.search.layout import layout_ok
 from prism.search.mapping import without_idle_loops
-from prism.search.parallel import Mapped, instantiate_all
+from prism.search.parallel import Mapped, forked_map, instantiate_all
 from prism.search.search import SearchResult
 from prism.verify import verify_all
 from prism.verify.screen import screen
 
 log = logging.getLogger(__name__)
+SCREEN_CHUNK = 128  # plans per screening task (a few milliseconds each)
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,9 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     result = prism.search.search(graph, config, label=program)  # through the package: tests replace it
     t1 = time.perf_counter()
     m = _mappings(result, program, deadline, progress, jobs)
-    distinct = _distinct(graph, program, m.graphs)
+    distinct = _distinct(graph, program, m)
     t2 = time.perf_counter()
-    passed = screen(graph, distinct.plans)
+    passed = forked_map(functools.partial(screen, graph), distinct.plans, jobs=jobs, chunk=SCREEN_CHUNK)
     to_prove = [kg for kg, ok in zip(distinct.plans, passed, strict=True) if ok is not False]
     t3 = time.perf_counter()
     verdicts = verify_all(graph, to_prove, progress=progress)
@@ -99,21 +100,19 @@ def _mappings(result: SearchResult, program: str, deadline: float, progress: boo
     return m
 
 
-def _distinct(graph: Graph, program: str, mapped: list[KernelGraph]) -> _Distinct:
+def _distinct(graph: Graph, program: str, mapped: Mapped) -> _Distinct:
     """One plan per canonical key, and the row-wise one-kernel plan, which exists even where the
     budget stops the search.
 
     A loop that reads nothing per iteration only repeats itself: its loop-size-1 form is kept, once.
-    What still sums identical iterations (right only where the repeats cancel, in a ratio) is never
-    faster than the same plan without them: it is dropped before the proof."""
+    What still sums identical iterations is dropped before the proof (``parallel.plan_key``)."""
     distinct: dict[str, KernelGraph] = {}
     repeating = 0
-    for kg in mapped:
-        one = without_idle_loops(kg)
-        if not layout_ok(one, repeats=False):
+    for kg, key in zip(mapped.graphs, mapped.keys, strict=True):  # keys: parallel.plan_key
+        if key is None:
             repeating += 1
-            continue
-        distinct.setdefault(canonical_key(one), one)
+        elif key not in distinct:
+            distinct[key] = without_idle_loops(kg)
     row = row_plan(graph, program)
     row_added = False
     if row is not None and (row_key := canonical_key(row)) not in distinct:

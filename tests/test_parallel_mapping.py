@@ -1,0 +1,57 @@
+"""Mapping instantiation spread over forked workers: the same graphs, keys and counts as in one
+process, in candidate order, whatever the chunking (prism.search.parallel)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, cast
+
+import pytest
+
+import prism.search.parallel as parallel
+from prism import workloads
+from prism.search import SearchConfig, search
+from prism.search.parallel import forked_map, instantiate_all, plan_key
+
+
+@pytest.fixture(scope="module")
+def candidates() -> list:
+    cands = search(workloads.program("rmsnorm_linear"), SearchConfig(min_grid_dims=1, max_grid_dims=2)).candidates
+    assert len(cands) >= 2 * parallel.MIN_PARALLEL  # enough to fork
+    return cands
+
+
+def test_forked_workers_give_what_one_process_gives(candidates: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    here = instantiate_all(candidates, deadline=time.time() + 120, jobs=1)
+    monkeypatch.setattr(parallel, "CHUNKS_PER_JOB", 3)  # chunks that cut groups of a shared last kernel
+    spread = instantiate_all(candidates, deadline=time.time() + 120, jobs=2)
+    assert not here.timed_out and not spread.timed_out
+    assert [g.dumps() for g in spread.graphs] == [g.dumps() for g in here.graphs]
+    assert spread.keys == here.keys == tuple(plan_key(g) for g in here.graphs)
+    assert spread.counts == here.counts and len(here.counts) == len(candidates)
+    assert spread.before_symmetry == here.before_symmetry and spread.done == here.done == len(candidates)
+    assert any(k is not None for k in here.keys)
+
+
+def test_candidates_are_joined_in_order_even_when_grouped() -> None:
+    order = parallel._grouped([cast(Any, _Ends(k)) for k in "abacb"])
+    assert order == [0, 2, 1, 4, 3]
+    parts = [parallel.Mapped(cast(Any, ["A0", "A2"]), 0, 2, False, (1, 1), ("0", "2")),
+             parallel.Mapped(cast(Any, ["B1", "B1'"]), 0, 2, False, (2, 0), ("1", "1'"))]
+    joined = parallel._joined([[0, 2], [1, 4]], parts)
+    assert joined.graphs == ["A0", "B1", "B1'", "A2"] and joined.keys == ("0", "1", "1'", "2")
+    assert joined.counts == (1, 2, 1, 0)
+
+
+def test_forked_map_keeps_order() -> None:
+    items = list(range(100))
+    assert forked_map(_squares, items, jobs=2, chunk=7) == [i * i for i in items] == forked_map(_squares, items, jobs=1)
+
+
+def _squares(xs: list[int]) -> list[int]:
+    return [x * x for x in xs]
+
+
+class _Ends:
+    def __init__(self, last: str) -> None:
+        self.template = type("T", (), {"kernels": (last,)})()
