@@ -30,17 +30,18 @@ def test_forked_workers_give_what_one_process_gives(candidates: list, monkeypatc
     assert spread.keys == here.keys == tuple(plan_key(g) for g in here.graphs)
     assert spread.counts == here.counts and len(here.counts) == len(candidates)
     assert spread.before_symmetry == here.before_symmetry and spread.done == here.done == len(candidates)
-    assert any(k is not None for k in here.keys)
+    assert spread.mappings == here.mappings >= len(here.graphs) > 0
+    assert all(k is not None for k in here.keys)  # what sums identical iterations is only counted
 
 
 def test_candidates_are_joined_in_order_even_when_grouped() -> None:
     order = parallel._grouped([cast(Any, _Ends(k)) for k in "abacb"])
     assert order == [0, 2, 1, 4, 3]
-    parts = [parallel.Mapped(cast(Any, ["A0", "A2"]), 0, 2, False, (1, 1), ("0", "2")),
-             parallel.Mapped(cast(Any, ["B1", "B1'"]), 0, 2, False, (2, 0), ("1", "1'"))]
+    parts = [parallel.Mapped(cast(Any, ["A0", "A2"]), 0, 2, False, (1, 1), ("0", "2"), 5),
+             parallel.Mapped(cast(Any, ["B1", "B1'"]), 0, 2, False, (2, 0), ("1", "1'"), 3)]
     joined = parallel._joined([[0, 2], [1, 4]], parts)
     assert joined.graphs == ["A0", "B1", "B1'", "A2"] and joined.keys == ("0", "1", "1'", "2")
-    assert joined.counts == (1, 2, 1, 0)
+    assert joined.counts == (1, 2, 1, 0) and joined.mappings == 8 and joined.done == 4
 
 
 def test_forked_map_keeps_order() -> None:

@@ -58,11 +58,11 @@ def run_mapping(result: Any, progress: bool = False) -> dict[str, Any]:
     found = [0]
     with StageBar("mappings", total=len(result.candidates), unit=" sGraphs", enabled=progress) as bar:
         def mapped_part(part: Mapped) -> None:
-            found[0] += len(part.graphs)
+            found[0] += part.mappings
             bar.advance(part.done, mappings=found[0])
 
         m = instantiate_all(result.candidates, deadline=time.time() + 1e9, jobs=settings().jobs, on_progress=mapped_part)
-    return {"graphs": m.graphs, "mappings": len(m.graphs), "mappings_before_symmetry": m.before_symmetry,
+    return {"graphs": m.graphs, "mappings": m.mappings, "mappings_before_symmetry": m.before_symmetry,
             "seconds": time.perf_counter() - t0}
 
 

@@ -3,11 +3,12 @@
 Candidates are cut into chunks, those that end in the same kernel together (a worker walks such a
 kernel once for all the first kernels it pairs with: ``walk``'s memo lives in each process); forked
 worker processes instantiate a chunk each and send back the μGraphs with their canonical keys
-(``plan_key``). Results are joined in candidate order, so the outcome is the same for any number of
-workers. Workers are forked (spawned ones would re-run a user's script that has no main guard), and
-only while this process runs no other Python thread (one could hold a lock the child needs);
-otherwise, and for few candidates, the work runs here. A wall-clock deadline stops the work: what
-was instantiated by then is kept (each μGraph still goes through the screen and the proof).
+(``plan_key``; those that sum identical loop iterations are only counted). Results are joined in
+candidate order, so the outcome is the same for any number of workers. Workers are forked (spawned
+ones would re-run a user's script that has no main guard), and only while this process runs no
+other Python thread (one could hold a lock the child needs); otherwise, and for few candidates,
+the work runs here. A wall-clock deadline stops the work: what was instantiated by then is kept
+(each μGraph still goes through the screen and the proof).
 Inside ``mapping_on(chunk_map)`` (``prism.distributed.spread_search``: a Dask cluster's workers) the
 chunks go to ``chunk_map`` instead of forked workers; the fork path stays the default.
 """
@@ -15,6 +16,7 @@ chunks go to ``chunk_map`` instead of forked workers; the fork path stays the de
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import threading
 import time
@@ -23,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from prism.ir import KernelGraph
 
@@ -39,12 +42,13 @@ MIN_PARALLEL = 2 * CHUNK
 
 @dataclass(frozen=True)
 class Mapped:
-    graphs: list[KernelGraph]
+    graphs: list[KernelGraph]  # the mappings, but those that sum identical loop iterations (``plan_key``)
     before_symmetry: int
     done: int  # candidates instantiated
     timed_out: bool
     counts: tuple[int, ...] = ()  # per candidate instantiated: how many of ``graphs`` are its own
-    keys: tuple[str | None, ...] = ()  # per graph: ``plan_key``
+    keys: tuple[str, ...] = ()  # per graph: ``plan_key``
+    mappings: int = 0  # every mapping (after symmetry breaking), those dropped included
 
 
 # chunks, deadline -> each chunk's Mapped, in order: where mapping_on sends the chunks (unset: forked workers)
@@ -65,16 +69,20 @@ def mapping_on(chunk_map: ChunkMap) -> Iterator[None]:
 def run_chunk(cands: Sequence[SGraph], deadline: float) -> Mapped:
     """Instantiate a chunk of candidates in order, until ``deadline`` (``time.time()``)."""
     graphs: list[KernelGraph] = []
+    keys: list[str] = []
     counts: list[int] = []
-    before = 0
+    before = mappings = 0
     for n, cand in enumerate(cands):
         if time.time() > deadline:
-            return Mapped(graphs, before, n, True, tuple(counts), tuple(map(plan_key, graphs)))
+            return Mapped(graphs, before, n, True, tuple(counts), tuple(keys), mappings)
         m = instantiate_mappings(cand)
         before += m.before_symmetry
-        graphs.extend(m.graphs)
-        counts.append(len(m.graphs))
-    return Mapped(graphs, before, len(cands), False, tuple(counts), tuple(map(plan_key, graphs)))
+        mappings += len(m.graphs)
+        kept = [(g, k) for g in m.graphs if (k := plan_key(g)) is not None]
+        graphs.extend(g for g, _ in kept)
+        keys.extend(k for _, k in kept)
+        counts.append(len(kept))
+    return Mapped(graphs, before, len(cands), False, tuple(counts), tuple(keys), mappings)
 
 
 def plan_key(kg: KernelGraph) -> str | None:
@@ -96,7 +104,7 @@ def _grouped(cands: Sequence[SGraph]) -> list[int]:
 
 def _joined(chunks: Sequence[Sequence[int]], parts: Sequence[Mapped]) -> Mapped:
     """The results of chunks of candidate indices ``chunks`` back in candidate order."""
-    own: dict[int, tuple[list[KernelGraph], tuple[str | None, ...]]] = {}
+    own: dict[int, tuple[list[KernelGraph], tuple[str, ...]]] = {}
     for idx, part in zip(chunks, parts, strict=False):
         pos = 0
         for i, n in zip(idx, part.counts, strict=False):
@@ -105,7 +113,7 @@ def _joined(chunks: Sequence[Sequence[int]], parts: Sequence[Mapped]) -> Mapped:
     done = sorted(own)
     return Mapped([g for i in done for g in own[i][0]], sum(p.before_symmetry for p in parts),
                   sum(p.done for p in parts), any(p.timed_out for p in parts), tuple(len(own[i][0]) for i in done),
-                  tuple(k for i in done for k in own[i][1]))
+                  tuple(k for i in done for k in own[i][1]), sum(p.mappings for p in parts))
 
 
 def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
@@ -115,41 +123,54 @@ def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
     order = _grouped(cands)
     size = max(CHUNK, -(-len(cands) // (CHUNKS_PER_JOB * max(jobs, 1))))
     index = [order[s:s + size] for s in range(0, len(cands), size)]
-    chunks = [[cands[i] for i in idx] for idx in index]
     parts: list[Mapped] = []
-    forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
     if (chunk_map := _chunk_map.get()) is not None and len(cands) >= MIN_PARALLEL:
-        for part in chunk_map(chunks, deadline):
-            parts.append(part)
-            if on_progress is not None:
-                on_progress(part)
-    elif jobs > 1 and len(cands) >= MIN_PARALLEL and forkable:
-        ctx = multiprocessing.get_context("fork")
-        with warnings.catch_warnings():  # native solver threads (egglog) are idle; the child uses z3 only
-            warnings.simplefilter("ignore", DeprecationWarning)
-            with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx) as pool:
-                for part in pool.map(run_chunk, chunks, [deadline] * len(chunks)):
-                    parts.append(part)
-                    if on_progress is not None:
-                        on_progress(part)
+        results: Iterable[Mapped] = chunk_map([[cands[i] for i in idx] for idx in index], deadline)
+    elif jobs > 1 and len(cands) >= MIN_PARALLEL and _forkable():
+        results = _forked(functools.partial(run_chunk, deadline=deadline), cands, index, jobs)
     else:
-        for chunk in chunks:
-            parts.append(run_chunk(chunk, deadline))
-            if on_progress is not None:
-                on_progress(parts[-1])
-            if parts[-1].timed_out:
-                break
+        results = (run_chunk([cands[i] for i in idx], deadline) for idx in index)
+    for part in results:
+        parts.append(part)
+        if on_progress is not None:
+            on_progress(part)  # past the deadline, the chunks left return at once, timed out
     return _joined(index, parts)
 
 
 def forked_map[T, R](fn: Callable[[list[T]], list[R]], items: Sequence[T], *, jobs: int, chunk: int = CHUNK) -> list[R]:
     """``fn`` over ``items`` in chunks (one result per item, in order), in forked workers when
     ``jobs`` > 1 and there are enough items, as ``instantiate_all`` does; here otherwise."""
-    chunks = [list(items[s:s + chunk]) for s in range(0, len(items), chunk)]
-    forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-    if jobs < 2 or len(chunks) < 2 or not forkable:
-        return [r for c in chunks for r in fn(c)]
-    with warnings.catch_warnings():
+    index = [list(range(s, min(s + chunk, len(items)))) for s in range(0, len(items), chunk)]
+    if jobs < 2 or len(index) < 2 or not _forkable():
+        return [r for idx in index for r in fn([items[i] for i in idx])]
+    return [r for part in _forked(fn, items, index, jobs) for r in part]
+
+
+def _forkable() -> bool:
+    """Workers are forked only while no other Python thread runs (one could hold a lock the child needs)."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+_HELD: Sequence[object] = ()  # in a forked worker: the items its tasks index
+
+
+def _hold(items: Sequence[object]) -> None:
+    global _HELD
+    _HELD = items
+
+
+def _on_held[R](fn: Callable[[list[Any]], R], idx: list[int]) -> R:
+    return fn([_HELD[i] for i in idx])
+
+
+def _forked[R](fn: Callable[[list[Any]], R], items: Sequence[object], index: Sequence[list[int]],
+               jobs: int) -> Iterator[R]:
+    """``fn`` of each chunk (indices into ``items``) in forked workers, in order. The items reach
+    the workers through the fork itself (the initializer's arguments are not pickled): only the
+    indices and the results travel."""
+    ctx = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():  # native solver threads (egglog) are idle; the child uses z3 only
         warnings.simplefilter("ignore", DeprecationWarning)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=multiprocessing.get_context("fork")) as pool:
-            return [r for part in pool.map(fn, chunks) for r in part]
+        with ProcessPoolExecutor(max_workers=min(jobs, len(index)), mp_context=ctx, initializer=_hold,
+                                 initargs=(items,)) as pool:
+            yield from pool.map(functools.partial(_on_held, fn), index)

@@ -66,7 +66,7 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     pruned = result.stats.get("pruned")
     stats = {
         "candidates": len(result.candidates),
-        "mappings": len(m.graphs),
+        "mappings": m.mappings,
         "mappings_before_symmetry": m.before_symmetry,
         "repeating_loops_dropped": distinct.repeating,
         "distinct_mappings": len(distinct.plans),
@@ -89,7 +89,7 @@ def _mappings(result: SearchResult, program: str, deadline: float, progress: boo
     with StageBar(f"mappings {program}", total=len(result.candidates), unit=" sGraphs",
                   enabled=progress and bool(result.candidates)) as bar:
         def mapped_part(part: Mapped) -> None:
-            found[0] += len(part.graphs)
+            found[0] += part.mappings
             bar.advance(part.done, mappings=found[0])
 
         m = instantiate_all(result.candidates, deadline=time.time() + (deadline - time.perf_counter()),
@@ -107,14 +107,11 @@ def _distinct(graph: Graph, program: str, mapped: Mapped) -> _Distinct:
     A loop that reads nothing per iteration only repeats itself: its loop-size-1 form is kept, once.
     What still sums identical iterations is dropped before the proof (``parallel.plan_key``)."""
     distinct: dict[str, KernelGraph] = {}
-    repeating = 0
     for kg, key in zip(mapped.graphs, mapped.keys, strict=True):  # keys: parallel.plan_key
-        if key is None:
-            repeating += 1
-        elif key not in distinct:
+        if key not in distinct:
             distinct[key] = without_idle_loops(kg)
     row = row_plan(graph, program)
     row_added = False
     if row is not None and (row_key := canonical_key(row)) not in distinct:
         distinct[row_key], row_added = row, True
-    return _Distinct(list(distinct.values()), repeating, row_added)
+    return _Distinct(list(distinct.values()), mapped.mappings - len(mapped.graphs), row_added)
