@@ -18,6 +18,7 @@ import numpy as np
 
 from prism import interpreter, workloads
 from prism.errors import DeviceError, IRError
+from prism.ir import KernelGraph
 from prism.options import count_arg
 from prism.pipeline import bind_shapes, search_and_verify, superoptimize
 from prism.reference import relative_error
@@ -43,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="ignore cached search/tuning results")
 
 
-def _interpret_some(name: str, templates: list, rng: random.Random) -> float:  # type: ignore[type-arg]
+def _interpret_some(name: str, templates: list[KernelGraph], rng: random.Random) -> float:
     g = workloads.program(name, **DEMO_SIZES[name])
     inputs = {t.name: np.random.default_rng(0).standard_normal(t.shape) * 0.5 for t in g.inputs}
     ref = g.evaluate(inputs)

@@ -9,6 +9,7 @@ block graph means; the CUDA generator implements the same semantics.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import assert_never
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from prism.graph import OpKind
 from prism.ir import (
     Accum,
     BinaryOp,
+    BlockOp,
     CustomKernel,
     KernelGraph,
     Load,
@@ -115,13 +117,14 @@ def _rescaled(x: np.ndarray, c: np.ndarray, prev: np.ndarray | None, running: di
     return prev * a + x * b
 
 
-def _eval(op: object, vals: list[np.ndarray | None], tensors: dict[str, np.ndarray], grid: tuple[int, ...],
+def _eval(op: BlockOp, vals: list[np.ndarray | None], tensors: dict[str, np.ndarray], grid: tuple[int, ...],
           loop: int, coord: tuple[int, ...], it: int, scalars: dict[str, tuple[int, ...]]) -> np.ndarray:
     def v(i: int) -> np.ndarray:
         x = vals[i]
         assert x is not None
         return x
 
+    assert not isinstance(op, Accum | Save), f"not evaluated here: {op!r}"
     match op:
         case Load():
             t = tensors[op.tensor]
@@ -135,11 +138,13 @@ def _eval(op: object, vals: list[np.ndarray | None], tensors: dict[str, np.ndarr
             return np.matmul(v(a), v(b))
         case ReduceOp(fn, x, dim):
             return REDUCE_NUMPY[fn](v(x), dim)
-    raise AssertionError(f"not evaluated here: {op!r}")
+        case _:
+            assert_never(op)
 
 
 def run_predefined(k: PredefinedKernel, tensors: dict[str, np.ndarray], scalars: dict[str, tuple[int, ...]]) -> None:
     args = [tensors[t] for t in k.inputs]
+    assert k.kind is not OpKind.INPUT, "an input is not a kernel"
     match k.kind:
         case OpKind.UNARY:
             assert isinstance(k.fn, Unary)
@@ -155,8 +160,8 @@ def run_predefined(k: PredefinedKernel, tensors: dict[str, np.ndarray], scalars:
             out = np.matmul(args[0], args[1])
         case OpKind.TRANSPOSE:
             out = np.swapaxes(args[0], -1, -2)
-        case OpKind.INPUT:
-            raise AssertionError("an input is not a kernel")
+        case _:
+            assert_never(k.kind)
     tensors[k.output] = out
 
 

@@ -155,8 +155,11 @@ def _chunks(graph: Graph, run: list[int], max_ops: int) -> list[list[int]]:
     def crossing(head: set[int]) -> int:
         return sum(1 for i in head if i in outputs or users.get(i, set()) - head)
 
+    def cut_of(piece: list[int]) -> int:
+        return min(range(1, max_ops + 1), key=lambda c: (crossing(set(piece[:c])), -c))
+
     while len(rest) > max_ops:
-        cut = min(range(1, max_ops + 1), key=lambda c, r=rest: (crossing(set(r[:c])), -c))  # type: ignore[misc]
+        cut = cut_of(rest)
         out.append(rest[:cut])
         rest = rest[cut:]
     return [*out, rest] if rest else out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 import numpy as np
 
@@ -19,6 +19,7 @@ def input_shapes(graph: Graph) -> dict[str, tuple[int, ...]]:
 
 
 def eval_node(node: Node, args: list[np.ndarray], shapes: dict[str, tuple[int, ...]]) -> np.ndarray:
+    assert node.kind is not OpKind.INPUT, "inputs are bound, not evaluated"
     match node.kind:
         case OpKind.UNARY:
             assert isinstance(node.fn, Unary)
@@ -34,8 +35,8 @@ def eval_node(node: Node, args: list[np.ndarray], shapes: dict[str, tuple[int, .
             return np.matmul(args[0], args[1])
         case OpKind.TRANSPOSE:
             return np.swapaxes(args[0], -1, -2)
-        case OpKind.INPUT:
-            raise AssertionError("inputs are bound, not evaluated")
+        case _:
+            assert_never(node.kind)
 
 
 def bind_inputs(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:

@@ -112,13 +112,18 @@ def op_name(node: Any) -> str | None:
 Handler = Callable[[_Node, int], Captured | str]
 
 
-def _tensors(n: _Node, *ops: Operand | None) -> str:
+def _tensors(n: _Node, *ops: Operand | None) -> tuple[Ref, ...] | str:
+    """The operands as tensors when they and the output are Prism tensors, otherwise why not."""
+    refs: list[Ref] = []
     for o in ops:
         if not isinstance(o, Ref):
             return "an operand is not a tensor"
         if why := _tensor_ok(tensor_meta(_node_at(n, o))):
             return f"an operand has {why}"
-    return _tensor_ok(n.out_meta())
+        refs.append(o)
+    if why := _tensor_ok(n.out_meta()):
+        return why
+    return tuple(refs)
 
 
 def _node_at(n: _Node, r: Ref) -> Any:
@@ -133,7 +138,7 @@ def _binary(fn: Binary) -> Handler:
         if a is None or b is None or not (isinstance(a, Ref) or isinstance(b, Ref)):
             return "operands must be tensors or numbers"
         refs = [o for o in (a, b) if isinstance(o, Ref)]
-        if why := _tensors(n, *refs):
+        if isinstance(why := _tensors(n, *refs), str):
             return why
         if fn is Binary.DIV and not isinstance(a, Ref):
             return "number / tensor"
@@ -153,9 +158,9 @@ def _unary(fn: Unary) -> Handler:
             return "exact GELU (Prism's gelu is the tanh form)"
         if n.kwargs.get("inplace") or (fn is Unary.SILU and n.arg(1, "inplace", False)):
             return "in place"
-        if why := _tensors(n, x):
-            return why
-        return Captured(i, Step.UNARY, (x,), fn=fn)  # type: ignore[arg-type]
+        if isinstance(got := _tensors(n, x), str):
+            return got
+        return Captured(i, Step.UNARY, got, fn=fn)
     return handle
 
 
@@ -164,9 +169,9 @@ def _pow(n: _Node, i: int) -> Captured | str:
     if isinstance(e, bool) or e not in (2, 2.0):
         return f"exponent {e!r} (only 2)"
     x = n.operand(n.arg(0, "input"))
-    if why := _tensors(n, x):
-        return why
-    return Captured(i, Step.UNARY, (x,), fn=Unary.SQUARE)  # type: ignore[arg-type]
+    if isinstance(got := _tensors(n, x), str):
+        return got
+    return Captured(i, Step.UNARY, got, fn=Unary.SQUARE)
 
 
 def _one_dim(d: Any) -> int | None:
@@ -185,9 +190,9 @@ def _reduce(fn: Reduce, mean: bool = False) -> Handler:
             return "keepdim=False (Prism keeps the reduced dim)"
         if n.kwargs.get("dtype") is not None or n.kwargs.get("out") is not None:
             return "dtype= / out="
-        if why := _tensors(n, x):
-            return why
-        return Captured(i, Step.REDUCE, (x,), fn=fn, dim=dim, mean=mean)  # type: ignore[arg-type]
+        if isinstance(got := _tensors(n, x), str):
+            return got
+        return Captured(i, Step.REDUCE, got, fn=fn, dim=dim, mean=mean)
     return handle
 
 
@@ -196,71 +201,71 @@ def _softmax(n: _Node, i: int) -> Captured | str:
     dim = n.arg(1, "dim")
     if not isinstance(dim, int) or isinstance(dim, bool):
         return "softmax needs a dim"
-    if why := _tensors(n, x):
-        return why
-    return Captured(i, Step.SOFTMAX, (x,), dim=dim)  # type: ignore[arg-type]
+    if isinstance(got := _tensors(n, x), str):
+        return got
+    return Captured(i, Step.SOFTMAX, got, dim=dim)
 
 
 def _transpose(n: _Node, i: int) -> Captured | str:
     x = n.operand(n.arg(0, "input"))
-    if why := _tensors(n, x):
-        return why
+    if isinstance(got := _tensors(n, x), str):
+        return got
     rank = len(n.out_meta().shape)
     dims = {0, 1} if op_name(n.node) == "t" else {n.arg(1, "dim0"), n.arg(2, "dim1")}
     if rank < 2 or not all(isinstance(d, int) for d in dims) or {d % rank for d in dims} != {rank - 2, rank - 1}:
         return "a transpose of other dims than the last two"
-    return Captured(i, Step.TRANSPOSE, (x,))  # type: ignore[arg-type]
+    return Captured(i, Step.TRANSPOSE, got)
 
 
 def _matmul(n: _Node, i: int) -> Captured | str:
     a, b = n.operand(n.arg(0, "input")), n.operand(n.arg(1, "other", n.kwargs.get("mat2")))
-    if why := _tensors(n, a, b):
-        return why
-    ra, rb = (len(tensor_meta(_node_at(n, r)).shape) for r in (a, b))  # type: ignore[arg-type]
+    if isinstance(got := _tensors(n, a, b), str):
+        return got
+    ra, rb = (len(tensor_meta(_node_at(n, r)).shape) for r in got)
     if (ra, rb) not in ((2, 2), (3, 2), (3, 3)):
         return f"matmul of ranks {ra}@{rb} (2@2, 3@2, 3@3)"
-    return Captured(i, Step.MATMUL, (a, b))  # type: ignore[arg-type]
+    return Captured(i, Step.MATMUL, got)
 
 
 def _linear(n: _Node, i: int) -> Captured | str:
     x, w = n.operand(n.arg(0, "input")), n.operand(n.arg(1, "weight"))
     bias = n.arg(2, "bias")
-    if why := _tensors(n, x, w):
-        return why
-    rx, rw = (len(tensor_meta(_node_at(n, r)).shape) for r in (x, w))  # type: ignore[arg-type]
+    if isinstance(got := _tensors(n, x, w), str):
+        return got
+    rx, rw = (len(tensor_meta(_node_at(n, r)).shape) for r in got)
     if rx not in (2, 3) or rw != 2:
         return f"linear of an input of rank {rx}"
     if bias is None:
-        return Captured(i, Step.LINEAR, (x, w))  # type: ignore[arg-type]
-    b = n.operand(bias)
-    if why := _tensors(n, b):
-        return f"bias: {why}"
+        return Captured(i, Step.LINEAR, got)
+    b = _tensors(n, n.operand(bias))
+    if isinstance(b, str):
+        return f"bias: {b}"
     if bias.op not in ("placeholder", "get_attr"):
         return "a computed bias"
-    return Captured(i, Step.LINEAR, (x, w, b))  # type: ignore[arg-type]
+    return Captured(i, Step.LINEAR, (*got, *b))
 
 
 def _identity(n: _Node, i: int) -> Captured | str:
     x = n.operand(n.arg(0, "input"))
-    if why := _tensors(n, x):
-        return why
-    src, out = tensor_meta(_node_at(n, x)), n.out_meta()  # type: ignore[arg-type]
+    if isinstance(got := _tensors(n, x), str):
+        return got
+    src, out = tensor_meta(_node_at(n, got[0])), n.out_meta()
     if src.device != out.device or tuple(src.shape) != tuple(out.shape):
         return "a copy to another device or shape"
     if op_name(n.node) == "dropout" and n.arg(2, "training", True) and n.arg(1, "p", 0.5) != 0:
         return "dropout in training mode"
-    return Captured(i, Step.IDENTITY, (x,))  # type: ignore[arg-type]
+    return Captured(i, Step.IDENTITY, got)
 
 
 def _attention(n: _Node, i: int) -> Captured | str:
     q, k, v = (n.operand(n.arg(j, name)) for j, name in enumerate(("query", "key", "value")))
-    if why := _tensors(n, q, k, v):
-        return why
+    if isinstance(got := _tensors(n, q, k, v), str):
+        return got
     if n.arg(3, "attn_mask") is not None:
         return "an attention mask"
     if n.arg(4, "dropout_p", 0.0) != 0:
         return "attention dropout"
-    qm = tensor_meta(_node_at(n, q))  # type: ignore[arg-type]
+    qm = tensor_meta(_node_at(n, got[0]))
     if len(qm.shape) != 4:
         return "attention operands of rank other than 4"
     if n.arg(5, "is_causal", False) and not (isinstance(qm.shape[2], int) and qm.shape[2] == 1):
@@ -268,7 +273,7 @@ def _attention(n: _Node, i: int) -> Captured | str:
     scale = n.arg(6, "scale")
     if scale is not None and not isinstance(scale, int | float):
         return "a scale that is not a number"
-    return Captured(i, Step.SDPA, (q, k, v), scale=None if scale is None else float(scale))  # type: ignore[arg-type]
+    return Captured(i, Step.SDPA, got, scale=None if scale is None else float(scale))
 
 
 TABLE: dict[str, Handler] = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 
@@ -128,16 +128,17 @@ class _Binder:
                 return self.g.transpose(self.value(refs[0]))
             case Step.SDPA:
                 return self.attention(s)
-        raise AssertionError(s.step)  # pragma: no cover (every Step is matched above)
+            case _:
+                assert_never(s.step)
 
     def binary(self, s: Captured) -> Tensor:
         a, b = s.operands
         assert isinstance(s.fn, Binary)
-        if isinstance(a, Ref) and isinstance(b, Ref):
-            rank = max(self.rank_of(a), self.rank_of(b))
-            return _BINARY[s.fn](self.g, self.value(a, rank), self.value(b, rank))
         if isinstance(a, Ref):
-            return _BINARY[s.fn](self.g, self.value(a), float(b))  # type: ignore[arg-type]
+            if isinstance(b, Ref):
+                rank = max(self.rank_of(a), self.rank_of(b))
+                return _BINARY[s.fn](self.g, self.value(a, rank), self.value(b, rank))
+            return _BINARY[s.fn](self.g, self.value(a), float(b))
         assert isinstance(b, Ref)
         x = self.value(b)
         match s.fn:  # number ∘ tensor
@@ -147,7 +148,8 @@ class _Binder:
                 return self.g.add_scalar(self.g.neg(x), float(a))
             case Binary.DIV:
                 raise GraphError("capture", f"number / tensor ({a} / …) has no Prism op")
-        raise AssertionError(s.fn)  # pragma: no cover
+            case _:
+                assert_never(s.fn)
 
     def attention(self, s: Captured) -> Tensor:
         q, k, v = (self._source(o.node) for o in s.operands if isinstance(o, Ref))

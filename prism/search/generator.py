@@ -37,6 +37,7 @@ import operator
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from prism.graph import Graph, OpKind
 from prism.ir import Accum, BinaryOp, BlockOp, Load, MatmulOp, ReduceOp, Save, TensorSpec, UnaryOp
@@ -47,7 +48,7 @@ from .config import SearchConfig
 from .dimmatch import ONE, ProgramLabels, program_labels
 from .exprprune import Poly, Target, build_target, is_max, shifted_by
 from .sgraph import LOOP, PARALLEL, SGraph
-from .symbolic import KernelSpec, symbolize
+from .symbolic import ComputeOp, KernelSpec, symbolize
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def budget_kind(op: BlockOp) -> str:
             return "load"
         case Save():
             return "save"
-    raise AssertionError(op)
+    assert_never(op)
 
 
 def _bcast(a: str, b: str) -> str | None:
@@ -109,7 +110,17 @@ def _bcast(a: str, b: str) -> str | None:
     return None
 
 
-def label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | None:
+def _bcast_all(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``_bcast`` of the labels of two equally long shapes; None when a pair never matches."""
+    out: list[str] = []
+    for x, y in zip(a, b, strict=True):
+        if (z := _bcast(x, y)) is None:
+            return None
+        out.append(z)
+    return tuple(out)
+
+
+def label_shape(op: ComputeOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | None:
     """Shape rule at d = 1 on data-dim labels; None when the dims can never match."""
     match op:
         case UnaryOp():
@@ -118,19 +129,18 @@ def label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | N
             a, b = labs
             if len(a) != len(b):
                 return None
-            out = tuple(_bcast(x, y) for x, y in zip(a, b, strict=True))
-            return None if None in out else out  # type: ignore[return-value]
+            return _bcast_all(a, b)
         case MatmulOp():
             a, b = labs
             if len(a) < 2 or len(b) < 2 or len(b) > len(a) or len(a) > 3 or a[-1] != b[-2]:
                 return None
             if len(a) == len(b):
-                batch = tuple(_bcast(x, y) for x, y in zip(a[:-2], b[:-2], strict=True))
-                if None in batch:
+                batch = _bcast_all(a[:-2], b[:-2])
+                if batch is None:
                     return None
             else:
                 batch = a[:-2]
-            return (*batch, a[-2], b[-1])  # type: ignore[arg-type]
+            return (*batch, a[-2], b[-1])
         case Accum(reduce_dim=rd, rescale=c) if c is not None:
             x, sh = labs
             if rd is not None:
@@ -145,7 +155,7 @@ def label_shape(op: BlockOp, labs: list[tuple[str, ...]]) -> tuple[str, ...] | N
             if labs[0][dim] == ONE:
                 return None  # reducing an extent-1 dim does nothing
             return tuple(ONE if d == dim else x for d, x in enumerate(labs[0]))
-    raise AssertionError(op)
+    assert_never(op)
 
 
 Node = tuple[int, tuple[str, ...], str]  # (expression id, dim labels, phase)
@@ -156,12 +166,12 @@ class Recipe:
     """How a value is made: ``op`` (operand fields are placeholders) applied to value ids ``args``;
     ``tensor`` names a loaded tensor (an input, or ``INTERMEDIATE`` for a tensor of an earlier kernel)."""
 
-    op: BlockOp | None
+    op: ComputeOp | None
     args: tuple[int, ...]
     tensor: str | None = None
 
 
-def _apply(op: BlockOp, args: tuple[int, ...]) -> BlockOp:
+def _apply(op: ComputeOp, args: tuple[int, ...]) -> ComputeOp:
     match op:
         case UnaryOp(fn, _, sc):
             return UnaryOp(fn, args[0], sc)
@@ -173,7 +183,7 @@ def _apply(op: BlockOp, args: tuple[int, ...]) -> BlockOp:
             return ReduceOp(fn, args[0], dim)
         case Accum(_, rd, fn, rescale):
             return Accum(args[0], rd, fn, None if rescale is None else args[1])
-    raise AssertionError(op)
+    assert_never(op)
 
 
 @dataclass
@@ -251,7 +261,7 @@ class Generator:
         self.recipes.append([])
         return i, True
 
-    def _expr(self, op: BlockOp, args: tuple[int, ...]) -> Poly:
+    def _expr(self, op: ComputeOp, args: tuple[int, ...]) -> Poly:
         alg = self.alg
         e = [self.exprs[self.nodes[a][0]] for a in args]
         labs = [self.nodes[a][1] for a in args]
@@ -266,9 +276,9 @@ class Generator:
                 return alg.reduce(fn, e[0], labs[0][dim])
             case Accum(_, rd):  # at d = 1 one iteration: a max or a rescaled accumulator is its value
                 return e[0] if rd is None else alg.reduce(Reduce.SUM, e[0], labs[0][rd])
-        raise AssertionError(op)
+        assert_never(op)
 
-    def _try(self, op: BlockOp, args: tuple[int, ...], fresh: list[int]) -> None:
+    def _try(self, op: ComputeOp, args: tuple[int, ...], fresh: list[int]) -> None:
         pr = self.stats.pruned
         labs = label_shape(op, [self.nodes[a][1] for a in args])
         if labs is None:
@@ -294,8 +304,8 @@ class Generator:
             self.recipes[i].append(Recipe(None, (), t.name))
             fresh.append(i)
         v = self.vocab
-        singles: list[BlockOp] = [UnaryOp(fn, 0, sc) for fn, sc in v.unary]
-        pairs: list[BlockOp] = [BinaryOp(fn, 0, 1) for fn in v.binary]
+        singles: list[ComputeOp] = [UnaryOp(fn, 0, sc) for fn, sc in v.unary]
+        pairs: list[ComputeOp] = [BinaryOp(fn, 0, 1) for fn in v.binary]
         if v.matmul:
             pairs.append(MatmulOp(0, 1))
         for _ in range(self.max_ops or 64):

@@ -25,7 +25,9 @@ class SearchResult:
 
     @property
     def seconds(self) -> float:
-        return float(self.stats.get("seconds", 0.0))  # type: ignore[arg-type]
+        seconds = self.stats.get("seconds", 0.0)
+        assert isinstance(seconds, int | float), seconds
+        return float(seconds)
 
 
 def search(graph: Graph, config: SearchConfig | None = None, *, name: str = "program",
