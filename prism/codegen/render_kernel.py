@@ -17,7 +17,7 @@ from typing import assert_never
 from prism.codegen.lower import ident
 from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPlan, Phase, Store
 from prism.codegen.render_expr import Exprs
-from prism.codegen.render_load import block_origin, render_loader
+from prism.codegen.render_load import block_origin, render_loader, shared_address
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import prelude
 from prism.codegen.render_reduce import (
@@ -179,6 +179,8 @@ def _declarations(low: KernelLowering) -> list[str]:
         c = b.dtype.ctype
         body.append(f"{c}* const {name} = reinterpret_cast<{c}*>(smem + {b.offset});"
                     f"  // {b.region.value} [{', '.join(map(str, b.shape))}] pitch {b.pitch} {what}".rstrip())
+    if any(shared_address(lp) for lp in low.loads):
+        body.append("const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses")
     body.append("// this block's tile origins in global memory")
     for lp in low.loads:
         body.append(f"const {lp.ctype}* const g_{lp.buf.name} = {ident(lp.tensor)} + {block_origin(lp.block_terms)};")
@@ -189,14 +191,22 @@ def _declarations(low: KernelLowering) -> list[str]:
     return body
 
 
+def _load_dst(lp: LoadPlan, slot: str | None) -> str:
+    """The loader's destination: a 32-bit shared address (cp.async) or a pointer, of ring slot ``slot``."""
+    if shared_address(lp):
+        at = f"smem_base + {lp.buf.offset}" if lp.buf.offset else "smem_base"
+        return at if slot is None else f"{at} + {slot} * {lp.buf.copy_elems * lp.buf.esize}"
+    return lp.buf.name if slot is None else f"{lp.buf.name}_ring + {slot} * {lp.buf.copy_elems}"
+
+
 def _ring_copy(lp: LoadPlan, slot: str, it: str) -> str:
-    return f"{lp.fn}({lp.buf.name}_ring + {slot} * {lp.buf.copy_elems}, g_{lp.buf.name} + {it} * {lp.iter_stride}, tid);"
+    return f"{lp.fn}({_load_dst(lp, slot)}, g_{lp.buf.name} + {it} * {lp.iter_stride}, tid);"
 
 
 def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     """Loop-invariant tiles, the first ring stages, then the hoisted ops."""
     body = ["// prologue: loop-invariant tiles, then the first stages"]
-    body += [f"{lp.fn}({lp.buf.name}, g_{lp.buf.name}, tid);" for lp in low.loads if not lp.buf.ring]
+    body += [f"{lp.fn}({_load_dst(lp, None)}, g_{lp.buf.name}, tid);" for lp in low.loads if not lp.buf.ring]
     body += ["cp_async_commit();", "#pragma unroll", f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
     ring = [lp for lp in low.loads if lp.buf.ring]
     if ring:
@@ -212,13 +222,17 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
 def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     """Wait for this iteration's stage, refill the oldest slot, run the loop ops."""
     S, P = low.stages, low.prefetch
-    body = [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();", "  __syncthreads();"]
     ring = [lp for lp in low.loads if lp.buf.ring]
+    body = []
+    if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
+        body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
+    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();", "  __syncthreads();"]
     if ring:
-        body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{", f"      const int sb = nx % {S};",
-                 *[f"      {_ring_copy(lp, 'sb', 'nx')}" for lp in ring], "    }", "    cp_async_commit();", "  }",
-                 f"  const int sb = it % {S};"]
+        body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{",
+                 *[f"      {_ring_copy(lp, 'sb_wr', 'nx')}" for lp in ring], "    }", "    cp_async_commit();", "  }",
+                 "  const int sb = sb_rd;"]
         body += [f"  {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + sb * {lp.buf.copy_elems};" for lp in ring]
+        body += [f"  sb_rd = sb_rd == {S - 1} ? 0 : sb_rd + 1;", f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"]
     else:
         body.append("  cp_async_commit();")
     for i, op in enumerate(low.kernel.ops):

@@ -28,6 +28,12 @@ def sweep_lines(sw: Sweep, body: list[str], var: str = "e", pad: int = 4) -> lis
     return [f"{ind}if ({var} < {sw.bound}) {{", *[f"{ind}  {b}" for b in body], f"{ind}}}"]
 
 
+def shared_address(info: LoadPlan) -> bool:
+    """Whether the loader copies with cp.async and takes its tile as a 32-bit shared-memory byte address
+    (``smem_u32``; the address arithmetic stays 32-bit), else as a pointer (element-wise copies)."""
+    return info.nbytes >= 4
+
+
 def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     shape = low.tensor_shapes[info.tensor]
     tile = info.buf.shape
@@ -36,11 +42,14 @@ def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     decl, idx = decompose("e", tile, "t", info.vec)
     dst = offset(info.buf.strides, idx)
     src = offset(global_strides(shape), idx)
-    copy = (f"{COPY_FN[nbytes]}(dst + {dst}, src + {src});" if nbytes >= 4
-            else f"dst[{dst}] = src[{src}];")
+    if shared_address(info):
+        at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
+        copy, dtype = f"{COPY_FN[nbytes]}({at}, src + {src});", "unsigned"
+    else:
+        copy, dtype = f"dst[{dst}] = src[{src}];", f"{info.ctype}*"
     lines = [
         f"// {info.tensor}{list(shape)} -> tile {list(tile)}: {sw.items} copies of {nbytes} B over {sw.threads} threads",
-        f"__device__ __forceinline__ void {info.fn}({info.ctype}* dst, const {info.ctype}* __restrict__ src,"
+        f"__device__ __forceinline__ void {info.fn}({dtype} dst, const {info.ctype}* __restrict__ src,"
         " const int tid) {",
         "#pragma unroll",
         f"  for (int j = 0; j < {sw.per}; ++j) {{",

@@ -58,8 +58,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         f"  float p = {init};",
         f"  if (o < {n_out}) {{" if guard else "  {",
         *_indent(decl, 4),
-        "#pragma unroll 4",
-        f"    for (int r = {lane_r}; r < {extent}; r += {group}) " + comb.format(v=ex.read(x, xidx)),
+        *_indent(_lane_stride(lane_r, extent, group, comb.format(v=ex.read(x, xidx)), xidx[dim]), 4),
         "  }",
     ]
     if acc is not None and shift is not None:
@@ -87,6 +86,17 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         lines.append("  }")
     lines.append("}")
     return lines
+
+
+def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, r: str) -> list[str]:
+    """The lanes' walk over the reduced dim: each lane takes runs of ``V`` consecutive elements
+    (4, or 2, when every lane gets whole runs), so the compiler can read a run with one vector
+    shared load (8 bytes of halves) instead of ``V`` scalar ones; else one element per step."""
+    v = next((v for v in (4, 2) if extent % (group * v) == 0), 1)
+    if v == 1:
+        return ["#pragma unroll 4", f"for (int {r} = {lane_r}; {r} < {extent}; {r} += {group}) {stmt}"]
+    return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {v}; r0 < {extent}; r0 += {group * v}) {{",
+            "#pragma unroll", f"  for (int {r} = r0; {r} < r0 + {v}; ++{r}) {stmt}", "}"]
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str) -> list[str]:

@@ -18,19 +18,17 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -105,7 +103,7 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Q[2, 8, 16] -> tile [1, 8, 16]: 16 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -113,13 +111,13 @@ __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 24 + t2, src + t1 * 16 + t2);
+      cp_async16(dst + (t1 * 24 + t2) * 2, src + t1 * 16 + t2);
     }
   }
 }
 
 // Kt[2, 16, 64] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -127,13 +125,13 @@ __device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict_
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 24 + t2, src + t1 * 64 + t2);
+      cp_async16(dst + (t1 * 24 + t2) * 2, src + t1 * 64 + t2);
     }
   }
 }
 
 // V[2, 64, 16] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -141,7 +139,7 @@ __device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 24 + t2, src + t1 * 16 + t2);
+      cp_async16(dst + (t1 * 24 + t2) * 2, src + t1 * 16 + t2);
     }
   }
 }
@@ -243,6 +241,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
   half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 2944);  // loop [1, 16, 16] pitch 24 ring of 2
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
   float* const acc7 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const half_t* const g_s_Q = t_Q + (int)blockIdx.x * 128;
   const half_t* const g_s_Kt = t_Kt + (int)blockIdx.x * 1024 + (int)blockIdx.y * 32;
@@ -251,33 +250,35 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
   float ra6[1][2][4] = {};
   float ra7[1] = {};
   // prologue: loop-invariant tiles, then the first stages
-  load_s_Q(s_Q, g_s_Q, tid);
+  load_s_Q(smem_base, g_s_Q, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_Kt(s_Kt_ring + st * 384, g_s_Kt + st * 16, tid);
-      load_s_V(s_V_ring + st * 384, g_s_V + st * 256, tid);
+      load_s_Kt(smem_base + 1408 + st * 768, g_s_Kt + st * 16, tid);
+      load_s_V(smem_base + 2944 + st * 768, g_s_V + st * 256, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<2>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
     __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
-        const int sb = nx % 2;
-        load_s_Kt(s_Kt_ring + sb * 384, g_s_Kt + nx * 16, tid);
-        load_s_V(s_V_ring + sb * 384, g_s_V + nx * 256, tid);
+        load_s_Kt(smem_base + 1408 + sb_wr * 768, g_s_Kt + nx * 16, tid);
+        load_s_V(smem_base + 2944 + sb_wr * 768, g_s_V + nx * 256, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
+    const int sb = sb_rd;
     half_t* const s_Kt = s_Kt_ring + sb * 384;
     half_t* const s_V = s_V_ring + sb * 384;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     {
       float f[1][2][4] = {};
       mma_3(f, s_Q, s_Kt, warp, lane);
@@ -302,7 +303,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
       float p = 0.0f;
       {
         const int acc7_o1 = o;
-    #pragma unroll 4
+        #pragma unroll 4
         for (int r = (lane & 15); r < 16; r += 16) p += hload(ew4[acc7_o1 * 24 + r]);
       }
       ra7[j] += p;  // lane partial; the lanes are combined once, after the loop
@@ -371,19 +372,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -458,7 +457,7 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // N[2, 8, 32] -> tile [1, 8, 16]: 32 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_N(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_N(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -466,19 +465,19 @@ __device__ __forceinline__ void load_s_N(float* dst, const float* __restrict__ s
       const int t2 = (e % 4) * 4;
       const int tr2 = e / 4;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 20 + t2, src + t1 * 32 + t2);
+      cp_async16(dst + (t1 * 20 + t2) * 4, src + t1 * 32 + t2);
     }
   }
 }
 
 // D[2, 8, 2] -> tile [1, 8, 1]: 8 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_D(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_D(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 8) {
       const int t1 = e;
-      cp_async4(dst + t1, src + t1 * 2);
+      cp_async4(dst + (t1) * 4, src + t1 * 2);
     }
   }
 }
@@ -491,6 +490,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
   float* const s_D_ring = reinterpret_cast<float*>(smem + 1280);  // loop [1, 8, 1] pitch 1 ring of 2
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
   float* const acc3 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const float* const g_s_N = t_N + (int)blockIdx.x * 256;
   const float* const g_s_D = t_D + (int)blockIdx.x * 16;
@@ -502,28 +502,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_N(s_N_ring + st * 160, g_s_N + st * 16, tid);
-      load_s_D(s_D_ring + st * 8, g_s_D + st * 1, tid);
+      load_s_N(smem_base + st * 640, g_s_N + st * 16, tid);
+      load_s_D(smem_base + 1280 + st * 32, g_s_D + st * 1, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<2>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
     __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
-        const int sb = nx % 2;
-        load_s_N(s_N_ring + sb * 160, g_s_N + nx * 16, tid);
-        load_s_D(s_D_ring + sb * 8, g_s_D + nx * 1, tid);
+        load_s_N(smem_base + sb_wr * 640, g_s_N + nx * 16, tid);
+        load_s_D(smem_base + 1280 + sb_wr * 32, g_s_D + nx * 1, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
+    const int sb = sb_rd;
     float* const s_N = s_N_ring + sb * 160;
     float* const s_D = s_D_ring + sb * 8;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

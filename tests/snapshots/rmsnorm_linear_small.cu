@@ -19,19 +19,17 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -106,7 +104,7 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // X[8, 64] -> tile [8, 32]: 32 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -114,20 +112,20 @@ __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__
       const int t1 = (e % 4) * 8;
       const int tr1 = e / 4;
       const int t0 = tr1;
-      cp_async16(dst + t0 * 40 + t1, src + t0 * 64 + t1);
+      cp_async16(dst + (t0 * 40 + t1) * 2, src + t0 * 64 + t1);
     }
   }
 }
 
 // W[64, 64] -> tile [32, 32]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 4) * 8;
     const int tr1 = e / 4;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 40 + t1, src + t0 * 64 + t1);
+    cp_async16(dst + (t0 * 40 + t1) * 2, src + t0 * 64 + t1);
   }
 }
 
@@ -182,6 +180,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
   half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 1280);  // loop [32, 32] pitch 40 ring of 2
   float* const acc3 = reinterpret_cast<float*>(smem + 0);  // post [8, 32] pitch 36 2 partial copies
   float* const acc5 = reinterpret_cast<float*>(smem + 2304);  // post [8, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const half_t* const g_s_X = t_X + 0;
   const half_t* const g_s_W = t_W + (int)blockIdx.x * 32;
@@ -193,28 +192,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_X(s_X_ring + st * 320, g_s_X + st * 32, tid);
-      load_s_W(s_W_ring + st * 1280, g_s_W + st * 2048, tid);
+      load_s_X(smem_base + st * 640, g_s_X + st * 32, tid);
+      load_s_W(smem_base + 1280 + st * 2560, g_s_W + st * 2048, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<2>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
     __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
-        const int sb = nx % 2;
-        load_s_X(s_X_ring + sb * 320, g_s_X + nx * 32, tid);
-        load_s_W(s_W_ring + sb * 1280, g_s_W + nx * 2048, tid);
+        load_s_X(smem_base + sb_wr * 640, g_s_X + nx * 32, tid);
+        load_s_W(smem_base + 1280 + sb_wr * 2560, g_s_W + nx * 2048, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
+    const int sb = sb_rd;
     half_t* const s_X = s_X_ring + sb * 320;
     half_t* const s_W = s_W_ring + sb * 1280;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     mma_2(ra3, s_X, s_W, warp, lane);
     // acc5: sum over dim 1 of a [8, 32] tile: 8 outputs, 32 lanes each
     #pragma unroll
@@ -223,7 +224,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
       float p = 0.0f;
       {
         const int acc5_o0 = o;
-    #pragma unroll 4
+        #pragma unroll 4
         for (int r = lane; r < 32; r += 32) p += prism_sq(hload(s_X[acc5_o0 * 40 + r]));
       }
       ra5[j] += p;  // lane partial; the lanes are combined once, after the loop
