@@ -6,12 +6,14 @@ screen as a numeric mismatch (or left to the proof when they cannot run at the s
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import verify_cases as vc
 from test_verify import SMALL, WRONG
 
 from prism import plans, workloads
 from prism.graph import Graph
+from prism.ir import KernelGraph
 from prism.search.layout import IllTyped, check_layout, layout_ok
 from prism.verify.screen import screen, small_instance
 
@@ -104,3 +106,26 @@ def test_a_loop_shared_with_another_kernel_is_left_alone() -> None:
     g = workloads.program("gqa", **SMALL["gqa"])
     kg = plans.gqa_split_plan(g)
     assert without_idle_loops(kg) == kg
+
+
+def test_the_screen_stops_at_the_first_size_set_a_plan_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan wrong at one size set is wrong: the later size sets are not run (most plans the
+    search maps for a safe softmax are wrong, so this halves its screen); a right plan runs at all."""
+    import prism.verify.screen as scr
+
+    g = workloads.program("rmsnorm_linear", **SMALL["rmsnorm_linear"])
+    wrong = vc.missing_rms_factor(g)
+    right = plans.rmsnorm_linear_2d_plan(g)
+    calls: list[KernelGraph] = []
+    real = scr._at
+
+    def counted(kg: KernelGraph, sizes: dict[str, int], inputs: dict[str, np.ndarray],
+                ref: dict[str, np.ndarray]) -> bool | None:
+        calls.append(kg)
+        return real(kg, sizes, inputs, ref)
+
+    monkeypatch.setattr(scr, "_at", counted)
+    assert screen(g, [right, wrong]) == [True, False]
+    runs_right = len(scr._size_sets(right.symbols))
+    assert runs_right == 2 and len(scr._size_sets(wrong.symbols)) == 2
+    assert len(calls) == runs_right + 1

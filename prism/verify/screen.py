@@ -67,9 +67,14 @@ def screen(graph: Graph, candidates: Sequence[KernelGraph], *, seed: int = 0) ->
     out: list[bool | None] = []
     for cand in candidates:
         kg = cand.with_shapes(ins, outs)
-        verdicts = [_at(kg, sizes, inputs, ref) for sizes in _size_sets(kg.symbols)]
-        ran = [v for v in verdicts if v is not None]
-        out.append(None if not ran else all(ran))
+        verdict: bool | None = None
+        for sizes in _size_sets(kg.symbols):  # wrong at one size set: wrong (the others are not run)
+            ok = _at(kg, sizes, inputs, ref)
+            if ok is False:
+                verdict = False
+                break
+            verdict = verdict if ok is None else True
+        out.append(verdict)
     return out
 
 
