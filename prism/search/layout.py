@@ -22,8 +22,16 @@ or a copy) saved by one kernel is *placed by block* along the saver's dim; a lat
 slices that dim by the same size symbol reads one block per coordinate, with the layout the block
 had (split-K / split-KV: one partial sum per coordinate).
 
-A max over a split dim (an online softmax's per-chunk max) and the max and rescaled accumulators
-are not typed: they and what depends on them are left unchecked (to the screen and the proof).
+A max over a dim split along a parallel dim (an online softmax's per-chunk max) is *shifted*
+(``X``) along it: each block holds the max of its own chunk, and what is computed from it (the
+chunk's exponentials) depends on the block's coordinate in a way no layout above describes. A
+rescaled accumulator over the loop (or a running max) turns values shifted along the loop into
+replicated ones; along grid dims they stay shifted until a later kernel reads them back one block
+per coordinate (saved shifted values are placed by block, like partial sums) and rescales them.
+Shifted values are never rejected by themselves (a shift can cancel algebraically, as in
+exp(x - m_c) · exp(m_c - M)); what is rejected is a max of a partial sum and a read of placed
+blocks that does not take one block per coordinate. Max and rescaled accumulators over anything
+else are not typed: they and what depends on them are left unchecked (to the screen and the proof).
 
 The typing only rejects; what it accepts still goes through the numeric screen and egglog. It is
 deliberately narrow where plans are exotic (a dim of placed blocks read whole or by another size):
@@ -57,6 +65,7 @@ from prism.ops import Binary, Reduce, Unary
 Tag = tuple[str, int]  # R, P or ("S", dim)
 R: Tag = ("R", -1)
 P: Tag = ("P", -1)
+X: Tag = ("X", -1)  # shifted by the block's own chunk max (module docstring)
 Power = tuple[tuple[str, int], ...]  # (size symbol, exponent), sorted, no zero exponents
 
 
@@ -117,6 +126,8 @@ def _binary(fn: Binary, a: _Val, b: _Val, where: str) -> _Val:
             tags.append(ta)
         elif tb[0] == "S" and ta == R and a.shape[tb[1]] == 1:
             tags.append(tb)
+        elif X in (ta, tb):
+            tags.append(X)
         elif P in (ta, tb) and _partial_ok(fn, ta, tb):
             tags.append(P)
         else:
@@ -145,6 +156,8 @@ def _matmul(a: _Val, b: _Val, where: str) -> _Val:
     for ta, tb in zip(a.tags, b.tags, strict=True):
         if ta == R and tb == R:
             tags.append(R)
+        elif X in (ta, tb):
+            tags.append(X)
         elif ta == ("S", ak) and tb == ("S", bk):
             tags.append(P)
         elif ta == ("S", am) and tb == R:
@@ -288,17 +301,38 @@ def _type_op(op: BlockOp, k: CustomKernel, xs: list[_Val], shapes: Mapping[str, 
         case MatmulOp():
             return _matmul(xs[0], xs[1], where)
         case ReduceOp(fn=fn, dim=dim) if fn is Reduce.MAX and _split(xs[0], dim):
-            return None  # a partial max (an online softmax's chunk max): not typed, left unchecked
+            return _chunk_max(xs[0], dim, where)
         case ReduceOp(fn=fn, dim=dim):
             return _reduce(xs[0], dim, fn is Reduce.SUM, where)
         case Accum() if not op.plain:
-            return None  # max and rescaled accumulators: not typed, left to the screen and the proof
+            return _shifted_accum(xs[0], op, loop)
+        case Accum() if xs[0].tags[loop] == X:
+            return None  # a plain sum of chunks shifted by their own maxes: not typed
         case Accum(reduce_dim=rd):
             return _accum(xs[0], rd, k, trivial, loop, repeats, where)
         case Save(tensor=tensor, omap=omap):
             return _save(xs[0], tensor, omap, k, outputs, stored, trivial, where)
         case _:
             assert_never(op)
+
+
+def _chunk_max(x: _Val, dim: int, where: str) -> _Val:
+    """A max over ``dim`` where it is split along some parallel dim: shifted along those dims."""
+    if P in x.tags or x.folded:
+        raise IllTyped(f"{where}: a max of a partial sum")
+    tags = tuple(X if t == _s(dim) else t for t in x.tags)
+    return _Val(tags, tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.folded, x.power)
+
+
+def _shifted_accum(x: _Val, op: Accum, loop: int) -> _Val | None:
+    """A running max of chunk maxes (or of a loop-invariant value), or a rescaled sum of chunks
+    shifted by their own maxes: replicated along the loop. Anything else: not typed (None)."""
+    ti = x.tags[loop]
+    running_max = op.fn is Reduce.MAX and op.rescale is None and ti in (X, R)
+    rescaled_sum = op.fn is Reduce.SUM and op.rescale is not None and ti == X
+    if op.reduce_dim is not None or not (running_max or rescaled_sum):
+        return None
+    return _Val((*x.tags[:loop], R), x.shape, x.folded, x.power)
 
 
 def _accum(x: _Val, rd: int | None, k: CustomKernel, trivial: Sequence[bool], loop: int, repeats: bool,
@@ -328,7 +362,7 @@ def _save(x: _Val, tensor: str, omap: tuple[int | None, ...], k: CustomKernel, o
         t = x.tags[p]
         if a is None:
             raise IllTyped(f"{where}: grid dim {p} is not mapped by the saver")
-        if t == _s(a) or trivial[p]:
+        if t == _s(a) or trivial[p] or (t == X and tensor in outputs):  # a shift may have cancelled
             continue
         if tensor not in outputs:
             stacks.append((a, sizes[p], t))
