@@ -180,19 +180,24 @@ def advance(step: Step, state: State, choice: int) -> State | None:
     return tuple(new)
 
 
+def remember[K, V](table: dict[K, V], limit: int, key: K, value: V) -> V:
+    """``value``, stored under ``key`` in a memo ``table`` that starts afresh at ``limit`` entries."""
+    if len(table) >= limit:
+        table.clear()
+    table[key] = value
+    return value
+
+
 def successors(plan: Plan, lv: int, state: State) -> Successors:
     """The choices at level ``lv`` whose state after it, from ``state``, is one from which the later
     levels can bring every equality to 0 (or not ruled out, where no reach set was built), each with
     that state. Candidates of one plan meet the same states again and again: remembered."""
-    key = (lv, state)
-    got = plan.memo.get(key)
+    got = plan.memo.get((lv, state))
     if got is None:
         step, nxt = plan.steps[lv], plan.reach[lv + 1]
-        got = tuple((ci, new) for ci in range(len(step.contrib))
-                    if (new := advance(step, state, ci)) is not None and (nxt is None or new in nxt))
-        if len(plan.memo) >= SUCCESSORS_LIMIT:
-            plan.memo.clear()
-        plan.memo[key] = got
+        got = remember(plan.memo, SUCCESSORS_LIMIT, (lv, state), tuple(
+            (ci, new) for ci in range(len(step.contrib))
+            if (new := advance(step, state, ci)) is not None and (nxt is None or new in nxt)))
     return got
 
 

@@ -62,7 +62,7 @@ from prism.ir import (
 )
 from prism.ops import Binary, Reduce, Unary
 
-Tag = tuple[str, int]  # R, P or ("S", dim)
+Tag = tuple[str, int]  # R, P, X or ("S", dim)
 R: Tag = ("R", -1)
 P: Tag = ("P", -1)
 X: Tag = ("X", -1)  # shifted by the block's own chunk max (module docstring)

@@ -23,7 +23,7 @@ from typing import Any
 
 from prism.ir import BlockOp, CustomKernel, KernelGraph, Load, Save, op_args
 
-from .assign import Plan, State, build_plan, successors
+from .assign import Plan, State, build_plan, remember, successors
 from .dimmatch import LinForm
 from .layout import IllTyped, type_ops
 from .sgraph import LOOP, PARALLEL, MapVar, SGraph
@@ -240,12 +240,7 @@ class Walker:
             return self.expand(lv, state)
         key = (self._tail(lv), self.stored[level.kernel][0], state)
         got = _LATER.get(key)
-        if got is None:
-            got = self.expand(lv, state)
-            if len(_LATER) >= LATER_LIMIT:
-                _LATER.clear()
-            _LATER[key] = got
-        return got
+        return got if got is not None else remember(_LATER, LATER_LIMIT, key, self.expand(lv, state))
 
     def _tail(self, first: int) -> int:
         """The number of what the walk from level ``first`` (a later kernel's first) on depends on
@@ -286,10 +281,7 @@ class Walker:
         key = (self.templates[k], assigned, self.stored[k][0])
         verdict = _VERDICTS.get(key)
         if verdict is None:
-            verdict = self.check(lv, level)
-            if len(_VERDICTS) >= VERDICTS_LIMIT:
-                _VERDICTS.clear()
-            _VERDICTS[key] = verdict
+            verdict = remember(_VERDICTS, VERDICTS_LIMIT, key, self.check(lv, level))
         if verdict[0]:
             self.typing[lv] = verdict[3]
             if level.last:
