@@ -230,6 +230,7 @@ def correct_for_all_sizes(graph: Graph, kg: KernelGraph, inputs: dict[str, np.nd
 def check(graph: Graph, max_ops: int, grids: tuple[int, ...], max_mapping_checks: int | None = None,
           loop: str | int = "i") -> tuple[int, int]:
     cfg = SearchConfig(max_block_ops=max_ops, max_kernels=1, min_grid_dims=min(grids), max_grid_dims=max(grids),
+                       rank_variants=False,
                        loop_one=loop == 1)
     result = search(graph, cfg, name="t")
     by_key = {}

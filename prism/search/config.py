@@ -38,6 +38,10 @@ class SearchConfig:
     ``max_candidates`` stops the search, incomplete as at its time budget, once it holds that many
     candidates: mapping instantiation covers a few thousand a minute, so a longer tail is never
     mapped and only costs memory (qknorm_gqa: 280,009 candidates in 300 s held 1.1 GiB).
+    ``rank_variants`` drops a block graph when an algebraic variant with the same loads and saved
+    values does no more work on every size (``dominance``: a split softmax's combine that divides
+    two sums beats one that squares, multiplies and divides); off, every variant within the op
+    bound is kept (the soundness tests compare the search against brute force that way).
     """
 
     max_block_ops: int | None = None
@@ -55,6 +59,7 @@ class SearchConfig:
     max_candidates: int = 100_000
     concrete_maps: frozenset[str] = frozenset()
     op_budget: tuple[tuple[str, int], ...] | None = None
+    rank_variants: bool = True
     progress: bool = False
 
     def __post_init__(self) -> None:

@@ -46,13 +46,14 @@ from prism.ops import COMMUTATIVE, Binary, Reduce, Scalar, Unary
 from .canonical import INTERMEDIATE, canonical_order
 from .config import SearchConfig
 from .dimmatch import ONE, ProgramLabels, program_labels
+from .dominance import Cost, Item, dims, op_cost, undominated
 from .exprprune import Poly, Target, build_target, is_max, shifted_by
 from .sgraph import LOOP, PARALLEL, SGraph
 from .symbolic import ComputeOp, KernelSpec, symbolize
 
 log = logging.getLogger(__name__)
 
-PRUNE_RULES = ("dim_mismatch", "expression", "op_limit", "op_budget", "first_kernel", "map_infeasible")
+PRUNE_RULES = ("dim_mismatch", "expression", "op_limit", "op_budget", "first_kernel", "map_infeasible", "dominated")
 
 
 @dataclass(frozen=True)
@@ -503,7 +504,7 @@ class Generator:
         if roots is None:
             return
         budget = self.max_ops - len(roots)
-        for chosen in self.closures([n for n, _ in roots], budget, None, 0):
+        for chosen in self._ranked(list(self.closures([n for n, _ in roots], budget, None, 0))):
             ops, _ = self._ops(chosen, roots, {})
             self.stats.structures += 1
             loops: list[str | int] = [f"k0_{LOOP}", *([1] if self.cfg.loop_one else [])]
@@ -519,17 +520,48 @@ class Generator:
             return
         later = _LaterKernels(self, [n for n, _ in roots])
         for loaded in later.loaded_sets():
-            lasts = later.kernels(loaded)
+            lasts = self._ranked(later.kernels(loaded))
             if not lasts:
                 continue
             first_roots = self._first_roots(list(loaded))
-            firsts = list(self.closures(first_roots, self._first_budget(first_roots), None, 0))
+            firsts = self._ranked(list(self.closures(first_roots, self._first_budget(first_roots), None, 0)))
             if not firsts:
                 self.stats.pruned["first_kernel"] += 1
                 continue
             for last in lasts:
                 for first in firsts:
                     self._split_graph(first, first_roots, last, roots)
+
+    def _ranked(self, kernels: list[dict[int, Recipe]]) -> list[dict[int, Recipe]]:
+        """The block graphs no algebraic variant beats (``dominance``), per set of loaded tensors;
+        all of them when ``rank_variants`` is off."""
+        if not self.cfg.rank_variants:
+            return kernels
+        groups: dict[frozenset[str | None], list[dict[int, Recipe]]] = {}
+        for k in kernels:
+            groups.setdefault(frozenset(r.tensor for r in k.values() if r.op is None), []).append(k)
+        keep = {id(k) for g in groups.values() for k in undominated(g, self._cost_items)}
+        self.stats.pruned["dominated"] += len(kernels) - len(keep)
+        return [k for k in kernels if id(k) in keep]
+
+    def _cost_items(self, chosen: dict[int, Recipe]) -> list[Item]:
+        items = []
+        for n, r in chosen.items():
+            _, labels, phase = self.nodes[n]
+            if r.op is None:
+                items.append(Item(Cost.LOAD, phase, dims(labels), r.tensor))
+                continue
+            arg = self.nodes[r.args[0]]
+            match r.op:
+                case MatmulOp():
+                    items.append(Item(Cost.MATMUL, arg[2], dims((*labels, arg[1][-1]))))
+                case ReduceOp(fn) | Accum(_, _, fn, None):
+                    items.append(Item(op_cost(r.op), arg[2], dims(arg[1]), fn.value))
+                case Accum(_, _, fn, _):
+                    items.append(Item(op_cost(r.op), arg[2], dims(arg[1]), f"rescaled {fn.value}"))
+                case _:
+                    items.append(Item(op_cost(r.op), phase, dims(labels)))
+        return items
 
     def _split_graph(self, first: dict[int, Recipe], first_roots: list[int], last: dict[int, Recipe],
                      roots: list[tuple[int, str]]) -> None:

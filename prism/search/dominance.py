@@ -1,0 +1,141 @@
+"""Static ranking of algebraic variants: a block graph that does more work than another computing
+the same values from the same loads is dropped before it is symbolized, mapped and verified.
+
+The generator builds every block graph within the op bound that computes the kernel's saved values,
+so one kernel comes in many algebraic variants: a split softmax's combine divides two partial sums
+in one op, or squares one and multiplies and divides in three (``a·b / b²``); a norm's ``1/d``
+scale sits before or after its sum. Variants of one kernel compute the same values (the generator's
+values are canonical expressions), so a variant whose every op is matched by an op of another variant
+that costs at least as much on every input size is never faster and never needed.
+
+Costs are compared per op, without sizes: an op costs at most another when both are of one cost
+class (or the first's class is cheaper), both run in the same phase (or the first after the loop,
+once, the second inside it, per iteration), and its dim labels are a sub-multiset of the other's
+(extent-1 dims dropped): on every assignment of sizes to labels, and under any grid and loop split
+of those labels, it touches no more elements. A kernel *dominates* another when its ops map one to
+one onto the other's ops that cost at least as much. Among kernels that dominate each other (equal
+cost: ``x·x`` against ``square(x)``) the first in a fixed order stays.
+
+This is EqiForge's static ranking reduced to what holds on every size; it never drops a kernel
+that could be the fastest on some input, up to the per-op cost model: same-class ops are taken to
+cost the same per element (``mul`` as ``div``; ``exp`` as ``rsqrt``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import assert_never
+
+from prism.ir import Accum, BinaryOp, MatmulOp, ReduceOp, UnaryOp
+from prism.ops import Unary
+
+from .dimmatch import ONE
+from .symbolic import ComputeOp
+
+
+class Cost(enum.IntEnum):
+    """Per-element cost classes; a lower class costs no more than a higher one of its family."""
+
+    ARITH = 0  # add, sub, mul, div, square, neg, scale, add_scalar
+    TRANSCENDENTAL = 1  # exp, rsqrt, sqrt, silu, gelu
+    REDUCE = 10  # the skeleton: classes from here on must match exactly
+    ACCUM = 11
+    MATMUL = 20
+    LOAD = 30
+
+
+_CHEAP_UNARY = frozenset({Unary.SQUARE, Unary.NEG, Unary.SCALE, Unary.ADD_SCALAR})
+
+
+@dataclass(frozen=True)
+class Item:
+    """One op's cost: its class, its phase (``"loop"`` or ``"post"``), the dims it touches, and what
+    else tells skeleton ops apart (the tensor a load reads, a reduction's function, whether an
+    accumulator rescales)."""
+
+    cost: Cost
+    phase: str
+    dims: tuple[str, ...]
+    what: str | None = None
+
+    @property
+    def skeleton(self) -> bool:
+        return self.cost >= Cost.REDUCE
+
+    def at_most(self, other: Item) -> bool:
+        if self.cost != other.cost and not (self.cost == Cost.ARITH and other.cost == Cost.TRANSCENDENTAL):
+            return False
+        if self.what != other.what:
+            return False
+        if self.phase != other.phase and not (self.phase == "post" and other.phase == "loop"):
+            return False
+        mine, theirs = Counter(self.dims), Counter(other.dims)
+        return all(theirs[d] >= k for d, k in mine.items())
+
+
+def op_cost(op: ComputeOp) -> Cost:
+    match op:
+        case UnaryOp(fn):
+            return Cost.ARITH if fn in _CHEAP_UNARY else Cost.TRANSCENDENTAL
+        case BinaryOp():
+            return Cost.ARITH
+        case MatmulOp():
+            return Cost.MATMUL
+        case ReduceOp():
+            return Cost.REDUCE
+        case Accum():
+            return Cost.ACCUM
+    assert_never(op)
+
+
+def dims(labels: Sequence[str]) -> tuple[str, ...]:
+    return tuple(sorted(d for d in labels if d != ONE))
+
+
+def dominates(a: Sequence[Item], b: Sequence[Item]) -> bool:
+    """Do ``a`` and ``b`` have the same skeleton (loads, matmuls, reductions and accumulators, equal
+    item for item), and do ``a``'s elementwise ops map one to one onto ``b``'s elementwise ops that
+    cost at least as much (a bipartite matching, by augmenting paths)?"""
+    if len(a) > len(b) or _skeleton(a) != _skeleton(b):
+        return False
+    a = [x for x in a if not x.skeleton]
+    b = [x for x in b if not x.skeleton]
+    fits = [[j for j, y in enumerate(b) if x.at_most(y)] for x in a]
+    owner: dict[int, int] = {}
+
+    def place(i: int, seen: set[int]) -> bool:
+        for j in fits[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or place(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    return all(place(i, set()) for i in sorted(range(len(a)), key=lambda i: len(fits[i])))
+
+
+def _skeleton(items: Sequence[Item]) -> list[Item]:
+    return sorted((x for x in items if x.skeleton), key=repr)
+
+
+def undominated[T](kernels: Sequence[T], items: Callable[[T], list[Item]]) -> list[T]:
+    """The kernels no other kernel of the list dominates; of kernels that dominate each other, the
+    first. Order is kept."""
+    costs = [items(k) for k in kernels]
+    keep = []
+    for i, b in enumerate(costs):
+        beaten = False
+        for j, a in enumerate(costs):
+            if j == i or not dominates(a, b):
+                continue
+            if j < i or not dominates(b, a):
+                beaten = True
+                break
+        if not beaten:
+            keep.append(kernels[i])
+    return keep
