@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import assert_never
 
 from prism.codegen.lowered import Buf, KernelLowering, Storage, Store
-from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, UnaryOp
+from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
 from prism.ops import Binary, Unary
 
 UNARY_C: dict[Unary, str] = {
@@ -118,11 +119,17 @@ class Exprs:
     def read(self, i: int, idx: Sequence[str]) -> str:
         low = self.low
         store = low.stores[i]
-        if store is Store.INLINE:
-            return self.define(i, idx)
-        if store is Store.FRAG:
-            raise AssertionError("an mma fragment is read through its accumulator")
-        return self.buf_read(low.bufs[i], idx)
+        # lowering invariants: a matmul kept in fragments has one user, its accumulator, which reads
+        # the fragments (lower._matmul_store); no op reads a Save (ir.check_structure)
+        assert store is not Store.FRAG, f"op {i}: an mma fragment is read through its accumulator"
+        assert store is not Store.SAVE, f"op {i}: a Save has no value to read"
+        match store:
+            case Store.INLINE:
+                return self.define(i, idx)
+            case Store.LOAD | Store.F32 | Store.H16 | Store.ACC:
+                return self.buf_read(low.bufs[i], idx)
+            case _:
+                assert_never(store)
 
     def define(self, i: int, idx: Sequence[str]) -> str:
         """The op's own computation (for inline values and for the pass that materialises one)."""
@@ -130,6 +137,7 @@ class Exprs:
         op = low.kernel.ops[i]
         tile = low.tiles[i]
         assert tile is not None
+        assert not isinstance(op, Save), f"op {i}: a Save has no value (ir.check_structure)"
         match op:
             case UnaryOp(fn, x, scalar):
                 tx = low.tiles[x]
@@ -142,4 +150,5 @@ class Exprs:
                 return BINARY_C[fn].format(a=self.read(a, bcast(idx, ta, tile)), b=self.read(b, bcast(idx, tb, tile)))
             case Load() | MatmulOp() | ReduceOp() | Accum():
                 return self.read(i, idx)
-        raise AssertionError(f"no elementwise definition for {op!r}")
+            case _:
+                assert_never(op)
