@@ -117,7 +117,7 @@ def test_resources_agree_with_generate() -> None:
 def test_arch_budget() -> None:
     cfg = workloads.config("swiglu_d4096")
     template = plans.hand_plans(cfg.program, cfg.build())[0]
-    kg = template.instantiate({"x": 128, "i": 8})  # Wg, Wu tiles [512, 32] + X [16, 512]: 2 stages > 163 KB
+    kg = template.instantiate({"x": 256, "i": 4})  # Wg, Wu tiles [1024, 16] + X [16, 1024]: 2 stages > 163 KB
     with pytest.raises(CodegenError, match="shared memory"):
         resources(kg, "sm_80")
     with pytest.raises(CodegenError, match="shared memory"):

@@ -26,7 +26,7 @@ import numpy as np
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.emulate_mem import EmulationError, Smem, global_index
-from prism.codegen.emulate_mma import Units, frag_rescale, frag_store, mma, units
+from prism.codegen.emulate_mma import Units, frag_rescale, frag_store, mma, swizzle_offset, units
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, global_strides, lower_graph
 from prism.codegen.lowered import AccKind, Buf, GraphLowering, KernelLowering, LoadPlan, Phase, Store, Sweep
 from prism.interpreter import input_tensors, run_predefined
@@ -175,8 +175,8 @@ class _Block:
         src = self.origin(lp.block_terms) + it * lp.iter_stride + offset(global_strides(self.shape(lp.tensor)), idx)
         what = f"load of {lp.tensor} (op {lp.op})"
         g = global_index(self.g[lp.tensor], src, lp.vec, buf.esize, what, lp.tensor)
-        self.sm.write(buf, slot, offset(buf.strides, idx), self.g[lp.tensor][g].reshape(-1, lp.vec), what,
-                      asynchronous=lp.nbytes >= 4)
+        dst = swizzle_offset(buf, idx[0], idx[1]) if buf.swizzle else offset(buf.strides, idx)
+        self.sm.write(buf, slot, dst, self.g[lp.tensor][g].reshape(-1, lp.vec), what, asynchronous=lp.nbytes >= 4)
         if buf.ring:
             self.held[buf.name][slot] = it
 
@@ -208,7 +208,7 @@ class _Block:
         return self.buf_read(self.low.bufs[i], idx, f"read of op {i}")
 
     def buf_read(self, b: Buf, idx: Index, what: str) -> np.ndarray:
-        off = offset(b.strides, idx)
+        off = swizzle_offset(b, idx[0], idx[1]) if b.swizzle else offset(b.strides, idx)
         if b.ring:
             return self.sm.read(b, self.slots.get(b.name, 0), off, what)
         return sum((self.sm.read(b, c, off, what) for c in range(b.copies)), start=np.zeros(np.shape(off)))

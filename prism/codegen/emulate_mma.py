@@ -43,6 +43,14 @@ def units(plan: MmaPlan, warps: int) -> Units:
                  u % plan.npairs, kpart[run])
 
 
+def swizzle_offset(buf: Buf, row: np.ndarray | int, col: np.ndarray | int) -> np.ndarray:
+    """``render_load.swizzled_offset`` on index arrays (mirrored, not shared): element (row, col) of a
+    swizzled tile, as the loader writes it and a lane's ldmatrix row address reads it."""
+    per, keys = buf.swizzle_key()
+    q = buf.chunk
+    return np.asarray(row * buf.pitch + ((col // q) ^ ((row // per) % keys)) * q + col % q)
+
+
 def _operand_rows(sm: Smem, buf: Buf, slot: int, addr: np.ndarray, ksteps: int, step: int, what: str) -> np.ndarray:
     """ldmatrix: each lane reads one 16-byte row (8 halves) at ``addr + t * step`` for every k-step t."""
     t = np.arange(ksteps).reshape(1, -1, 1)
@@ -61,8 +69,9 @@ def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[U
     b_bs = b_buf.strides[0] if plan.b_bstride else 0
     a_addr = bt * a_bs + np.minimum(mt * 16 + (lane & 15), plan.m - 1) * a_buf.pitch + (lane >> 4) * 8
     col = np_ * 16 + (lane >> 4) * 8
-    b_addr = bt * b_bs + ((lane & 7) + ((lane >> 3) & 1) * 8) * b_buf.pitch + (
-        np.minimum(col, plan.n - 8) if plan.two else col)
+    col = np.minimum(col, plan.n - 8) if plan.two else col
+    row = (lane & 7) + ((lane >> 3) & 1) * 8
+    b_addr = bt * b_bs + (swizzle_offset(b_buf, row, col) if b_buf.swizzle else row * b_buf.pitch + col)
     k0 = us.kpart.reshape(-1, 1) * plan.ksteps if plan.ksplit > 1 else 0
     what = f"op {i} ldmatrix"
     a = _operand_rows(sm, a_buf, slots.get(a_buf.name, 0), a_addr + k0 * 16, plan.ksteps, 16, what + " A")

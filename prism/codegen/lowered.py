@@ -113,7 +113,9 @@ def sweep(items: int, threads: int) -> Sweep:
 
 @dataclass(frozen=True)
 class Buf:
-    """A tile in shared memory. Row-major; the last dim padded to ``pitch`` against bank conflicts."""
+    """A tile in shared memory. Row-major; the last dim padded to ``pitch`` against bank conflicts,
+    or (``swizzle``: a 2-D tile only ldmatrix reads, unpadded) its 16-byte chunks permuted per row:
+    see :meth:`swizzle_key`."""
 
     name: str
     region: Phase  # PRE | LOOP | POST: when the tile is live
@@ -123,10 +125,24 @@ class Buf:
     copies: int = 1
     ring: bool = False  # copies are pipeline stages (else partial sums, added when read)
     offset: int = 0  # bytes from the start of dynamic shared memory
+    swizzle: bool = False
 
     @property
     def esize(self) -> int:
         return self.dtype.esize
+
+    @property
+    def chunk(self) -> int:
+        """Elements of one 16-byte chunk."""
+        return 16 // self.esize
+
+    def swizzle_key(self) -> tuple[int, int]:
+        """(rows per key, keys): element (r, c) of a swizzled tile lives in chunk ``(c // chunk) ^ key(r)``
+        of row r, ``key(r) = (r // rows per key) % keys``. Any 8 consecutive rows of one logical chunk
+        then fall on 8 distinct 16-byte bank groups (a conflict-free ldmatrix), and every row stays
+        dense and 32-byte aligned (what cp.async needs to stream at full speed)."""
+        n = self.pitch // self.chunk
+        return max(1, 8 // n), min(n, 8)
 
     @property
     def strides(self) -> tuple[int, ...]:

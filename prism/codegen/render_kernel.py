@@ -176,6 +176,7 @@ def _declarations(low: KernelLowering) -> list[str]:
                     key=lambda b: (b.region is not order[0], b.region is not order[1], b.offset, b.name)):
         name = f"{b.name}_ring" if b.ring else b.name
         what = f"ring of {b.copies}" if b.ring else (f"{b.copies} partial copies" if b.copies > 1 else "")
+        what += " swizzled" if b.swizzle else ""
         c = b.dtype.ctype
         body.append(f"{c}* const {name} = reinterpret_cast<{c}*>(smem + {b.offset});"
                     f"  // {b.region.value} [{', '.join(map(str, b.shape))}] pitch {b.pitch} {what}".rstrip())

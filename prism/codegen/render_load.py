@@ -8,7 +8,7 @@ What is copied where (vector width, guard, tile origin) is the ``LoadPlan`` of t
 from __future__ import annotations
 
 from prism.codegen.lower import global_strides
-from prism.codegen.lowered import KernelLowering, LoadPlan, Sweep
+from prism.codegen.lowered import Buf, KernelLowering, LoadPlan, Sweep
 from prism.codegen.render_expr import decompose, offset
 
 COPY_FN = {16: "cp_async16", 8: "cp_async8", 4: "cp_async4"}
@@ -34,13 +34,23 @@ def shared_address(info: LoadPlan) -> bool:
     return info.nbytes >= 4
 
 
+def swizzled_offset(buf: Buf, row: str, col: str) -> str:
+    """C expression of the element offset of (row, col) in a swizzled tile (``Buf.swizzle_key``)."""
+    per, keys = buf.swizzle_key()
+    q = buf.chunk
+    key = row if per == 1 else f"({row} / {per})"
+    chunk = f"(({col} / {q}) ^ ({key} % {keys})) * {q}"
+    within = "" if buf.pitch == q else f" + {col} % {q}"
+    return f"{row} * {buf.pitch} + {chunk}{within}"
+
+
 def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     shape = low.tensor_shapes[info.tensor]
     tile = info.buf.shape
     sw = info.sweep
     nbytes = info.nbytes
     decl, idx = decompose("e", tile, "t", info.vec)
-    dst = offset(info.buf.strides, idx)
+    dst = swizzled_offset(info.buf, idx[0], idx[1]) if info.buf.swizzle else offset(info.buf.strides, idx)
     src = offset(global_strides(shape), idx)
     if shared_address(info):
         at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"

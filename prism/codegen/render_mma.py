@@ -10,6 +10,7 @@ for-loop) or are written to a float32 tile, one partial copy per k-split.
 from __future__ import annotations
 
 from prism.codegen.lowered import Buf, KernelLowering, MmaPlan
+from prism.codegen.render_load import swizzled_offset
 
 KCHAINS = 2  # independent accumulator sets per warp in the k-loop
 
@@ -49,6 +50,7 @@ def render_mma(low: KernelLowering, i: int) -> str:
     """``mma_<i>(acc, A, B, warp, lane)``: acc += A @ B over this warp's units and k-steps."""
     plan = low.mmas[i]
     a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
+    assert not a_buf.swizzle and (not b_buf.swizzle or not plan.b_bstride), "swizzle: 2-D B tiles only"
     nw = low.warps
     a_p, b_p = a_buf.pitch, b_buf.pitch
     a_bs = a_buf.strides[0] if plan.a_bstride else 0
@@ -57,13 +59,15 @@ def render_mma(low: KernelLowering, i: int) -> str:
     two = plan.n % 16 != 0
     k0 = "kpart * " + str(plan.ksteps) if plan.ksplit > 1 else "0"
     unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"  # even: q & 1 stays static
+    b_col = f"imin(np * 16 + (lane >> 4) * 8, {plan.n - 8})" if two else "np * 16 + (lane >> 4) * 8"
+    b_row = "((lane & 7) + ((lane >> 3) & 1) * 8)"
+    # a swizzled B tile: its key repeats every 8 rows, so one lane's chunk is the same at every k-step
+    b_off = swizzled_offset(b_buf, b_row, f"({b_col})") if b_buf.swizzle else f"{b_row} * {b_p} + {b_col}"
     body = [
         *unit,
         f"const unsigned a_addr = smem_u32(A + {'bt * ' + str(a_bs) + ' + ' if a_bs else ''}"
         f"imin(mt * 16 + (lane & 15), {plan.m - 1}) * {a_p} + (lane >> 4) * 8);",
-        f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}"
-        f"((lane & 7) + ((lane >> 3) & 1) * 8) * {b_p} + "
-        + (f"imin(np * 16 + (lane >> 4) * 8, {plan.n - 8}));" if two else "np * 16 + (lane >> 4) * 8);"),
+        f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}{b_off});",
     ]
     if two:
         body.append(f"const bool two = np * 16 + 8 < {plan.n};")

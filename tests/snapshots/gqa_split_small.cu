@@ -1,6 +1,6 @@
 // Prism generated kernel prism_gqa_split_c01f53905f (deterministic output; do not edit)
 // program gqa, kernel 'split' (1 of 2 custom), target sm_80
-// sizes: grid (x=2, y=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 4480 B dynamic shared memory
+// sizes: grid (x=2, y=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 3328 B dynamic shared memory
 // tensors: Q[2, 8, 16] float16 (input), Kt[2, 16, 64] float16 (input), V[2, 64, 16] float16 (input), N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Q, imap=(0, None), fmap=None)           [1, 8, 16]     pre   smem s_Q (once)
@@ -111,7 +111,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 24 + t2) * 2, src + t1 * 16 + t2);
+      cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 16 + t2);
     }
   }
 }
@@ -125,7 +125,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 24 + t2) * 2, src + t1 * 64 + t2);
+      cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 64 + t2);
     }
   }
 }
@@ -139,7 +139,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 24 + t2) * 2, src + t1 * 16 + t2);
+      cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 16 + t2);
     }
   }
 }
@@ -152,14 +152,14 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     if (u < 1) {
       const int mt = 0;
       const int np = 0;
-      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 24 + (lane >> 4) * 8);
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 16 + (lane >> 4) * 8);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + np * 16 + (lane >> 4) * 8);
       #pragma unroll
       for (int q = 0; q < 1; ++q) {
         const int t = q;
         unsigned a[4], b[4];
         ldsm_x4(a, a_addr + t * 32);
-        ldsm_x4_t(b, b_addr + t * 768);
+        ldsm_x4_t(b, b_addr + t * 512);
         mma16816(acc[j][0], a, b[0], b[1]);
         mma16816(acc[j][1], a, b[2], b[3]);
       }
@@ -195,13 +195,13 @@ __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t* A, co
       const int mt = 0;
       const int np = 0;
       const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 24 + (lane >> 4) * 8);
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + np * 16 + (lane >> 4) * 8);
       #pragma unroll
       for (int q = 0; q < 1; ++q) {
         const int t = q;
         unsigned a[4], b[4];
         ldsm_x4(a, a_addr + t * 32);
-        ldsm_x4_t(b, b_addr + t * 768);
+        ldsm_x4_t(b, b_addr + t * 512);
         mma16816(acc[j][0], a, b[0], b[1]);
         mma16816(acc[j][1], a, b[2], b[3]);
       }
@@ -234,11 +234,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 16] pitch 24
-  float* const mm3 = reinterpret_cast<float*>(smem + 384);  // loop [1, 8, 16] pitch 20
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 1024);  // loop [1, 8, 16] pitch 24
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 1408);  // loop [1, 16, 16] pitch 24 ring of 2
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 2944);  // loop [1, 16, 16] pitch 24 ring of 2
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 16] pitch 16
+  float* const mm3 = reinterpret_cast<float*>(smem + 256);  // loop [1, 8, 16] pitch 20
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 896);  // loop [1, 8, 16] pitch 24
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 1280);  // loop [1, 16, 16] pitch 16 ring of 2
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 2304);  // loop [1, 16, 16] pitch 16 ring of 2
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
   float* const acc7 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -255,8 +255,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_Kt(smem_base + 1408 + st * 768, g_s_Kt + st * 16, tid);
-      load_s_V(smem_base + 2944 + st * 768, g_s_V + st * 256, tid);
+      load_s_Kt(smem_base + 1280 + st * 512, g_s_Kt + st * 16, tid);
+      load_s_V(smem_base + 2304 + st * 512, g_s_V + st * 256, tid);
     }
     cp_async_commit();
   }
@@ -269,14 +269,14 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
     {
       const int nx = it + 2;
       if (nx < 2) {
-        load_s_Kt(smem_base + 1408 + sb_wr * 768, g_s_Kt + nx * 16, tid);
-        load_s_V(smem_base + 2944 + sb_wr * 768, g_s_V + nx * 256, tid);
+        load_s_Kt(smem_base + 1280 + sb_wr * 512, g_s_Kt + nx * 16, tid);
+        load_s_V(smem_base + 2304 + sb_wr * 512, g_s_V + nx * 256, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
-    half_t* const s_Kt = s_Kt_ring + sb * 384;
-    half_t* const s_V = s_V_ring + sb * 384;
+    half_t* const s_Kt = s_Kt_ring + sb * 256;
+    half_t* const s_V = s_V_ring + sb * 256;
     sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     {
@@ -358,7 +358,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_c01f53905f(con
 
 // Prism generated kernel prism_gqa_combine_c01f53905f (deterministic output; do not edit)
 // program gqa, kernel 'combine' (2 of 2 custom), target sm_80
-// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 1536 B dynamic shared memory
+// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 1792 B dynamic shared memory
 // tensors: N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate), O[2, 8, 16] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(N, imap=(0,), fmap=2)                   [1, 8, 16]     loop  smem s_N (ring x2)
@@ -465,7 +465,7 @@ __device__ __forceinline__ void load_s_N(unsigned dst, const float* __restrict__
       const int t2 = (e % 4) * 4;
       const int tr2 = e / 4;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 20 + t2) * 4, src + t1 * 32 + t2);
+      cp_async16(dst + (t1 * 24 + t2) * 4, src + t1 * 32 + t2);
     }
   }
 }
@@ -486,8 +486,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_N_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 8, 16] pitch 20 ring of 2
-  float* const s_D_ring = reinterpret_cast<float*>(smem + 1280);  // loop [1, 8, 1] pitch 1 ring of 2
+  float* const s_N_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 8, 16] pitch 24 ring of 2
+  float* const s_D_ring = reinterpret_cast<float*>(smem + 1536);  // loop [1, 8, 1] pitch 1 ring of 2
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
   float* const acc3 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -502,8 +502,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_N(smem_base + st * 640, g_s_N + st * 16, tid);
-      load_s_D(smem_base + 1280 + st * 32, g_s_D + st * 1, tid);
+      load_s_N(smem_base + st * 768, g_s_N + st * 16, tid);
+      load_s_D(smem_base + 1536 + st * 32, g_s_D + st * 1, tid);
     }
     cp_async_commit();
   }
@@ -516,13 +516,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
     {
       const int nx = it + 2;
       if (nx < 2) {
-        load_s_N(smem_base + sb_wr * 640, g_s_N + nx * 16, tid);
-        load_s_D(smem_base + 1280 + sb_wr * 32, g_s_D + nx * 1, tid);
+        load_s_N(smem_base + sb_wr * 768, g_s_N + nx * 16, tid);
+        load_s_D(smem_base + 1536 + sb_wr * 32, g_s_D + nx * 1, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
-    float* const s_N = s_N_ring + sb * 160;
+    float* const s_N = s_N_ring + sb * 192;
     float* const s_D = s_D_ring + sb * 8;
     sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
@@ -532,7 +532,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_c01f53905f(c
       const int a2_e2 = (e % 16);
       const int a2_er2 = e / 16;
       const int a2_e1 = a2_er2;
-      ra2[j] += s_N[a2_e1 * 20 + a2_e2];
+      ra2[j] += s_N[a2_e1 * 24 + a2_e2];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {

@@ -1,0 +1,290 @@
+"""Device probe (issue 14): generated GEMV kernels and source-level variants of them, graph-timed.
+
+    PYTHONPATH=. python3 scripts/gemv_variants.py --out $OUT time [--set diag] [--rounds 2]
+    ncu ... python3 scripts/gemv_variants.py --out $OUT ncu --only NAME[,NAME]   # one launch each
+
+A variant is (config, plan, sizes, Options, hacks). Hacks edit the generated CUDA text to take one
+part of the loop out (``nocomp``: no mma / reduction in the loop; ``nox``: no X copies in the loop;
+``nobar``: no block barrier in the loop): those kernels compute wrong values and are timed only, to
+say which part of the loop sets the time. ``evict`` (an L2 evict-first policy on the copies of the
+weight tiles) computes the same values and is checked. Every variant without a destructive hack is
+checked against the float64 reference on fresh inputs (output poisoned with NaN) before timing; timing
+follows docs/benchmarks.md (CUDA graph of 20 calls on rotating input copies, median of 30 replays / 20).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from prism import plans, workloads
+from prism.codegen import Options, generate
+from prism.reference import relative_error
+
+ARCH = "sm_90"
+L2_BYTES = 60 * 2**20
+DESTRUCTIVE = {"nocomp", "nox", "nobar", "nopad", "noxpro"}
+ST = 163840
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    config: str
+    plan: int
+    sizes: tuple[tuple[str, int], ...]
+    options: tuple[tuple[str, int], ...] = ()
+    hacks: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        s = ",".join(f"{k}={v}" for k, v in self.sizes)
+        o = ",".join(f"{k}={v}" for k, v in self.options)
+        h = "+".join(self.hacks)
+        return f"{self.config.split('_d')[0]} p{self.plan} {s} [{o}]" + (f" {h}" if h else "")
+
+
+def v(config: str, plan: int, sizes: dict[str, int], options: dict[str, int] | None = None,
+      hacks: tuple[str, ...] = ()) -> Variant:
+    return Variant(config, plan, tuple(sizes.items()), tuple((options or {}).items()), hacks)
+
+
+RL, SW = "rmsnorm_linear_d4096", "swiglu_d4096"
+SETS: dict[str, list[Variant]] = {
+    "diag": [
+        *(v(RL, 0, {"x": 128, "i": 32}, {"stage_target": ST}, h) for h in
+          ((), ("nocomp",), ("nox",), ("nobar",), ("nocomp", "nobar"), ("nocomp", "nox"), ("evict",))),
+        v(RL, 0, {"x": 128, "i": 16}, {"stage_target": ST}),
+        v(RL, 0, {"x": 128, "i": 16}, {"stage_target": ST}, ("nocomp",)),
+        v(RL, 0, {"x": 128, "i": 64}, {"stage_target": ST}),
+        v(RL, 0, {"x": 128, "i": 32}, {"stage_target": 65536}),
+        v(RL, 0, {"x": 128, "i": 32}, {"warps": 8, "stage_target": ST}),
+        v(RL, 0, {"x": 128, "i": 32}, {"warps": 8, "stage_target": ST}, ("nocomp",)),
+        *(v(RL, 0, {"x": 256, "i": i}, {"stage_target": t}) for i in (16, 32) for t in (65536, 98304)),
+        v(RL, 0, {"x": 256, "i": 32}, {"stage_target": 65536}, ("nocomp",)),
+        *(v(SW, 0, {"x": 128, "i": 32}, {"stage_target": ST}, h) for h in
+          ((), ("nocomp",), ("nox",), ("nobar",), ("evict",))),
+        v(SW, 0, {"x": 128, "i": 64}, {"stage_target": ST}),
+        v(SW, 0, {"x": 128, "i": 64}, {"stage_target": ST}, ("nocomp",)),
+        *(v(SW, 0, {"x": 256, "i": i}, {"stage_target": 98304}) for i in (32, 64)),
+    ],
+    "cand": [
+        *(v(RL, 0, {"x": 128, "i": i}, {"stage_target": t}) for i in (32, 16) for t in (ST, 98304)),
+        v(RL, 0, {"x": 128, "i": 32}, {"warps": 8, "stage_target": ST}),
+        v(RL, 0, {"x": 256, "i": 32}, {"stage_target": 98304}),
+        *(v(SW, 0, {"x": 128, "i": i}, {"stage_target": ST}) for i in (32, 64, 16)),
+        v(SW, 0, {"x": 128, "i": 32}, {"stage_target": 98304}),
+        v(SW, 0, {"x": 256, "i": 64}, {"stage_target": 98304}),
+    ],
+    "diag2": [
+        *(v(RL, 0, {"x": 128, "i": 32}, {"stage_target": ST}, h) for h in
+          ((), ("nocomp", "nox"), ("nocomp", "nox", "nopad"), ("nocomp", "nox", "noxpro"),
+           ("nocomp", "nox", "nopad", "noxpro"), ("nocomp", "nopad"), ("nocomp",))),
+        *(v(SW, 0, {"x": 128, "i": 32}, {"stage_target": ST}, h) for h in
+          ((), ("nocomp", "nox"), ("nocomp", "nox", "nopad"), ("nocomp", "nox", "nopad", "noxpro"))),
+    ],
+    "split": [
+        *(v(RL, 2, {"x": x, "y": y, "i": i, "c": 64}, {"stage_target": t}, h)
+          for x, y, i, t in ((64, 2, 16, ST), (32, 4, 8, ST), (16, 8, 8, ST), (64, 4, 8, 98304), (32, 8, 8, 98304))
+          for h in ((), ("nocomp",))),
+        *(v(SW, 1, {"x": x, "y": y, "i": i, "c": 64}, {"stage_target": t}, h)
+          for x, y, i, t in ((64, 2, 32, ST), (32, 4, 16, ST), (64, 4, 16, 98304), (32, 8, 16, 98304))
+          for h in ((), ("nocomp",))),
+    ],
+}
+
+
+# ------------------------------------------------------------------ source hacks
+
+
+def _loop_span(src: str) -> tuple[int, int]:
+    """(start of the loop body after the ring-slot updates, start of the loop's closing brace)."""
+    m = list(re.finditer(r"\n    sb_wr = sb_wr == \d+ \? 0 : sb_wr \+ 1;", src))
+    assert m, "no ring-slot update in the loop"
+    end = src.index("\n  }\n  cp_async_wait<0>();")
+    return m[-1].end(), end
+
+
+EVICT_HELPER = """__device__ __forceinline__ void cp_async16_ef(unsigned dst, const void* src) {
+  unsigned long long pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "l"(pol) : "memory");
+}
+"""
+
+
+def hack(src: str, h: str) -> str:
+    match h:
+        case "nocomp":
+            a, b = _loop_span(src)
+            return src[:a] + src[b:]
+        case "nox":
+            out = re.sub(r"\n        load_s_X\(smem_base \+ sb_wr[^\n]*", "", src)
+            assert out != src
+            return out
+        case "nobar":
+            out = re.sub(r"(\n    cp_async_wait<\d+>\(\);)\n    __syncthreads\(\);", r"\1", src)
+            assert out != src
+            return out
+        case "nopad":  # the [128, 32] weight tiles unpadded (pitch 32, not 40): layout of the copies only
+            out = src.replace("(t0 * 40 + t1) * 2", "(t0 * 32 + t1) * 2").replace(" * 10240", " * 8192")
+            assert out != src
+            return out
+        case "noxpro":  # no X copies in the prologue either
+            out = re.sub(r"\n      load_s_X\(smem_base \+ st[^\n]*", "", src)
+            assert out != src
+            return out
+        case "evict":
+            at = src.index("__device__ __forceinline__ void cp_async8")
+            src = src[:at] + EVICT_HELPER + src[at:]
+            parts = re.split(r"(__device__ __forceinline__ void load_s_W\w*\()", src)
+            for k in range(2, len(parts), 2):
+                body_end = parts[k].index("\n}\n")
+                parts[k] = parts[k][:body_end].replace("cp_async16(", "cp_async16_ef(") + parts[k][body_end:]
+            return "".join(parts)
+        case _:
+            raise ValueError(h)
+
+
+# ------------------------------------------------------------------ build, check, time
+
+
+def build(var: Variant) -> tuple[Any, dict[str, Any]]:
+    from prism import runtime
+
+    cfg = workloads.config(var.config)
+    g = cfg.build()
+    tmpl = plans.codegen_plans(cfg.program, g)[var.plan]
+    plan = generate(tmpl.instantiate(dict(var.sizes)), arch=ARCH, options=Options(**dict(var.options)))
+    steps = []
+    for s in plan.steps:
+        if hasattr(s, "source") and var.hacks:
+            src = s.source
+            for h in var.hacks:
+                src = hack(src, h)
+            s = dataclasses.replace(s, source=src, entry=s.entry)
+        steps.append(s)
+    plan = dataclasses.replace(plan, steps=tuple(steps))
+    info = {"kernels": [{"grid": k.grid, "block": k.block[0], "smem": k.smem_bytes, "stages": k.stages}
+                        for k in plan.kernels]}
+    return runtime.compile_plan(plan), info
+
+
+def to_torch(x: Any) -> Any:
+    import numpy as np
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(x)).to(device="cuda", dtype=torch.float16)
+
+
+def check(var: Variant, fn: Any, seed: int) -> float:
+    import torch
+
+    cfg = workloads.config(var.config)
+    g = cfg.build()
+    inp = cfg.random_inputs(seed, g)
+    ref = g.evaluate(inp)[g.outputs[0].name]
+    out = torch.full(g.outputs[0].shape, float("nan"), dtype=torch.float16, device="cuda")
+    fn(*[to_torch(inp[t.name]) for t in g.inputs], out=out)
+    torch.cuda.synchronize()
+    return float(relative_error(out.double().cpu().numpy(), ref))
+
+
+class Inputs:
+    """Rotating input copies per config (4x the L2, at most 20) and output buffers."""
+
+    def __init__(self) -> None:
+        self.sets: dict[str, list[list[Any]]] = {}
+
+    def of(self, config: str) -> list[list[Any]]:
+        if config not in self.sets:
+            cfg = workloads.config(config)
+            g = cfg.build()
+            base = cfg.random_inputs(7, g)
+            first = [to_torch(base[t.name]) for t in g.inputs]
+            nbytes = sum(math.prod(t.shape) * 2 for t in g.inputs)
+            n = max(2, min(20, math.ceil(4 * L2_BYTES / nbytes)))
+            self.sets[config] = [first] + [[t.clone() for t in first] for _ in range(n - 1)]
+        return self.sets[config]
+
+
+def time_variant(var: Variant, fn: Any, inputs: Inputs) -> float:
+    import torch
+    from gpu_codegen import time_graph
+
+    copies = inputs.of(var.config)
+    g = workloads.config(var.config).build()
+    outs = [torch.empty(g.outputs[0].shape, dtype=torch.float16, device="cuda") for _ in copies]
+    st = {"j": 0}
+
+    def call(*a: Any) -> Any:
+        o = outs[st["j"] % len(outs)]
+        st["j"] += 1
+        return fn(*a, out=o)
+
+    return time_graph(call, copies)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["time", "ncu"])
+    p.add_argument("--out", default=os.environ.get("OUT", "out"))
+    p.add_argument("--set", default="diag")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--only", default="", help="ncu mode: comma-separated indices into the set")
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    import torch
+
+    variants = SETS[args.set]
+    if args.mode == "ncu":
+        inputs = Inputs()
+        for k in (int(x) for x in args.only.split(",")):
+            fn, _ = build(variants[k])
+            fn(*inputs.of(variants[k].config)[0])
+        torch.cuda.synchronize()
+        return 0
+    from gpu_codegen import ceilings, floor_us
+
+    ceil = ceilings()
+    print(f"device {torch.cuda.get_device_name()}, ceilings {ceil}", flush=True)
+    built = []
+    for n, var in enumerate(variants):
+        t0 = time.time()
+        fn, info = build(var)
+        rec: dict[str, Any] = {"index": n, "name": var.name, **dataclasses.asdict(var), **info,
+                               "compile_s": time.time() - t0, "us": []}
+        if not DESTRUCTIVE & set(var.hacks):
+            rec["rel_err"] = check(var, fn, 100 + n)
+        built.append((rec, fn))
+    inputs = Inputs()
+    for _ in range(args.rounds):
+        for rec, fn in built:
+            ok = rec.get("rel_err") is None or rec["rel_err"] < 2e-2
+            if ok:
+                rec["us"].append(time_variant(Variant(rec["config"], 0, ()), fn, inputs))
+    floors = {c: floor_us(workloads.config(c), ceil)["floor_us"] for c in {r["config"] for r, _ in built}}
+    rows = [r for r, _ in built]
+    with open(os.path.join(args.out, f"gemv_variants_{args.set}.json"), "w") as f:
+        json.dump({"ceilings": ceil, "floors": floors, "rows": rows, "device": torch.cuda.get_device_name()},
+                  f, indent=1, default=str)
+    for r in rows:
+        us = " / ".join(f"{u:.2f}" for u in r["us"])
+        err = f"{r['rel_err']:.1e}" if "rel_err" in r else "timing only"
+        pct = f"{100 * floors[r['config']] / min(r['us']):.0f}%" if r["us"] else "-"
+        print(f"{r['index']:>2} {r['name']:<62} {[(k['grid'][0], k['smem'], k['stages']) for k in r['kernels']]!s:<28}"
+              f" {us:<16} {pct:>4} {err}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
