@@ -96,6 +96,11 @@ SETS: dict[str, list[Variant]] = {
         *(v(c, 0, {"x": 128, "i": 32}, {"stage_target": ST}, h) for c in (RL, SW)
           for h in ((), ("nocomp",), ("nocomp", "nox"))),
     ],
+    "tune": [
+        *(v(RL, 0, {"x": 128, "i": i}, o) for i in (16, 32) for o in ({}, {"warps": 8})),
+        v(RL, 0, {"x": 128, "i": 32}, {"stage_target": 65536}),
+        *(v(SW, 0, {"x": 128, "i": 32}, o) for o in ({}, {"warps": 8})),
+    ],
     "split": [
         *(v(RL, 2, {"x": x, "y": y, "i": i, "c": 64}, {"stage_target": t}, h)
           for x, y, i, t in ((64, 2, 16, ST), (32, 4, 8, ST), (16, 8, 8, ST), (64, 4, 8, 98304), (32, 8, 8, 98304))
