@@ -50,7 +50,8 @@ class Variant:
         s = ",".join(f"{k}={v}" for k, v in self.sizes)
         o = ",".join(f"{k}={v}" for k, v in self.options)
         h = "+".join(self.hacks)
-        return f"{self.config.split('_d')[0]} p{self.plan} {s} [{o}]" + (f" {h}" if h else "")
+        short = self.config[:-6] if self.config.endswith("_d4096") else self.config
+        return f"{short} p{self.plan} {s} [{o}]" + (f" {h}" if h else "")
 
 
 def v(config: str, plan: int, sizes: dict[str, int], options: dict[str, int] | None = None,
@@ -101,6 +102,17 @@ SETS: dict[str, list[Variant]] = {
         v(RL, 0, {"x": 128, "i": 32}, {"stage_target": 65536}),
         *(v(SW, 0, {"x": 128, "i": 32}, o) for o in ({}, {"warps": 8})),
     ],
+    # issue 14, X-tile swizzle: the same variants in both trees (default options unless named), then the
+    # rotated loop orders (Options.rotate, after tree only)
+    "b14": [
+        v(RL, 0, {"x": 128, "i": 32}), v(RL, 0, {"x": 128, "i": 16}), v(RL, 0, {"x": 128, "i": 32}, {"stage_target": ST}),
+        v(RL, 0, {"x": 128, "i": 32}, {}, ("nocomp",)),
+        v(SW, 0, {"x": 128, "i": 32}), v(SW, 0, {"x": 128, "i": 32}, {"stage_target": ST}),
+        v("rmsnorm_linear_d1024", 0, {"x": 64, "i": 8}), v("swiglu_d1024", 0, {"x": 32, "i": 32}),
+        v("rmsnorm_mlp_n8", 0, {"x": 64, "i": 2}),
+        v("gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}), v("qknorm_gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}),
+    ],
+    "a14": [],  # b14, then the rotations: filled below
     "split": [
         *(v(RL, 2, {"x": x, "y": y, "i": i, "c": 64}, {"stage_target": t}, h)
           for x, y, i, t in ((64, 2, 16, ST), (32, 4, 8, ST), (16, 8, 8, ST), (64, 4, 8, 98304), (32, 8, 8, 98304))
@@ -110,6 +122,21 @@ SETS: dict[str, list[Variant]] = {
           for h in ((), ("nocomp",))),
     ],
 }
+
+SETS["a14"] = [
+    *SETS["b14"],
+    *(v(RL, 0, {"x": 128, "i": 32}, {"rotate": r}) for r in (4, 8, 32)),
+    v(RL, 0, {"x": 128, "i": 16}, {"rotate": 8}),
+    v(RL, 0, {"x": 128, "i": 32}, {"stage_target": ST, "rotate": 8}),
+    v(RL, 0, {"x": 128, "i": 32}, {"rotate": 8}, ("nocomp",)),
+    *(v(SW, 0, {"x": 128, "i": 32}, {"rotate": r}) for r in (8, 32)),
+    v(SW, 0, {"x": 128, "i": 32}, {"stage_target": ST, "rotate": 8}),
+    v("rmsnorm_linear_d1024", 0, {"x": 64, "i": 8}, {"rotate": 8}),
+    v("swiglu_d1024", 0, {"x": 32, "i": 32}, {"rotate": 8}),
+    v("rmsnorm_mlp_n8", 0, {"x": 64, "i": 2}, {"rotate": 2}),
+    v("gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}, {"rotate": 8}),
+    v("qknorm_gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}, {"rotate": 8}),
+]
 
 
 # ------------------------------------------------------------------ source hacks

@@ -142,6 +142,8 @@ def test_codegen_errors() -> None:
         generate(template.instantiate({"x": 32, "i": 8}), arch="sm_70")
     with pytest.raises(CodegenError, match="warps"):
         generate(template.instantiate({"x": 32, "i": 8}), options=Options(warps=3))
+    with pytest.raises(CodegenError, match="rotate"):
+        generate(template.instantiate({"x": 32, "i": 8}), options=Options(rotate=-1))
     # float32 programs have no tensor-core path
     g = Graph()
     x = g.input((16, 64), "float32", "X")

@@ -18,18 +18,23 @@ import hashlib
 import math
 import random
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from bench.zoo import ZOO, zoo_graph
 from prism import interpreter, pipeline, plans, workloads
-from prism.codegen import lower, lowered
+from prism.codegen import emulate as emulate_mod
+from prism.codegen import emulate_mma, lower, lowered
+from prism.codegen.arch import arch
 from prism.codegen.emulate import EmulationError, emulate
+from prism.codegen.lower import Options
 from prism.codegen.sizes import sample_legal_sizes
 from prism.errors import CodegenError
 from prism.graph import Graph
-from prism.ir import CustomKernel, KernelGraph
+from prism.ir import Accum, CustomKernel, KernelGraph, Load, MatmulOp, Save, UnaryOp
+from prism.ops import Unary
 from prism.reference import relative_error
 
 # the five benchmark programs at small sizes (the templates do not depend on the sizes)
@@ -68,10 +73,10 @@ def inputs_of(kg: KernelGraph, seed: int = 0) -> dict[str, np.ndarray]:
     return {t.name: rng.standard_normal(t.shape) * 0.5 for t in kg.inputs}
 
 
-def emulate_error(kg: KernelGraph) -> float:
+def emulate_error(kg: KernelGraph, options: Options | None = None) -> float:
     """Largest relative error of the emulated outputs against the interpreter's."""
     ins = inputs_of(kg)
-    got, want = emulate(kg, ins), interpreter.run(kg, ins)
+    got, want = emulate(kg, ins, options=options), interpreter.run(kg, ins)
     return max(relative_error(got[n], want[n]) for n in want)
 
 
@@ -110,6 +115,21 @@ def _check_all(items: list[tuple[str, KernelGraph]], count: int, max_work: int |
 @pytest.mark.parametrize("program", list(SMALL))
 def test_hand_plans_emulate_like_the_interpreter(program: str) -> None:
     assert _check_all(list(_hand(program)), 3, MAX_WORK) >= 3
+
+
+@pytest.mark.parametrize("program", list(SMALL))
+def test_rotated_loop_order_emulates_like_the_interpreter(program: str) -> None:
+    """``Options(rotate=3)``: blocks in 3 phases start their loops at different iterations (the
+    loaded tile is that of ``(it + rot) % loop``); the accumulators give the same outputs."""
+    opts = Options(rotate=3)
+    rotated = 0
+    for _, t in _hand(program):
+        for s in cheap_sizes(t, 3):
+            kg = t.instantiate(s)
+            lows = [k for k in lower.lower_graph(kg, arch("sm_80"), opts).kernels if k is not None]
+            rotated += any(k.rotation(b) for k in lows for b in range(k.blocks))
+            assert emulate_error(kg, opts) < 1e-9, s
+    assert rotated, f"{program}: no rotated kernel at the sampled sizes"
 
 
 def _searched(g: Graph, program: str) -> list[tuple[str, KernelGraph]]:
@@ -160,18 +180,54 @@ def _guard_off_by_one(items: int, threads: int) -> lowered.Sweep:
     return lowered.Sweep(items, threads, items + 1 if items % threads else None)
 
 
+def _a_unswizzled(plan: lowered.MmaPlan, buf: lowered.Buf, *args: object) -> object:
+    """The A operand's ldmatrix addresses as if its tile were not swizzled (the loader still permutes)."""
+    return _A_ADDRESSES(plan, replace(buf, swizzle=False), *args)
+
+
+def _read_unswizzled(self: object, b: lowered.Buf, idx: list[object]) -> object:
+    """Expression reads (the Σx² of rmsnorm) that ignore a tile's swizzle."""
+    return emulate_mod.offset(b.strides, idx)
+
+
+_A_ADDRESSES = emulate_mma.a_addresses
+
 # (what is patched, the buggy stand-in)
 MUTATIONS: dict[str, tuple[object, str, Callable[..., object]]] = {
     "guard off by one": (lower, "sweep", _guard_off_by_one),
+    "A ldmatrix ignores the swizzle": (emulate_mma, "a_addresses", _a_unswizzled),
+    "expression read ignores the swizzle": (emulate_mod._Block, "tile_offset", _read_unswizzled),
 }
+
+
+def _swizzled_operand_kernel() -> KernelGraph:
+    """X [32, 64] by rows over 2 blocks: X @ W, and X² elementwise. X's tile is swizzled (an mma A
+    operand) and also read position by position (unlike rmsnorm's Σx², which a permutation within a
+    row leaves unchanged)."""
+    g = Graph()
+    x, w = g.input((32, 64), name="X"), g.input((64, 64), name="W")
+    g.output(g.matmul(x, w), name="O")
+    g.output(g.square(x), name="Y")
+    ops = (Load("X", (0,)), Load("W", (None,)), MatmulOp(0, 1), Accum(2), Save(3, "O", (0,)),
+           UnaryOp(Unary.SQUARE, 0), Accum(5), Save(6, "Y", (0,)))
+    return KernelGraph.of(g, "swizzled_operand", [CustomKernel("k0", ("x",), 1, ops)]).instantiate({"x": 2})
+
+
+def test_operand_tile_read_by_expressions_is_swizzled() -> None:
+    """A tile read by ldmatrix (as A or B) and by expressions is swizzled; every reader agrees."""
+    kg = _swizzled_operand_kernel()
+    low = lower.lower_graph(kg, arch("sm_80")).kernels[0]
+    assert low is not None and low.bufs[0].swizzle and low.bufs[1].swizzle
+    assert emulate_error(kg) < 1e-9
 
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
 def test_emulator_rejects_lowering_bugs(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each bug, patched into the lowering, makes some hand plan fail in the emulator."""
+    """Each bug, patched into the lowering, makes some hand plan (or the swizzled-operand kernel)
+    fail in the emulator."""
     where, attr, bad = MUTATIONS[name]
     cases = [(label, t.instantiate(s)) for p in ("rmsnorm_linear", "gqa") for label, t in _hand(p)
-             for s in cheap_sizes(t, 3)]
+             for s in cheap_sizes(t, 3)] + [("swizzled operand", _swizzled_operand_kernel())]
     for _, kg in cases:  # sound before the mutation
         assert emulate_error(kg) < 1e-9
     monkeypatch.setattr(where, attr, bad)

@@ -29,6 +29,7 @@ from prism.codegen.emulate_mem import EmulationError, Smem, global_index
 from prism.codegen.emulate_mma import Units, frag_rescale, frag_store, mma, swizzle_offset, units
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, global_strides, lower_graph
 from prism.codegen.lowered import AccKind, Buf, GraphLowering, KernelLowering, LoadPlan, Phase, Store, Sweep
+from prism.codegen.render_reduce import lane_run
 from prism.interpreter import input_tensors, run_predefined
 from prism.ir import Accum, BinaryOp, KernelGraph, Load, MatmulOp, PredefinedKernel, ReduceOp, Save, UnaryOp, grid_coords
 from prism.ops import BINARY_NUMPY, UNARY_NUMPY, Reduce
@@ -116,6 +117,9 @@ class _Block:
         self.it = 0
         self.acc: dict[int, np.ndarray] = {}
         self.run_max: dict[int, np.ndarray] = {}
+        self.lane_run = 1  # a reduction's lanes read runs of this many elements (``row_values``)
+        bid = sum(c * math.prod(low.grid[:p]) for p, c in enumerate(coord))
+        self.rot = low.rotation(bid)
         self._init_accs()
 
     def tile(self, i: int) -> tuple[int, ...]:
@@ -172,7 +176,8 @@ class _Block:
         tile, buf = lp.buf.shape, lp.buf
         e = active(lp.sweep)
         idx = decompose(e, tile, lp.vec)
-        src = self.origin(lp.block_terms) + it * lp.iter_stride + offset(global_strides(self.shape(lp.tensor)), idx)
+        kt = (it + self.rot) % self.low.loop  # the iteration whose tiles this stage holds (rotated order)
+        src = self.origin(lp.block_terms) + kt * lp.iter_stride + offset(global_strides(self.shape(lp.tensor)), idx)
         what = f"load of {lp.tensor} (op {lp.op})"
         g = global_index(self.g[lp.tensor], src, lp.vec, buf.esize, what, lp.tensor)
         dst = swizzle_offset(buf, idx[0], idx[1]) if buf.swizzle else offset(buf.strides, idx)
@@ -208,10 +213,19 @@ class _Block:
         return self.buf_read(self.low.bufs[i], idx, f"read of op {i}")
 
     def buf_read(self, b: Buf, idx: Index, what: str) -> np.ndarray:
-        off = swizzle_offset(b, idx[0], idx[1]) if b.swizzle else offset(b.strides, idx)
+        off = self.tile_offset(b, idx)
         if b.ring:
             return self.sm.read(b, self.slots.get(b.name, 0), off, what)
         return sum((self.sm.read(b, c, off, what) for c in range(b.copies)), start=np.zeros(np.shape(off)))
+
+    def tile_offset(self, b: Buf, idx: Index) -> np.ndarray:
+        """``Exprs.tile_offset``: padded rows, or swizzled chunks (a lane's run read at its base)."""
+        if not b.swizzle:
+            return offset(b.strides, idx)
+        if self.lane_run > 1:
+            base = idx[-1] - idx[-1] % self.lane_run
+            return swizzle_offset(b, idx[0], base) + (idx[-1] - base)
+        return swizzle_offset(b, idx[0], idx[1])
 
     def define(self, i: int, idx: Index) -> np.ndarray:
         """The op's own computation (``Exprs.define``)."""
@@ -276,13 +290,19 @@ class _Block:
         guard = math.prod(out) % per != 0
         return o, decompose(o, out), out, guard
 
-    def row_values(self, x: int, dim: int, idx: Index, n: int) -> np.ndarray:
-        """Value ``x`` along ``dim`` for each of ``n`` outputs at ``idx``: shape [n, extent]."""
+    def row_values(self, x: int, dim: int, idx: Index, n: int, run: int = 1) -> np.ndarray:
+        """Value ``x`` along ``dim`` for each of ``n`` outputs at ``idx``: shape [n, extent]. ``run`` > 1:
+        the lanes read runs of that many elements of the last dim, a swizzled tile at each run's
+        swizzled base plus the offset in the run (``render_expr.Run``)."""
         extent = self.tile(x)[dim]
         r = np.arange(extent, dtype=np.int64).reshape(1, -1)
         full: Index = [np.broadcast_to(np.asarray(v).reshape(-1, 1), (n, 1)) for v in idx]
         full[dim] = r
-        return self.read(x, full) * np.ones((n, extent))
+        self.lane_run = run
+        try:
+            return self.read(x, full) * np.ones((n, extent))
+        finally:
+            self.lane_run = 1
 
     def reduce(self, i: int, x: int, dim: int, fn: Reduce) -> None:
         """A ReduceOp pass: every output within the tile reduces its row and writes its tile."""
@@ -291,7 +311,7 @@ class _Block:
         o, idx, out, guard = self.outputs(x, dim, g, count)
         keep = o < math.prod(out) if guard else np.ones(o.shape, dtype=bool)
         idx = [v[keep] if isinstance(v, np.ndarray) else v for v in idx]
-        rows = self.row_values(x, dim, idx, int(keep.sum()))
+        rows = self.row_values(x, dim, idx, int(keep.sum()), lane_run(self.low, x, dim, g, True))
         p = rows.sum(axis=1) if fn is Reduce.SUM else rows.max(axis=1)
         dst = self.low.bufs[i]
         self.sm.write(dst, 0, offset(dst.strides, idx), p, f"reduction op {i}")
@@ -336,7 +356,7 @@ class _Block:
         o, idx, out, guard = self.outputs(x, dim, ap.group, ap.count)
         keep = o < math.prod(out) if guard else np.ones(o.shape, dtype=bool)
         kidx = [v[keep] if isinstance(v, np.ndarray) else v for v in idx]
-        p = self.row_values(x, dim, kidx, int(keep.sum())).sum(axis=1)
+        p = self.row_values(x, dim, kidx, int(keep.sum()), lane_run(self.low, x, dim, ap.group, False)).sum(axis=1)
         at = o[keep]
         if ap.rescale is not None:
             c = self.read(ap.rescale, bcast(kidx, self.tile(ap.rescale), out)) * np.ones(at.shape)

@@ -44,17 +44,30 @@ def units(plan: MmaPlan, warps: int) -> Units:
 
 
 def swizzle_offset(buf: Buf, row: np.ndarray | int, col: np.ndarray | int) -> np.ndarray:
-    """``render_load.swizzled_offset`` on index arrays (mirrored, not shared): element (row, col) of a
-    swizzled tile, as the loader writes it and a lane's ldmatrix row address reads it."""
+    """``render_expr.swizzled_offset`` on index arrays (mirrored, not shared): element (row, col) of a
+    swizzled tile, as the loader writes it and ldmatrix and expressions read it."""
     per, keys = buf.swizzle_key()
     q = buf.chunk
     return np.asarray(row * buf.pitch + ((col // q) ^ ((row // per) % keys)) * q + col % q)
 
 
-def _operand_rows(sm: Smem, buf: Buf, slot: int, addr: np.ndarray, ksteps: int, step: int, what: str) -> np.ndarray:
-    """ldmatrix: each lane reads one 16-byte row (8 halves) at ``addr + t * step`` for every k-step t."""
-    t = np.arange(ksteps).reshape(1, -1, 1)
-    return sm.read(buf, slot, addr[:, None, :] + t * step, what, vec=8)  # [units, ksteps, lanes, 8]
+def _operand_rows(sm: Smem, buf: Buf, slot: int, addr: np.ndarray, what: str) -> np.ndarray:
+    """ldmatrix: each lane reads one 16-byte row (8 halves) at ``addr[unit, t, lane]`` for every k-step t."""
+    return sm.read(buf, slot, addr, what, vec=8)  # [units, ksteps, lanes, 8]
+
+
+def a_addresses(plan: MmaPlan, buf: Buf, bt: np.ndarray, mt: np.ndarray, k0: np.ndarray | int) -> np.ndarray:
+    """``render_mma._a_address``: each lane's A row address (elements) at every k-step, [units, ksteps,
+    lanes]: chunk ``2t + (lane >> 4)`` of its row, XOR the row's key in a swizzled tile."""
+    lane = LANES.reshape(1, 1, -1)
+    t = np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1)
+    row = np.minimum(mt.reshape(-1, 1, 1) * 16 + (lane & 15), plan.m - 1)
+    base = bt.reshape(-1, 1, 1) * (buf.strides[0] if plan.a_bstride else 0)
+    chunk = t * 2 + (lane >> 4)
+    if buf.swizzle:
+        per, keys = buf.swizzle_key()
+        return base + row * buf.pitch + (chunk ^ ((row // per) % keys)) * buf.chunk
+    return base + row * buf.pitch + chunk * buf.chunk
 
 
 def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[Units, np.ndarray]:
@@ -64,19 +77,18 @@ def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[U
     a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
     us = units(plan, low.warps)
     lane = LANES.reshape(1, -1)
-    bt, mt, np_ = us.bt.reshape(-1, 1), us.mt.reshape(-1, 1), us.np_.reshape(-1, 1)
-    a_bs = a_buf.strides[0] if plan.a_bstride else 0
+    bt, np_ = us.bt.reshape(-1, 1), us.np_.reshape(-1, 1)
     b_bs = b_buf.strides[0] if plan.b_bstride else 0
-    a_addr = bt * a_bs + np.minimum(mt * 16 + (lane & 15), plan.m - 1) * a_buf.pitch + (lane >> 4) * 8
     col = np_ * 16 + (lane >> 4) * 8
     col = np.minimum(col, plan.n - 8) if plan.two else col
     row = (lane & 7) + ((lane >> 3) & 1) * 8
     b_addr = bt * b_bs + (swizzle_offset(b_buf, row, col) if b_buf.swizzle else row * b_buf.pitch + col)
     k0 = us.kpart.reshape(-1, 1) * plan.ksteps if plan.ksplit > 1 else 0
     what = f"op {i} ldmatrix"
-    a = _operand_rows(sm, a_buf, slots.get(a_buf.name, 0), a_addr + k0 * 16, plan.ksteps, 16, what + " A")
-    b = _operand_rows(sm, b_buf, slots.get(b_buf.name, 0), b_addr + k0 * 16 * b_buf.pitch, plan.ksteps,
-                      16 * b_buf.pitch, what + " B")
+    a = _operand_rows(sm, a_buf, slots.get(a_buf.name, 0), a_addresses(plan, a_buf, us.bt, us.mt, k0), what + " A")
+    t = np.arange(plan.ksteps).reshape(1, -1, 1)
+    b = _operand_rows(sm, b_buf, slots.get(b_buf.name, 0),
+                      (b_addr + k0 * 16 * b_buf.pitch)[:, None, :] + t * 16 * b_buf.pitch, what + " B")
     # lanes 0-15 hold A rows 0-15 of k columns 0-7, lanes 16-31 those of columns 8-15
     at = np.concatenate([a[:, :, :16, :], a[:, :, 16:, :]], axis=3)  # [units, ksteps, 16 rows, 16 k]
     # lanes 0-15 hold B rows k 0-15 of n columns 0-7, lanes 16-31 of columns 8-15

@@ -74,7 +74,7 @@ def _pitch(shape: tuple[int, ...], esize: int) -> int:
 
 
 def swizzles(shape: tuple[int, ...], esize: int) -> bool:
-    """Whether a copied tile read only by ldmatrix is swizzled (``Buf.swizzle``): 2-D, at least 2 rows,
+    """Whether a copied matmul operand tile can be swizzled (``Buf.swizzle``): 2-D, at least 2 rows,
     and rows of 2, 4 or a multiple of 8 16-byte chunks (a chunk index XOR its key stays in the row)."""
     n, q = shape[-1], 16 // esize
     return len(shape) == 2 and shape[0] > 1 and n % q == 0 and (n // q in (2, 4) or (n // q) % 8 == 0)
@@ -217,6 +217,8 @@ def _launch(d: _Draft) -> None:
         raise d.fail(f"warps = {d.warps}; use 1, 2, 4, 8 or 16")
     if d.options.l2_prefetch not in (0, 64, 128, 256):
         raise d.fail(f"l2_prefetch = {d.options.l2_prefetch}; use 0, 64, 128 or 256")
+    if d.options.rotate < 0:
+        raise d.fail(f"rotate = {d.options.rotate}; use 0 (none) or a number of phases")
 
 
 def _hoist(d: _Draft) -> None:
@@ -351,7 +353,7 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
         case Load(tensor=t):
             st = Storage.HALF if d.dtypes[t] in HALF_DTYPES else Storage.F32
             name, ring = uniq(f"s_{c_ident(t)}"), op.fmap is not None
-            if st is Storage.HALF and _only_b_operand(d, i) and swizzles(tile, st.esize):
+            if st is Storage.HALF and _mm_operand(d, i) and swizzles(tile, st.esize):
                 return Buf(name, region, st, tile, tile[-1], ring=ring, swizzle=True)
             return Buf(name, region, st, tile, _copy_pitch(tile, st.esize), ring=ring)
         case MatmulOp() if d.stores[i] is Store.F32:
@@ -366,10 +368,10 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
     return None
 
 
-def _only_b_operand(d: _Draft, i: int) -> bool:
-    """Value ``i`` is read only as the B operand of matmuls (by ldmatrix, nothing else)."""
-    users = [d.ops[j] for j in d.users(i)]
-    return bool(users) and all(isinstance(u, MatmulOp) and u.b == i and u.a != i for u in users)
+def _mm_operand(d: _Draft, i: int) -> bool:
+    """Value ``i`` is read by ldmatrix (an A or B operand of a matmul). Its other readers are
+    expressions (``Exprs.buf_read``), which index a swizzled tile through the same permutation."""
+    return any(isinstance(d.ops[j], MatmulOp) for j in d.users(i))
 
 
 def _operand_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Buf:
@@ -517,7 +519,8 @@ def _freeze(d: _Draft) -> KernelLowering:
     return KernelLowering(d.k, d.index, d.grid, d.loop, d.dtype, d.warps, d.stages, d.prefetch, d.tiles,
                           tuple(d.phases), tuple(d.stores), d.bufs, d.operands, d.mmas, d.accs, d.groups,
                           d.smem_bytes, d.shapes, d.dtypes, args, d.scalars, d.ring_bytes,
-                          d.options.l2_prefetch, d.loads, d.saves, d.elementwise)
+                          d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
+                          max(1, min(d.options.rotate, d.loop, math.prod(d.grid))))
 
 
 def ident(name: str) -> str:

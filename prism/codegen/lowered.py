@@ -21,6 +21,7 @@ Where values live (``Store``):
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -86,6 +87,9 @@ class Options:
     stages: int | None = None
     stage_target: int = 96 * 1024  # bytes of loads in flight per block the stage heuristic aims for
     l2_prefetch: int = 0  # L2 prefetch size hint of 16-byte cp.async: 0 (none), 64, 128 or 256 bytes
+    # phases of the loop order over the blocks (``KernelLowering.rotation``); 0, 1: none. Off by default:
+    # on an H200 it sped some kernels up and slowed others down (docs/codegen.md, "X-tile swizzle")
+    rotate: int = 0
 
 
 DEFAULT_OPTIONS = Options()
@@ -114,8 +118,9 @@ def sweep(items: int, threads: int) -> Sweep:
 @dataclass(frozen=True)
 class Buf:
     """A tile in shared memory. Row-major; the last dim padded to ``pitch`` against bank conflicts,
-    or (``swizzle``: a 2-D tile only ldmatrix reads, unpadded) its 16-byte chunks permuted per row:
-    see :meth:`swizzle_key`."""
+    or (``swizzle``: a 2-D copied tile that ldmatrix reads, unpadded) its 16-byte chunks permuted per
+    row: see :meth:`swizzle_key`. Every reader of a swizzled tile (the loader's writes, the A and B
+    ldmatrix addresses, expression reads) indexes it through that permutation."""
 
     name: str
     region: Phase  # PRE | LOOP | POST: when the tile is live
@@ -284,6 +289,18 @@ class KernelLowering:
     loads: tuple[LoadPlan, ...] = ()
     saves: Mapping[int, SavePlan] = field(default_factory=dict)
     elementwise: Mapping[int, Sweep] = field(default_factory=dict)  # per-element passes over op i's tile
+    rotate: int = 1  # phases of the loop order over the blocks (1: every block runs it = 0, 1, ...)
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.grid)
+
+    def rotation(self, block: int) -> int:
+        """The iteration whose tiles block ``block`` (linear index) loads first: the blocks fall into
+        ``rotate`` equal phases, phase p starting at ``p * loop / rotate``; the loop's tiles are
+        loaded in the order ``(it + rotation) % loop``. Legal for every kernel: only accumulators
+        (sums, maxes, rescaled sums) carry values across iterations, and their order is free."""
+        return (block * self.rotate // self.blocks) * self.loop // self.rotate
 
     @property
     def threads(self) -> int:

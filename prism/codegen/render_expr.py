@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import assert_never
 
 from prism.codegen.lowered import Buf, KernelLowering, Storage, Store
@@ -58,6 +59,42 @@ def _atomic(s: str) -> bool:
     return s.isidentifier() or s.isdigit() or (s.startswith("(") and s.endswith(")") and s.count("(") == 1)
 
 
+def _paren(s: str) -> str:
+    """``s`` as one operand: parenthesised unless atomic or already enclosed in one pair."""
+    if _atomic(s):
+        return s
+    depth = 0
+    for n, ch in enumerate(s):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return s if n == len(s) - 1 and s[0] == "(" else f"({s})"
+    return f"({s})"
+
+
+def swizzled_offset(buf: Buf, row: str, col: str) -> str:
+    """C expression of the element offset of (row, col) in a swizzled tile (``Buf.swizzle_key``): the
+    loader's destination, each ldmatrix row address and every expression read go through it. The
+    chunk index XOR the key is written as the column XOR ``key * chunk`` (the same bits)."""
+    per, keys = buf.swizzle_key()
+    row, col = _paren(row), _paren(col)
+    if row == "0":  # key 0: the chunk is not permuted
+        return col
+    key = row if per == 1 else f"({row} / {per})"
+    return f"{row} * {buf.pitch} + ({col} ^ (({key} % {keys}) * {buf.chunk}))"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A lane's run of ``width`` consecutive elements along the last dim: index ``var`` goes from
+    ``base`` (a multiple of ``width``) to ``base + width - 1``. A swizzled tile is read at the run's
+    swizzled base plus ``var - base`` (a run of ``width`` | 16-byte chunk never leaves its chunk), so
+    the compiler can read it with one vector load."""
+
+    var: str
+    base: str
+    width: int
+
+
 def decompose(var: str, shape: Sequence[int], prefix: str, vec: int = 1) -> tuple[list[str], list[str]]:
     """Split a flat item index ``var`` over ``shape`` (row-major; the last dim in steps of ``vec``).
 
@@ -101,13 +138,27 @@ def with_last(idx: Sequence[str], add: int) -> list[str]:
 class Exprs:
     """Renders the value of op ``i`` at a tile index as a C float expression."""
 
-    def __init__(self, low: KernelLowering, ptr: dict[str, str] | None = None) -> None:
+    def __init__(self, low: KernelLowering, ptr: dict[str, str] | None = None, run: Run | None = None) -> None:
         self.low = low
         self.ptr = ptr or {}  # buffer name -> C pointer expression (defaults to the name)
+        self.run = run
+
+    def with_run(self, run: Run) -> Exprs:
+        return Exprs(self.low, self.ptr, run)
+
+    def tile_offset(self, b: Buf, idx: Sequence[str]) -> str:
+        """The element offset of ``idx`` in tile ``b`` (padded rows, or swizzled chunks)."""
+        if not b.swizzle:
+            return offset(b.strides, idx)
+        run = self.run
+        if run is not None and idx[-1] == run.var:
+            assert b.chunk % run.width == 0, f"{b.name}: a run of {run.width} crosses a 16-byte chunk"
+            return f"{swizzled_offset(b, idx[0], run.base)} + ({run.var} - {run.base})"
+        return swizzled_offset(b, idx[0], idx[1])
 
     def buf_read(self, b: Buf, idx: Sequence[str]) -> str:
         p = self.ptr.get(b.name, b.name)
-        off = offset(b.strides, idx)
+        off = self.tile_offset(b, idx)
         reads = []
         for c in range(1 if b.ring else b.copies):
             o = off if c == 0 else (f"{off} + {c * b.copy_elems}" if off != "0" else str(c * b.copy_elems))

@@ -204,14 +204,39 @@ def _ring_copy(lp: LoadPlan, slot: str, it: str) -> str:
     return f"{lp.fn}({_load_dst(lp, slot)}, g_{lp.buf.name} + {it} * {lp.iter_stride}, tid);"
 
 
+def _rotation(low: KernelLowering) -> list[str]:
+    """``rot``: the first iteration whose tiles this block loads (``KernelLowering.rotation``)."""
+    if low.rotate == 1:
+        return []
+    terms, stride = [], 1
+    for p, g in enumerate(low.grid):
+        if g > 1:
+            terms.append(f"{stride}ull * blockIdx.{'xyz'[p]}" if stride > 1 else f"(unsigned long long)blockIdx.{'xyz'[p]}")
+        stride *= g
+    bid = " + ".join(terms) or "0ull"
+    r = low.rotate
+    return [f"// loop order rotated over {r} phases of blocks: tiles of iteration (it + rot) % {low.loop}",
+            f"const int rot = (int)(({bid}) * {r} / {low.blocks}) * {low.loop} / {r};"]
+
+
+def _tile_iter(low: KernelLowering, it: str, name: str) -> tuple[list[str], str]:
+    """(declarations, index): the loop iteration whose tiles are loaded as stage ``it`` (``it`` itself
+    unless the loop order is rotated; then ``name``)."""
+    if low.rotate == 1:
+        return [], it
+    return [f"const int {name} = {it} + rot < {low.loop} ? {it} + rot : {it} + rot - {low.loop};"], name
+
+
 def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     """Loop-invariant tiles, the first ring stages, then the hoisted ops."""
     body = ["// prologue: loop-invariant tiles, then the first stages"]
     body += [f"{lp.fn}({_load_dst(lp, None)}, g_{lp.buf.name}, tid);" for lp in low.loads if not lp.buf.ring]
-    body += ["cp_async_commit();", "#pragma unroll", f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
     ring = [lp for lp in low.loads if lp.buf.ring]
+    body += [*(_rotation(low) if ring else []), "cp_async_commit();", "#pragma unroll",
+             f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
     if ring:
-        body += [f"  if (st < {low.loop}) {{", *[f"    {_ring_copy(lp, 'st', 'st')}" for lp in ring], "  }"]
+        decl, kt = _tile_iter(low, "st", "kt")
+        body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *[f"    {_ring_copy(lp, 'st', kt)}" for lp in ring], "  }"]
     body += ["  cp_async_commit();", "}", f"cp_async_wait<{low.prefetch}>();", "__syncthreads();"]
     hoisted = [line for i in range(len(low.kernel.ops)) if low.phases[i] is Phase.PRE
                for line in _compute(low, ex, i)]
@@ -229,8 +254,9 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
     body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();", "  __syncthreads();"]
     if ring:
-        body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{",
-                 *[f"      {_ring_copy(lp, 'sb_wr', 'nx')}" for lp in ring], "    }", "    cp_async_commit();", "  }",
+        decl, kx = _tile_iter(low, "nx", "kx")
+        body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{", *_indent(decl, 6),
+                 *[f"      {_ring_copy(lp, 'sb_wr', kx)}" for lp in ring], "    }", "    cp_async_commit();", "  }",
                  "  const int sb = sb_rd;"]
         body += [f"  {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + sb * {lp.buf.copy_elems};" for lp in ring]
         body += [f"  sb_rd = sb_rd == {S - 1} ? 0 : sb_rd + 1;", f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"]

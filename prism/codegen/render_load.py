@@ -8,8 +8,8 @@ What is copied where (vector width, guard, tile origin) is the ``LoadPlan`` of t
 from __future__ import annotations
 
 from prism.codegen.lower import global_strides
-from prism.codegen.lowered import Buf, KernelLowering, LoadPlan, Sweep
-from prism.codegen.render_expr import decompose, offset
+from prism.codegen.lowered import KernelLowering, LoadPlan, Sweep
+from prism.codegen.render_expr import decompose, offset, swizzled_offset
 
 COPY_FN = {16: "cp_async16", 8: "cp_async8", 4: "cp_async4"}
 
@@ -32,16 +32,6 @@ def shared_address(info: LoadPlan) -> bool:
     """Whether the loader copies with cp.async and takes its tile as a 32-bit shared-memory byte address
     (``smem_u32``; the address arithmetic stays 32-bit), else as a pointer (element-wise copies)."""
     return info.nbytes >= 4
-
-
-def swizzled_offset(buf: Buf, row: str, col: str) -> str:
-    """C expression of the element offset of (row, col) in a swizzled tile (``Buf.swizzle_key``)."""
-    per, keys = buf.swizzle_key()
-    q = buf.chunk
-    key = row if per == 1 else f"({row} / {per})"
-    chunk = f"(({col} / {q}) ^ ({key} % {keys})) * {q}"
-    within = "" if buf.pitch == q else f" + {col} % {q}"
-    return f"{row} * {buf.pitch} + {chunk}{within}"
 
 
 def render_loader(low: KernelLowering, info: LoadPlan) -> str:

@@ -10,7 +10,7 @@ for-loop) or are written to a float32 tile, one partial copy per k-split.
 from __future__ import annotations
 
 from prism.codegen.lowered import Buf, KernelLowering, MmaPlan
-from prism.codegen.render_load import swizzled_offset
+from prism.codegen.render_expr import swizzled_offset
 
 KCHAINS = 2  # independent accumulator sets per warp in the k-loop
 
@@ -46,13 +46,29 @@ def _kpart(plan: MmaPlan, nw: int) -> list[str]:
     return lines
 
 
+def _a_address(plan: MmaPlan, a_buf: Buf, a_bs: int) -> tuple[list[str], str]:
+    """Declarations of a lane's A row address, and its ldmatrix address at k-step ``t``: 16-byte chunk
+    ``2t + (lane >> 4)`` of row ``a_row``; in a swizzled tile that chunk XOR the row's key (the key
+    is per row, the chunk moves with t: one XOR per k-step)."""
+    row = f"imin(mt * 16 + (lane & 15), {plan.m - 1})"
+    base = f"A + {'bt * ' + str(a_bs) + ' + ' if a_bs else ''}"
+    if not a_buf.swizzle:
+        return [f"const unsigned a_addr = smem_u32({base}{row} * {a_buf.pitch} + (lane >> 4) * 8);"], "a_addr + t * 32"
+    per, keys = a_buf.swizzle_key()
+    key = "a_row" if per == 1 else f"(a_row / {per})"
+    return [f"const int a_row = {row};",
+            f"const unsigned a_addr = smem_u32({base}a_row * {a_buf.pitch});",
+            f"const int a_key = {key} % {keys};  // swizzled A: chunk c of this row is at c ^ a_key"], \
+        "a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4)"
+
+
 def render_mma(low: KernelLowering, i: int) -> str:
     """``mma_<i>(acc, A, B, warp, lane)``: acc += A @ B over this warp's units and k-steps."""
     plan = low.mmas[i]
     a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
-    assert not a_buf.swizzle and (not b_buf.swizzle or not plan.b_bstride), "swizzle: 2-D B tiles only"
+    assert not (a_buf.swizzle and plan.a_bstride) and not (b_buf.swizzle and plan.b_bstride), "swizzle: 2-D tiles"
     nw = low.warps
-    a_p, b_p = a_buf.pitch, b_buf.pitch
+    b_p = b_buf.pitch
     a_bs = a_buf.strides[0] if plan.a_bstride else 0
     b_bs = b_buf.strides[0] if plan.b_bstride else 0
     unit, guard = _unit_lines(plan, nw, bool(a_bs or b_bs))
@@ -62,11 +78,11 @@ def render_mma(low: KernelLowering, i: int) -> str:
     b_col = f"imin(np * 16 + (lane >> 4) * 8, {plan.n - 8})" if two else "np * 16 + (lane >> 4) * 8"
     b_row = "((lane & 7) + ((lane >> 3) & 1) * 8)"
     # a swizzled B tile: its key repeats every 8 rows, so one lane's chunk is the same at every k-step
-    b_off = swizzled_offset(b_buf, b_row, f"({b_col})") if b_buf.swizzle else f"{b_row} * {b_p} + {b_col}"
+    b_off = swizzled_offset(b_buf, b_row, b_col) if b_buf.swizzle else f"{b_row} * {b_p} + {b_col}"
+    a_decl, a_step = _a_address(plan, a_buf, a_bs)
     body = [
         *unit,
-        f"const unsigned a_addr = smem_u32(A + {'bt * ' + str(a_bs) + ' + ' if a_bs else ''}"
-        f"imin(mt * 16 + (lane & 15), {plan.m - 1}) * {a_p} + (lane >> 4) * 8);",
+        *a_decl,
         f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}{b_off});",
     ]
     if two:
@@ -80,7 +96,7 @@ def render_mma(low: KernelLowering, i: int) -> str:
         f"for (int q = 0; q < {plan.ksteps}; ++q) {{",
         f"  const int t = {k0} + q;" if plan.ksplit > 1 else "  const int t = q;",
         "  unsigned a[4], b[4];",
-        "  ldsm_x4(a, a_addr + t * 32);",
+        f"  ldsm_x4(a, {a_step});",
         f"  ldsm_x4_t(b, b_addr + t * {16 * b_p * 2});",
         f"  mma16816({dst}[0], a, b[0], b[1]);",
         f"  if (two) mma16816({dst}[1], a, b[2], b[3]);" if two else f"  mma16816({dst}[1], a, b[2], b[3]);",

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering
-from prism.codegen.render_expr import Exprs, bcast, decompose, offset
+from prism.codegen.render_expr import Exprs, Run, bcast, decompose, offset
 from prism.codegen.render_load import sweep_lines
 from prism.ops import Reduce
 
@@ -39,7 +39,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     out, n_out = _red_outputs(tile_x, dim)
     extent = tile_x[dim]
     nw = low.warps
-    if acc is None and dst is not None and nw > 1 and n_out < nw and extent >= 32 * nw:
+    if dst is not None and acc is None and block_reduces(low, x, dim):
         return _block_reduce(low, ex, x, dim, fn, dst, name)
     gpw = 32 // group
     decl, idx = decompose("o", out, f"{name}_o")
@@ -50,6 +50,9 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
     o_expr = f"(j * {nw} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
     guard = n_out % (nw * gpw) != 0
+    v = run_width(extent, group)
+    run = lane_run(low, x, dim, group, dst is not None and acc is None)
+    rex = ex.with_run(Run("r", "r0", run)) if run > 1 else ex
     lines = [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, {group} lanes each",
         "#pragma unroll",
@@ -58,7 +61,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         f"  float p = {init};",
         f"  if (o < {n_out}) {{" if guard else "  {",
         *_indent(decl, 4),
-        *_indent(_lane_stride(lane_r, extent, group, comb.format(v=ex.read(x, xidx)), xidx[dim]), 4),
+        *_indent(_lane_stride(lane_r, extent, group, comb.format(v=rex.read(x, xidx)), v), 4),
         "  }",
     ]
     if acc is not None and shift is not None:
@@ -88,15 +91,38 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     return lines
 
 
-def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, r: str) -> list[str]:
-    """The lanes' walk over the reduced dim: each lane takes runs of ``V`` consecutive elements
-    (4, or 2, when every lane gets whole runs), so the compiler can read a run with one vector
-    shared load (8 bytes of halves) instead of ``V`` scalar ones; else one element per step."""
-    v = next((v for v in (4, 2) if extent % (group * v) == 0), 1)
+def run_width(extent: int, group: int) -> int:
+    """Elements per run of a lane's walk: 4, or 2, when every lane gets whole runs; else 1."""
+    return next((v for v in (4, 2) if extent % (group * v) == 0), 1)
+
+
+def block_reduces(low: KernelLowering, x: int, dim: int) -> bool:
+    """Fewer outputs than warps and long rows: a reduction to a tile is ``_block_reduce``'s."""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    n_out = _red_outputs(tile_x, dim)[1]
+    return low.warps > 1 and n_out < low.warps and tile_x[dim] >= 32 * low.warps
+
+
+def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -> int:
+    """Elements per run that a lane reads at its run's base (``Run``) in a reduction of ``x`` over
+    ``dim`` (``to_tile``: a ReduceOp, not an accumulator): runs along the last dim of the lane walk;
+    1 for the block-wide walk and for other dims."""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    if (to_tile and block_reduces(low, x, dim)) or dim != len(tile_x) - 1:
+        return 1
+    return run_width(tile_x[dim], group)
+
+
+def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, v: int) -> list[str]:
+    """The lanes' walk over the reduced dim (index ``r``): each lane takes runs of ``v`` consecutive
+    elements (``run_width``), so the compiler can read a run with one vector shared load (8 bytes of
+    halves) instead of ``v`` scalar ones; else one element per step."""
     if v == 1:
-        return ["#pragma unroll 4", f"for (int {r} = {lane_r}; {r} < {extent}; {r} += {group}) {stmt}"]
+        return ["#pragma unroll 4", f"for (int r = {lane_r}; r < {extent}; r += {group}) {stmt}"]
     return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {v}; r0 < {extent}; r0 += {group * v}) {{",
-            "#pragma unroll", f"  for (int {r} = r0; {r} < r0 + {v}; ++{r}) {stmt}", "}"]
+            "#pragma unroll", f"  for (int r = r0; r < r0 + {v}; ++r) {stmt}", "}"]
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str) -> list[str]:

@@ -1,6 +1,6 @@
-// Prism generated kernel prism_rmsnorm_linear_k0_547022d473 (deterministic output; do not edit)
+// Prism generated kernel prism_rmsnorm_linear_k0_7d73846584 (deterministic output; do not edit)
 // program rmsnorm_linear, kernel 'k0' (1 of 1 custom), target sm_80
-// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 5632 B dynamic shared memory
+// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 5120 B dynamic shared memory
 // tensors: X[8, 64] float16 (input), W[64, 64] float16 (input), O[8, 64] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(X, imap=(None,), fmap=1)                [8, 32]        loop  smem s_X (ring x2)
@@ -112,7 +112,7 @@ __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict_
       const int t1 = (e % 4) * 8;
       const int tr1 = e / 4;
       const int t0 = tr1;
-      cp_async16(dst + (t0 * 48 + t1) * 2, src + t0 * 64 + t1);
+      cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 64 + t1);
     }
   }
 }
@@ -125,7 +125,7 @@ __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict_
     const int t1 = (e % 4) * 8;
     const int tr1 = e / 4;
     const int t0 = tr1;
-    cp_async16(dst + (t0 * 32 + ((t1 / 8) ^ ((t0 / 2) % 4)) * 8 + t1 % 8) * 2, src + t0 * 64 + t1);
+    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 64 + t1);
   }
 }
 
@@ -137,13 +137,15 @@ __device__ __forceinline__ void mma_2(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 2;
     const int mt = 0;
     const int np = u % 2;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 48 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + (((np * 16 + (lane >> 4) * 8) / 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4)) * 8 + (np * 16 + (lane >> 4) * 8) % 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 7);
+    const unsigned a_addr = smem_u32(A + a_row * 32);
+    const int a_key = (a_row / 2) % 4;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4) * 8)));
     #pragma unroll
     for (int q = 0; q < 1; ++q) {
       const int t = kpart * 1 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
       ldsm_x4_t(b, b_addr + t * 1024);
       mma16816(acc[j][0], a, b[0], b[1]);
       mma16816(acc[j][1], a, b[2], b[3]);
@@ -170,14 +172,14 @@ __device__ __forceinline__ void store_2(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022d473(const half_t* __restrict__ t_X, const half_t* __restrict__ t_W, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_7d73846584(const half_t* __restrict__ t_X, const half_t* __restrict__ t_W, half_t* __restrict__ t_O) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [8, 32] pitch 48 ring of 2
-  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 1536);  // loop [32, 32] pitch 32 ring of 2 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [8, 32] pitch 32 ring of 2 swizzled
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 1024);  // loop [32, 32] pitch 32 ring of 2 swizzled
   float* const acc3 = reinterpret_cast<float*>(smem + 0);  // post [8, 32] pitch 36 2 partial copies
   float* const acc5 = reinterpret_cast<float*>(smem + 2304);  // post [8, 1] pitch 1
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -192,8 +194,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_X(smem_base + st * 768, g_s_X + st * 32, tid);
-      load_s_W(smem_base + 1536 + st * 2048, g_s_W + st * 2048, tid);
+      load_s_X(smem_base + st * 512, g_s_X + st * 32, tid);
+      load_s_W(smem_base + 1024 + st * 2048, g_s_W + st * 2048, tid);
     }
     cp_async_commit();
   }
@@ -206,13 +208,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
     {
       const int nx = it + 2;
       if (nx < 2) {
-        load_s_X(smem_base + sb_wr * 768, g_s_X + nx * 32, tid);
-        load_s_W(smem_base + 1536 + sb_wr * 2048, g_s_W + nx * 2048, tid);
+        load_s_X(smem_base + sb_wr * 512, g_s_X + nx * 32, tid);
+        load_s_W(smem_base + 1024 + sb_wr * 2048, g_s_W + nx * 2048, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
-    half_t* const s_X = s_X_ring + sb * 384;
+    half_t* const s_X = s_X_ring + sb * 256;
     half_t* const s_W = s_W_ring + sb * 1024;
     sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
@@ -225,7 +227,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_547022
       {
         const int acc5_o0 = o;
         #pragma unroll 4
-        for (int r = lane; r < 32; r += 32) p += prism_sq(hload(s_X[acc5_o0 * 48 + r]));
+        for (int r = lane; r < 32; r += 32) p += prism_sq(hload(s_X[acc5_o0 * 32 + (r ^ (((acc5_o0 / 2) % 4) * 8))]));
       }
       ra5[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
