@@ -24,6 +24,7 @@ cost the same per element (``mul`` as ``div``; ``exp`` as ``rsqrt``).
 from __future__ import annotations
 
 import enum
+import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -98,12 +99,16 @@ def dims(labels: Sequence[str]) -> tuple[str, ...]:
 def dominates(a: Sequence[Item], b: Sequence[Item]) -> bool:
     """Do ``a`` and ``b`` have the same skeleton (loads, matmuls, reductions and accumulators, equal
     item for item), and do ``a``'s elementwise ops map one to one onto ``b``'s elementwise ops that
-    cost at least as much (a bipartite matching, by augmenting paths)?"""
-    if len(a) > len(b) or _skeleton(a) != _skeleton(b):
+    cost at least as much?"""
+    return _skeleton(a) == _skeleton(b) and _matched(_elementwise(a), _elementwise(b))
+
+
+def _matched(a: Sequence[Item], b: Sequence[Item]) -> bool:
+    """A one-to-one map of ``a`` into ``b`` with each item at most its image (bipartite matching by
+    augmenting paths)."""
+    if len(a) > len(b):
         return False
-    a = [x for x in a if not x.skeleton]
-    b = [x for x in b if not x.skeleton]
-    fits = [[j for j, y in enumerate(b) if x.at_most(y)] for x in a]
+    fits = [[j for j, y in enumerate(b) if _at_most(x, y)] for x in a]
     owner: dict[int, int] = {}
 
     def place(i: int, seen: set[int]) -> bool:
@@ -119,23 +124,42 @@ def dominates(a: Sequence[Item], b: Sequence[Item]) -> bool:
     return all(place(i, set()) for i in sorted(range(len(a)), key=lambda i: len(fits[i])))
 
 
-def _skeleton(items: Sequence[Item]) -> list[Item]:
-    return sorted((x for x in items if x.skeleton), key=repr)
+@functools.cache
+def _at_most(x: Item, y: Item) -> bool:
+    return x.at_most(y)
 
 
-def undominated[T](kernels: Sequence[T], items: Callable[[T], list[Item]]) -> list[T]:
+def _skeleton(items: Sequence[Item]) -> tuple[Item, ...]:
+    return tuple(sorted((x for x in items if x.skeleton), key=repr))
+
+
+def _elementwise(items: Sequence[Item]) -> tuple[Item, ...]:
+    return tuple(x for x in items if not x.skeleton)
+
+
+def undominated[T](kernels: Sequence[T], items: Callable[[T], list[Item]],
+                   tick: Callable[[], None] = lambda: None) -> list[T]:
     """The kernels no other kernel of the list dominates; of kernels that dominate each other, the
-    first. Order is kept."""
-    costs = [items(k) for k in kernels]
-    keep = []
-    for i, b in enumerate(costs):
-        beaten = False
-        for j, a in enumerate(costs):
-            if j == i or not dominates(a, b):
-                continue
-            if j < i or not dominates(b, a):
-                beaten = True
-                break
-        if not beaten:
-            keep.append(kernels[i])
-    return keep
+    first. Order is kept. Only kernels of one skeleton are compared; ``tick`` is called once per
+    kernel (the generator checks its deadline there)."""
+    groups: dict[tuple[Item, ...], list[int]] = {}
+    ew: list[tuple[Item, ...]] = []
+    for i, k in enumerate(kernels):
+        its = items(k)
+        groups.setdefault(_skeleton(its), []).append(i)
+        ew.append(_elementwise(its))
+    keep: set[int] = set()
+    for members in groups.values():
+        for i in members:
+            tick()
+            if not any(_beats(j, i, ew) for j in members if j != i):
+                keep.add(i)
+    return [k for i, k in enumerate(kernels) if i in keep]
+
+
+def _beats(j: int, i: int, ew: Sequence[tuple[Item, ...]]) -> bool:
+    """Does kernel ``j`` dominate kernel ``i`` and stay in its place: strictly, or as the earlier of
+    two equal ones?"""
+    if not _matched(ew[j], ew[i]):
+        return False
+    return j < i or not _matched(ew[i], ew[j])

@@ -540,7 +540,7 @@ class Generator:
         groups: dict[frozenset[str | None], list[dict[int, Recipe]]] = {}
         for k in kernels:
             groups.setdefault(frozenset(r.tensor for r in k.values() if r.op is None), []).append(k)
-        keep = {id(k) for g in groups.values() for k in undominated(g, self._cost_items)}
+        keep = {id(k) for g in groups.values() for k in undominated(g, self._cost_items, self._check_time)}
         self.stats.pruned["dominated"] += len(kernels) - len(keep)
         return [k for k in kernels if id(k) in keep]
 
