@@ -24,7 +24,6 @@ cost the same per element (``mul`` as ``div``; ``exp`` as ``rsqrt``).
 from __future__ import annotations
 
 import enum
-import functools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,11 +103,12 @@ def dominates(a: Sequence[Item], b: Sequence[Item]) -> bool:
 
 
 def _matched(a: Sequence[Item], b: Sequence[Item]) -> bool:
-    """A one-to-one map of ``a`` into ``b`` with each item at most its image (bipartite matching by
-    augmenting paths)."""
-    if len(a) > len(b):
-        return False
-    fits = [[j for j, y in enumerate(b) if _at_most(x, y)] for x in a]
+    """A one-to-one map of ``a`` into ``b`` with each item at most its image."""
+    return len(a) <= len(b) and _matching([[j for j, y in enumerate(b) if x.at_most(y)] for x in a])
+
+
+def _matching(fits: list[list[int]]) -> bool:
+    """Can every left node ``i`` get its own right node among ``fits[i]`` (augmenting paths)?"""
     owner: dict[int, int] = {}
 
     def place(i: int, seen: set[int]) -> bool:
@@ -121,12 +121,7 @@ def _matched(a: Sequence[Item], b: Sequence[Item]) -> bool:
                 return True
         return False
 
-    return all(place(i, set()) for i in sorted(range(len(a)), key=lambda i: len(fits[i])))
-
-
-@functools.cache
-def _at_most(x: Item, y: Item) -> bool:
-    return x.at_most(y)
+    return all(place(i, set()) for i in sorted(range(len(fits)), key=lambda i: len(fits[i])))
 
 
 def _skeleton(items: Sequence[Item]) -> tuple[Item, ...]:
@@ -134,32 +129,41 @@ def _skeleton(items: Sequence[Item]) -> tuple[Item, ...]:
 
 
 def _elementwise(items: Sequence[Item]) -> tuple[Item, ...]:
-    return tuple(x for x in items if not x.skeleton)
+    return tuple(sorted((x for x in items if not x.skeleton), key=repr))
 
 
 def undominated[T](kernels: Sequence[T], items: Callable[[T], list[Item]],
                    tick: Callable[[], None] = lambda: None) -> list[T]:
     """The kernels no other kernel of the list dominates; of kernels that dominate each other, the
-    first. Order is kept. Only kernels of one skeleton are compared; ``tick`` is called once per
-    kernel (the generator checks its deadline there)."""
-    groups: dict[tuple[Item, ...], list[int]] = {}
-    ew: list[tuple[Item, ...]] = []
+    first. Order is kept. Kernels are compared only within one skeleton, and once per distinct
+    multiset of elementwise items (two multisets that dominate each other are equal: ``at_most``
+    both ways means the same item); ``tick`` is called once per comparison round (the generator
+    checks its deadline there)."""
+    first: dict[tuple[tuple[Item, ...], tuple[Item, ...]], int] = {}
     for i, k in enumerate(kernels):
         its = items(k)
-        groups.setdefault(_skeleton(its), []).append(i)
-        ew.append(_elementwise(its))
+        first.setdefault((_skeleton(its), _elementwise(its)), i)
+    by_skeleton: dict[tuple[Item, ...], list[tuple[tuple[Item, ...], int]]] = {}
+    for (skel, ew), i in first.items():
+        by_skeleton.setdefault(skel, []).append((ew, i))
     keep: set[int] = set()
-    for members in groups.values():
-        for i in members:
-            tick()
-            if not any(_beats(j, i, ew) for j in members if j != i):
-                keep.add(i)
+    for bags in by_skeleton.values():
+        keep.update(_least(bags, tick))
     return [k for i, k in enumerate(kernels) if i in keep]
 
 
-def _beats(j: int, i: int, ew: Sequence[tuple[Item, ...]]) -> bool:
-    """Does kernel ``j`` dominate kernel ``i`` and stay in its place: strictly, or as the earlier of
-    two equal ones?"""
-    if not _matched(ew[j], ew[i]):
-        return False
-    return j < i or not _matched(ew[i], ew[j])
+def _least(bags: list[tuple[tuple[Item, ...], int]], tick: Callable[[], None]) -> list[int]:
+    """The kernels (indices) of the distinct elementwise multisets no other one maps into."""
+    ids: dict[Item, int] = {}
+    coded = [[ids.setdefault(x, len(ids)) for x in ew] for ew, _ in bags]
+    items = list(ids)
+    le = [[x.at_most(y) for y in items] for x in items]
+    kept = []
+    for r, (_, i) in enumerate(bags):
+        tick()
+        b = coded[r]
+        if not any(q != r and len(coded[q]) <= len(b) and _matching([[j for j, y in enumerate(b) if le[x][y]]
+                                                                       for x in coded[q]])
+                   for q in range(len(bags))):
+            kept.append(i)
+    return kept
