@@ -88,7 +88,7 @@ class Options:
     stage_target: int = 96 * 1024  # bytes of loads in flight per block the stage heuristic aims for
     l2_prefetch: int = 0  # L2 prefetch size hint of 16-byte cp.async: 0 (none), 64, 128 or 256 bytes
     # phases of the loop order over the blocks (``KernelLowering.rotation``); 0, 1: none. Off by default:
-    # on an H200 it sped some kernels up and slowed others down (docs/codegen.md, "X-tile swizzle")
+    # on an H200 it sped some kernels up and slowed others down (docs/codegen.md, "Swizzled A operands and X tiles")
     rotate: int = 0
 
 
