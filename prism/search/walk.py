@@ -210,6 +210,11 @@ class Walker:
         # what kernels before k stored, and its number
         self.stored: list[tuple[int, Stored]] = [(0, ())] * (len(self.ops) + 1)
         self.templates = [_number((self.io, k, candidate.fixed)) for k in candidate.kernels]
+        # a loop size another kernel shares (a split graph's combine loop) is never made idle, so the
+        # kernel's accumulators may not sum identical iterations (``parallel.plan_key`` would drop it)
+        self.no_repeats = [isinstance(k.loop, str) and any(k.loop in (*o.grid, o.loop) for j, o in
+                                                          enumerate(candidate.kernels) if j != i)
+                           for i, k in enumerate(candidate.kernels)]
         self.tails: dict[int, int] = {}  # a later kernel's first level -> ``_tail``
         self.typing: list[TypingState | None] = [None] * len(self.levels)  # per level, on the current path
         self.shapes = {t.name: t.shape for t in candidate.template.inputs}
@@ -250,7 +255,8 @@ class Walker:
         if n is None:
             k = self.levels[first].kernel
             levels = tuple(replace(lvl, first=lvl.first - first) for lvl in self.levels[first:])
-            n = self.tails[first] = _number((tuple(self.templates[k:]), levels, self.plan.steps[first:]))
+            n = self.tails[first] = _number((tuple(self.templates[k:]), tuple(self.no_repeats[k:]), levels,
+                                             self.plan.steps[first:]))
         return n
 
     def expand(self, lv: int, state: State) -> list[Completion]:
@@ -278,7 +284,7 @@ class Walker:
         """Does the kernel of level ``lv`` keep a layout so far (given what earlier kernels stored)?"""
         k = level.kernel
         assigned = tuple(self.ops[k][self.levels[i].op] for i in range(level.first, lv + 1))
-        key = (self.templates[k], assigned, self.stored[k][0])
+        key = (self.templates[k], assigned, self.stored[k][0], self.no_repeats[k])
         verdict = _VERDICTS.get(key)
         if verdict is None:
             verdict = remember(_VERDICTS, VERDICTS_LIMIT, key, self.check(lv, level))
@@ -306,7 +312,8 @@ class Walker:
         vals: list[Any] = list(before[0])
         stored: dict[str, Any] = dict(before[1])
         try:
-            type_ops(self.kernels[k], self.ops[k], level.todo, self.shapes, self.outputs, stored, vals)
+            type_ops(self.kernels[k], self.ops[k], level.todo, self.shapes, self.outputs, stored, vals,
+                     repeats=not self.no_repeats[k])
         except IllTyped:
             return False, 0, (), None
         items = tuple(sorted(stored.items()))
