@@ -63,7 +63,7 @@ MUTATIONS = (
              ("tests/test_emulate.py",),
              "a guarded sweep (a load's copies among them) runs one item past its end: e <= items"),
     Mutation("codegen-width8-allowed", "prism/codegen/lower.py",
-             "    if tb[-1] % 16:\n", "    if tb[-1] % 8:\n",
+             "MMA_WIDTH = 16\n", "MMA_WIDTH = 8\n",
              ("tests/test_codegen.py",),
              "a matmul output tile of width 8 is generated again (it faulted on the H200; cause not found, "
              "docs/codegen.md 'The width-8 fault'; only the refusal is tested, no CPU model reproduces the fault)"),

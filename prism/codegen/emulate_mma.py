@@ -63,11 +63,8 @@ def a_addresses(plan: MmaPlan, buf: Buf, bt: np.ndarray, mt: np.ndarray, k0: np.
     t = np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1)
     row = np.minimum(mt.reshape(-1, 1, 1) * 16 + (lane & 15), plan.m - 1)
     base = bt.reshape(-1, 1, 1) * (buf.strides[0] if plan.a_bstride else 0)
-    chunk = t * 2 + (lane >> 4)
-    if buf.swizzle:
-        per, keys = buf.swizzle_key()
-        return base + row * buf.pitch + (chunk ^ ((row // per) % keys)) * buf.chunk
-    return base + row * buf.pitch + chunk * buf.chunk
+    col = (t * 2 + (lane >> 4)) * buf.chunk
+    return base + (swizzle_offset(buf, row, col) if buf.swizzle else row * buf.pitch + col)
 
 
 def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[Units, np.ndarray]:

@@ -280,16 +280,19 @@ def _stores(d: _Draft) -> None:
             d.phases[i] = Phase.LOOP
 
 
+# Matmul output tiles are multiples of two mma n-tiles. Width 8 (one n8 tile) is refused: one such
+# kernel faulted on the H200 with the generator before acd599a although its IR and source were right
+# (the emulator runs it correctly); cause not found (docs/width8-fault.md).
+MMA_WIDTH = 16
+
+
 def _check_matmul(d: _Draft, i: int, ta: tuple[int, ...], tb: tuple[int, ...], to: tuple[int, ...]) -> None:
     if len(to) not in (2, 3):
         raise d.fail(f"matmul of rank {len(to)}; 2-D and batched 3-D are supported", i)
     if ta[-1] % 16:
         raise d.fail(f"matmul contraction length {ta[-1]} is not a multiple of 16 (mma k-step)", i)
-    if tb[-1] % 16:
-        # Width 8 (one n8 tile): one such kernel reads misaligned shared memory or computes wrong
-        # values on the H200 although its IR and source are right (the emulator runs it correctly);
-        # cause not found (docs/codegen.md, "The width-8 fault"): refused.
-        raise d.fail(f"matmul output width {tb[-1]} is not a multiple of 16 (two mma n-tiles)", i)
+    if tb[-1] % MMA_WIDTH:
+        raise d.fail(f"matmul output width {tb[-1]} is not a multiple of {MMA_WIDTH} (two mma n-tiles)", i)
 
 
 def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:

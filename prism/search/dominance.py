@@ -99,12 +99,12 @@ def dominates(a: Sequence[Item], b: Sequence[Item]) -> bool:
     """Do ``a`` and ``b`` have the same skeleton (loads, matmuls, reductions and accumulators, equal
     item for item), and do ``a``'s elementwise ops map one to one onto ``b``'s elementwise ops that
     cost at least as much?"""
-    return _skeleton(a) == _skeleton(b) and _matched(_elementwise(a), _elementwise(b))
+    return _skeleton(a) == _skeleton(b) and _matched(_elementwise(a), _elementwise(b), Item.at_most)
 
 
-def _matched(a: Sequence[Item], b: Sequence[Item]) -> bool:
+def _matched[I](a: Sequence[I], b: Sequence[I], at_most: Callable[[I, I], bool]) -> bool:
     """A one-to-one map of ``a`` into ``b`` with each item at most its image."""
-    return len(a) <= len(b) and _matching([[j for j, y in enumerate(b) if x.at_most(y)] for x in a])
+    return len(a) <= len(b) and _matching([[j for j, y in enumerate(b) if at_most(x, y)] for x in a])
 
 
 def _matching(fits: list[list[int]]) -> bool:
@@ -158,12 +158,13 @@ def _least(bags: list[tuple[tuple[Item, ...], int]], tick: Callable[[], None]) -
     coded = [[ids.setdefault(x, len(ids)) for x in ew] for ew, _ in bags]
     items = list(ids)
     le = [[x.at_most(y) for y in items] for x in items]
+
+    def at_most(x: int, y: int) -> bool:
+        return le[x][y]
+
     kept = []
     for r, (_, i) in enumerate(bags):
         tick()
-        b = coded[r]
-        if not any(q != r and len(coded[q]) <= len(b) and _matching([[j for j, y in enumerate(b) if le[x][y]]
-                                                                       for x in coded[q]])
-                   for q in range(len(bags))):
+        if not any(q != r and _matched(coded[q], coded[r], at_most) for q in range(len(bags))):
             kept.append(i)
     return kept

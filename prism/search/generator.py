@@ -533,16 +533,13 @@ class Generator:
                     self._split_graph(first, first_roots, last, roots)
 
     def _ranked(self, kernels: list[dict[int, Recipe]]) -> list[dict[int, Recipe]]:
-        """The block graphs no algebraic variant beats (``dominance``), per set of loaded tensors;
-        all of them when ``rank_variants`` is off."""
+        """The block graphs no algebraic variant beats (``dominance``: only graphs with the same
+        skeleton, loads included, are compared); all of them when ``rank_variants`` is off."""
         if not self.cfg.rank_variants:
             return kernels
-        groups: dict[frozenset[str | None], list[dict[int, Recipe]]] = {}
-        for k in kernels:
-            groups.setdefault(frozenset(r.tensor for r in k.values() if r.op is None), []).append(k)
-        keep = {id(k) for g in groups.values() for k in undominated(g, self._cost_items, self._check_time)}
-        self.stats.pruned["dominated"] += len(kernels) - len(keep)
-        return [k for k in kernels if id(k) in keep]
+        kept = undominated(kernels, self._cost_items, self._check_time)
+        self.stats.pruned["dominated"] += len(kernels) - len(kept)
+        return kept
 
     def _cost_items(self, chosen: dict[int, Recipe]) -> list[Item]:
         items = []

@@ -23,7 +23,7 @@ from prism.ir import CustomKernel, KernelGraph
 
 from .dimmatch import LinForm, Tile
 from .sgraph import LOOP, MapVar, SGraph
-from .walk import permutable_columns, walk
+from .walk import permutable_columns, shares_loop, walk
 
 
 @dataclass(frozen=True)
@@ -139,16 +139,10 @@ def without_idle_loops(kg: KernelGraph) -> KernelGraph:
     Such a loop repeats one iteration; at loop size 1 it is the same kernel without the repeats, which
     the verifier can prove (the repeated form is only right when the repeats cancel, as in a ratio).
     A loop size shared with another kernel (a split graph's combine loop) is left alone."""
-    uses: dict[str, int] = {}
-    for k in kg.kernels:
-        if isinstance(k, CustomKernel):
-            for s in {*k.grid, k.loop}:
-                if isinstance(s, str):
-                    uses[s] = uses.get(s, 0) + 1
     kernels = []
     changed = False
-    for k in kg.kernels:
-        if (isinstance(k, CustomKernel) and isinstance(k.loop, str) and uses[k.loop] == 1
+    for k, shared in zip(kg.kernels, shares_loop(kg.kernels), strict=True):
+        if (isinstance(k, CustomKernel) and isinstance(k.loop, str) and not shared
                 and all(op.fmap is None for op in k.loads)):
             k = replace(k, loop=1)
             changed = True

@@ -195,6 +195,14 @@ def _ordered(level: _Level, values: Mapping[str, int]) -> bool:
     return True
 
 
+def shares_loop(kernels: Sequence[object]) -> list[bool]:
+    """Per kernel: is it a custom kernel whose loop size another custom kernel uses too (as grid or
+    loop size: a split graph's combine loop)?"""
+    sizes = [{*k.grid, k.loop} if isinstance(k, CustomKernel) else set() for k in kernels]
+    return [isinstance(k, CustomKernel) and isinstance(k.loop, str)
+            and any(k.loop in other for j, other in enumerate(sizes) if j != i) for i, k in enumerate(kernels)]
+
+
 class Walker:
     """Depth first over the loads and saves in kernel order (module docstring)."""
 
@@ -210,11 +218,9 @@ class Walker:
         # what kernels before k stored, and its number
         self.stored: list[tuple[int, Stored]] = [(0, ())] * (len(self.ops) + 1)
         self.templates = [_number((self.io, k, candidate.fixed)) for k in candidate.kernels]
-        # a loop size another kernel shares (a split graph's combine loop) is never made idle, so the
-        # kernel's accumulators may not sum identical iterations (``parallel.plan_key`` would drop it)
-        self.no_repeats = [isinstance(k.loop, str) and any(k.loop in (*o.grid, o.loop) for j, o in
-                                                          enumerate(candidate.kernels) if j != i)
-                           for i, k in enumerate(candidate.kernels)]
+        # a loop size another kernel shares is never made idle, so the kernel's accumulators may not
+        # sum identical iterations (``parallel.plan_key`` would drop the mapping)
+        self.no_repeats = shares_loop(candidate.kernels)
         self.tails: dict[int, int] = {}  # a later kernel's first level -> ``_tail``
         self.typing: list[TypingState | None] = [None] * len(self.levels)  # per level, on the current path
         self.shapes = {t.name: t.shape for t in candidate.template.inputs}
