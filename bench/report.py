@@ -7,7 +7,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,8 @@ def summarize(configs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _fmt(v: Any, spec: str = ".1f") -> str:
+def fmt(v: Any, spec: str = ".1f") -> str:
+    """A table cell: "—" for None, floats by ``spec``."""
     if v is None:
         return "—"
     if isinstance(v, float):
@@ -82,21 +83,25 @@ def _fmt(v: Any, spec: str = ".1f") -> str:
     return str(v)
 
 
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Cells as an aligned Markdown table (also readable on a terminal)."""
+    cells = [list(head), *map(list, rows)]
+    widths = [max(3, *(len(row[i]) for row in cells)) for i in range(len(head))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
 def table(result: dict[str, Any]) -> str:
     """A Markdown table (also readable on a terminal)."""
     head = ["id", "floor", "eager", "compile", "max-autotune", "SDPA", "best baseline", "Prism", "Prism plan",
             "speedup", "Prism rel. err"]
-    rows = [head, ["---"] * len(head)]
-    for r in result["configs"]:
-        rows.append([
-            r["config"], _fmt(r.get("floor_us"), ".2f"), _fmt(r.get("eager_us")), _fmt(r.get("compile_us")),
-            _fmt(r.get("max_autotune_us")), _fmt(r.get("sdpa_us")), _fmt(r.get("best_baseline_us")),
-            _fmt(r.get("prism_us")), _fmt(plan_source(r)),
-            _fmt(r.get("speedup"), ".2f") + ("×" if r.get("speedup") else ""), _fmt(r.get("rel_err"), ".1e"),
-        ])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in rows]
-    lines[1] = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    rows = [[
+        r["config"], fmt(r.get("floor_us"), ".2f"), fmt(r.get("eager_us")), fmt(r.get("compile_us")),
+        fmt(r.get("max_autotune_us")), fmt(r.get("sdpa_us")), fmt(r.get("best_baseline_us")),
+        fmt(r.get("prism_us")), fmt(plan_source(r)),
+        fmt(r.get("speedup"), ".2f") + ("×" if r.get("speedup") else ""), fmt(r.get("rel_err"), ".1e"),
+    ] for r in result["configs"]]
     ceil = result.get("ceilings") or {}
     foot = [f"µs per call; {result.get('gpu')}, {result.get('date')}, torch {result.get('torch')}, "
             f"CUDA {result.get('cuda')}; systems: {', '.join(result.get('systems', []))}."]
@@ -113,7 +118,7 @@ def table(result: dict[str, Any]) -> str:
         foot.append(f"Geometric-mean speedup of Prism over the best baseline: {summ['geomean_speedup']:.2f}×.")
     if result.get("note"):
         foot.append(str(result["note"]))
-    return "\n".join(lines) + "\n\n" + "\n".join(foot) + "\n"
+    return markdown_table(head, rows) + "\n\n" + "\n".join(foot) + "\n"
 
 
 def slug(text: str) -> str:
@@ -137,6 +142,19 @@ def write_json(result: dict[str, Any], path: Path) -> Path:
 def write_plot(result: dict[str, Any], path: Path) -> Path | None:
     """Bar chart of every system's speedup over the best baseline per configuration (log scale);
     a tick marks the roofline floor's speedup. None, with a warning, when matplotlib is missing."""
+    title = f"{result.get('gpu', '')} · {str(result.get('date', ''))[:10]} · µs per call, higher is better"
+    return speedup_plot(result["configs"], SYSTEMS[1:] + SYSTEMS[:1], title, path, label=lambda r: str(r["config"]))
+
+
+def speedups(recs: Sequence[dict[str, Any]], systems: Sequence[str]) -> dict[str, list[tuple[int, float]]]:
+    """What :func:`speedup_plot` draws: per system (and "floor", the roofline floor) the (entry index,
+    best baseline µs / its µs) of each entry that has both figures. Systems without any figure are left out."""
+    out = {s: [(i, r["best_baseline_us"] / r[f"{s}_us"]) for i, r in enumerate(recs) if r.get(f"{s}_us")]
+           for s in (*systems, "floor")}
+    return {s: pts for s, pts in out.items() if pts}
+
+
+def _pyplot() -> Any:
     try:
         import matplotlib
 
@@ -145,28 +163,46 @@ def write_plot(result: dict[str, Any], path: Path) -> Path | None:
     except ImportError:
         log.warning("matplotlib is not installed: no plot written (pip install 'prism[bench]')")
         return None
-    recs = [r for r in result["configs"] if r.get("best_baseline_us")]
-    systems = [s for s in SYSTEMS[1:] + SYSTEMS[:1] if any(r.get(f"{s}_us") for r in recs)]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(recs) + 2), 4.5))
-    width = 0.8 / max(1, len(systems))
-    for j, s in enumerate(systems):
-        xs, ys = [], []
-        for i, r in enumerate(recs):
-            if r.get(f"{s}_us"):
-                xs.append(i - 0.4 + width * (j + 0.5))
-                ys.append(r["best_baseline_us"] / r[f"{s}_us"])
-        ax.bar(xs, ys, width, label=LABELS[s])
-    floors = [(i, r["best_baseline_us"] / r["floor_us"]) for i, r in enumerate(recs) if r.get("floor_us")]
-    if floors:
-        ax.scatter([i for i, _ in floors], [v for _, v in floors], marker="_", s=400, color="black",
+    return plt
+
+
+def _mark_groups(ax: Any, groups: Sequence[str]) -> None:
+    """A dashed line between runs of entries of different groups and the group's name above each run."""
+    starts = [i for i, g in enumerate(groups) if i == 0 or g != groups[i - 1]]
+    for a, b in zip(starts, [*starts[1:], len(groups)], strict=True):
+        if a:
+            ax.axvline(a - 0.5, color="grey", ls="--", lw=0.8)
+        ax.text((a + b - 1) / 2, 0.98, groups[a], transform=ax.get_xaxis_transform(), ha="center", va="top",
+                fontsize=9, fontweight="bold")
+
+
+def speedup_plot(records: Sequence[dict[str, Any]], systems: Sequence[str], title: str, path: Path, *,
+                 label: Callable[[dict[str, Any]], str], group: Callable[[dict[str, Any]], str] | None = None,
+                 entry_width: float = 1.1) -> Path | None:
+    """Bars of each system's speedup over the best baseline per record with one (log scale), a black tick
+    at the roofline floor's; ``label`` names an entry, ``group`` (optional) marks runs of entries.
+    None, with a warning, when matplotlib is missing."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    recs = [r for r in records if r.get("best_baseline_us")]
+    data = speedups(recs, systems)
+    drawn = [s for s in systems if s in data]
+    fig, ax = plt.subplots(figsize=(max(6.0, entry_width * len(recs) + 2), 4.5))
+    width = 0.8 / max(1, len(drawn))
+    for j, s in enumerate(drawn):
+        ax.bar([i - 0.4 + width * (j + 0.5) for i, _ in data[s]], [v for _, v in data[s]], width, label=LABELS[s])
+    if "floor" in data:
+        ax.scatter([i for i, _ in data["floor"]], [v for _, v in data["floor"]], marker="_", s=400, color="black",
                    label="roofline floor", zorder=3)
+    if group is not None:
+        _mark_groups(ax, [group(r) for r in recs])
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(recs)))
-    ax.set_xticklabels([r["config"] for r in recs], rotation=35, ha="right", fontsize=8)
+    ax.set_xticklabels([label(r) for r in recs], rotation=35, ha="right", fontsize=8)
     ax.set_ylabel("speedup over the best baseline")
-    ax.set_title(f"{result.get('gpu', '')} · {str(result.get('date', ''))[:10]} · µs per call, higher is better",
-                 fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,10 +3,13 @@ max-autotune, with the docs/benchmarks.md protocol (CUDA-graph replay, inputs ro
 
     python -m bench.zoo_bench [--which decode,prefill] [--only a,b] [--systems prism,eager,compile]
                               [--samples 16] [--out bench/results/zoo-DATE.json]
+    python -m bench.zoo_bench --from-json bench/results/zoo-DATE.json   # re-render only: no GPU, no torch
 
 Inputs of every system follow the product's documented default distribution
 (``prism.tune.tuner.default_scales``). Each system's output is checked against the float64
-reference before it is timed; the JSON is rewritten after every entry.
+reference before it is timed; the JSON is rewritten after every entry. At the end the table is printed
+and written beside the JSON (.md), with a plot of every system's speedup over the best baseline (.png,
+when matplotlib is installed).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import argparse
 import datetime
 import json
 import logging
-import math
 import shlex
 import sys
 import time
@@ -24,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from bench import report
 from bench.programs import roofline
 from bench.torch_graph import torch_program
 from bench.zoo import ZOO, zoo_graph
 from prism.graph import Graph
 from prism.reference import relative_error
-from prism.tune.tuner import default_scales, random_inputs
 
 log = logging.getLogger("bench.zoo")
 TOLERANCE = 2e-2
@@ -78,6 +80,7 @@ class Runner:
 
     def measure(self, graph: Graph, name: str, system: str, rec: dict[str, Any]) -> None:
         from prism.tune.timing import graph_time_us
+        from prism.tune.tuner import default_scales, random_inputs
 
         torch = self.torch
         scales = default_scales(graph)
@@ -100,33 +103,93 @@ class Runner:
 
 
 def _finish(rec: dict[str, Any]) -> None:
-    base = [rec.get(f"{s}_us") for s in SYSTEMS[1:]]
-    base = [b for b in base if b is not None]
+    base = [float(rec[f"{s}_us"]) for s in SYSTEMS[1:] if rec.get(f"{s}_us") is not None]
     rec["best_baseline_us"] = min(base) if base else None
     p = rec.get("prism_us")
     rec["speedup"] = rec["best_baseline_us"] / p if p and rec["best_baseline_us"] else None
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    def f(v: Any) -> str:
-        return "—" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
-
-    lines = ["| program | sizes | floor µs | Prism µs | plan | eager | compile | max-autotune | speedup | Prism err |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        err = r.get("prism_rel_err")
-        lines.append(f"| {r['program']} | {r['which']} | {f(r['floor_us'])} | {f(r.get('prism_us'))} | "
-                     f"{r.get('plan_source') or '—'} | {f(r.get('eager_us'))} | {f(r.get('compile_us'))} | "
-                     f"{f(r.get('max_autotune_us'))} | {f(r.get('speedup'))} | "
-                     f"{'—' if err is None else f'{err:.1e}'} |")
-    sp = [r["speedup"] for r in rows if r.get("speedup")]
-    if sp:
-        lines.append(f"\nPrism timed on {len(sp)} of {len(rows)}; geometric-mean speedup over the best baseline "
-                     f"{math.exp(sum(map(math.log, sp)) / len(sp)):.2f}×; not slower on {sum(s >= 1 for s in sp)}.")
-    return "\n".join(lines)
+WHICH_ORDER = {"decode": 0, "prefill": 1}
+NOTE_CHARS = 120
 
 
-def main() -> None:
+def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows grouped by size (decode, then prefill), in run order within a group."""
+    return sorted(rows, key=lambda r: WHICH_ORDER.get(r["which"], len(WHICH_ORDER)))
+
+
+def _note(r: dict[str, Any]) -> str:
+    parts = [f"{s}: {msg}" for s, msg in (r.get("errors") or {}).items()]
+    parts += [f"plan {r['plan_source']}"] if r.get("plan_source") else []
+    text = "; ".join(parts).replace("|", "/").replace("\n", " ")
+    return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"
+
+
+def _cell(v: float | None, spec: str, unit: str = "") -> str:
+    return report.fmt(v, spec) + (unit if v is not None else "")
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    prism, floor = r.get("prism_us"), r.get("floor_us")
+    us = [_cell(r.get(k), ".2f") for k in ("prism_us", "eager_us", "compile_us", "max_autotune_us", "best_baseline_us")]
+    return [r["program"], r["which"], *us, _cell(r.get("speedup"), ".2f", "×"), _cell(floor, "#.3g"),
+            _cell(100 * floor / prism if floor and prism else None, ".1f", "%"), _cell(r.get("prism_rel_err"), ".1e"),
+            _note(r) or "—"]
+
+
+def _summary(rows: list[dict[str, Any]]) -> str:
+    groups = dict.fromkeys(r["which"] for r in rows)
+    sp = {w: [r["speedup"] for r in rows if r["which"] == w and r.get("speedup")] for w in groups}
+    every = [s for v in sp.values() for s in v]
+    if not every:
+        return f"Prism timed on none of the {len(rows)} entries."
+    per = ", ".join(f"{w} {report.geomean(v):.2f}× on {len(v)}" for w, v in sp.items() if v)
+    return (f"Prism timed on {len(every)} of {len(rows)}; geometric-mean speedup over the best baseline "
+            f"{report.geomean(every):.2f}× ({per}); not slower on {sum(s >= 1 for s in every)}.")
+
+
+def table(result: dict[str, Any]) -> str:
+    """The Markdown table of a zoo result (rows finished by :func:`_finish`), with its footnotes."""
+    head = ["entry", "which", "Prism µs", "eager", "compile", "max-autotune", "best baseline", "speedup",
+            "floor µs", "% of floor", "rel err", "note / error"]
+    rows = ordered(result["rows"])
+    return report.markdown_table(head, [_row(r) for r in rows]) + "\n\n" + "\n".join(_footer(result, rows)) + "\n"
+
+
+def _footer(result: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    samples = f"; {result['samples']} tuning samples" if result.get("samples") else ""
+    foot = [f"µs per call; {result.get('gpu')}, {result.get('date')}, torch {result.get('torch')}; systems: "
+            f"{', '.join(result.get('systems', []))}{samples}; rel err: Prism's.", _summary(rows)]
+    ceil = result.get("ceilings") or {}
+    if ceil:
+        foot.append(f"Ceilings (for the floor): {ceil['copy_tb_per_s']:.2f} TB/s device copy, "
+                    f"{ceil['matmul_tflop_per_s']:.0f} TFLOP/s fp16 matmul.")
+    if result.get("command"):
+        foot.append(f"Command: `{result['command']}`.")
+    return foot
+
+
+def write_plot(result: dict[str, Any], path: Path) -> Path | None:
+    """Every system's speedup over the best baseline per entry, grouped by decode / prefill (None,
+    with a warning, when matplotlib is missing)."""
+    title = (f"program zoo · {result.get('gpu', '')} · {str(result.get('date', ''))[:10]} · "
+             "µs per call, higher is better")
+    return report.speedup_plot(ordered(result["rows"]), (*SYSTEMS[1:], SYSTEMS[0]), title, path,
+                               label=lambda r: str(r["program"]), group=lambda r: str(r["which"]), entry_width=0.45)
+
+
+def render(result: dict[str, Any], path: Path) -> None:
+    """Print the table and write it (.md) and the plot (.png) beside ``path``, the JSON."""
+    text = table(result)
+    print(text)
+    path.with_suffix(".md").write_text(text)
+    print(f"results: {path}\ntable: {path.with_suffix('.md')}")
+    png = write_plot(result, path.with_suffix(".png"))
+    if png is not None:
+        print(f"plot: {png}")
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench.zoo_bench")
     ap.add_argument("--which", default="decode,prefill")
     ap.add_argument("--only", default="")
@@ -134,8 +197,36 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None)
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    ap.add_argument("--from-json", type=Path, default=None, metavar="FILE",
+                    help="measure nothing: re-render the table and plot of a saved zoo JSON beside it")
+    return ap
+
+
+def from_json(path: Path) -> dict[str, Any]:
+    """A saved zoo result with its derived fields (best baseline, speedup) recomputed."""
+    result: dict[str, Any] = json.loads(path.read_text())
+    for rec in result["rows"]:
+        _finish(rec)
+    return result
+
+
+def _measure_entry(runner: Runner, name: str, which: str, systems: list[str], ceilings: tuple[float, float]
+                   ) -> dict[str, Any]:
+    graph = zoo_graph(name, which)
+    rec: dict[str, Any] = {"program": name, "which": which, "family": ZOO[name].family,
+                           "sizes": ZOO[name].sizes(which), "floor_us": roofline(graph).floor_us(*ceilings),
+                           "errors": {}}
+    t0 = time.perf_counter()
+    for s in systems:
+        runner.measure(graph, name, s, rec)
+    rec["seconds"] = time.perf_counter() - t0
+    _finish(rec)
+    log.info("%s %s: %s", name, which, {k: rec.get(f"{k}_us") for k in systems})
+    return rec
+
+
+def measure_all(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """Every selected entry on this GPU; the JSON (returned with its path) is rewritten after each."""
     from prism.tune.timing import copy_bandwidth, matmul_rate
 
     runner = Runner(args.samples, args.seed)
@@ -148,20 +239,18 @@ def main() -> None:
                               "command": "python -m bench.zoo_bench " + shlex.join(sys.argv[1:])}
     out = args.out or Path("bench/results") / f"zoo-{result['date'][:10]}.json"
     for name, which in _entries(args.which.split(","), [n for n in args.only.split(",") if n]):
-        graph = zoo_graph(name, which)
-        roof = roofline(graph)
-        rec: dict[str, Any] = {"program": name, "which": which, "family": ZOO[name].family,
-                               "sizes": ZOO[name].sizes(which), "floor_us": roof.floor_us(copy_bw, mm), "errors": {}}
-        t0 = time.perf_counter()
-        for s in systems:
-            runner.measure(graph, name, s, rec)
-        rec["seconds"] = time.perf_counter() - t0
-        _finish(rec)
-        result["rows"].append(rec)
-        log.info("%s %s: %s", name, which, {k: rec.get(f"{k}_us") for k in systems})
+        result["rows"].append(_measure_entry(runner, name, which, systems, (copy_bw, mm)))
         out.write_text(json.dumps(result, indent=1, default=float))
-    print(table(result["rows"]))
-    print(f"results: {out}")
+    return result, out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.from_json is not None:
+        render(from_json(args.from_json), args.from_json)
+        return
+    render(*measure_all(args))
 
 
 if __name__ == "__main__":
