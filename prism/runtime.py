@@ -318,6 +318,8 @@ class OptimizedGraph:
             assert torch is not None
             views = {}
             for spec in self.plan.buffers:
+                if spec.dtype == "uint32":
+                    continue  # a fused kernel's arrival counters: no predefined op reads them
                 v = torch.as_tensor(self._buffers[spec.name], device=f"cuda:{self.device}")
                 views[spec.name] = v.view(torch.bfloat16) if spec.dtype == "bfloat16" else v
             self._buffer_views = views
@@ -478,5 +480,6 @@ def compile_plan(plan: LaunchPlan, *, inputs: Sequence[str] | None = None, outpu
     device = cupy.cuda.Device().id
     kernels = {k.entry: compile_kernel(k, options=options) for k in plan.kernels}
     # CuPy has no bfloat16: such a buffer is raw 16-bit storage, viewed as bfloat16 by torch
-    buffers = {b.name: cupy.empty(b.shape, dtype="uint16" if b.dtype == "bfloat16" else b.dtype) for b in plan.buffers}
+    # zeroed: a fused kernel's arrival counters must start at 0 (they reset themselves after each call)
+    buffers = {b.name: cupy.zeros(b.shape, dtype="uint16" if b.dtype == "bfloat16" else b.dtype) for b in plan.buffers}
     return OptimizedGraph(plan, kernels, buffers, ins, outs, device)

@@ -393,8 +393,9 @@ def probe_json_and_codegen(p: Probe) -> list[tuple[str, str]]:
                 if k.source.count('extern "C"') != 1:
                     return f"{k.source.count('extern \"C\"')} entry points in {k.name}"
                 sources[k.entry] = k.source
-            if len(plan.kernels) != customs:
-                return f"{len(plan.kernels)} kernels generated for {customs} custom kernels"
+            fused = sum("+" in k.name for k in plan.kernels)  # a split kernel and its combine, one launch
+            if len(plan.kernels) + fused != customs:
+                return f"{len(plan.kernels)} kernels ({fused} fused pairs) generated for {customs} custom kernels"
             orig = next(o for o in originals if len(_tensors(o)) == len(_tensors(back))
                         and o.kernels[0].__class__ is back.kernels[0].__class__ and len(o.kernels) == len(back.kernels))
             r = np.random.default_rng(0)

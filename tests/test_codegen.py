@@ -48,10 +48,12 @@ def test_every_hand_plan_generates_deterministically() -> None:
             kg = template.instantiate(sizes)
             a, b = generate(kg, arch="sm_80"), generate(kg, arch="sm_80")
             assert a == b, cid
+            counters = {b.name for b in a.buffers if b.dtype == "uint32"}
             for k in a.kernels:
                 assert f"program {cfg.program}" in k.source and k.entry in k.source
                 for t in k.args:
-                    assert t in k.source  # named after the μGraph's tensors
+                    # named after the μGraph's tensors; a fused kernel's arrival counters are its last argument
+                    assert (t in k.source) if t not in counters else (t == k.args[-1] and "prism_done" in k.source)
 
 
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc is not installed on this machine")
@@ -174,7 +176,7 @@ def test_accumulator_register_limit() -> None:
 def test_split_plan_has_float32_buffers_and_json() -> None:
     cfg = workloads.config("gqa_h2048")
     template = plans.hand_plans(cfg.program, cfg.build())[2]
-    plan = generate(template.instantiate({"x": 2, "s": 32, "i": 2}), arch="sm_90")
+    plan = generate(template.instantiate({"x": 2, "s": 32, "i": 2}), arch="sm_90", options=Options(fuse=False))
     assert [k.name for k in plan.kernels] == ["split", "combine"]
     assert {b.name: (b.shape, b.dtype) for b in plan.buffers} == {"N": ((2, 8, 128 * 32), "float32"),
                                                                    "D": ((2, 8, 32), "float32")}
@@ -183,6 +185,25 @@ def test_split_plan_has_float32_buffers_and_json() -> None:
     assert [s["entry"] for s in doc["steps"]] == [k.entry for k in plan.kernels]
     assert doc["steps"][0]["grid"] == [2, 32, 1] and doc["steps"][1]["grid"] == [2, 1, 1]
     assert plan.kernels[0].args == ("Q", "Kt", "V", "N", "D")
+
+
+def test_split_plan_fuses_its_combine() -> None:
+    """By default the split kernel and its combine are one launch of the split grid: every split block
+    feeds combining block (x, 0) (grid dim y of the split is summed), 32 of them per combining block,
+    through a uint32 counter per combining block; the combine's narrow copies of the partials bypass L1."""
+    cfg = workloads.config("gqa_h2048")
+    template = plans.hand_plans(cfg.program, cfg.build())[2]
+    kg = template.instantiate({"x": 2, "s": 32, "i": 2})
+    plan, apart = generate(kg, arch="sm_90"), generate(kg, arch="sm_90", options=Options(fuse=False))
+    (k,) = plan.kernels
+    assert k.name == "split+combine" and k.grid == (2, 32, 1) == apart.kernels[0].grid
+    assert k.smem_bytes == max(x.smem_bytes for x in apart.kernels)
+    assert k.args == ("Q", "Kt", "V", "N", "D", "O", "done.combine")
+    assert {b.name: (b.shape, b.dtype) for b in plan.buffers} == {
+        "N": ((2, 8, 128 * 32), "float32"), "D": ((2, 8, 32), "float32"), "done.combine": ((2,), "uint32")}
+    assert "arrive_last(prism_done + cb_lin, 32u" in k.source and "make_uint3(blockIdx.x, 0, 0)" in k.source
+    assert "cp_sync4_cg(" in k.source.split("namespace combine")[1]
+    assert "cp_sync4_cg(" not in k.source.split("namespace combine")[0].split("namespace split")[1]
 
 
 def _small_snapshot(name: str) -> str:
@@ -215,8 +236,8 @@ def test_emit_cli(tmp_path: Path) -> None:
     dirs = sorted(p.name for p in (tmp_path / "gqa_h1024").iterdir())
     assert len(dirs) == 3 and any(d.startswith("p2_") for d in dirs)
     split = next((tmp_path / "gqa_h1024").glob("p2_*"))
-    assert {p.name for p in split.iterdir()} == {"split.cu", "combine.cu", "plan.json"}
+    assert {p.name for p in split.iterdir()} == {"split+combine.cu", "plan.json"}  # fused: one launch
     doc = json.loads((split / "plan.json").read_text())
-    assert [s["name"] for s in doc["steps"]] == ["split", "combine"]
+    assert [s["name"] for s in doc["steps"]] == ["split+combine"]
     assert main(["emit", "gqa", "--out", str(tmp_path)]) == 1  # a program needs --config
     assert main(["emit", "swiglu", "--config", "gqa_h1024", "--out", str(tmp_path)]) == 1

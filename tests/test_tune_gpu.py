@@ -25,3 +25,24 @@ def test_tune_hand_plans_on_gpu(config_id: str) -> None:
     assert res.rel_err < 2e-2
     assert 0 < res.time_us < 1000 and not math.isinf(res.time_us)
     assert res.counts["timed"] >= 1 and res.counts["check_failures"] == 0, res.check_failures
+
+
+def test_cuda_backend_times_like_the_bench() -> None:
+    """The tuner's time of a plan is the CUDA-graph replay of rotated input copies (the bench's protocol):
+    close to ``graph_time_us`` of the same call, and the backend made the rotated copies."""
+    pytest.importorskip("torch")
+    from prism.codegen.sizes import default_sizes
+    from prism.tune.backends import CudaBackend
+    from prism.tune.timing import graph_time_us
+    from prism.tune.tuner import default_scales, random_inputs
+
+    cfg = workloads.config("rmsnorm_linear_d1024")
+    graph = cfg.build()
+    template = plans.hand_plans(cfg.program, graph)[0]
+    backend = CudaBackend()
+    backend.setup(graph, random_inputs(graph, default_scales(graph), 0))
+    kernel = backend.compile(template.instantiate(default_sizes(template)))
+    tuned = backend.time_us(kernel)
+    assert len(backend._copies) > 1  # rotated copies: the L2 does not hold the next call's inputs
+    bench = graph_time_us(kernel, backend._input_copy)
+    assert 0.5 * bench < tuned < 2.0 * bench, (tuned, bench)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 
 from prism.codegen.arch import arch as get_arch
+from prism.codegen.fuse import Fusion, fusion
 from prism.codegen.lower import DEFAULT_OPTIONS, GraphLowering, Options, lower_graph
+from prism.codegen.lowered import KernelLowering
 from prism.codegen.plan import BufferSpec, KernelLaunch, LaunchPlan, PredefinedOp, Step
+from prism.codegen.render_fused import fused_args, render_fused
 from prism.codegen.render_kernel import render_kernel
 from prism.errors import CodegenError
 from prism.ir import CustomKernel, KernelGraph, PredefinedKernel, kernel_graph_name_problem
@@ -26,6 +29,7 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
         raise CodegenError(f"{show(kg.program)}: {bad}")
     opts = options or DEFAULT_OPTIONS
     gl = lower_graph(kg, get_arch(arch), opts)
+    fu = fusion(gl) if opts.fuse else None
     steps: list[Step] = []
     for k, low in zip(kg.kernels, gl.kernels, strict=True):
         if isinstance(k, PredefinedKernel):
@@ -34,10 +38,39 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
                                       None if k.fn is None else k.fn.value, k.dim, scalar))
             continue
         assert low is not None
+        if fu is not None and low.index == fu.second:
+            continue  # runs inside the split kernel's launch
+        if fu is not None and low.index == fu.first:
+            second = gl.kernels[fu.second]
+            assert second is not None
+            steps.append(_fused_launch(gl, low, second, fu, opts))
+            continue
         entry = entry_name(gl, k, opts)
-        grid = (*low.grid, *([1] * (3 - len(low.grid))))
-        sizes = (*zip("xyz", low.grid, strict=False), ("loop", low.loop))
-        steps.append(KernelLaunch(k.name, entry, render_kernel(gl, low, entry), (grid[0], grid[1], grid[2]),
-                                  (low.threads, 1, 1), low.smem_bytes, low.args, low.stages, sizes))
+        steps.append(KernelLaunch(k.name, entry, render_kernel(gl, low, entry), _grid3(low), (low.threads, 1, 1),
+                                  low.smem_bytes, low.args, low.stages, _sizes(low)))
     buffers = tuple(BufferSpec(n, gl.shapes[n], gl.dtypes[n]) for n in gl.intermediates)
+    if fu is not None:
+        second = gl.kernels[fu.second]
+        assert second is not None
+        buffers += (BufferSpec(fu.counter, (second.blocks,), COUNTER_DTYPE),)
     return LaunchPlan(kg.program, arch, kg.inputs, kg.outputs, buffers, tuple(steps), kg.dumps())
+
+
+COUNTER_DTYPE = "uint32"  # the plan buffer of a fused kernel's arrival counters (zeroed once, self-resetting)
+
+
+def _grid3(low: KernelLowering) -> tuple[int, int, int]:
+    g = (*low.grid, *([1] * (3 - len(low.grid))))
+    return g[0], g[1], g[2]
+
+
+def _sizes(low: KernelLowering) -> tuple[tuple[str, int], ...]:
+    return (*zip("xyz", low.grid, strict=False), ("loop", low.loop))
+
+
+def _fused_launch(gl: GraphLowering, a: KernelLowering, b: KernelLowering, fu: Fusion, opts: Options) -> KernelLaunch:
+    """The launch of split kernel ``a`` with its combine ``b`` inside (``prism.codegen.fuse``)."""
+    entry = entry_name(gl, a.kernel, opts)
+    return KernelLaunch(f"{a.kernel.name}+{b.kernel.name}", entry, render_fused(gl, a, b, fu, entry), _grid3(a),
+                        (a.threads, 1, 1), max(a.smem_bytes, b.smem_bytes), (*fused_args(a, b), fu.counter),
+                        max(a.stages, b.stages), _sizes(a))

@@ -90,6 +90,8 @@ class Options:
     # phases of the loop order over the blocks (``KernelLowering.rotation``); 0, 1: none. Off by default:
     # on an H200 it sped some kernels up and slowed others down (docs/codegen.md, "Swizzled A operands and X tiles")
     rotate: int = 0
+    # one launch for a split kernel and the kernel that combines its partials (prism.codegen.fuse)
+    fuse: bool = True
 
 
 DEFAULT_OPTIONS = Options()

@@ -32,7 +32,7 @@ from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
 from prism.ops import Reduce, scalar_to_json
 
 
-def _tensor_ctype(low: KernelLowering, t: str) -> str:
+def tensor_ctype(low: KernelLowering, t: str) -> str:
     return "float" if low.tensor_dtypes[t] == "float32" else "half_t"
 
 
@@ -104,9 +104,10 @@ def header(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     return "\n".join(lines)
 
 
-def _device_functions(low: KernelLowering) -> list[str]:
-    """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale."""
-    parts = [render_loader(low, lp) for lp in low.loads]
+def device_functions(low: KernelLowering, coherent: frozenset[str] = frozenset()) -> list[str]:
+    """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale.
+    The loaders of ``coherent`` tensors read what other blocks of the same launch wrote."""
+    parts = [render_loader(low, lp, coherent=lp.tensor in coherent) for lp in low.loads]
     for i in sorted(low.mmas):
         parts.append(render_mma(low, i))
         acc = low.frag_acc(i)
@@ -211,7 +212,7 @@ def _rotation(low: KernelLowering) -> list[str]:
     terms, stride = [], 1
     for p, g in enumerate(low.grid):
         if g > 1:
-            terms.append(f"{stride}ull * blockIdx.{'xyz'[p]}" if stride > 1 else f"(unsigned long long)blockIdx.{'xyz'[p]}")
+            terms.append(f"{stride}ull * bid.{'xyz'[p]}" if stride > 1 else f"(unsigned long long)bid.{'xyz'[p]}")
         stride *= g
     bid = " + ".join(terms) or "0ull"
     r = low.rotate
@@ -293,24 +294,31 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
     return body
 
 
-def _signature(low: KernelLowering, entry: str) -> str:
+def params(low: KernelLowering) -> list[str]:
+    """The tensor pointer parameters of the kernel (loads first, then saves)."""
     saved = {op.tensor for op in low.kernel.ops if isinstance(op, Save)}
-    params = []
+    out = []
     for t in low.args:
-        c = _tensor_ctype(low, t)
-        params.append(f"{c}* __restrict__ {ident(t)}" if t in saved else f"const {c}* __restrict__ {ident(t)}")
-    return f'extern "C" __global__ void __launch_bounds__({low.threads}) {entry}({", ".join(params)}) {{'
+        c = tensor_ctype(low, t)
+        out.append(f"{c}* __restrict__ {ident(t)}" if t in saved else f"const {c}* __restrict__ {ident(t)}")
+    return out
 
 
-def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
+def block_code(low: KernelLowering) -> list[str]:
+    """What one block runs, as the block ``bid`` (a ``uint3`` in scope): declarations, prologue,
+    main loop, epilogue."""
     ex = Exprs(low)
-    body = [*_declarations(low), *_prologue(low, ex), *_main_loop(low, ex), *_epilogue(low, ex)]
     ids = ["const int tid = threadIdx.x;"]
     if low.uses_lanes:
         ids += ["const int warp = tid >> 5;", "const int lane = tid & 31;"]
-    kernel = [_signature(low, entry), "  extern __shared__ __align__(128) unsigned char smem[];", *_indent(ids, 2),
-              *_indent(body, 2), "}"]
-    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch), *_device_functions(low),
+    return ["extern __shared__ __align__(128) unsigned char smem[];", *ids, *_declarations(low),
+            *_prologue(low, ex), *_main_loop(low, ex), *_epilogue(low, ex)]
+
+
+def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
+    kernel = [f'extern "C" __global__ void __launch_bounds__({low.threads}) {entry}({", ".join(params(low))}) {{',
+              "  const uint3 bid = blockIdx;", *_indent(block_code(low), 2), "}"]
+    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch), *device_functions(low),
              "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"
 

@@ -12,11 +12,15 @@ from prism.codegen.lowered import KernelLowering, LoadPlan, Sweep
 from prism.codegen.render_expr import decompose, offset, swizzled_offset
 
 COPY_FN = {16: "cp_async16", 8: "cp_async8", 4: "cp_async4"}
+# copies of a tensor another block of the same launch wrote (a fused combine, prism.codegen.fuse):
+# 16-byte cp.async already bypasses L1 (.cg); narrower copies load through L2 only, synchronously
+COHERENT_COPY_FN = {16: "cp_async16", 8: "cp_sync8_cg", 4: "cp_sync4_cg"}
 
 
 def block_origin(terms: tuple[tuple[int, int], ...]) -> str:
-    """C expression of a tile's first element: the sum of blockIdx times elements per block index."""
-    parts = [f"(int)blockIdx.{'xyz'[p]}" + (f" * {chunk}" if chunk != 1 else "") for p, chunk in terms]
+    """C expression of a tile's first element: the sum of the block's coordinates (``bid``, the block
+    index the kernel body runs as) times elements per block index."""
+    parts = [f"(int)bid.{'xyz'[p]}" + (f" * {chunk}" if chunk != 1 else "") for p, chunk in terms]
     return " + ".join(parts) if parts else "0"
 
 
@@ -34,7 +38,8 @@ def shared_address(info: LoadPlan) -> bool:
     return info.nbytes >= 4
 
 
-def render_loader(low: KernelLowering, info: LoadPlan) -> str:
+def render_loader(low: KernelLowering, info: LoadPlan, *, coherent: bool = False) -> str:
+    """The loader of ``info``; ``coherent``: its tensor was written by another block of this launch."""
     shape = low.tensor_shapes[info.tensor]
     tile = info.buf.shape
     sw = info.sweep
@@ -44,7 +49,8 @@ def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     src = offset(global_strides(shape), idx)
     if shared_address(info):
         at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
-        copy, dtype = f"{COPY_FN[nbytes]}({at}, src + {src});", "unsigned"
+        fn = (COHERENT_COPY_FN if coherent else COPY_FN)[nbytes]
+        copy, dtype = f"{fn}({at}, src + {src});", "unsigned"
     else:
         copy, dtype = f"dst[{dst}] = src[{src}];", f"{info.ctype}*"
     lines = [

@@ -3,10 +3,12 @@
 Two ways to time a callable on the GPU, both with CUDA events and a median:
 
 * :func:`kernel_time_us` — single calls: warm-up, then each timed call preceded by an L2 flush
-  (a write over a buffer larger than the L2), median of the event times. The tuner uses it.
+  (a write over a buffer larger than the L2), median of the event times. The tuner's fallback
+  for a call that cannot be captured in a CUDA graph.
 * :func:`graph_time_us` — the protocol of docs/benchmarks.md: 20 back-to-back calls captured in one CUDA
   graph, each on a different copy of the inputs (enough copies to exceed 4× the L2, at most 20),
-  the graph replayed 30 times, median replay time / 20. bench/ uses it for every system.
+  the graph replayed 30 times, median replay time / 20. bench/ uses it for every system, and the
+  tuner (``CudaBackend``, fewer replays) for every candidate.
 
 torch is imported lazily: this module imports on machines without torch or a GPU.
 """

@@ -1,4 +1,4 @@
-// Prism generated kernel prism_rmsnorm_linear_k0_7d73846584 (deterministic output; do not edit)
+// Prism generated kernel prism_rmsnorm_linear_k0_9eb506c330 (deterministic output; do not edit)
 // program rmsnorm_linear, kernel 'k0' (1 of 1 custom), target sm_80
 // sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 5120 B dynamic shared memory
 // tensors: X[8, 64] float16 (input), W[64, 64] float16 (input), O[8, 64] float16 (output)
@@ -172,7 +172,8 @@ __device__ __forceinline__ void store_2(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_7d73846584(const half_t* __restrict__ t_X, const half_t* __restrict__ t_W, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_9eb506c330(const half_t* __restrict__ t_X, const half_t* __restrict__ t_W, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -185,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_7d7384
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const half_t* const g_s_X = t_X + 0;
-  const half_t* const g_s_W = t_W + (int)blockIdx.x * 32;
+  const half_t* const g_s_W = t_W + (int)bid.x * 32;
   // accumulators (registers)
   float ra3[1][2][4] = {};
   float ra5[2] = {};
@@ -248,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_7d7384
   __syncthreads();
   // save O[8, 64] <- tile [8, 32], omap (1,): 8-element stores
   {
-    const int blk_10 = (int)blockIdx.x * 32;
+    const int blk_10 = (int)bid.x * 32;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

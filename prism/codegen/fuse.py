@@ -1,0 +1,136 @@
+"""Fusing a split kernel with the kernel that combines its partial results: one launch, not two.
+
+A two-kernel plan (split-K GEMV, split-KV attention) launches a *split* kernel A whose blocks write
+partial results (intermediate tensors) and a *combine* kernel B whose blocks read them. When every
+block of A writes into the tiles of exactly one block of B, the two run as one kernel of A's grid:
+each A block saves its partials, makes them visible (``__threadfence``), and counts itself in on its
+B block's counter; the block that counts in last (all partials of that B block are written) resets
+the counter and runs B's block. Nothing waits on another block, so any block schedule completes, and
+the second launch with its gap (about 1 µs in a CUDA graph on an H200) is gone.
+
+:func:`fusion` decides whether a pair of consecutive custom kernels has that shape and, if so, how a
+block of A finds its B block: per grid dim q of B, ``b_q = a_p // ratio`` for one grid dim p of A.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from prism.codegen.lowered import GraphLowering, KernelLowering
+from prism.ir import Load, Save
+
+
+@dataclass(frozen=True)
+class Coord:
+    """Grid coordinate q of the combining block: ``a[src] // ratio`` of the split block's coordinates."""
+
+    src: int
+    ratio: int
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Kernels ``first`` (split) and ``second`` (combine) of the graph, by position, run as one.
+
+    ``coords[q]`` gives grid coordinate q of the combining block (None: 0, a grid dim of size 1);
+    ``count`` split blocks feed each combining block."""
+
+    first: int
+    second: int
+    coords: tuple[Coord | None, ...]
+    count: int
+    counter: str  # name of the plan buffer of per-block counters (not a valid tensor name)
+
+    def target(self, a: tuple[int, ...]) -> tuple[int, ...]:
+        """The combining block that split block ``a`` (grid coordinates) feeds."""
+        return tuple(0 if c is None else a[c.src] // c.ratio for c in self.coords)
+
+
+# per tensor dim: (grid dim that partitions it, elements per block along it) or None (whole dim)
+_Split = tuple[tuple[int, int] | None, ...]
+
+
+def _split(mapping: tuple[int | None, ...], grid: tuple[int, ...], shape: tuple[int, ...]) -> _Split | None:
+    """How a load's imap or a save's omap cuts a tensor among the blocks (None: two grid dims on one
+    tensor dim, or a dim that does not divide)."""
+    out: list[tuple[int, int] | None] = [None] * len(shape)
+    for p, d in enumerate(mapping):
+        if d is None or p >= len(grid) or grid[p] == 1:
+            continue
+        if out[d] is not None or shape[d] % grid[p]:
+            return None
+        out[d] = (p, shape[d] // grid[p])
+    return tuple(out)
+
+
+def _coords(write: _Split, read: _Split, grid_a: tuple[int, ...], grid_b: tuple[int, ...]
+            ) -> tuple[tuple[Coord | None, ...], int] | None:
+    """(coordinates of the combining block, split blocks per combining block) when every split block
+    writes inside one combining block's read region of this tensor; None otherwise."""
+    coords: list[Coord | None] = [None] * len(grid_b)
+    used: set[int] = set()
+    for w, r in zip(write, read, strict=True):
+        if r is None:
+            continue  # the combining block reads the whole dim
+        q, wb = r
+        if w is None:
+            return None  # every split block writes along the whole dim: it feeds several combining blocks
+        p, wa = w
+        if wb % wa:
+            return None
+        coords[q] = Coord(p, wb // wa)
+        used.add(p)
+    if any(g > 1 and c is None for g, c in zip(grid_b, coords, strict=True)):
+        return None  # combining blocks along q read the same tiles: a split block feeds several
+    count = math.prod(grid_a) // math.prod(grid_b)
+    return tuple(coords), count
+
+
+def _accesses(low: KernelLowering, cls: type[Load] | type[Save]) -> list[tuple[str, tuple[int | None, ...]]]:
+    out = []
+    for op in low.kernel.ops:
+        if isinstance(op, Load) and cls is Load:
+            out.append((op.tensor, op.imap))
+        elif isinstance(op, Save) and cls is Save:
+            out.append((op.tensor, op.omap))
+    return out
+
+
+def pair_fusion(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> Fusion | None:
+    """The fusion of split kernel ``a`` and combining kernel ``b`` (consecutive in the graph), or None."""
+    if a.threads != b.threads or len(a.grid) > 3 or len(b.grid) > 3 or a.blocks <= b.blocks:
+        return None
+    written = {t: m for t, m in _accesses(a, Save)}
+    if not written or set(written) & {t for t, _ in _accesses(b, Save)} or \
+            set(written) & {t for t, _ in _accesses(a, Load)}:
+        return None
+    found: set[tuple[tuple[Coord | None, ...], int]] = set()
+    for tensor, imap in _accesses(b, Load):
+        if tensor not in written:
+            continue
+        if not all(lp.nbytes >= 4 for lp in b.loads if lp.tensor == tensor):
+            return None  # element-wise copies read through L1: not coherent with another block's writes
+        shape = gl.shapes[tensor]
+        w, r = _split(written[tensor], a.grid, shape), _split(imap, b.grid, shape)
+        got = None if w is None or r is None else _coords(w, r, a.grid, b.grid)
+        if got is None:
+            return None
+        found.add(got)
+    if len(found) != 1:
+        return None  # reads nothing of a, or two tensors disagree on the feeding
+    coords, count = found.pop()
+    return Fusion(a.index, b.index, coords, count, f"done.{b.kernel.name}")
+
+
+def fusion(gl: GraphLowering) -> Fusion | None:
+    """The fusion of the plan's last two kernels when both are custom and consecutive, else None.
+
+    Only the last pair: a split plan has its combine last, and one fusion per plan keeps the launch
+    plan a list of launches."""
+    if len(gl.kernels) < 2:
+        return None
+    a, b = gl.kernels[-2], gl.kernels[-1]
+    if a is None or b is None:
+        return None
+    return pair_fusion(gl, a, b)

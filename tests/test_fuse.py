@@ -1,0 +1,112 @@
+"""prism.codegen.fuse: which split kernel and combine run as one launch, and which combining block
+each split block feeds, checked against the blocks' tile regions enumerated one by one."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+
+import pytest
+
+from prism import plans, workloads
+from prism.codegen.arch import arch as get_arch
+from prism.codegen.fuse import Fusion, fusion, pair_fusion
+from prism.codegen.lower import lower_graph
+from prism.codegen.lowered import GraphLowering, KernelLowering
+from prism.codegen.sizes import generated_sizes
+from prism.ir import Load, Save
+
+Box = tuple[tuple[int, int], ...]
+
+
+def _box(mapping: tuple[int | None, ...], grid: tuple[int, ...], block: tuple[int, ...], shape: tuple[int, ...]) -> Box:
+    """The elements a block reads or writes, per tensor dim: [start, stop)."""
+    box = [(0, n) for n in shape]
+    for p, d in enumerate(mapping):
+        if d is not None and p < len(grid):
+            w = shape[d] // grid[p]
+            box[d] = (block[p] * w, (block[p] + 1) * w)
+    return tuple(box)
+
+
+def _meets(a: Box, b: Box) -> bool:
+    return all(x0 < y1 and y0 < x1 for (x0, x1), (y0, y1) in zip(a, b, strict=True))
+
+
+def _blocks(low: KernelLowering) -> list[tuple[int, ...]]:
+    return list(itertools.product(*(range(g) for g in low.grid)))
+
+
+def _feeds(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> dict[tuple[int, ...], set[tuple[int, ...]]]:
+    """Split block -> the combining blocks whose reads meet its writes."""
+    saves = [op for op in a.kernel.ops if isinstance(op, Save)]
+    loads = [op for op in b.kernel.ops if isinstance(op, Load) and op.tensor in {s.tensor for s in saves}]
+    out: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
+    for blk in _blocks(a):
+        out[blk] = set()
+        for s in saves:
+            w = _box(s.omap, a.grid, blk, gl.shapes[s.tensor])
+            for ld in (ld for ld in loads if ld.tensor == s.tensor):
+                out[blk] |= {cb for cb in _blocks(b) if _meets(w, _box(ld.imap, b.grid, cb, gl.shapes[s.tensor]))}
+    return out
+
+
+def _check(gl: GraphLowering, fu: Fusion) -> None:
+    a, b = gl.kernels[fu.first], gl.kernels[fu.second]
+    assert a is not None and b is not None
+    feeds = _feeds(gl, a, b)
+    for blk, targets in feeds.items():
+        assert targets == {fu.target(blk)}, (blk, targets, fu)
+    for cb in _blocks(b):
+        assert sum(1 for t in feeds.values() if t == {cb}) == fu.count
+
+
+def _split_plans() -> list[tuple[str, int]]:
+    return [(cid, i) for cid, cfg in workloads.CONFIGS.items()
+            for i, t in enumerate(plans.hand_plans(cfg.program, cfg.build())) if sum(1 for _ in t.kernels) == 2]
+
+
+@pytest.mark.parametrize("cid,index", _split_plans())
+def test_every_split_plan_fuses_and_feeds_one_block(cid: str, index: int) -> None:
+    cfg = workloads.config(cid)
+    template = plans.hand_plans(cfg.program, cfg.build())[index]
+    checked = 0
+    for sizes, _ in itertools.islice(generated_sizes(template, "sm_80"), 0, None, 7):
+        gl = lower_graph(template.instantiate(sizes), get_arch("sm_80"))
+        fu = fusion(gl)
+        a, b = gl.kernels
+        assert a is not None and b is not None
+        if a.blocks <= b.blocks:  # nothing to gain: the combine has as many blocks as the split
+            assert fu is None
+            continue
+        assert fu is not None, sizes
+        _check(gl, fu)
+        checked += 1
+        if checked == 12:
+            break
+    assert checked >= 3
+
+
+def test_one_kernel_plans_do_not_fuse() -> None:
+    cfg = workloads.config("swiglu_d1024")
+    template = plans.hand_plans(cfg.program, cfg.build())[0]
+    sizes, _ = next(iter(generated_sizes(template, "sm_80")))
+    assert fusion(lower_graph(template.instantiate(sizes), get_arch("sm_80"))) is None
+
+
+def test_a_combine_that_reads_every_partial_in_every_block_does_not_fuse() -> None:
+    """A combining grid dim that partitions none of the partials: every split block feeds several
+    combining blocks, so no single block may run the combine; the plan keeps two launches."""
+    cfg = workloads.config("gqa_h1024")
+    template = plans.hand_plans(cfg.program, cfg.build())[2]
+    gl = lower_graph(template.instantiate({"x": 2, "s": 16, "i": 2}), get_arch("sm_80"))
+    fu = fusion(gl)
+    assert fu is not None
+    b = gl.kernels[fu.second]
+    assert b is not None
+    wide = (*b.grid, 2)  # a made-up combine grid with a second dim that its loads do not map
+    a = gl.kernels[fu.first]
+    assert a is not None
+    assert pair_fusion(gl, a, replace(b, grid=wide)) is None
+    assert math.prod(wide) == 2 * b.blocks
