@@ -134,7 +134,9 @@ def run(args: argparse.Namespace, argv: Sequence[str], measurer: Measurer | None
         result["note"] = args.note
     ceil = measurer.ceilings()
     result["ceilings"] = {"copy_tb_per_s": ceil.copy_bytes_per_s / 1e12,
-                          "matmul_tflop_per_s": ceil.matmul_flops_per_s / 1e12}
+                          "matmul_tflop_per_s": ceil.matmul_flops_per_s / 1e12,
+                          "mma_sync_tflop_per_s": None if ceil.mma_sync_flops_per_s is None
+                          else ceil.mma_sync_flops_per_s / 1e12}
     result["configs"] = []
     path = report.result_path(result, args.out, args.tag)
     log.info("ceilings: %.2f TB/s copy, %.0f TFLOP/s fp16 matmul; writing %s",

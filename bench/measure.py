@@ -32,6 +32,7 @@ SYSTEMS = ("prism", *BASELINES)
 class Ceilings:
     copy_bytes_per_s: float
     matmul_flops_per_s: float
+    mma_sync_flops_per_s: float | None = None  # the sm_80 tensor-core path (bench.mma_ceiling); None: not measured
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,17 @@ class SystemResult:
     rel_err: float | None
     error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+
+
+def mma_ceiling() -> float | None:
+    """The mma.sync calibration kernel's rate, or None (with a warning) when it cannot run (no CuPy)."""
+    from bench.mma_ceiling import mma_sync_rate
+
+    try:
+        return mma_sync_rate()
+    except Exception as e:  # the other ceilings and every system still get measured
+        log.warning("mma.sync ceiling not measured: %s: %s", type(e).__name__, e)
+        return None
 
 
 class NotApplicable(Exception):
@@ -113,7 +125,7 @@ class TorchMeasurer:
     def ceilings(self) -> Ceilings:
         from prism.tune.timing import copy_bandwidth, matmul_rate
 
-        return Ceilings(copy_bandwidth(), matmul_rate())
+        return Ceilings(copy_bandwidth(), matmul_rate(), mma_ceiling())
 
     # ---------------------------------------------------------------- systems
     def _system_fn(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> Callable[..., Any]:

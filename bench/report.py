@@ -56,6 +56,12 @@ def geomean(values: Sequence[float]) -> float | None:
     return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
 
 
+def mma_note(ceil: dict[str, Any]) -> str:
+    """The sm_80 mma.sync ceiling of a run's ceilings, when it was measured."""
+    rate = ceil.get("mma_sync_tflop_per_s")
+    return f", {rate:.0f} TFLOP/s fp16 mma.sync (the sm_80 path of generated kernels)" if rate else ""
+
+
 def summarize(configs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     speedups = [r["speedup"] for r in configs if r.get("speedup") and is_headline(r)]
     with_prism = [r for r in configs if r.get("prism_us") is not None]
@@ -107,7 +113,7 @@ def table(result: dict[str, Any]) -> str:
             f"CUDA {result.get('cuda')}; systems: {', '.join(result.get('systems', []))}."]
     if ceil:
         foot.append(f"Ceilings measured in this run: {ceil['copy_tb_per_s']:.2f} TB/s device copy (read + write), "
-                    f"{ceil['matmul_tflop_per_s']:.0f} TFLOP/s fp16 matmul.")
+                    f"{ceil['matmul_tflop_per_s']:.0f} TFLOP/s fp16 matmul{mma_note(ceil)}.")
     summ = result.get("summary") or {}
     others = {r["config"]: plan_source(r) for r in result["configs"] if r.get("prism_us") is not None
               and not is_headline(r)}

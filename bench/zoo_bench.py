@@ -163,7 +163,7 @@ def _footer(result: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     ceil = result.get("ceilings") or {}
     if ceil:
         foot.append(f"Ceilings (for the floor): {ceil['copy_tb_per_s']:.2f} TB/s device copy, "
-                    f"{ceil['matmul_tflop_per_s']:.0f} TFLOP/s fp16 matmul.")
+                    f"{ceil['matmul_tflop_per_s']:.0f} TFLOP/s fp16 matmul{report.mma_note(ceil)}.")
     if result.get("command"):
         foot.append(f"Command: `{result['command']}`.")
     return foot
@@ -227,14 +227,16 @@ def _measure_entry(runner: Runner, name: str, which: str, systems: list[str], ce
 
 def measure_all(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     """Every selected entry on this GPU; the JSON (returned with its path) is rewritten after each."""
+    from bench.measure import mma_ceiling
     from prism.tune.timing import copy_bandwidth, matmul_rate
 
     runner = Runner(args.samples, args.seed)
     systems = [s for s in args.systems.split(",") if s]
-    copy_bw, mm = copy_bandwidth(), matmul_rate()
+    copy_bw, mm, mma = copy_bandwidth(), matmul_rate(), mma_ceiling()
     result: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                               "gpu": runner.torch.cuda.get_device_name(), "torch": runner.torch.__version__,
-                              "ceilings": {"copy_tb_per_s": copy_bw / 1e12, "matmul_tflop_per_s": mm / 1e12},
+                              "ceilings": {"copy_tb_per_s": copy_bw / 1e12, "matmul_tflop_per_s": mm / 1e12,
+                                           "mma_sync_tflop_per_s": None if mma is None else mma / 1e12},
                               "samples": args.samples, "systems": systems, "rows": [],
                               "command": "python -m bench.zoo_bench " + shlex.join(sys.argv[1:])}
     out = args.out or Path("bench/results") / f"zoo-{result['date'][:10]}.json"

@@ -158,3 +158,11 @@ def test_no_gpu_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert rc == 2
     err = capsys.readouterr().err
     assert "GPU" in err or "PyTorch" in err
+
+
+def test_the_mma_sync_ceiling_is_reported_when_measured() -> None:
+    from bench.report import mma_note
+
+    assert mma_note({"copy_tb_per_s": 4.2, "matmul_tflop_per_s": 700.0}) == ""
+    assert mma_note({"mma_sync_tflop_per_s": None}) == ""
+    assert "412 TFLOP/s fp16 mma.sync" in mma_note({"mma_sync_tflop_per_s": 412.3})

@@ -190,7 +190,7 @@ def test_split_plan_has_float32_buffers_and_json() -> None:
 def test_split_plan_fuses_its_combine() -> None:
     """By default the split kernel and its combine are one launch of the split grid: every split block
     feeds combining block (x, 0) (grid dim y of the split is summed), 32 of them per combining block,
-    through a uint32 counter per combining block; the combine's narrow copies of the partials bypass L1."""
+    through a uint32 counter per combining block."""
     cfg = workloads.config("gqa_h2048")
     template = plans.hand_plans(cfg.program, cfg.build())[2]
     kg = template.instantiate({"x": 2, "s": 32, "i": 2})
@@ -202,8 +202,7 @@ def test_split_plan_fuses_its_combine() -> None:
     assert {b.name: (b.shape, b.dtype) for b in plan.buffers} == {
         "N": ((2, 8, 128 * 32), "float32"), "D": ((2, 8, 32), "float32"), "done.combine": ((2,), "uint32")}
     assert "arrive_last(prism_done + cb_lin, 32u" in k.source and "make_uint3(blockIdx.x, 0, 0)" in k.source
-    assert "cp_sync4_cg(" in k.source.split("namespace combine")[1]
-    assert "cp_sync4_cg(" not in k.source.split("namespace combine")[0].split("namespace split")[1]
+    assert "namespace split {" in k.source and "namespace combine {" in k.source
 
 
 def _small_snapshot(name: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from prism import plans, workloads
+from prism.codegen import fuse
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import Fusion, fusion, pair_fusion
 from prism.codegen.lower import lower_graph
@@ -64,28 +65,54 @@ def _check(gl: GraphLowering, fu: Fusion) -> None:
 
 def _split_plans() -> list[tuple[str, int]]:
     return [(cid, i) for cid, cfg in workloads.CONFIGS.items()
-            for i, t in enumerate(plans.hand_plans(cfg.program, cfg.build())) if sum(1 for _ in t.kernels) == 2]
+            for i, t in enumerate(plans.codegen_plans(cfg.program, cfg.build())) if sum(1 for _ in t.kernels) == 2]
 
 
 @pytest.mark.parametrize("cid,index", _split_plans())
-def test_every_split_plan_fuses_and_feeds_one_block(cid: str, index: int) -> None:
+def test_every_split_plan_fuses_and_feeds_one_block(cid: str, index: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the width and L1-line rules off, every split plan whose combine has fewer blocks fuses, and
+    the combining block each split block is sent to is exactly the one whose reads meet its writes."""
+    monkeypatch.setattr(fuse, "SMALL_COMBINE", 0)
+    monkeypatch.setattr(fuse, "L1_LINE", 4)
     cfg = workloads.config(cid)
-    template = plans.hand_plans(cfg.program, cfg.build())[index]
+    template = plans.codegen_plans(cfg.program, cfg.build())[index]
     checked = 0
     for sizes, _ in itertools.islice(generated_sizes(template, "sm_80"), 0, None, 7):
         gl = lower_graph(template.instantiate(sizes), get_arch("sm_80"))
         fu = fusion(gl)
         a, b = gl.kernels
         assert a is not None and b is not None
-        if a.blocks <= b.blocks:  # nothing to gain: the combine has as many blocks as the split
-            assert fu is None
-            continue
+        if a.blocks <= b.blocks or any(x % y for x, y in zip(a.grid, b.grid, strict=False)):
+            continue  # nothing to gain, or split tiles that straddle two combining blocks
         assert fu is not None, sizes
         _check(gl, fu)
         checked += 1
         if checked == 12:
             break
     assert checked >= 3
+
+
+def test_a_wide_combine_keeps_its_own_launch() -> None:
+    """64 combining blocks (a split-K GEMV): more than a quarter of the SMs, not fused."""
+    cfg = workloads.config("rmsnorm_linear_d1024")
+    template = plans.codegen_plans(cfg.program, cfg.build())[2]
+    gl = lower_graph(template.instantiate({"x": 64, "y": 4, "i": 2, "c": 64}), get_arch("sm_80"))
+    b = gl.kernels[1]
+    assert b is not None and b.blocks == 64
+    assert fusion(gl) is None
+
+
+def test_narrow_copies_of_partials_need_whole_l1_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gqa's combine copies D [2, 8, s] 4 bytes at a time (cp.async.ca, through L1): fused while each
+    combining block's share is whole 128-byte lines (8 * s floats), refused when lines are shared."""
+    cfg = workloads.config("gqa_h1024")
+    template = plans.hand_plans(cfg.program, cfg.build())[2]
+    gl = lower_graph(template.instantiate({"x": 2, "s": 16, "i": 2}), get_arch("sm_80"))
+    b = gl.kernels[1]
+    assert b is not None and any(lp.tensor == "D" and lp.nbytes == 4 for lp in b.loads)
+    assert fusion(gl) is not None  # D[x] is 8 * 16 floats: 512 bytes
+    monkeypatch.setattr(fuse, "L1_LINE", 1024)  # as if lines were 1 KB: two combining blocks would share one
+    assert fusion(gl) is None
 
 
 def test_one_kernel_plans_do_not_fuse() -> None:

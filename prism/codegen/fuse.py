@@ -10,6 +10,10 @@ the second launch with its gap (about 1 µs in a CUDA graph on an H200) is gone.
 
 :func:`fusion` decides whether a pair of consecutive custom kernels has that shape and, if so, how a
 block of A finds its B block: per grid dim q of B, ``b_q = a_p // ratio`` for one grid dim p of A.
+Two more conditions: the combine's copies of the partials must not read a stale L1 line
+(:func:`_l1_safe`), and its grid must be small (at most a quarter of the SMs): a wide combine, run
+by whichever split blocks finish last, was slower fused than launched on its own on an H200
+(docs/codegen.md, "Fused combine").
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ class Fusion:
         """The combining block that split block ``a`` (grid coordinates) feeds."""
         return tuple(0 if c is None else a[c.src] // c.ratio for c in self.coords)
 
+
+L1_LINE = 128  # bytes
+# a combine of at most sms / SMALL_COMBINE blocks leaves the GPU mostly idle: its own launch is latency
+SMALL_COMBINE = 4
 
 # per tensor dim: (grid dim that partitions it, elements per block along it) or None (whole dim)
 _Split = tuple[tuple[int, int] | None, ...]
@@ -87,6 +95,26 @@ def _coords(write: _Split, read: _Split, grid_a: tuple[int, ...], grid_b: tuple[
     return tuple(coords), count
 
 
+def _l1_safe(b: KernelLowering, tensor: str, read: _Split | None, shape: tuple[int, ...]) -> bool:
+    """Whether the combine may read ``tensor`` through this SM's L1 although other blocks of the launch
+    wrote it. 16-byte copies bypass L1 (cp.async.cg). Narrower ones (cp.async.ca) are safe when no
+    two combining blocks read one 128-byte line: no block of the launch reads a line of the
+    partials before they are complete then (the split blocks never read them), so L1, which is
+    invalidated at each launch, holds no stale copy."""
+    if all(lp.nbytes >= 16 for lp in b.loads if lp.tensor == tensor):
+        return True
+    if read is None or any(lp.nbytes < 4 for lp in b.loads if lp.tensor == tensor):
+        return False  # element-wise copies: plain loads
+    parts = [d for d, r in enumerate(read) if r is not None]
+    if not parts:
+        return True  # one combining block reads it all
+    d = max(parts)
+    cut = read[d]
+    assert cut is not None
+    run = cut[1] * math.prod(shape[d + 1:])  # elements of one block's contiguous runs, each starting at a multiple
+    return run * (4 if b.tensor_dtypes[tensor] == "float32" else 2) % L1_LINE == 0
+
+
 def _accesses(low: KernelLowering, cls: type[Load] | type[Save]) -> list[tuple[str, tuple[int | None, ...]]]:
     out = []
     for op in low.kernel.ops:
@@ -101,6 +129,8 @@ def pair_fusion(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> Fusi
     """The fusion of split kernel ``a`` and combining kernel ``b`` (consecutive in the graph), or None."""
     if a.threads != b.threads or len(a.grid) > 3 or len(b.grid) > 3 or a.blocks <= b.blocks:
         return None
+    if b.blocks * SMALL_COMBINE > gl.arch.sms:
+        return None  # a wide combine: fused, it queues behind the split blocks (docs/codegen.md, "Fused combine")
     written = {t: m for t, m in _accesses(a, Save)}
     if not written or set(written) & {t for t, _ in _accesses(b, Save)} or \
             set(written) & {t for t, _ in _accesses(a, Load)}:
@@ -109,12 +139,10 @@ def pair_fusion(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> Fusi
     for tensor, imap in _accesses(b, Load):
         if tensor not in written:
             continue
-        if not all(lp.nbytes >= 4 for lp in b.loads if lp.tensor == tensor):
-            return None  # element-wise copies read through L1: not coherent with another block's writes
         shape = gl.shapes[tensor]
         w, r = _split(written[tensor], a.grid, shape), _split(imap, b.grid, shape)
         got = None if w is None or r is None else _coords(w, r, a.grid, b.grid)
-        if got is None:
+        if got is None or not _l1_safe(b, tensor, r, shape):
             return None
         found.add(got)
     if len(found) != 1:

@@ -27,10 +27,10 @@ def fused_args(a: KernelLowering, b: KernelLowering) -> tuple[str, ...]:
     return (*a.args, *(t for t in b.args if t not in a.args))
 
 
-def _namespace(name: str, low: KernelLowering, coherent: frozenset[str]) -> str:
+def _namespace(name: str, low: KernelLowering) -> str:
     run = [f"__device__ __forceinline__ void run({', '.join([*params(low), 'const uint3 bid'])}) {{",
            *_indent(block_code(low), 2), "}"]
-    return "\n\n".join([f"namespace {name} {{", *device_functions(low, coherent), "\n".join(run),
+    return "\n\n".join([f"namespace {name} {{", *device_functions(low), "\n".join(run),
                         f"}}  // namespace {name}"])
 
 
@@ -56,7 +56,6 @@ def _target(fu: Fusion, b: KernelLowering) -> list[str]:
 
 
 def render_fused(gl: GraphLowering, a: KernelLowering, b: KernelLowering, fu: Fusion, entry: str) -> str:
-    coherent = frozenset(a.saves_tensors())
     note = (f"// fused: each block runs split kernel {a.kernel.name!r}, then the last of the {fu.count} blocks "
             f"feeding a block of {b.kernel.name!r} runs that block (prism.codegen.fuse)")
     kernel = [
@@ -69,6 +68,6 @@ def render_fused(gl: GraphLowering, a: KernelLowering, b: KernelLowering, fu: Fu
     ]
     combine_header = header(gl, b, entry).split("\n", 1)[1]  # its first line names the entry again
     parts = [header(gl, a, entry), note, combine_header, "",
-             prelude(a.dtype, a.l2_prefetch, fused=True), _namespace("split", a, frozenset()),
-             _namespace("combine", b, coherent), "\n".join(kernel)]
+             prelude(a.dtype, a.l2_prefetch, fused=True), _namespace("split", a),
+             _namespace("combine", b), "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"

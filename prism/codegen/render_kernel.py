@@ -104,10 +104,9 @@ def header(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     return "\n".join(lines)
 
 
-def device_functions(low: KernelLowering, coherent: frozenset[str] = frozenset()) -> list[str]:
-    """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale.
-    The loaders of ``coherent`` tensors read what other blocks of the same launch wrote."""
-    parts = [render_loader(low, lp, coherent=lp.tensor in coherent) for lp in low.loads]
+def device_functions(low: KernelLowering) -> list[str]:
+    """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale."""
+    parts = [render_loader(low, lp) for lp in low.loads]
     for i in sorted(low.mmas):
         parts.append(render_mma(low, i))
         acc = low.frag_acc(i)

@@ -12,9 +12,6 @@ from prism.codegen.lowered import KernelLowering, LoadPlan, Sweep
 from prism.codegen.render_expr import decompose, offset, swizzled_offset
 
 COPY_FN = {16: "cp_async16", 8: "cp_async8", 4: "cp_async4"}
-# copies of a tensor another block of the same launch wrote (a fused combine, prism.codegen.fuse):
-# 16-byte cp.async already bypasses L1 (.cg); narrower copies load through L2 only, synchronously
-COHERENT_COPY_FN = {16: "cp_async16", 8: "cp_sync8_cg", 4: "cp_sync4_cg"}
 
 
 def block_origin(terms: tuple[tuple[int, int], ...]) -> str:
@@ -38,8 +35,7 @@ def shared_address(info: LoadPlan) -> bool:
     return info.nbytes >= 4
 
 
-def render_loader(low: KernelLowering, info: LoadPlan, *, coherent: bool = False) -> str:
-    """The loader of ``info``; ``coherent``: its tensor was written by another block of this launch."""
+def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     shape = low.tensor_shapes[info.tensor]
     tile = info.buf.shape
     sw = info.sweep
@@ -49,8 +45,7 @@ def render_loader(low: KernelLowering, info: LoadPlan, *, coherent: bool = False
     src = offset(global_strides(shape), idx)
     if shared_address(info):
         at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
-        fn = (COHERENT_COPY_FN if coherent else COPY_FN)[nbytes]
-        copy, dtype = f"{fn}({at}, src + {src});", "unsigned"
+        copy, dtype = f"{COPY_FN[nbytes]}({at}, src + {src});", "unsigned"
     else:
         copy, dtype = f"dst[{dst}] = src[{src}];", f"{info.ctype}*"
     lines = [

@@ -113,15 +113,8 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 """
 
 
-# a fused split + combine kernel (prism.codegen.fuse): copies of partials that other blocks of the
-# launch wrote go through L2 only (ld.global.cg), never through this SM's L1; the arrival counter
-_FUSED = r"""__device__ __forceinline__ void cp_sync8_cg(unsigned dst, const void* src) {
-  asm volatile("{ .reg .b64 v; ld.global.cg.b64 v, [%1]; st.shared.b64 [%0], v; }" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_sync4_cg(unsigned dst, const void* src) {
-  asm volatile("{ .reg .b32 v; ld.global.cg.b32 v, [%1]; st.shared.b32 [%0], v; }" :: "r"(dst), "l"(src) : "memory");
-}
-// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
+# a fused split + combine kernel (prism.codegen.fuse): the arrival on a combining block's counter
+_FUSED = r"""// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
 // combining block's counter; true in every thread of the block that arrived last (then the
 // counter is reset for the next launch: no other block touches it any more)
 __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
@@ -142,6 +135,6 @@ __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, i
 def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False) -> str:
     """Helpers for a kernel whose half tensors have ``dtype`` (float16 or bfloat16); ``l2_prefetch``
     adds an ``.L2::<n>B`` prefetch hint to the 16-byte copies; ``fused``: a split kernel fused with
-    its combine."""
+    its combine (``arrive_last``)."""
     common = _COMMON.replace("{L2}", f".L2::{l2_prefetch}B" if l2_prefetch else "")
     return common + (_BF16 if dtype == "bfloat16" else _F16) + _STORES + (_FUSED if fused else "")

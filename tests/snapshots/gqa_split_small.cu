@@ -14,19 +14,6 @@
 //   %8  Save(%6 -> N, omap=(0, 2))                                  save  global
 //   %9  Save(%7 -> D, omap=(0, 2))                                  save  global
 
-// fused: each block runs split kernel 'split', then the last of the 2 blocks feeding a block of 'combine' runs that block (prism.codegen.fuse)
-
-// program gqa, kernel 'combine' (2 of 2 custom), target sm_80
-// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 1792 B dynamic shared memory
-// tensors: N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate), O[2, 8, 16] float16 (output)
-// block graph (tile per block; where the value lives):
-//   %0  Load(N, imap=(0,), fmap=2)                   [1, 8, 16]     loop  smem s_N (ring x2)
-//   %1  Load(D, imap=(0,), fmap=2)                   [1, 8, 1]      loop  smem s_D (ring x2)
-//   %2  Accum(%0)                                    [1, 8, 16]     post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [1, 8, 1]      post  registers (ew) -> smem acc3
-//   %4  div(%2, %3)                                  [1, 8, 16]     post  inline
-//   %5  Save(%4 -> O, omap=(0,))                                    save  global
-
 
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
@@ -113,30 +100,7 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
-__device__ __forceinline__ void cp_sync8_cg(unsigned dst, const void* src) {
-  asm volatile("{ .reg .b64 v; ld.global.cg.b64 v, [%1]; st.shared.b64 [%0], v; }" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_sync4_cg(unsigned dst, const void* src) {
-  asm volatile("{ .reg .b32 v; ld.global.cg.b32 v, [%1]; st.shared.b32 [%0], v; }" :: "r"(dst), "l"(src) : "memory");
-}
-// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
-// combining block's counter; true in every thread of the block that arrived last (then the
-// counter is reset for the next launch: no other block touches it any more)
-__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
-  __threadfence();
-  __syncthreads();
-  unsigned old = 0;
-  if (tid == 0) old = atomicAdd(counter, 1u);
-  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
-  if (last) {
-    if (tid == 0) *counter = 0u;
-    __threadfence();
-  }
-  return last;
-}
 
-
-namespace split {
 
 // Q[2, 8, 16] -> tile [1, 8, 16]: 16 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
@@ -264,7 +228,8 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-__device__ __forceinline__ void run(const half_t* __restrict__ t_Q, const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_V, float* __restrict__ t_N, float* __restrict__ t_D, const uint3 bid) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_56dca56f61(const half_t* __restrict__ t_Q, const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_V, float* __restrict__ t_N, float* __restrict__ t_D) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -392,9 +357,105 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Q, const half_t
   }
 }
 
-}  // namespace split
+// Prism generated kernel prism_gqa_combine_56dca56f61 (deterministic output; do not edit)
+// program gqa, kernel 'combine' (2 of 2 custom), target sm_80
+// sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 1792 B dynamic shared memory
+// tensors: N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate), O[2, 8, 16] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(N, imap=(0,), fmap=2)                   [1, 8, 16]     loop  smem s_N (ring x2)
+//   %1  Load(D, imap=(0,), fmap=2)                   [1, 8, 1]      loop  smem s_D (ring x2)
+//   %2  Accum(%0)                                    [1, 8, 16]     post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 8, 1]      post  registers (ew) -> smem acc3
+//   %4  div(%2, %3)                                  [1, 8, 16]     post  inline
+//   %5  Save(%4 -> O, omap=(0,))                                    save  global
 
-namespace combine {
+
+
+typedef unsigned short half_t;  // raw float16 / bfloat16 bits
+
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ float prism_sq(float x) { return x * x; }
+__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+__device__ __forceinline__ float prism_gelu(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float warp_sum(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v, int width) {
+  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float hload(half_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ half_t hstore(float f) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
+}
+__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
+                                             float h) {
+  uint4 v;
+  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
+  *reinterpret_cast<uint4*>(p) = v;
+}
+__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
+  uint2 v;
+  v.x = pack2(a, b); v.y = pack2(c, d);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
+__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
+__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
+  float4 v;
+  v.x = a; v.y = b; v.z = c; v.w = d;
+  *reinterpret_cast<float4*>(p) = v;
+}
+__device__ __forceinline__ void st_f2(float* p, float a, float b) {
+  float2 v;
+  v.x = a; v.y = b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+
 
 // N[2, 8, 32] -> tile [1, 8, 16]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_N(unsigned dst, const float* __restrict__ src, const int tid) {
@@ -417,12 +478,13 @@ __device__ __forceinline__ void load_s_D(unsigned dst, const float* __restrict__
     const int e = tid + j * 128;
     if (e < 8) {
       const int t1 = e;
-      cp_sync4_cg(dst + (t1) * 4, src + t1 * 2);
+      cp_async4(dst + (t1) * 4, src + t1 * 2);
     }
   }
 }
 
-__device__ __forceinline__ void run(const float* __restrict__ t_N, const float* __restrict__ t_D, half_t* __restrict__ t_O, const uint3 bid) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_56dca56f61(const float* __restrict__ t_N, const float* __restrict__ t_D, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -525,14 +587,4 @@ __device__ __forceinline__ void run(const float* __restrict__ t_N, const float* 
       }
     }
   }
-}
-
-}  // namespace combine
-
-extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_56dca56f61(const half_t* __restrict__ t_Q, const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_V, float* __restrict__ t_N, float* __restrict__ t_D, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
-  split::run(t_Q, t_Kt, t_V, t_N, t_D, blockIdx);
-  const uint3 cb = make_uint3(blockIdx.x, 0, 0);
-  const unsigned cb_lin = cb.x + 2u * (cb.y + 1u * cb.z);
-  if (!arrive_last(prism_done + cb_lin, 2u, (int)threadIdx.x)) return;
-  combine::run(t_N, t_D, t_O, cb);
 }
