@@ -15,7 +15,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
@@ -380,7 +380,9 @@ def superoptimize(
     hand). The candidates are the whole program's verified sGraphs, a stitched plan of its parts
     (each part tuned on its own: generated kernels or predefined ones such as the vendor GEMM) and
     the all-predefined plan, so there is always an answer and it is never slower than the unfused
-    plan. Tuning inputs come from ``example_inputs`` (their mean and spread) or the documented
+    plan. ``time_budget`` (seconds) bounds the tuning as a whole, the parts' and the final choice
+    together (the search has its own ``search_budget``); past it each tuning call still times one
+    sample and the size-free plans, so an answer always comes. Tuning inputs come from ``example_inputs`` (their mean and spread) or the documented
     default (see ``input_sampler``). The returned ``Superoptimized`` is callable on torch tensors /
     CuPy arrays and carries a ``summary`` dict (stage times, counts, best time, plan source, cache
     hits). Every plan returned has passed a check against the float64 reference on fresh random
@@ -400,18 +402,19 @@ def superoptimize(
     candidates = [*searched_plans, *outcome.of(PlanSource.PREDEFINED)]
     sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
     t_parts = time.perf_counter()
+    budget = _Budget(time_budget, len(outcome.parts) + 1 if outcome.of(PlanSource.STITCHED) else 1)
     if outcome.of(PlanSource.STITCHED):
         plans = []
         for po in outcome.parts:
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
                                f"{program}.p{po.part.index}")
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
-            plans.append(_tune_cached(req, backend, target, part_samples, seed, time_budget, cache, Summary())[2])
+            plans.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary())[2])
         candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
         sources.append(PlanSource.STITCHED)
     summary["parts_tune_s"] = time.perf_counter() - t_parts
     kernel, summary, concrete = _tune_cached(_TuneRequest(graph, candidates, sampler, program), backend, target,
-                                             samples, seed, time_budget, cache, summary)
+                                             samples, seed, budget.next(), cache, summary)
     summary["plan_source"] = sources[int(summary["template"])].value
     if example_inputs is not None:
         check_examples(graph, backend, kernel, example_inputs, program)
@@ -430,6 +433,25 @@ def _search_summary(program: str, outcome: SearchOutcome) -> Summary:
         search_cache_hit=outcome.cached,
         search=outcome.to_json(),
     )
+
+
+class _Budget:
+    """``superoptimize``'s tuning budget over its ``calls`` tuning calls (each part's, then the whole
+    program's): each call gets an equal share of what is left, so time a call leaves unspent (a cache
+    hit, a part with few sizes) goes to the later ones. None: no budget. A call whose share is spent
+    still runs: ``tune`` always times at least one sample and every size-free plan (the predefined one)."""
+
+    def __init__(self, seconds: float | None, calls: int, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.deadline = None if seconds is None else clock() + seconds
+        self.left = calls
+
+    def next(self) -> float | None:
+        if self.deadline is None:
+            return None
+        share = max(0.0, self.deadline - self.clock()) / max(1, self.left)
+        self.left -= 1
+        return share
 
 
 def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, samples: int, seed: int,

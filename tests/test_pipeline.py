@@ -171,3 +171,39 @@ def test_a_float32_program_gets_its_predefined_plan() -> None:
     for arch in ("sm_80", "sm_90"):
         assert legal_sizes(predefined_plan(g), arch=arch, limit=1)
         assert not any(legal_sizes(t, arch=arch, limit=1) for t in generated[:5])
+
+
+def test_the_tuning_budget_is_shared_by_the_parts_and_the_final_choice() -> None:
+    """Each tuning call gets an equal share of what is left; time one leaves unspent goes to the next."""
+    now = [0.0]
+    budget = pipeline._Budget(9.0, 3, clock=lambda: now[0])
+    assert budget.next() == 3.0
+    now[0] = 1.0  # the first call spent 1 s of its 3
+    assert budget.next() == 4.0  # (9 - 1) / 2
+    now[0] = 10.0  # the second overran: the last call still gets a (zero) budget, and tune times one sample
+    assert budget.next() == 0.0
+    assert pipeline._Budget(None, 3).next() is None
+
+
+def test_superoptimize_keeps_every_tuning_call_inside_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    g = workloads.rmsnorm_linear(4, 32)
+    _seed_search_cache("rmsnorm_linear", g)
+    calls: list[tuple[float, float | None]] = []
+    real = pipeline._tune_cached
+
+    def spy(req, backend, target, samples, seed, time_budget, cache, summary):  # type: ignore[no-untyped-def]
+        calls.append((time.perf_counter(), time_budget))
+        return real(req, backend, target, samples, seed, time_budget, cache, summary)
+
+    outcome = pipeline.search_and_verify(g, progress=False)
+    assert outcome.of(pipeline.PlanSource.STITCHED) and outcome.parts  # parts are tuned: several calls share it
+    monkeypatch.setattr(pipeline, "_tune_cached", spy)
+    out = pipeline.superoptimize(g, samples=3, time_budget=30.0, backend=InterpreterBackend(_timer), progress=False)
+    assert out.summary["rel_err"] < 1e-9
+    assert len(calls) == len(outcome.parts) + 1
+    start = calls[0][0]  # the budget starts with the tuning (the search has its own)
+    for at, share in calls:
+        assert share is not None and share >= 0
+        assert at + share <= start + 30.0 + 1e-6  # no call may run past the whole tuning's deadline

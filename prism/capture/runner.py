@@ -45,7 +45,7 @@ class CaptureOptions:
     samples: int = 16  # tuning samples per region and shape
     seed: int = 0
     search_budget: float | None = None  # seconds per symbolic search (None: superoptimize's default)
-    time_budget: float | None = None  # seconds of tuning per region and shape
+    time_budget: float | None = None  # seconds of tuning per region and shape, parts and final choice together
     strict: bool = False  # raise CaptureError instead of leaving a region to PyTorch
     min_ops: int = MIN_OPS  # fewer arithmetic ops than this: the region is not worth a kernel
 
