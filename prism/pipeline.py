@@ -383,11 +383,11 @@ def superoptimize(
     plan. ``time_budget`` (seconds) bounds the tuning as a whole, the parts' and the final choice
     together (the search has its own ``search_budget``); past it each tuning call still times one
     sample and the size-free plans, so an answer always comes. Tuning inputs come from
-    ``example_inputs`` (their mean and spread) or the documented default (see ``input_sampler``). The returned ``Superoptimized`` is callable on torch tensors /
-    CuPy arrays and carries a ``summary`` dict (stage times, counts, best time, plan source, cache
-    hits). Every plan returned has passed a check against the float64 reference on fresh random
-    inputs on the device (and on ``example_inputs`` when given). Raises DeviceError after
-    verification when no GPU is present.
+    ``example_inputs`` (their mean and spread) or the documented default (see ``input_sampler``).
+    The returned ``Superoptimized`` is callable on torch tensors / CuPy arrays and carries a
+    ``summary`` dict (stage times, counts, best time, plan source, cache hits). Every plan returned
+    has passed a check against the float64 reference on fresh random inputs on the device (and on
+    ``example_inputs`` when given). Raises DeviceError after verification when no GPU is present.
     """
     check_program(graph, "superoptimize")  # bad options and example inputs fail before the search
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
