@@ -250,3 +250,31 @@ def test_emulation_error_names_the_tile(monkeypatch: pytest.MonkeyPatch) -> None
         except EmulationError as e:
             errors.append(str(e))
     assert errors and any("is outside" in e for e in errors), errors
+
+
+def test_one_iteration_accumulators_are_read_in_place() -> None:
+    """rms_norm's searched templates run a for-loop of one iteration (no matmul): their element-wise
+    accumulators hold their one value, so lowering reads them in place (no registers, no tile), the
+    tiles after the loop follow the loop's instead of reusing them, and the emulation (whose shared
+    memory model fails on a read of an overwritten tile) still matches the interpreter."""
+    items = _searched(_graph("rms_norm"), "rms_norm")
+    inlined = 0
+    for label, t in items:
+        for sizes in cheap_sizes(t, 1, MAX_WORK):
+            kg = t.instantiate(sizes)
+            gl = lower.lower_graph(kg, arch("sm_80"))
+            off = lower.lower_graph(kg, arch("sm_80"), Options(inline_accums=False))
+            for low, low_off in zip(gl.kernels, off.kernels, strict=True):
+                assert low is not None and low_off is not None and low.loop == 1
+                if not low.reads_loop_tiles_after:
+                    continue
+                inlined += 1
+                ew = [i for i, op in enumerate(low.kernel.ops) if isinstance(op, Accum) and op.reduce_dim is None]
+                assert all(low.stores[i] is lowered.Store.INLINE and i not in low.accs for i in ew)
+                assert all(low_off.stores[i] is lowered.Store.ACC for i in ew)
+                loop_end = max((b.offset + b.nbytes for b in low.all_bufs().values() if b.region is not lowered.Phase.POST),
+                               default=0)
+                assert all(b.offset >= loop_end for b in low.bufs.values() if b.region is lowered.Phase.POST), label
+            for options in (None, Options(inline_accums=False)):
+                assert emulate_error(kg, options) < 1e-6, (label, sizes, options)
+    assert inlined >= 3

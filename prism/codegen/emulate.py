@@ -239,6 +239,8 @@ class _Block:
             case BinaryOp(fn, a, b):
                 return BINARY_NUMPY[fn](self.read(a, bcast(idx, self.tile(a), tile)),
                                         self.read(b, bcast(idx, self.tile(b), tile)))
+            case Accum(x=x) if low.stores[i] is Store.INLINE:  # one iteration: the accumulator is its value
+                return self.read(x, idx)
             case Load() | MatmulOp() | ReduceOp() | Accum():
                 return self.read(i, idx)
         raise EmulationError(f"op {i}: no elementwise definition for {op!r}")
@@ -255,7 +257,7 @@ class _Block:
                 self.matmul(i)
             case ReduceOp(fn, x, dim):
                 self.reduce(i, x, dim, fn)
-            case Accum():
+            case Accum() if i in low.accs:
                 self.accumulate(i)
         if i in low.operands and low.operands[i] is not low.bufs.get(i):
             self.materialise(i, low.operands[i], own=False)

@@ -37,6 +37,7 @@ from prism.codegen.lowered import (
     Storage,
     Store,
     Sweep,
+    reads_loop_tiles_after,
     sweep,
 )
 from prism.errors import CodegenError, IRError
@@ -272,12 +273,19 @@ def _stores(d: _Draft) -> None:
             case UnaryOp() | BinaryOp():
                 d.stores.append(Store.H16 if i in operands else Store.INLINE)
             case Accum():
-                d.stores.append(Store.ACC)
+                d.stores.append(Store.INLINE if _is_its_value(d, op) else Store.ACC)
             case Save():
                 d.stores.append(Store.SAVE)
     for i, st in enumerate(d.stores):
         if st is Store.FRAG and d.phases[i] is Phase.PRE:
             d.phases[i] = Phase.LOOP
+
+
+def _is_its_value(d: _Draft, op: Accum) -> bool:
+    """A for-loop of one iteration: an element-wise accumulator (any fn, rescaled or not) holds its
+    one value, so it is read in place (inline) instead of going through registers and a tile.
+    Fragments of a matmul keep their accumulator (the fragments are its storage)."""
+    return d.options.inline_accums and d.loop == 1 and op.reduce_dim is None and d.stores[op.x] is not Store.FRAG
 
 
 # Matmul output tiles are multiples of two mma n-tiles. Width 8 (one n8 tile) is refused: one such
@@ -339,7 +347,7 @@ def _acc_plan(d: _Draft, i: int, op: Accum) -> AccPlan:
 def _accs(d: _Draft) -> None:
     """Accumulator registers and reduction lane groups; the register budget."""
     for i, op in enumerate(d.ops):
-        if isinstance(op, Accum):
+        if isinstance(op, Accum) and d.stores[i] is Store.ACC:
             d.accs[i] = _acc_plan(d, i, op)
         elif isinstance(op, ReduceOp):
             d.groups[i] = reduce_group(d.tile(op.x)[op.dim])
@@ -365,7 +373,7 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
             return Buf(uniq(f"red{i}"), region, Storage.F32, tile, _pitch(tile, 4))
         case UnaryOp() | BinaryOp() if d.stores[i] is Store.H16:
             return Buf(uniq(f"ew{i}"), region, Storage.HALF, tile, _pitch(tile, 2))
-        case Accum():
+        case Accum() if d.stores[i] is Store.ACC:
             copies = d.mmas[op.x].ksplit if d.stores[op.x] is Store.FRAG else 1
             return Buf(uniq(f"acc{i}"), Phase.POST, Storage.F32, tile, _pitch(tile, 4), copies=copies)
     return None
@@ -444,7 +452,8 @@ def _stages(d: _Draft) -> None:
         raise d.fail(f"stages = {d.stages}; at most {MAX_STAGES}")
     # a ring as deep as the loop is filled in the prologue; else one slot is refilled per iteration
     d.prefetch = loop if d.stages >= loop else d.stages - 1
-    d.smem_bytes = max(fixed + d.stages * d.ring_bytes, post)
+    loop_bytes = fixed + d.stages * d.ring_bytes
+    d.smem_bytes = loop_bytes + post if reads_loop_tiles_after(d.ops, d.stores) else max(loop_bytes, post)
     if d.smem_bytes > d.arch.smem_max:
         raise d.fail(f"needs {d.smem_bytes} bytes of shared memory ({d.stages} pipeline stages of "
                      f"{d.ring_bytes} B, {fixed} B of other tiles, {post} B after the loop); {d.arch.name} "
@@ -452,13 +461,14 @@ def _stages(d: _Draft) -> None:
 
 
 def _place(d: _Draft) -> None:
-    """Offsets: PRE tiles, LOOP tiles, then the rings; the POST tiles reuse the space from 0."""
+    """Offsets: PRE tiles, LOOP tiles, then the rings; the POST tiles reuse the space from 0 (unless
+    a value after the loop still reads the loop's tiles: then they follow them)."""
     placed: dict[str, Buf] = {}
     off = 0
     for b in (*_live(d, Phase.PRE), *_live(d, Phase.LOOP), *_live(d, Phase.LOOP, ring=True)):
         placed[b.name] = replace(b, offset=off, copies=d.stages if b.ring else b.copies)
         off += placed[b.name].nbytes
-    off = 0
+    off = off if reads_loop_tiles_after(d.ops, d.stores) else 0
     for b in d.bufs.values():
         if b.region is Phase.POST:
             placed[b.name] = replace(b, offset=off)

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prism.codegen.arch import Arch
-from prism.ir import CustomKernel, KernelGraph, op_args
+from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, op_args
 from prism.ops import Reduce
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -92,6 +92,8 @@ class Options:
     rotate: int = 0
     # one launch for a split kernel and the kernel that combines its partials (prism.codegen.fuse)
     fuse: bool = True
+    # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)
+    inline_accums: bool = True
 
 
 DEFAULT_OPTIONS = Options()
@@ -263,6 +265,12 @@ class SavePlan:
     sweep: Sweep  # over the tile's vectors
 
 
+def reads_loop_tiles_after(ops: Sequence[BlockOp], stores: Sequence[Store]) -> bool:
+    """Some value after the loop reads a loop or prologue tile in place (an accumulator of a
+    one-iteration loop, ``lower._is_its_value``): those tiles stay live after the loop."""
+    return any(isinstance(op, Accum) and stores[i] is Store.INLINE for i, op in enumerate(ops))
+
+
 @dataclass(frozen=True)
 class KernelLowering:
     kernel: CustomKernel
@@ -316,6 +324,10 @@ class KernelLowering:
     def uses_lanes(self) -> bool:
         """Some code splits work by warp and lane (mma, reductions, lane-group accumulators)."""
         return bool(self.mmas or self.groups or any(a.kind is not AccKind.EW for a in self.accs.values()))
+
+    @property
+    def reads_loop_tiles_after(self) -> bool:
+        return reads_loop_tiles_after(self.kernel.ops, self.stores)
 
     def users(self, i: int) -> list[int]:
         return [j for j, op in enumerate(self.kernel.ops) if i in op_args(op)]

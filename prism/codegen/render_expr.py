@@ -199,6 +199,8 @@ class Exprs:
                 ta, tb = low.tiles[a], low.tiles[b]
                 assert ta is not None and tb is not None
                 return BINARY_C[fn].format(a=self.read(a, bcast(idx, ta, tile)), b=self.read(b, bcast(idx, tb, tile)))
+            case Accum(x=x) if low.stores[i] is Store.INLINE:  # one iteration: the accumulator is its value
+                return self.read(x, idx)
             case Load() | MatmulOp() | ReduceOp() | Accum():
                 return self.read(i, idx)
             case _:

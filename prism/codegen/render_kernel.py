@@ -146,7 +146,7 @@ def _compute(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
             out += render_reduce_pass(low, ex, x, dim, fn, g, -(-_numel(low, i) // (low.warps * (32 // g))),
                                       dst=low.bufs[i], acc=None, name=f"red{i}")
             out.append("__syncthreads();")
-        case Accum(x, reduce_dim):
+        case Accum(x, reduce_dim) if i in low.accs:  # (an inline one is read in place)
             out += _accumulate(low, ex, i, x, reduce_dim)
     if i in low.operands and low.operands[i] is not low.bufs.get(i):
         out += [*render_materialise(low, ex, i, low.operands[i], own=False), "__syncthreads();"]
@@ -271,6 +271,8 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
 def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
     """Accumulators to their tiles, then the post-loop reductions and the savers."""
     body = ["// epilogue: accumulators to shared memory, then the post-loop ops and savers"]
+    if low.reads_loop_tiles_after:  # one iteration (one ring slot): values after the loop read its tiles
+        body += [f"{lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring;" for lp in low.loads if lp.buf.ring]
     for j, a in sorted(low.accs.items()):
         dst = low.bufs[j]
         match a.kind:

@@ -1,0 +1,97 @@
+"""A/B of one code-generation option on searched plans of zoo programs (run on the device machine).
+
+    PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--which decode]
+        [--only a,b] [--sizes 3] [--out FILE]
+
+For each program: its searched templates (from the carried search cache; no search runs here), up to
+``--sizes`` legal size choices each (spread over the first 200 legal ones), each generated with
+``Options(OPTION=True)`` and ``Options(OPTION=False)``, checked against the float64 reference
+(relative error < 2e-2, output poisoned first) and timed with the bench protocol
+(``graph_time_us``). Prints and writes per program the best time of each side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import torch
+
+from bench.zoo import zoo_graph
+from prism import pipeline, runtime
+from prism.codegen import Options, generate
+from prism.codegen.sizes import generated_sizes
+from prism.errors import CodegenError
+from prism.reference import relative_error
+from prism.tune.timing import graph_time_us
+from prism.tune.tuner import default_scales, random_inputs
+
+DEFAULT = ("silu_mul", "bias_gelu", "rms_norm", "layer_norm", "softmax", "stable_softmax", "add_rms_norm")
+
+
+def _variant(graph: Any, kg: Any, options: Options, args: list[Any]) -> dict[str, Any]:
+    try:
+        plan = generate(kg, arch="sm_80", options=options)
+    except CodegenError as e:  # e.g. more accumulator registers than allowed on one side only
+        return {"error": str(e)}
+    fn = runtime.compile_plan(plan)
+    out = fn(*args)
+    torch.cuda.synchronize()
+    ref = graph.evaluate({t.name: a.double().cpu().numpy() for t, a in zip(graph.inputs, args, strict=True)})
+    err = relative_error(out.double().cpu().numpy(), ref[graph.outputs[0].name])
+    if not err < 2e-2:
+        return {"error": f"relative error {err:.3g}"}
+    us = graph_time_us(fn, lambda i: [a.clone() for a in args] if i else args, replays=10)
+    return {"us": us, "rel_err": err}
+
+
+def run(name: str, which: str, option: str, n_sizes: int) -> dict[str, Any]:
+    graph = zoo_graph(name, which)
+    out = pipeline.search_and_verify(graph, program=name, progress=False)
+    inputs = random_inputs(graph, default_scales(graph), 0)
+    args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
+    best: dict[bool, float] = {}
+    rows = []
+    for ti, t in enumerate(out.of(pipeline.PlanSource.SEARCHED)):
+        legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80"), 200)]
+        picks = sorted({round(k * (len(legal) - 1) / max(1, n_sizes - 1)) for k in range(n_sizes)}) if legal else []
+        for sizes in (legal[k] for k in picks):
+            kg = t.instantiate(sizes)
+            for on in (True, False):
+                rec = _variant(graph, kg, Options(**{option: on}), args)
+                rows.append({"template": ti, "sizes": sizes, option: on, **rec})
+                if "us" in rec:
+                    best[on] = min(best.get(on, float("inf")), rec["us"])
+    return {"program": name, "which": which, "best_on_us": best.get(True), "best_off_us": best.get(False),
+            "variants": rows}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("option")
+    ap.add_argument("--which", default="decode")
+    ap.add_argument("--only", default=",".join(DEFAULT))
+    ap.add_argument("--sizes", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "option_ab.json"))
+    args = ap.parse_args(argv)
+    results = []
+    for name in [n for n in args.only.split(",") if n]:
+        t0 = time.perf_counter()
+        r = run(name, args.which, args.option, args.sizes)
+        results.append(r)
+        print(f"{name}: {args.option}=True {r['best_on_us']} µs, False {r['best_off_us']} µs "
+              f"({len(r['variants'])} variants, {time.perf_counter() - t0:.0f} s)", flush=True)
+        with open(args.out, "w") as f:
+            json.dump({"option": args.option, "which": args.which, "results": results}, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
