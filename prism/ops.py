@@ -42,6 +42,14 @@ class Unary(enum.Enum):
     SCALE = "scale"  # x * c
     ADD_SCALAR = "add_scalar"  # x + c
 
+    @property
+    def transcendental(self) -> bool:
+        """An op of the special-function unit (exp, rsqrt, ...), not a multiply or an add."""
+        return self not in _ARITHMETIC_UNARY
+
+
+_ARITHMETIC_UNARY = frozenset({Unary.SQUARE, Unary.NEG, Unary.SCALE, Unary.ADD_SCALAR})
+
 
 class Binary(enum.Enum):
     """Elementwise binary ops with NumPy broadcasting over size-1 dims."""

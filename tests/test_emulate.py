@@ -269,8 +269,10 @@ def test_one_iteration_accumulators_are_read_in_place() -> None:
                 if not low.reads_loop_tiles_after:
                     continue
                 inlined += 1
+                rows = low.tiles[0]  # the loaded [rows, d] tile: accumulators of that size are read in place
                 ew = [i for i, op in enumerate(low.kernel.ops) if isinstance(op, Accum) and op.reduce_dim is None]
-                assert all(low.stores[i] is lowered.Store.INLINE and i not in low.accs for i in ew)
+                assert all(low.stores[i] is lowered.Store.INLINE and i not in low.accs
+                           for i in ew if low.tiles[i] == rows), label
                 assert all(low_off.stores[i] is lowered.Store.ACC for i in ew)
                 loop_end = max((b.offset + b.nbytes for b in low.all_bufs().values() if b.region is not lowered.Phase.POST),
                                default=0)
@@ -278,3 +280,16 @@ def test_one_iteration_accumulators_are_read_in_place() -> None:
             for options in (None, Options(inline_accums=False)):
                 assert emulate_error(kg, options) < 1e-6, (label, sizes, options)
     assert inlined >= 3
+
+
+def test_the_softmax_family_keeps_its_one_iteration_accumulators() -> None:
+    """A kernel that reduces and runs exp over whole rows keeps its accumulators (measured faster so:
+    lower._is_its_value); the same kernels emulate like the interpreter either way."""
+    items = _searched(_graph("softmax"), "softmax")
+    assert items
+    for label, t in items:
+        for sizes in cheap_sizes(t, 1, MAX_WORK):
+            kg = t.instantiate(sizes)
+            low = lower.lower_graph(kg, arch("sm_80")).kernels[0]
+            assert low is not None and low.loop == 1 and not low.reads_loop_tiles_after, label
+            assert emulate_error(kg) < 1e-6, label

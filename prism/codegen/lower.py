@@ -273,7 +273,7 @@ def _stores(d: _Draft) -> None:
             case UnaryOp() | BinaryOp():
                 d.stores.append(Store.H16 if i in operands else Store.INLINE)
             case Accum():
-                d.stores.append(Store.INLINE if _is_its_value(d, op) else Store.ACC)
+                d.stores.append(Store.INLINE if _is_its_value(d, i, op) else Store.ACC)
             case Save():
                 d.stores.append(Store.SAVE)
     for i, st in enumerate(d.stores):
@@ -281,11 +281,21 @@ def _stores(d: _Draft) -> None:
             d.phases[i] = Phase.LOOP
 
 
-def _is_its_value(d: _Draft, op: Accum) -> bool:
+def _is_its_value(d: _Draft, i: int, op: Accum) -> bool:
     """A for-loop of one iteration: an element-wise accumulator (any fn, rescaled or not) holds its
     one value, so it is read in place (inline) instead of going through registers and a tile.
-    Fragments of a matmul keep their accumulator (the fragments are its storage)."""
-    return d.options.inline_accums and d.loop == 1 and op.reduce_dim is None and d.stores[op.x] is not Store.FRAG
+    Fragments of a matmul keep their accumulator (the fragments are its storage). So do kernels
+    that reduce and run a special function (exp, ...) over tiles as large as the accumulator: the
+    softmax family measured 2-21% slower read in place on an H200, while norms and element-wise
+    programs were 1-22% faster (a rule fitted to that measurement, mechanism not found;
+    docs/codegen.md, "One-iteration accumulators")."""
+    if not (d.options.inline_accums and d.loop == 1 and op.reduce_dim is None and d.stores[op.x] is not Store.FRAG):
+        return False
+    reduces = any(isinstance(o, ReduceOp) or (isinstance(o, Accum) and o.reduce_dim is not None) for o in d.ops)
+    size = math.prod(d.tile(i))
+    special = any(isinstance(o, UnaryOp) and o.fn.transcendental and math.prod(d.tile(j)) >= size
+                  for j, o in enumerate(d.ops))
+    return not (reduces and special)
 
 
 # Matmul output tiles are multiples of two mma n-tiles. Width 8 (one n8 tile) is refused: one such

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from prism.ir import Accum, BinaryOp, MatmulOp, ReduceOp, UnaryOp
-from prism.ops import Unary
 
 from .dimmatch import ONE
 from .symbolic import ComputeOp
@@ -45,9 +44,6 @@ class Cost(enum.IntEnum):
     ACCUM = 11
     MATMUL = 20
     LOAD = 30
-
-
-_CHEAP_UNARY = frozenset({Unary.SQUARE, Unary.NEG, Unary.SCALE, Unary.ADD_SCALAR})
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ class Item:
 def op_cost(op: ComputeOp) -> Cost:
     match op:
         case UnaryOp(fn):
-            return Cost.ARITH if fn in _CHEAP_UNARY else Cost.TRANSCENDENTAL
+            return Cost.TRANSCENDENTAL if fn.transcendental else Cost.ARITH
         case BinaryOp():
             return Cost.ARITH
         case MatmulOp():
