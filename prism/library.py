@@ -542,8 +542,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--only", default=None, help="build only entries whose name contains this text")
     b.add_argument("--root", type=Path, default=ROOT, help="the library folder to write (default: prism/kernels/)")
     distributed.add_arguments(b)
+    rg = sub.add_parser("regenerate", help="re-render every entry's source with this code generator (no tuning)")
+    rg.add_argument("--root", type=Path, default=ROOT, help="the library folder (default: prism/kernels/)")
     ls = sub.add_parser("list", help="list the manifest's entries")
     ls.add_argument("--root", type=Path, default=ROOT, help="the library folder (default: prism/kernels/)")
+
+
+def regenerate(root: Path = ROOT) -> dict[str, str]:
+    """Re-render every entry's source from its tuned plan with this Prism's code generator, without
+    tuning again: the plan and its sizes stay, the source, its hash and the launch plan follow the
+    generator. ``time_us`` stays the time measured when the entry was tuned (``date``), with the code
+    of then; ``regenerated`` says when the source was re-rendered. Returns a status per entry."""
+    manifest = read_manifest(root)
+    status: dict[str, str] = {}
+    for name, rec in sorted(manifest.get("entries", {}).items()):
+        if not isinstance(rec, dict):
+            raise LibraryError(f"library entry {show(name)}: not a record ({type(rec).__name__}); rebuild the library")
+        kg, shipped = _checked(rec, root)
+        plan = codegen.generate(kg, arch=rec["arch"])
+        source = library_source(plan)
+        if sha256(source) == rec["source_sha256"]:
+            status[name] = "current"
+            continue
+        shipped.write_text(source)
+        rec.update(source_sha256=sha256(source), launch=plan.to_json(), regenerated=_dt.date.today().isoformat())
+        write_manifest(manifest, root)
+        status[name] = "regenerated"
+    return status
 
 
 def _plain(value: object) -> str:
@@ -565,6 +590,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{_plain(name):45s} {_plain(rec.get('arch'))}  {shown:>10s}  tuned on {_plain(rec.get('tuned_on'))}")
         if bad:
             raise LibraryError(f"{args.root / 'manifest.json'}: {bad} bad record(s) (listed above); rebuild the library")
+        return 0
+    if args.library_command == "regenerate":
+        for name, s in regenerate(args.root).items():
+            print(f"{_plain(name):45s} {s}")
         return 0
     spec = load_spec(args.spec)
     if args.arch:

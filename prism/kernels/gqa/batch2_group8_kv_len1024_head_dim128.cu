@@ -1,7 +1,7 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_7d0d3e306a (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_8a2f8f4297 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=32, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 24192 B dynamic shared memory
+// sizes: grid (x=32, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 26880 B dynamic shared memory
 // tensors: Kt[2, 128, 1024] float16 (input), Q[2, 8, 128] float16 (input), V[2, 1024, 128] float16 (input), t0[32, 8, 256] float32 (intermediate), t1[2, 8, 32] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0), fmap=None)             [1, 128, 32]   pre   smem s_Kt (once)
@@ -20,19 +20,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -107,38 +105,38 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Kt[2, 128, 1024] -> tile [1, 128, 32]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 4) * 8;
     const int tr2 = e / 4;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 40 + t2, src + t1 * 1024 + t2);
+    cp_async16(dst + (t1 * 48 + t2) * 2, src + t1 * 1024 + t2);
   }
 }
 
 // Q[2, 8, 128] -> tile [1, 8, 128]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
 // V[2, 1024, 128] -> tile [1, 32, 128]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -150,15 +148,15 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 2;
     const int mt = 0;
     const int np = u % 2;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 144 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 48 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = kpart * 4 + q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1280);
+      ldsm_x4_t(b, b_addr + t * 1536);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -197,14 +195,14 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 40 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -233,31 +231,33 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8a2f8f4297(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 32] pitch 40
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 10240);  // pre [1, 8, 128] pitch 136
-  half_t* const s_V = reinterpret_cast<half_t*>(smem + 12416);  // pre [1, 32, 128] pitch 136
-  float* const mm3 = reinterpret_cast<float*>(smem + 21120);  // pre [1, 8, 32] pitch 36 2 partial copies
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 23424);  // pre [1, 8, 32] pitch 40
-  float* const red6 = reinterpret_cast<float*>(smem + 24064);  // pre [1, 8, 1] pitch 1
+  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 32] pitch 48
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 12288);  // pre [1, 8, 128] pitch 144
+  half_t* const s_V = reinterpret_cast<half_t*>(smem + 14592);  // pre [1, 32, 128] pitch 144
+  float* const mm3 = reinterpret_cast<float*>(smem + 23808);  // pre [1, 8, 32] pitch 36 2 partial copies
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 26112);  // pre [1, 8, 32] pitch 40
+  float* const red6 = reinterpret_cast<float*>(smem + 26752);  // pre [1, 8, 1] pitch 1
   float* const acc7 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 128] pitch 132
   float* const acc8 = reinterpret_cast<float*>(smem + 4224);  // post [1, 8, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 131072 + (int)blockIdx.x * 32;
-  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 1024;
-  const half_t* const g_s_V = t_V + (int)blockIdx.y * 131072 + (int)blockIdx.x * 4096;
+  const half_t* const g_s_Kt = t_Kt + (int)bid.y * 131072 + (int)bid.x * 32;
+  const half_t* const g_s_Q = t_Q + (int)bid.y * 1024;
+  const half_t* const g_s_V = t_V + (int)bid.y * 131072 + (int)bid.x * 4096;
   // accumulators (registers)
   float ra7[2][2][4] = {};
   float ra8[1] = {};
   // prologue: loop-invariant tiles, then the first stages
-  load_s_Kt(s_Kt, g_s_Kt, tid);
-  load_s_Q(s_Q, g_s_Q, tid);
-  load_s_V(s_V, g_s_V, tid);
+  load_s_Kt(smem_base, g_s_Kt, tid);
+  load_s_Q(smem_base + 12288, g_s_Q, tid);
+  load_s_V(smem_base + 14592, g_s_V, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
@@ -289,7 +289,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(co
     float p = 0.0f;
     {
       const int red6_o1 = o;
-  #pragma unroll 4
+      #pragma unroll 4
       for (int r = lane; r < 32; r += 32) p += hload(ew4[red6_o1 * 40 + r]);
     }
     p = warp_sum(p, 32);
@@ -328,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(co
   __syncthreads();
   // save t0[32, 8, 256] <- tile [1, 8, 128], omap (0, 2): 4-element stores
   {
-    const int blk_9 = (int)blockIdx.x * 2048 + (int)blockIdx.y * 128;
+    const int blk_9 = (int)bid.x * 2048 + (int)bid.y * 128;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
@@ -344,7 +344,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(co
   }
   // save t1[2, 8, 32] <- tile [1, 8, 1], omap (2, 0): 1-element stores
   {
-    const int blk_10 = (int)blockIdx.x + (int)blockIdx.y * 256;
+    const int blk_10 = (int)bid.x + (int)bid.y * 256;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -360,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7d0d3e306a(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_7d0d3e306a (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_8a2f8f4297 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=2, y=2), for-loop 32; block 128 threads; 16 pipeline stage(s); 36864 B dynamic shared memory
 // tensors: t0[32, 8, 256] float32 (intermediate), t1[2, 8, 32] float32 (intermediate), O[2, 8, 128] float16 (output)
@@ -376,19 +376,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -463,40 +461,42 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[32, 8, 256] -> tile [1, 4, 128]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 32) * 4;
     const int tr2 = e / 32;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 132 + t2, src + t1 * 256 + t2);
+    cp_async16(dst + (t1 * 136 + t2) * 4, src + t1 * 256 + t2);
   }
 }
 
 // t1[2, 8, 32] -> tile [1, 4, 1]: 4 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 4) {
       const int t1 = e;
-      cp_async4(dst + t1, src + t1 * 32);
+      cp_async4(dst + (t1) * 4, src + t1 * 32);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_8a2f8f4297(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 4, 128] pitch 132 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 33792);  // loop [1, 4, 1] pitch 1 ring of 16
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 4, 128] pitch 136 ring of 16
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 34816);  // loop [1, 4, 1] pitch 1 ring of 16
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 128] pitch 132
   float* const acc3 = reinterpret_cast<float*>(smem + 2176);  // post [1, 4, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 1024 + (int)blockIdx.y * 128;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.y * 256 + (int)blockIdx.x * 128;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 1024 + (int)bid.y * 128;
+  const float* const g_s_t1 = t_t1 + (int)bid.y * 256 + (int)bid.x * 128;
   // accumulators (registers)
   float ra2[4] = {};
   float ra3[1] = {};
@@ -505,35 +505,37 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(co
   #pragma unroll
   for (int st = 0; st < 15; ++st) {
     if (st < 32) {
-      load_s_t0(s_t0_ring + st * 528, g_s_t0 + st * 2048, tid);
-      load_s_t1(s_t1_ring + st * 4, g_s_t1 + st * 1, tid);
+      load_s_t0(smem_base + st * 2176, g_s_t0 + st * 2048, tid);
+      load_s_t1(smem_base + 34816 + st * 16, g_s_t1 + st * 1, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<15>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 15;  // ring slots of it and of it + 15: it % 16, (it + 15) % 16
   for (int it = 0; it < 32; ++it) {
     cp_async_wait<14>();
     __syncthreads();
     {
       const int nx = it + 15;
       if (nx < 32) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 528, g_s_t0 + nx * 2048, tid);
-        load_s_t1(s_t1_ring + sb * 4, g_s_t1 + nx * 1, tid);
+        load_s_t0(smem_base + sb_wr * 2176, g_s_t0 + nx * 2048, tid);
+        load_s_t1(smem_base + 34816 + sb_wr * 16, g_s_t1 + nx * 1, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
-    float* const s_t0 = s_t0_ring + sb * 528;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 544;
     float* const s_t1 = s_t1_ring + sb * 4;
+    sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
       const int a2_e2 = (e % 128);
       const int a2_er2 = e / 128;
       const int a2_e1 = a2_er2;
-      ra2[j] += s_t0[a2_e1 * 132 + a2_e2];
+      ra2[j] += s_t0[a2_e1 * 136 + a2_e2];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -566,7 +568,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7d0d3e306a(co
   __syncthreads();
   // save O[2, 8, 128] <- tile [1, 4, 128], omap (1, 0): 8-element stores
   {
-    const int blk_5 = (int)blockIdx.x * 512 + (int)blockIdx.y * 1024;
+    const int blk_5 = (int)bid.x * 512 + (int)bid.y * 1024;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

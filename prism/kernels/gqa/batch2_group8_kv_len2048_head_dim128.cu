@@ -1,7 +1,7 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_6898bb4d2f (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_40d35a8bd5 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 78208 B dynamic shared memory
+// sizes: grid (x=16, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 82432 B dynamic shared memory
 // tensors: Kt[2, 128, 2048] float16 (input), Q[2, 8, 128] float16 (input), V[2, 2048, 128] float16 (input), t0[2, 128, 1] float32 (intermediate), t1[2, 128, 128] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 128]  loop  smem s_Kt (ring x1)
@@ -19,19 +19,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -106,38 +104,38 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Kt[2, 128, 2048] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 2048 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 2048 + t2);
   }
 }
 
 // Q[2, 8, 128] -> tile [1, 8, 128]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
 // V[2, 2048, 128] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -148,15 +146,15 @@ __device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, co
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 8;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 144 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -193,14 +191,14 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -229,54 +227,58 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_6898bb4d2f(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_40d35a8bd5(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 128] pitch 136
-  float* const mm3 = reinterpret_cast<float*>(smem + 2176);  // loop [1, 8, 128] pitch 132
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 6400);  // loop [1, 8, 128] pitch 136
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 8576);  // loop [1, 128, 128] pitch 136 ring of 1
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 43392);  // loop [1, 128, 128] pitch 136 ring of 1
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 128] pitch 144
+  float* const mm3 = reinterpret_cast<float*>(smem + 2304);  // loop [1, 8, 128] pitch 132
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 6528);  // loop [1, 8, 128] pitch 136
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 8704);  // loop [1, 128, 128] pitch 144 ring of 1
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 45568);  // loop [1, 128, 128] pitch 144 ring of 1
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 1] pitch 1
   float* const acc7 = reinterpret_cast<float*>(smem + 128);  // post [1, 8, 128] pitch 132
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 262144 + (int)blockIdx.x * 128;
-  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 1024;
-  const half_t* const g_s_V = t_V + (int)blockIdx.y * 262144 + (int)blockIdx.x * 16384;
+  const half_t* const g_s_Kt = t_Kt + (int)bid.y * 262144 + (int)bid.x * 128;
+  const half_t* const g_s_Q = t_Q + (int)bid.y * 1024;
+  const half_t* const g_s_V = t_V + (int)bid.y * 262144 + (int)bid.x * 16384;
   // accumulators (registers)
   float ra6[2] = {};
   float ra7[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
-  load_s_Q(s_Q, g_s_Q, tid);
+  load_s_Q(smem_base, g_s_Q, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
     if (st < 1) {
-      load_s_Kt(s_Kt_ring + st * 17408, g_s_Kt + st * 128, tid);
-      load_s_V(s_V_ring + st * 17408, g_s_V + st * 16384, tid);
+      load_s_Kt(smem_base + 8704 + st * 36864, g_s_Kt + st * 128, tid);
+      load_s_V(smem_base + 45568 + st * 36864, g_s_V + st * 16384, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 1: it % 1, (it + 1) % 1
   for (int it = 0; it < 1; ++it) {
     cp_async_wait<0>();
     __syncthreads();
     {
       const int nx = it + 1;
       if (nx < 1) {
-        const int sb = nx % 1;
-        load_s_Kt(s_Kt_ring + sb * 17408, g_s_Kt + nx * 128, tid);
-        load_s_V(s_V_ring + sb * 17408, g_s_V + nx * 16384, tid);
+        load_s_Kt(smem_base + 8704 + sb_wr * 36864, g_s_Kt + nx * 128, tid);
+        load_s_V(smem_base + 45568 + sb_wr * 36864, g_s_V + nx * 16384, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 1;
-    half_t* const s_Kt = s_Kt_ring + sb * 17408;
-    half_t* const s_V = s_V_ring + sb * 17408;
+    const int sb = sb_rd;
+    half_t* const s_Kt = s_Kt_ring + sb * 18432;
+    half_t* const s_V = s_V_ring + sb * 18432;
+    sb_rd = sb_rd == 0 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 0 ? 0 : sb_wr + 1;
     {
       float f[2][2][4] = {};
       mma_3(f, s_Q, s_Kt, warp, lane);
@@ -301,8 +303,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_6898bb4d2f(co
       float p = 0.0f;
       {
         const int acc6_o1 = o;
-    #pragma unroll 4
-        for (int r = lane; r < 128; r += 32) p += hload(ew4[acc6_o1 * 136 + r]);
+        #pragma unroll 4
+        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+        #pragma unroll
+          for (int r = r0; r < r0 + 4; ++r) p += hload(ew4[acc6_o1 * 136 + r]);
+        }
       }
       ra6[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
@@ -323,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_6898bb4d2f(co
   __syncthreads();
   // save t0[2, 128, 1] <- tile [1, 8, 1], omap (1, 0): 1-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 8 + (int)blockIdx.y * 128;
+    const int blk_8 = (int)bid.x * 8 + (int)bid.y * 128;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -336,7 +341,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_6898bb4d2f(co
   }
   // save t1[2, 128, 128] <- tile [1, 8, 128], omap (1, 0): 4-element stores
   {
-    const int blk_9 = (int)blockIdx.x * 1024 + (int)blockIdx.y * 16384;
+    const int blk_9 = (int)bid.x * 1024 + (int)bid.y * 16384;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
@@ -355,9 +360,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_6898bb4d2f(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_6898bb4d2f (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_40d35a8bd5 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=2), for-loop 16; block 128 threads; 16 pipeline stage(s); 71680 B dynamic shared memory
+// sizes: grid (x=2), for-loop 16; block 128 threads; 16 pipeline stage(s); 75776 B dynamic shared memory
 // tensors: t0[2, 128, 1] float32 (intermediate), t1[2, 128, 128] float32 (intermediate), O[2, 8, 128] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(t0, imap=(None,), fmap=1)               [2, 8, 1]      loop  smem s_t0 (ring x16)
@@ -371,19 +376,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -458,7 +461,7 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[2, 128, 1] -> tile [2, 8, 1]: 16 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -466,13 +469,13 @@ __device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ 
       const int t1 = (e % 8);
       const int tr1 = e / 8;
       const int t0 = tr1;
-      cp_async4(dst + t0 * 8 + t1, src + t0 * 128 + t1);
+      cp_async4(dst + (t0 * 8 + t1) * 4, src + t0 * 128 + t1);
     }
   }
 }
 
 // t1[2, 128, 128] -> tile [2, 8, 64]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
@@ -481,21 +484,23 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
     const int t1 = (tr2 % 8);
     const int tr1 = tr2 / 8;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 544 + t1 * 68 + t2, src + t0 * 16384 + t1 * 128 + t2);
+    cp_async16(dst + (t0 * 576 + t1 * 72 + t2) * 4, src + t0 * 16384 + t1 * 128 + t2);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_6898bb4d2f(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_40d35a8bd5(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
   float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [2, 8, 1] pitch 1 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 1024);  // loop [2, 8, 64] pitch 68 ring of 16
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 1024);  // loop [2, 8, 64] pitch 72 ring of 16
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [2, 8, 1] pitch 1
   float* const acc3 = reinterpret_cast<float*>(smem + 128);  // post [2, 8, 64] pitch 68
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const float* const g_s_t0 = t_t0 + 0;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 64;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 64;
   // accumulators (registers)
   float ra2[1] = {};
   float ra3[8] = {};
@@ -504,28 +509,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_6898bb4d2f(co
   #pragma unroll
   for (int st = 0; st < 16; ++st) {
     if (st < 16) {
-      load_s_t0(s_t0_ring + st * 16, g_s_t0 + st * 8, tid);
-      load_s_t1(s_t1_ring + st * 1088, g_s_t1 + st * 1024, tid);
+      load_s_t0(smem_base + st * 64, g_s_t0 + st * 8, tid);
+      load_s_t1(smem_base + 1024 + st * 4608, g_s_t1 + st * 1024, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<16>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 16: it % 16, (it + 16) % 16
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<15>();
     __syncthreads();
     {
       const int nx = it + 16;
       if (nx < 16) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 16, g_s_t0 + nx * 8, tid);
-        load_s_t1(s_t1_ring + sb * 1088, g_s_t1 + nx * 1024, tid);
+        load_s_t0(smem_base + sb_wr * 64, g_s_t0 + nx * 8, tid);
+        load_s_t1(smem_base + 1024 + sb_wr * 4608, g_s_t1 + nx * 1024, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
+    const int sb = sb_rd;
     float* const s_t0 = s_t0_ring + sb * 16;
-    float* const s_t1 = s_t1_ring + sb * 1088;
+    float* const s_t1 = s_t1_ring + sb * 1152;
+    sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -544,7 +551,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_6898bb4d2f(co
       const int a3_e1 = (a3_er2 % 8);
       const int a3_er1 = a3_er2 / 8;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 544 + a3_e1 * 68 + a3_e2];
+      ra3[j] += s_t1[a3_e0 * 576 + a3_e1 * 72 + a3_e2];
     }
   }
   cp_async_wait<0>();
@@ -573,7 +580,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_6898bb4d2f(co
   __syncthreads();
   // save O[2, 8, 128] <- tile [2, 8, 64], omap (2,): 8-element stores
   {
-    const int blk_5 = (int)blockIdx.x * 64;
+    const int blk_5 = (int)bid.x * 64;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

@@ -1,7 +1,6 @@
-namespace prism_0 {
-// Prism generated kernel prism_program_k0_8dcb5fa28b (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_9afee05012 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=32, y=8, z=1), for-loop 1; block 128 threads; 1 pipeline stage(s); 74112 B dynamic shared memory
+// sizes: grid (x=32, y=8, z=1), for-loop 1; block 128 threads; 1 pipeline stage(s); 78208 B dynamic shared memory
 // tensors: Kt[8, 128, 4096] float16 (input), Q[8, 4, 128] float16 (input), V[8, 4096, 128] float16 (input), t0[32, 4, 1024] float32 (intermediate), t1[1, 32, 32] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0, None), fmap=None)       [1, 128, 128]  pre   smem s_Kt (once)
@@ -16,23 +15,34 @@ namespace prism_0 {
 //   %9  Save(%7 -> t0, omap=(0, 2, 1))                              save  global
 //   %10 Save(%8 -> t1, omap=(2, 1, 0))                              save  global
 
+// fused: each block runs split kernel 'k0', then the last of the 32 blocks feeding a block of 'k1' runs that block (prism.codegen.fuse)
+
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=8, y=1), for-loop 32; block 128 threads; 16 pipeline stage(s); 36864 B dynamic shared memory
+// tensors: t0[32, 4, 1024] float32 (intermediate), t1[1, 32, 32] float32 (intermediate), O[8, 4, 128] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(2, 1), fmap=0)                [1, 4, 128]    loop  smem s_t0 (ring x16)
+//   %1  Load(t1, imap=(1, 0), fmap=2)                [1, 4, 1]      loop  smem s_t1 (ring x16)
+//   %2  Accum(%0)                                    [1, 4, 128]    post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 4, 1]      post  registers (ew) -> smem acc3
+//   %4  div(%2, %3)                                  [1, 4, 128]    post  inline
+//   %5  Save(%4 -> O, omap=(0, 1))                                  save  global
+
 
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -104,22 +114,39 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
+// combining block's counter; true in every thread of the block that arrived last (then the
+// counter is reset for the next launch: no other block touches it any more)
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
+  __threadfence();
+  __syncthreads();
+  unsigned old = 0;
+  if (tid == 0) old = atomicAdd(counter, 1u);
+  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
+  if (last) {
+    if (tid == 0) *counter = 0u;
+    __threadfence();
+  }
+  return last;
+}
 
+
+namespace split {
 
 // Kt[8, 128, 4096] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 4096 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 4096 + t2);
   }
 }
 
 // Q[8, 4, 128] -> tile [1, 4, 128]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -127,20 +154,20 @@ __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
     }
   }
 }
 
 // V[8, 4096, 128] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -151,15 +178,15 @@ __device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, co
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 8;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 144 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -196,14 +223,14 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -232,31 +259,32 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8dcb5fa28b(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+__device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 136
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 34816);  // pre [1, 4, 128] pitch 136
-  half_t* const s_V = reinterpret_cast<half_t*>(smem + 35968);  // pre [1, 128, 128] pitch 136
-  float* const mm3 = reinterpret_cast<float*>(smem + 70784);  // pre [1, 4, 128] pitch 132
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 72960);  // pre [1, 4, 128] pitch 136
+  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 144
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 36864);  // pre [1, 4, 128] pitch 144
+  half_t* const s_V = reinterpret_cast<half_t*>(smem + 38016);  // pre [1, 128, 128] pitch 144
+  float* const mm3 = reinterpret_cast<float*>(smem + 74880);  // pre [1, 4, 128] pitch 132
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 77056);  // pre [1, 4, 128] pitch 136
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 128] pitch 132
   float* const acc7 = reinterpret_cast<float*>(smem + 2176);  // post [1, 4, 128] pitch 132
   float* const red8 = reinterpret_cast<float*>(smem + 4352);  // post [1, 4, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 524288 + (int)blockIdx.x * 128;
-  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 512 + (int)blockIdx.z * 512;
-  const half_t* const g_s_V = t_V + (int)blockIdx.y * 524288 + (int)blockIdx.x * 16384;
+  const half_t* const g_s_Kt = t_Kt + (int)bid.y * 524288 + (int)bid.x * 128;
+  const half_t* const g_s_Q = t_Q + (int)bid.y * 512 + (int)bid.z * 512;
+  const half_t* const g_s_V = t_V + (int)bid.y * 524288 + (int)bid.x * 16384;
   // accumulators (registers)
   float ra6[4] = {};
   float ra7[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
-  load_s_Kt(s_Kt, g_s_Kt, tid);
-  load_s_Q(s_Q, g_s_Q, tid);
-  load_s_V(s_V, g_s_V, tid);
+  load_s_Kt(smem_base, g_s_Kt, tid);
+  load_s_Q(smem_base + 36864, g_s_Q, tid);
+  load_s_V(smem_base + 38016, g_s_V, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
@@ -315,8 +343,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8dcb5fa28b(co
     float p = 0.0f;
     {
       const int red8_o1 = o;
-  #pragma unroll 4
-      for (int r = lane; r < 128; r += 32) p += acc6[red8_o1 * 132 + r];
+      #pragma unroll 4
+      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+      #pragma unroll
+        for (int r = r0; r < r0 + 4; ++r) p += acc6[red8_o1 * 132 + r];
+      }
     }
     p = warp_sum(p, 32);
     if (lane == 0) {
@@ -327,7 +358,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8dcb5fa28b(co
   __syncthreads();
   // save t0[32, 4, 1024] <- tile [1, 4, 128], omap (0, 2, 1): 4-element stores
   {
-    const int blk_9 = (int)blockIdx.x * 4096 + (int)blockIdx.y * 128 + (int)blockIdx.z * 4096;
+    const int blk_9 = (int)bid.x * 4096 + (int)bid.y * 128 + (int)bid.z * 4096;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -343,7 +374,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8dcb5fa28b(co
   }
   // save t1[1, 32, 32] <- tile [1, 4, 1], omap (2, 1, 0): 1-element stores
   {
-    const int blk_10 = (int)blockIdx.x + (int)blockIdx.y * 128 + (int)blockIdx.z * 1024;
+    const int blk_10 = (int)bid.x + (int)bid.y * 128 + (int)bid.z * 1024;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -356,146 +387,46 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8dcb5fa28b(co
   }
 }
 
-}  // namespace prism_0
+}  // namespace split
 
-namespace prism_1 {
-// Prism generated kernel prism_program_k1_8dcb5fa28b (deterministic output; do not edit)
-// program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=8, y=1), for-loop 32; block 128 threads; 16 pipeline stage(s); 36864 B dynamic shared memory
-// tensors: t0[32, 4, 1024] float32 (intermediate), t1[1, 32, 32] float32 (intermediate), O[8, 4, 128] float16 (output)
-// block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(2, 1), fmap=0)                [1, 4, 128]    loop  smem s_t0 (ring x16)
-//   %1  Load(t1, imap=(1, 0), fmap=2)                [1, 4, 1]      loop  smem s_t1 (ring x16)
-//   %2  Accum(%0)                                    [1, 4, 128]    post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [1, 4, 1]      post  registers (ew) -> smem acc3
-//   %4  div(%2, %3)                                  [1, 4, 128]    post  inline
-//   %5  Save(%4 -> O, omap=(0, 1))                                  save  global
-
-
-
-typedef unsigned short half_t;  // raw float16 / bfloat16 bits
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ float prism_sq(float x) { return x * x; }
-__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-__device__ __forceinline__ float prism_gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float warp_sum(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float hload(half_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ half_t hstore(float f) {
-  half_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
-}
-__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
-                                             float h) {
-  uint4 v;
-  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
-  *reinterpret_cast<uint4*>(p) = v;
-}
-__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
-  uint2 v;
-  v.x = pack2(a, b); v.y = pack2(c, d);
-  *reinterpret_cast<uint2*>(p) = v;
-}
-__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
-  float4 v;
-  v.x = a; v.y = b; v.z = c; v.w = d;
-  *reinterpret_cast<float4*>(p) = v;
-}
-__device__ __forceinline__ void st_f2(float* p, float a, float b) {
-  float2 v;
-  v.x = a; v.y = b;
-  *reinterpret_cast<float2*>(p) = v;
-}
-__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
-
+namespace combine {
 
 // t0[32, 4, 1024] -> tile [1, 4, 128]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 32) * 4;
     const int tr2 = e / 32;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 132 + t2, src + t1 * 1024 + t2);
+    cp_async16(dst + (t1 * 136 + t2) * 4, src + t1 * 1024 + t2);
   }
 }
 
 // t1[1, 32, 32] -> tile [1, 4, 1]: 4 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 4) {
       const int t1 = e;
-      cp_async4(dst + t1, src + t1 * 32);
+      cp_async4(dst + (t1) * 4, src + t1 * 32);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_8dcb5fa28b(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+__device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 4, 128] pitch 132 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 33792);  // loop [1, 4, 1] pitch 1 ring of 16
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 4, 128] pitch 136 ring of 16
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 34816);  // loop [1, 4, 1] pitch 1 ring of 16
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 128] pitch 132
   float* const acc3 = reinterpret_cast<float*>(smem + 2176);  // post [1, 4, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.y * 4096 + (int)blockIdx.x * 128;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.y * 1024 + (int)blockIdx.x * 128;
+  const float* const g_s_t0 = t_t0 + (int)bid.y * 4096 + (int)bid.x * 128;
+  const float* const g_s_t1 = t_t1 + (int)bid.y * 1024 + (int)bid.x * 128;
   // accumulators (registers)
   float ra2[4] = {};
   float ra3[1] = {};
@@ -504,35 +435,37 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_8dcb5fa28b(co
   #pragma unroll
   for (int st = 0; st < 15; ++st) {
     if (st < 32) {
-      load_s_t0(s_t0_ring + st * 528, g_s_t0 + st * 4096, tid);
-      load_s_t1(s_t1_ring + st * 4, g_s_t1 + st * 1, tid);
+      load_s_t0(smem_base + st * 2176, g_s_t0 + st * 4096, tid);
+      load_s_t1(smem_base + 34816 + st * 16, g_s_t1 + st * 1, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<15>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 15;  // ring slots of it and of it + 15: it % 16, (it + 15) % 16
   for (int it = 0; it < 32; ++it) {
     cp_async_wait<14>();
     __syncthreads();
     {
       const int nx = it + 15;
       if (nx < 32) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 528, g_s_t0 + nx * 4096, tid);
-        load_s_t1(s_t1_ring + sb * 4, g_s_t1 + nx * 1, tid);
+        load_s_t0(smem_base + sb_wr * 2176, g_s_t0 + nx * 4096, tid);
+        load_s_t1(smem_base + 34816 + sb_wr * 16, g_s_t1 + nx * 1, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
-    float* const s_t0 = s_t0_ring + sb * 528;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 544;
     float* const s_t1 = s_t1_ring + sb * 4;
+    sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
       const int a2_e2 = (e % 128);
       const int a2_er2 = e / 128;
       const int a2_e1 = a2_er2;
-      ra2[j] += s_t0[a2_e1 * 132 + a2_e2];
+      ra2[j] += s_t0[a2_e1 * 136 + a2_e2];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -565,7 +498,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_8dcb5fa28b(co
   __syncthreads();
   // save O[8, 4, 128] <- tile [1, 4, 128], omap (0, 1): 8-element stores
   {
-    const int blk_5 = (int)blockIdx.x * 512 + (int)blockIdx.y * 512;
+    const int blk_5 = (int)bid.x * 512 + (int)bid.y * 512;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -587,4 +520,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_8dcb5fa28b(co
   }
 }
 
-}  // namespace prism_1
+}  // namespace combine
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_9afee05012(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+  split::run(t_Kt, t_Q, t_V, t_t0, t_t1, blockIdx);
+  const uint3 cb = make_uint3(blockIdx.y, 0, 0);
+  const unsigned cb_lin = cb.x + 8u * (cb.y + 1u * cb.z);
+  if (!arrive_last(prism_done + cb_lin, 32u, (int)threadIdx.x)) return;
+  combine::run(t_t0, t_t1, t_O, cb);
+}

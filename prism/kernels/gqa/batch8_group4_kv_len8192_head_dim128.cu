@@ -1,12 +1,12 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_49f6952071 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_33d8c02951 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=32, y=8), for-loop 16; block 128 threads; 9 pipeline stage(s); 97152 B dynamic shared memory
+// sizes: grid (x=32, y=8), for-loop 16; block 128 threads; 11 pipeline stage(s); 98432 B dynamic shared memory
 // tensors: Kt[8, 128, 8192] float16 (input), Q[8, 4, 128] float16 (input), V[8, 8192, 128] float16 (input), t0[8, 128, 128] float32 (intermediate), t1[8, 128, 1] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 16]   loop  smem s_Kt (ring x9)
+//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 16]   loop  smem s_Kt (ring x11)
 //   %1  Load(Q, imap=(None, 0), fmap=None)           [1, 4, 128]    pre   smem s_Q (once)
-//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 16, 128]   loop  smem s_V (ring x9)
+//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 16, 128]   loop  smem s_V (ring x11)
 //   %3  matmul(%1, %0)                               [1, 4, 16]     loop  smem mm3 x4 partial
 //   %4  exp(%3)                                      [1, 4, 16]     loop  smem ew4
 //   %5  matmul(%4, %2)                               [1, 4, 128]    loop  mma fragments (2 unit(s)/warp, k split 1)
@@ -20,19 +20,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -107,19 +105,19 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Kt[8, 128, 8192] -> tile [1, 128, 16]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 2) * 8;
     const int tr2 = e / 2;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 24 + t2, src + t1 * 8192 + t2);
+    cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 8192 + t2);
   }
 }
 
 // Q[8, 4, 128] -> tile [1, 4, 128]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -127,20 +125,20 @@ __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
     }
   }
 }
 
 // V[8, 8192, 128] -> tile [1, 16, 128]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -152,15 +150,15 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 1;
     const int mt = 0;
     const int np = 0;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 144 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = kpart * 2 + q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 768);
+      ldsm_x4_t(b, b_addr + t * 512);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -199,13 +197,13 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 24 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     #pragma unroll
     for (int q = 0; q < 1; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(acc[j][0], a, b[0], b[1]);
       mma16816(acc[j][1], a, b[2], b[3]);
     }
@@ -229,55 +227,59 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_33d8c02951(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 136
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 144
   float* const mm3 = reinterpret_cast<float*>(smem + 1152);  // loop [1, 4, 16] pitch 20 4 partial copies
   half_t* const ew4 = reinterpret_cast<half_t*>(smem + 2432);  // loop [1, 4, 16] pitch 24
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2688);  // loop [1, 128, 16] pitch 24 ring of 9
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 57984);  // loop [1, 16, 128] pitch 136 ring of 9
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2688);  // loop [1, 128, 16] pitch 16 ring of 11
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 47744);  // loop [1, 16, 128] pitch 144 ring of 11
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 16] pitch 20
   float* const acc7 = reinterpret_cast<float*>(smem + 384);  // post [1, 4, 128] pitch 132
   float* const red8 = reinterpret_cast<float*>(smem + 2560);  // post [1, 4, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 256;
-  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 512;
-  const half_t* const g_s_V = t_V + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 32768;
+  const half_t* const g_s_Kt = t_Kt + (int)bid.y * 1048576 + (int)bid.x * 256;
+  const half_t* const g_s_Q = t_Q + (int)bid.y * 512;
+  const half_t* const g_s_V = t_V + (int)bid.y * 1048576 + (int)bid.x * 32768;
   // accumulators (registers)
   float ra6[1] = {};
   float ra7[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
-  load_s_Q(s_Q, g_s_Q, tid);
+  load_s_Q(smem_base, g_s_Q, tid);
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 8; ++st) {
+  for (int st = 0; st < 10; ++st) {
     if (st < 16) {
-      load_s_Kt(s_Kt_ring + st * 3072, g_s_Kt + st * 16, tid);
-      load_s_V(s_V_ring + st * 2176, g_s_V + st * 2048, tid);
+      load_s_Kt(smem_base + 2688 + st * 4096, g_s_Kt + st * 16, tid);
+      load_s_V(smem_base + 47744 + st * 4608, g_s_V + st * 2048, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<8>();
+  cp_async_wait<10>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 10;  // ring slots of it and of it + 10: it % 11, (it + 10) % 11
   for (int it = 0; it < 16; ++it) {
-    cp_async_wait<7>();
+    cp_async_wait<9>();
     __syncthreads();
     {
-      const int nx = it + 8;
+      const int nx = it + 10;
       if (nx < 16) {
-        const int sb = nx % 9;
-        load_s_Kt(s_Kt_ring + sb * 3072, g_s_Kt + nx * 16, tid);
-        load_s_V(s_V_ring + sb * 2176, g_s_V + nx * 2048, tid);
+        load_s_Kt(smem_base + 2688 + sb_wr * 4096, g_s_Kt + nx * 16, tid);
+        load_s_V(smem_base + 47744 + sb_wr * 4608, g_s_V + nx * 2048, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 9;
-    half_t* const s_Kt = s_Kt_ring + sb * 3072;
-    half_t* const s_V = s_V_ring + sb * 2176;
+    const int sb = sb_rd;
+    half_t* const s_Kt = s_Kt_ring + sb * 2048;
+    half_t* const s_V = s_V_ring + sb * 2304;
+    sb_rd = sb_rd == 10 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 10 ? 0 : sb_wr + 1;
     {
       float f[1][2][4] = {};
       mma_3(f, s_Q, s_Kt, warp, lane);
@@ -330,7 +332,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(co
     float p = 0.0f;
     if (o < 4) {
       const int red8_o1 = o;
-  #pragma unroll 4
+      #pragma unroll 4
       for (int r = (lane & 15); r < 16; r += 16) p += acc6[red8_o1 * 20 + r];
     }
     p = warp_sum(p, 16);
@@ -342,7 +344,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(co
   __syncthreads();
   // save t0[8, 128, 128] <- tile [1, 4, 128], omap (1, 0): 4-element stores
   {
-    const int blk_9 = (int)blockIdx.x * 512 + (int)blockIdx.y * 16384;
+    const int blk_9 = (int)bid.x * 512 + (int)bid.y * 16384;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -358,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(co
   }
   // save t1[8, 128, 1] <- tile [1, 4, 1], omap (1, 0): 1-element stores
   {
-    const int blk_10 = (int)blockIdx.x * 4 + (int)blockIdx.y * 128;
+    const int blk_10 = (int)bid.x * 4 + (int)bid.y * 128;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -374,9 +376,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_49f6952071(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_49f6952071 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_33d8c02951 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=8), for-loop 32; block 128 threads; 16 pipeline stage(s); 43008 B dynamic shared memory
+// sizes: grid (x=8), for-loop 32; block 128 threads; 16 pipeline stage(s); 51200 B dynamic shared memory
 // tensors: t0[8, 128, 128] float32 (intermediate), t1[8, 128, 1] float32 (intermediate), O[8, 4, 128] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(t0, imap=(2,), fmap=1)                  [8, 4, 16]     loop  smem s_t0 (ring x16)
@@ -390,19 +392,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -477,7 +477,7 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[8, 128, 128] -> tile [8, 4, 16]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -486,12 +486,12 @@ __device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ 
     const int t1 = (tr2 % 4);
     const int tr1 = tr2 / 4;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 80 + t1 * 20 + t2, src + t0 * 16384 + t1 * 128 + t2);
+    cp_async16(dst + (t0 * 96 + t1 * 24 + t2) * 4, src + t0 * 16384 + t1 * 128 + t2);
   }
 }
 
 // t1[8, 128, 1] -> tile [8, 4, 1]: 32 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -499,21 +499,23 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
       const int t1 = (e % 4);
       const int tr1 = e / 4;
       const int t0 = tr1;
-      cp_async4(dst + t0 * 4 + t1, src + t0 * 128 + t1);
+      cp_async4(dst + (t0 * 4 + t1) * 4, src + t0 * 128 + t1);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_33d8c02951(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [8, 4, 16] pitch 20 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 40960);  // loop [8, 4, 1] pitch 1 ring of 16
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [8, 4, 16] pitch 24 ring of 16
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 49152);  // loop [8, 4, 1] pitch 1 ring of 16
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [8, 4, 16] pitch 20
   float* const acc3 = reinterpret_cast<float*>(smem + 2560);  // post [8, 4, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 16;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 16;
   const float* const g_s_t1 = t_t1 + 0;
   // accumulators (registers)
   float ra2[4] = {};
@@ -523,28 +525,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(co
   #pragma unroll
   for (int st = 0; st < 15; ++st) {
     if (st < 32) {
-      load_s_t0(s_t0_ring + st * 640, g_s_t0 + st * 512, tid);
-      load_s_t1(s_t1_ring + st * 32, g_s_t1 + st * 4, tid);
+      load_s_t0(smem_base + st * 3072, g_s_t0 + st * 512, tid);
+      load_s_t1(smem_base + 49152 + st * 128, g_s_t1 + st * 4, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<15>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 15;  // ring slots of it and of it + 15: it % 16, (it + 15) % 16
   for (int it = 0; it < 32; ++it) {
     cp_async_wait<14>();
     __syncthreads();
     {
       const int nx = it + 15;
       if (nx < 32) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 640, g_s_t0 + nx * 512, tid);
-        load_s_t1(s_t1_ring + sb * 32, g_s_t1 + nx * 4, tid);
+        load_s_t0(smem_base + sb_wr * 3072, g_s_t0 + nx * 512, tid);
+        load_s_t1(smem_base + 49152 + sb_wr * 128, g_s_t1 + nx * 4, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
-    float* const s_t0 = s_t0_ring + sb * 640;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 768;
     float* const s_t1 = s_t1_ring + sb * 32;
+    sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
@@ -553,7 +557,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(co
       const int a2_e1 = (a2_er2 % 4);
       const int a2_er1 = a2_er2 / 4;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 80 + a2_e1 * 20 + a2_e2];
+      ra2[j] += s_t0[a2_e0 * 96 + a2_e1 * 24 + a2_e2];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -592,7 +596,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_49f6952071(co
   __syncthreads();
   // save O[8, 4, 128] <- tile [8, 4, 16], omap (2,): 8-element stores
   {
-    const int blk_5 = (int)blockIdx.x * 16;
+    const int blk_5 = (int)bid.x * 16;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

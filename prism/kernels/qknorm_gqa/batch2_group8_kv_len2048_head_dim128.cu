@@ -1,7 +1,6 @@
-namespace prism_0 {
-// Prism generated kernel prism_program_k0_b8be2c61de (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_1cead65ce0 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=2, z=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 75392 B dynamic shared memory
+// sizes: grid (x=16, y=2, z=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 79488 B dynamic shared memory
 // tensors: Kt[2, 128, 2048] float16 (input), Q[2, 8, 128] float16 (input), V[2, 2048, 128] float16 (input), t0[2, 8, 16] float32 (intermediate), t1[2, 8, 2048] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, None, 0), fmap=None)       [1, 128, 128]  pre   smem s_Kt (once)
@@ -21,23 +20,34 @@ namespace prism_0 {
 //   %14 Save(%12 -> t0, omap=(2, 1, 0))                             save  global
 //   %15 Save(%13 -> t1, omap=(2, 1, 0))                             save  global
 
+// fused: each block runs split kernel 'k0', then the last of the 16 blocks feeding a block of 'k1' runs that block (prism.codegen.fuse)
+
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=2, y=2), for-loop 16; block 128 threads; 16 pipeline stage(s); 36864 B dynamic shared memory
+// tensors: t0[2, 8, 16] float32 (intermediate), t1[2, 8, 2048] float32 (intermediate), O[2, 8, 128] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(0, 1), fmap=2)                [1, 4, 1]      loop  smem s_t0 (ring x16)
+//   %1  Load(t1, imap=(0, 1), fmap=2)                [1, 4, 128]    loop  smem s_t1 (ring x16)
+//   %2  Accum(%0)                                    [1, 4, 1]      post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 4, 128]    post  registers (ew) -> smem acc3
+//   %4  div(%3, %2)                                  [1, 4, 128]    post  inline
+//   %5  Save(%4 -> O, omap=(0, 1))                                  save  global
+
 
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -109,22 +119,39 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
+// combining block's counter; true in every thread of the block that arrived last (then the
+// counter is reset for the next launch: no other block touches it any more)
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
+  __threadfence();
+  __syncthreads();
+  unsigned old = 0;
+  if (tid == 0) old = atomicAdd(counter, 1u);
+  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
+  if (last) {
+    if (tid == 0) *counter = 0u;
+    __threadfence();
+  }
+  return last;
+}
 
+
+namespace split {
 
 // Kt[2, 128, 2048] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 2048 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 2048 + t2);
   }
 }
 
 // Q[2, 8, 128] -> tile [1, 4, 128]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -132,20 +159,20 @@ __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
     }
   }
 }
 
 // V[2, 2048, 128] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -157,14 +184,14 @@ __device__ __forceinline__ void mma_9(float (&acc)[2][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -201,14 +228,14 @@ __device__ __forceinline__ void mma_11(float (&acc)[2][2][4], const half_t* A, c
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -237,32 +264,33 @@ __device__ __forceinline__ void store_11(const float (&acc)[2][2][4], float* D, 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+__device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 136
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 34816);  // pre [1, 4, 128] pitch 136
-  half_t* const s_V = reinterpret_cast<half_t*>(smem + 35968);  // pre [1, 128, 128] pitch 136
-  float* const red4 = reinterpret_cast<float*>(smem + 70784);  // pre [1, 4, 1] pitch 1
-  half_t* const ew8 = reinterpret_cast<half_t*>(smem + 70912);  // pre [1, 4, 128] pitch 136
-  float* const mm9 = reinterpret_cast<float*>(smem + 72064);  // pre [1, 4, 128] pitch 132
-  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 74240);  // pre [1, 4, 128] pitch 136
+  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 144
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 36864);  // pre [1, 4, 128] pitch 144
+  half_t* const s_V = reinterpret_cast<half_t*>(smem + 38016);  // pre [1, 128, 128] pitch 144
+  float* const red4 = reinterpret_cast<float*>(smem + 74880);  // pre [1, 4, 1] pitch 1
+  half_t* const ew8 = reinterpret_cast<half_t*>(smem + 75008);  // pre [1, 4, 128] pitch 136
+  float* const mm9 = reinterpret_cast<float*>(smem + 76160);  // pre [1, 4, 128] pitch 132
+  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 78336);  // pre [1, 4, 128] pitch 136
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 1] pitch 1
   float* const acc13 = reinterpret_cast<float*>(smem + 128);  // post [1, 4, 128] pitch 132
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.z * 262144 + (int)blockIdx.x * 128;
-  const half_t* const g_s_Q = t_Q + (int)blockIdx.z * 1024 + (int)blockIdx.y * 512;
-  const half_t* const g_s_V = t_V + (int)blockIdx.z * 262144 + (int)blockIdx.x * 16384;
+  const half_t* const g_s_Kt = t_Kt + (int)bid.z * 262144 + (int)bid.x * 128;
+  const half_t* const g_s_Q = t_Q + (int)bid.z * 1024 + (int)bid.y * 512;
+  const half_t* const g_s_V = t_V + (int)bid.z * 262144 + (int)bid.x * 16384;
   // accumulators (registers)
   float ra12[1] = {};
   float ra13[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
-  load_s_Kt(s_Kt, g_s_Kt, tid);
-  load_s_Q(s_Q, g_s_Q, tid);
-  load_s_V(s_V, g_s_V, tid);
+  load_s_Kt(smem_base, g_s_Kt, tid);
+  load_s_Q(smem_base + 36864, g_s_Q, tid);
+  load_s_V(smem_base + 38016, g_s_V, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
@@ -278,8 +306,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
     float p = 0.0f;
     {
       const int red4_o1 = o;
-  #pragma unroll 4
-      for (int r = lane; r < 128; r += 32) p += prism_sq(hload(s_Q[red4_o1 * 136 + r]));
+      #pragma unroll 4
+      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+      #pragma unroll
+        for (int r = r0; r < r0 + 4; ++r) p += prism_sq(hload(s_Q[red4_o1 * 144 + r]));
+      }
     }
     p = warp_sum(p, 32);
     if (lane == 0) {
@@ -295,7 +326,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
     const int m8_2 = (e % 128);
     const int m8_r2 = e / 128;
     const int m8_1 = m8_r2;
-    ew8[m8_1 * 136 + m8_2] = hstore((hload(s_Q[m8_1 * 136 + m8_2]) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f))));
+    ew8[m8_1 * 136 + m8_2] = hstore((hload(s_Q[m8_1 * 144 + m8_2]) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f))));
   }
   __syncthreads();
   {
@@ -326,8 +357,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
       float p = 0.0f;
       {
         const int acc12_o1 = o;
-    #pragma unroll 4
-        for (int r = lane; r < 128; r += 32) p += hload(ew10[acc12_o1 * 136 + r]);
+        #pragma unroll 4
+        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+        #pragma unroll
+          for (int r = r0; r < r0 + 4; ++r) p += hload(ew10[acc12_o1 * 136 + r]);
+        }
       }
       ra12[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
@@ -348,7 +382,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
   __syncthreads();
   // save t0[2, 8, 16] <- tile [1, 4, 1], omap (2, 1, 0): 1-element stores
   {
-    const int blk_14 = (int)blockIdx.x + (int)blockIdx.y * 64 + (int)blockIdx.z * 128;
+    const int blk_14 = (int)bid.x + (int)bid.y * 64 + (int)bid.z * 128;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -361,7 +395,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
   }
   // save t1[2, 8, 2048] <- tile [1, 4, 128], omap (2, 1, 0): 4-element stores
   {
-    const int blk_15 = (int)blockIdx.x * 128 + (int)blockIdx.y * 8192 + (int)blockIdx.z * 16384;
+    const int blk_15 = (int)bid.x * 128 + (int)bid.y * 8192 + (int)bid.z * 16384;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -377,146 +411,46 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b8be2c61de(co
   }
 }
 
-}  // namespace prism_0
+}  // namespace split
 
-namespace prism_1 {
-// Prism generated kernel prism_program_k1_b8be2c61de (deterministic output; do not edit)
-// program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=2, y=2), for-loop 16; block 128 threads; 16 pipeline stage(s); 36864 B dynamic shared memory
-// tensors: t0[2, 8, 16] float32 (intermediate), t1[2, 8, 2048] float32 (intermediate), O[2, 8, 128] float16 (output)
-// block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(0, 1), fmap=2)                [1, 4, 1]      loop  smem s_t0 (ring x16)
-//   %1  Load(t1, imap=(0, 1), fmap=2)                [1, 4, 128]    loop  smem s_t1 (ring x16)
-//   %2  Accum(%0)                                    [1, 4, 1]      post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [1, 4, 128]    post  registers (ew) -> smem acc3
-//   %4  div(%3, %2)                                  [1, 4, 128]    post  inline
-//   %5  Save(%4 -> O, omap=(0, 1))                                  save  global
-
-
-
-typedef unsigned short half_t;  // raw float16 / bfloat16 bits
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ float prism_sq(float x) { return x * x; }
-__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-__device__ __forceinline__ float prism_gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float warp_sum(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float hload(half_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ half_t hstore(float f) {
-  half_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
-}
-__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
-                                             float h) {
-  uint4 v;
-  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
-  *reinterpret_cast<uint4*>(p) = v;
-}
-__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
-  uint2 v;
-  v.x = pack2(a, b); v.y = pack2(c, d);
-  *reinterpret_cast<uint2*>(p) = v;
-}
-__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
-  float4 v;
-  v.x = a; v.y = b; v.z = c; v.w = d;
-  *reinterpret_cast<float4*>(p) = v;
-}
-__device__ __forceinline__ void st_f2(float* p, float a, float b) {
-  float2 v;
-  v.x = a; v.y = b;
-  *reinterpret_cast<float2*>(p) = v;
-}
-__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
-
+namespace combine {
 
 // t0[2, 8, 16] -> tile [1, 4, 1]: 4 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 4) {
       const int t1 = e;
-      cp_async4(dst + t1, src + t1 * 16);
+      cp_async4(dst + (t1) * 4, src + t1 * 16);
     }
   }
 }
 
 // t1[2, 8, 2048] -> tile [1, 4, 128]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 32) * 4;
     const int tr2 = e / 32;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 132 + t2, src + t1 * 2048 + t2);
+    cp_async16(dst + (t1 * 136 + t2) * 4, src + t1 * 2048 + t2);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+__device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
   float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 4, 1] pitch 1 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 256);  // loop [1, 4, 128] pitch 132 ring of 16
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 256);  // loop [1, 4, 128] pitch 136 ring of 16
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 1] pitch 1
   float* const acc3 = reinterpret_cast<float*>(smem + 128);  // post [1, 4, 128] pitch 132
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 128 + (int)blockIdx.y * 64;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 16384 + (int)blockIdx.y * 8192;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 128 + (int)bid.y * 64;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 16384 + (int)bid.y * 8192;
   // accumulators (registers)
   float ra2[1] = {};
   float ra3[4] = {};
@@ -525,28 +459,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(co
   #pragma unroll
   for (int st = 0; st < 16; ++st) {
     if (st < 16) {
-      load_s_t0(s_t0_ring + st * 4, g_s_t0 + st * 1, tid);
-      load_s_t1(s_t1_ring + st * 528, g_s_t1 + st * 128, tid);
+      load_s_t0(smem_base + st * 16, g_s_t0 + st * 1, tid);
+      load_s_t1(smem_base + 256 + st * 2176, g_s_t1 + st * 128, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<16>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 16: it % 16, (it + 16) % 16
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<15>();
     __syncthreads();
     {
       const int nx = it + 16;
       if (nx < 16) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 4, g_s_t0 + nx * 1, tid);
-        load_s_t1(s_t1_ring + sb * 528, g_s_t1 + nx * 128, tid);
+        load_s_t0(smem_base + sb_wr * 16, g_s_t0 + nx * 1, tid);
+        load_s_t1(smem_base + 256 + sb_wr * 2176, g_s_t1 + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
+    const int sb = sb_rd;
     float* const s_t0 = s_t0_ring + sb * 4;
-    float* const s_t1 = s_t1_ring + sb * 528;
+    float* const s_t1 = s_t1_ring + sb * 544;
+    sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -561,7 +497,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(co
       const int a3_e2 = (e % 128);
       const int a3_er2 = e / 128;
       const int a3_e1 = a3_er2;
-      ra3[j] += s_t1[a3_e1 * 132 + a3_e2];
+      ra3[j] += s_t1[a3_e1 * 136 + a3_e2];
     }
   }
   cp_async_wait<0>();
@@ -586,7 +522,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(co
   __syncthreads();
   // save O[2, 8, 128] <- tile [1, 4, 128], omap (0, 1): 8-element stores
   {
-    const int blk_5 = (int)blockIdx.x * 1024 + (int)blockIdx.y * 512;
+    const int blk_5 = (int)bid.x * 1024 + (int)bid.y * 512;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -608,4 +544,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b8be2c61de(co
   }
 }
 
-}  // namespace prism_1
+}  // namespace combine
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_1cead65ce0(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+  split::run(t_Kt, t_Q, t_V, t_t0, t_t1, blockIdx);
+  const uint3 cb = make_uint3(blockIdx.z, blockIdx.y, 0);
+  const unsigned cb_lin = cb.x + 2u * (cb.y + 2u * cb.z);
+  if (!arrive_last(prism_done + cb_lin, 16u, (int)threadIdx.x)) return;
+  combine::run(t_t0, t_t1, t_O, cb);
+}

@@ -1,12 +1,12 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_564a5d877a (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_e7d4d8e11a (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=8), for-loop 16; block 128 threads; 5 pipeline stage(s); 97536 B dynamic shared memory
+// sizes: grid (x=16, y=8), for-loop 16; block 128 threads; 4 pipeline stage(s); 88832 B dynamic shared memory
 // tensors: Kt[8, 128, 8192] float16 (input), Q[8, 4, 128] float16 (input), V[8, 8192, 128] float16 (input), t0[8, 4, 512] float32 (intermediate), t1[8, 4, 2048] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 32]   loop  smem s_Kt (ring x5)
+//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 32]   loop  smem s_Kt (ring x4)
 //   %1  Load(Q, imap=(None, 0), fmap=None)           [1, 4, 128]    pre   smem s_Q (once)
-//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 32, 128]   loop  smem s_V (ring x5)
+//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 32, 128]   loop  smem s_V (ring x4)
 //   %3  square(%1)                                   [1, 4, 128]    pre   inline
 //   %4  matmul(%1, %0)                               [1, 4, 32]     loop  smem mm4 x2 partial
 //   %5  sum(%3, dim=2)                               [1, 4, 1]      pre   smem red5
@@ -25,19 +25,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -112,19 +110,19 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Kt[8, 128, 8192] -> tile [1, 128, 32]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Kt(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 4) * 8;
     const int tr2 = e / 4;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 40 + t2, src + t1 * 8192 + t2);
+    cp_async16(dst + (t1 * 48 + t2) * 2, src + t1 * 8192 + t2);
   }
 }
 
 // Q[8, 4, 128] -> tile [1, 4, 128]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -132,20 +130,20 @@ __device__ __forceinline__ void load_s_Q(half_t* dst, const half_t* __restrict__
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
     }
   }
 }
 
 // V[8, 8192, 128] -> tile [1, 32, 128]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_V(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + t1 * 136 + t2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -157,15 +155,15 @@ __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 2;
     const int mt = 0;
     const int np = u % 2;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 144 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 48 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = kpart * 4 + q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1280);
+      ldsm_x4_t(b, b_addr + t * 1536);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -204,14 +202,14 @@ __device__ __forceinline__ void mma_11(float (&acc)[2][2][4], const half_t* A, c
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 40 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4608);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -240,39 +238,41 @@ __device__ __forceinline__ void store_11(const float (&acc)[2][2][4], float* D, 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_e7d4d8e11a(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 136
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 144
   float* const red5 = reinterpret_cast<float*>(smem + 1152);  // pre [1, 4, 1] pitch 1
   float* const mm4 = reinterpret_cast<float*>(smem + 1280);  // loop [1, 4, 32] pitch 36 2 partial copies
   half_t* const ew10 = reinterpret_cast<half_t*>(smem + 2432);  // loop [1, 4, 32] pitch 40
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2816);  // loop [1, 128, 32] pitch 40 ring of 5
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 54016);  // loop [1, 32, 128] pitch 136 ring of 5
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2816);  // loop [1, 128, 32] pitch 48 ring of 4
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 51968);  // loop [1, 32, 128] pitch 144 ring of 4
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 32] pitch 36
   float* const acc13 = reinterpret_cast<float*>(smem + 640);  // post [1, 4, 128] pitch 132
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Kt = t_Kt + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 512;
-  const half_t* const g_s_Q = t_Q + (int)blockIdx.y * 512;
-  const half_t* const g_s_V = t_V + (int)blockIdx.y * 1048576 + (int)blockIdx.x * 65536;
+  const half_t* const g_s_Kt = t_Kt + (int)bid.y * 1048576 + (int)bid.x * 512;
+  const half_t* const g_s_Q = t_Q + (int)bid.y * 512;
+  const half_t* const g_s_V = t_V + (int)bid.y * 1048576 + (int)bid.x * 65536;
   // accumulators (registers)
   float ra12[1] = {};
   float ra13[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
-  load_s_Q(s_Q, g_s_Q, tid);
+  load_s_Q(smem_base, g_s_Q, tid);
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 4; ++st) {
+  for (int st = 0; st < 3; ++st) {
     if (st < 16) {
-      load_s_Kt(s_Kt_ring + st * 5120, g_s_Kt + st * 32, tid);
-      load_s_V(s_V_ring + st * 4352, g_s_V + st * 4096, tid);
+      load_s_Kt(smem_base + 2816 + st * 12288, g_s_Kt + st * 32, tid);
+      load_s_V(smem_base + 51968 + st * 9216, g_s_V + st * 4096, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<4>();
+  cp_async_wait<3>();
   __syncthreads();
   // loop-invariant ops, hoisted
   // red5: sum over dim 2 of a [1, 4, 128] tile: 4 outputs, 32 lanes each
@@ -282,8 +282,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
     float p = 0.0f;
     {
       const int red5_o1 = o;
-  #pragma unroll 4
-      for (int r = lane; r < 128; r += 32) p += prism_sq(hload(s_Q[red5_o1 * 136 + r]));
+      #pragma unroll 4
+      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+      #pragma unroll
+        for (int r = r0; r < r0 + 4; ++r) p += prism_sq(hload(s_Q[red5_o1 * 144 + r]));
+      }
     }
     p = warp_sum(p, 32);
     if (lane == 0) {
@@ -292,21 +295,23 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
     }
   }
   __syncthreads();
+  int sb_rd = 0, sb_wr = 3;  // ring slots of it and of it + 3: it % 4, (it + 3) % 4
   for (int it = 0; it < 16; ++it) {
-    cp_async_wait<3>();
+    cp_async_wait<2>();
     __syncthreads();
     {
-      const int nx = it + 4;
+      const int nx = it + 3;
       if (nx < 16) {
-        const int sb = nx % 5;
-        load_s_Kt(s_Kt_ring + sb * 5120, g_s_Kt + nx * 32, tid);
-        load_s_V(s_V_ring + sb * 4352, g_s_V + nx * 4096, tid);
+        load_s_Kt(smem_base + 2816 + sb_wr * 12288, g_s_Kt + nx * 32, tid);
+        load_s_V(smem_base + 51968 + sb_wr * 9216, g_s_V + nx * 4096, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 5;
-    half_t* const s_Kt = s_Kt_ring + sb * 5120;
-    half_t* const s_V = s_V_ring + sb * 4352;
+    const int sb = sb_rd;
+    half_t* const s_Kt = s_Kt_ring + sb * 6144;
+    half_t* const s_V = s_V_ring + sb * 4608;
+    sb_rd = sb_rd == 3 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 3 ? 0 : sb_wr + 1;
     {
       float f[1][2][4] = {};
       mma_4(f, s_Q, s_Kt, warp, lane);
@@ -348,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
   __syncthreads();
   // save t0[8, 4, 512] <- tile [1, 4, 32], omap (2, 0): 4-element stores
   {
-    const int blk_14 = (int)blockIdx.x * 32 + (int)blockIdx.y * 2048;
+    const int blk_14 = (int)bid.x * 32 + (int)bid.y * 2048;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -366,7 +371,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
   }
   // save t1[8, 4, 2048] <- tile [1, 4, 128], omap (2, 0): 4-element stores
   {
-    const int blk_15 = (int)blockIdx.x * 128 + (int)blockIdx.y * 8192;
+    const int blk_15 = (int)bid.x * 128 + (int)bid.y * 8192;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -385,13 +390,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_564a5d877a(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_564a5d877a (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_e7d4d8e11a (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=2), for-loop 16; block 128 threads; 9 pipeline stage(s); 96768 B dynamic shared memory
+// sizes: grid (x=2), for-loop 16; block 128 threads; 8 pipeline stage(s); 90112 B dynamic shared memory
 // tensors: t0[8, 4, 512] float32 (intermediate), t1[8, 4, 2048] float32 (intermediate), O[8, 4, 128] float16 (output)
 // block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(1,), fmap=2)                  [8, 2, 32]     loop  smem s_t0 (ring x9)
-//   %1  Load(t1, imap=(1,), fmap=2)                  [8, 2, 128]    loop  smem s_t1 (ring x9)
+//   %0  Load(t0, imap=(1,), fmap=2)                  [8, 2, 32]     loop  smem s_t0 (ring x8)
+//   %1  Load(t1, imap=(1,), fmap=2)                  [8, 2, 128]    loop  smem s_t1 (ring x8)
 //   %2  Accum(%0)                                    [8, 2, 32]     post  registers (ew) -> smem acc2
 //   %3  Accum(%1)                                    [8, 2, 128]    post  registers (ew) -> smem acc3
 //   %4  sum(%2, dim=2)                               [8, 2, 1]      post  smem red4
@@ -402,19 +407,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -489,7 +492,7 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[8, 4, 512] -> tile [8, 2, 32]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -498,12 +501,12 @@ __device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ 
     const int t1 = (tr2 % 2);
     const int tr1 = tr2 / 2;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1 * 36 + t2, src + t0 * 2048 + t1 * 512 + t2);
+    cp_async16(dst + (t0 * 80 + t1 * 40 + t2) * 4, src + t0 * 2048 + t1 * 512 + t2);
   }
 }
 
 // t1[8, 4, 2048] -> tile [8, 2, 128]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
@@ -512,54 +515,58 @@ __device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ 
     const int t1 = (tr2 % 2);
     const int tr1 = tr2 / 2;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 264 + t1 * 132 + t2, src + t0 * 8192 + t1 * 2048 + t2);
+    cp_async16(dst + (t0 * 272 + t1 * 136 + t2) * 4, src + t0 * 8192 + t1 * 2048 + t2);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_e7d4d8e11a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [8, 2, 32] pitch 36 ring of 9
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 20736);  // loop [8, 2, 128] pitch 132 ring of 9
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [8, 2, 32] pitch 40 ring of 8
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 20480);  // loop [8, 2, 128] pitch 136 ring of 8
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [8, 2, 32] pitch 36
   float* const acc3 = reinterpret_cast<float*>(smem + 2304);  // post [8, 2, 128] pitch 132
   float* const red4 = reinterpret_cast<float*>(smem + 10752);  // post [8, 2, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 1024;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 4096;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 1024;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 4096;
   // accumulators (registers)
   float ra2[4] = {};
   float ra3[16] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 8; ++st) {
+  for (int st = 0; st < 7; ++st) {
     if (st < 16) {
-      load_s_t0(s_t0_ring + st * 576, g_s_t0 + st * 32, tid);
-      load_s_t1(s_t1_ring + st * 2112, g_s_t1 + st * 128, tid);
+      load_s_t0(smem_base + st * 2560, g_s_t0 + st * 32, tid);
+      load_s_t1(smem_base + 20480 + st * 8704, g_s_t1 + st * 128, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<8>();
+  cp_async_wait<7>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 7;  // ring slots of it and of it + 7: it % 8, (it + 7) % 8
   for (int it = 0; it < 16; ++it) {
-    cp_async_wait<7>();
+    cp_async_wait<6>();
     __syncthreads();
     {
-      const int nx = it + 8;
+      const int nx = it + 7;
       if (nx < 16) {
-        const int sb = nx % 9;
-        load_s_t0(s_t0_ring + sb * 576, g_s_t0 + nx * 32, tid);
-        load_s_t1(s_t1_ring + sb * 2112, g_s_t1 + nx * 128, tid);
+        load_s_t0(smem_base + sb_wr * 2560, g_s_t0 + nx * 32, tid);
+        load_s_t1(smem_base + 20480 + sb_wr * 8704, g_s_t1 + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 9;
-    float* const s_t0 = s_t0_ring + sb * 576;
-    float* const s_t1 = s_t1_ring + sb * 2112;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 640;
+    float* const s_t1 = s_t1_ring + sb * 2176;
+    sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
@@ -568,7 +575,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(co
       const int a2_e1 = (a2_er2 % 2);
       const int a2_er1 = a2_er2 / 2;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 72 + a2_e1 * 36 + a2_e2];
+      ra2[j] += s_t0[a2_e0 * 80 + a2_e1 * 40 + a2_e2];
     }
     #pragma unroll
     for (int j = 0; j < 16; ++j) {
@@ -578,7 +585,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(co
       const int a3_e1 = (a3_er2 % 2);
       const int a3_er1 = a3_er2 / 2;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 264 + a3_e1 * 132 + a3_e2];
+      ra3[j] += s_t1[a3_e0 * 272 + a3_e1 * 136 + a3_e2];
     }
   }
   cp_async_wait<0>();
@@ -614,7 +621,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(co
       const int red4_o1 = (o % 2);
       const int red4_or1 = o / 2;
       const int red4_o0 = red4_or1;
-  #pragma unroll 4
+      #pragma unroll 4
       for (int r = lane; r < 32; r += 32) p += acc2[red4_o0 * 72 + red4_o1 * 36 + r];
     }
     p = warp_sum(p, 32);
@@ -628,7 +635,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_564a5d877a(co
   __syncthreads();
   // save O[8, 4, 128] <- tile [8, 2, 128], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 256;
+    const int blk_6 = (int)bid.x * 256;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;

@@ -1,7 +1,7 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_d25c36bc1d (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_80d386fd5d (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=8, y=32), for-loop 4; block 128 threads; 2 pipeline stage(s); 78336 B dynamic shared memory
+// sizes: grid (x=8, y=32), for-loop 4; block 128 threads; 2 pipeline stage(s); 73728 B dynamic shared memory
 // tensors: W[4096, 4096] float16 (input), X[16, 4096] float16 (input), t0[128, 4096] float32 (intermediate), t1[128, 32] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(W, imap=(0, 1), fmap=0)                 [128, 128]     loop  smem s_W (ring x2)
@@ -18,19 +18,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -105,26 +103,26 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // W[4096, 4096] -> tile [128, 128]: 2048 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 8;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
   }
 }
 
 // X[16, 4096] -> tile [16, 128]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 8;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
   }
 }
 
@@ -135,15 +133,17 @@ __device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, co
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 8;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 15);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 4096);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -172,20 +172,22 @@ __device__ __forceinline__ void store_3(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d386fd5d(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 128] pitch 136 ring of 2
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 69632);  // loop [16, 128] pitch 136 ring of 2
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 128] pitch 128 ring of 2 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 65536);  // loop [16, 128] pitch 128 ring of 2 swizzled
   float* const acc4 = reinterpret_cast<float*>(smem + 0);  // post [16, 128] pitch 132
   float* const acc5 = reinterpret_cast<float*>(smem + 8448);  // post [16, 128] pitch 132
   float* const red6 = reinterpret_cast<float*>(smem + 16896);  // post [16, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_W = t_W + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 128;
-  const half_t* const g_s_X = t_X + (int)blockIdx.x * 512;
+  const half_t* const g_s_W = t_W + (int)bid.x * 2097152 + (int)bid.y * 128;
+  const half_t* const g_s_X = t_X + (int)bid.x * 512;
   // accumulators (registers)
   float ra4[16] = {};
   float ra5[2][2][4] = {};
@@ -194,28 +196,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(co
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
     if (st < 4) {
-      load_s_W(s_W_ring + st * 17408, g_s_W + st * 524288, tid);
-      load_s_X(s_X_ring + st * 2176, g_s_X + st * 128, tid);
+      load_s_W(smem_base + st * 32768, g_s_W + st * 524288, tid);
+      load_s_X(smem_base + 65536 + st * 4096, g_s_X + st * 128, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 1;  // ring slots of it and of it + 1: it % 2, (it + 1) % 2
   for (int it = 0; it < 4; ++it) {
     cp_async_wait<0>();
     __syncthreads();
     {
       const int nx = it + 1;
       if (nx < 4) {
-        const int sb = nx % 2;
-        load_s_W(s_W_ring + sb * 17408, g_s_W + nx * 524288, tid);
-        load_s_X(s_X_ring + sb * 2176, g_s_X + nx * 128, tid);
+        load_s_W(smem_base + sb_wr * 32768, g_s_W + nx * 524288, tid);
+        load_s_X(smem_base + 65536 + sb_wr * 4096, g_s_X + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
-    half_t* const s_W = s_W_ring + sb * 17408;
-    half_t* const s_X = s_X_ring + sb * 2176;
+    const int sb = sb_rd;
+    half_t* const s_W = s_W_ring + sb * 16384;
+    half_t* const s_X = s_X_ring + sb * 2048;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_W, warp, lane);
     #pragma unroll
     for (int j = 0; j < 16; ++j) {
@@ -223,7 +227,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(co
       const int a4_e1 = (e % 128);
       const int a4_er1 = e / 128;
       const int a4_e0 = a4_er1;
-      ra4[j] += prism_sq(hload(s_X[a4_e0 * 136 + a4_e1]));
+      ra4[j] += prism_sq(hload(s_X[a4_e0 * 128 + (a4_e1 ^ ((a4_e0 % 8) * 8))]));
     }
   }
   cp_async_wait<0>();
@@ -246,8 +250,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(co
     float p = 0.0f;
     {
       const int red6_o0 = o;
-  #pragma unroll 4
-      for (int r = lane; r < 128; r += 32) p += acc4[red6_o0 * 132 + r];
+      #pragma unroll 4
+      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+      #pragma unroll
+        for (int r = r0; r < r0 + 4; ++r) p += acc4[red6_o0 * 132 + r];
+      }
     }
     p = warp_sum(p, 32);
     if (lane == 0) {
@@ -258,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(co
   __syncthreads();
   // save t0[128, 4096] <- tile [16, 128], omap (0, 1): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 65536 + (int)blockIdx.y * 128;
+    const int blk_7 = (int)bid.x * 65536 + (int)bid.y * 128;
   #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
@@ -274,7 +281,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(co
   }
   // save t1[128, 32] <- tile [16, 1], omap (0, 1): 1-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 512 + (int)blockIdx.y;
+    const int blk_8 = (int)bid.x * 512 + (int)bid.y;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -290,9 +297,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d25c36bc1d(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_d25c36bc1d (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_80d386fd5d (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 68608 B dynamic shared memory
+// sizes: grid (x=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 70656 B dynamic shared memory
 // tensors: t0[128, 4096] float32 (intermediate), t1[128, 32] float32 (intermediate), O[16, 4096] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(t0, imap=(1,), fmap=0)                  [16, 128]      loop  smem s_t0 (ring x8)
@@ -309,19 +316,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -396,40 +401,42 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[128, 4096] -> tile [16, 128]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 32) * 4;
     const int tr1 = e / 32;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 132 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 136 + t1) * 4, src + t0 * 4096 + t1);
   }
 }
 
 // t1[128, 32] -> tile [16, 1]: 16 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 16) {
       const int t0 = e;
-      cp_async4(dst + t0, src + t0 * 32);
+      cp_async4(dst + (t0) * 4, src + t0 * 32);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_d25c36bc1d(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d386fd5d(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 128] pitch 132 ring of 8
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 67584);  // loop [16, 1] pitch 1 ring of 8
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 128] pitch 136 ring of 8
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 69632);  // loop [16, 1] pitch 1 ring of 8
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 128] pitch 132
   float* const acc3 = reinterpret_cast<float*>(smem + 8448);  // post [16, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 128;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 128;
+  const float* const g_s_t1 = t_t1 + (int)bid.x;
   // accumulators (registers)
   float ra2[16] = {};
   float ra3[1] = {};
@@ -438,35 +445,37 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_d25c36bc1d(co
   #pragma unroll
   for (int st = 0; st < 8; ++st) {
     if (st < 8) {
-      load_s_t0(s_t0_ring + st * 2112, g_s_t0 + st * 65536, tid);
-      load_s_t1(s_t1_ring + st * 16, g_s_t1 + st * 512, tid);
+      load_s_t0(smem_base + st * 8704, g_s_t0 + st * 65536, tid);
+      load_s_t1(smem_base + 69632 + st * 64, g_s_t1 + st * 512, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<8>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<7>();
     __syncthreads();
     {
       const int nx = it + 8;
       if (nx < 8) {
-        const int sb = nx % 8;
-        load_s_t0(s_t0_ring + sb * 2112, g_s_t0 + nx * 65536, tid);
-        load_s_t1(s_t1_ring + sb * 16, g_s_t1 + nx * 512, tid);
+        load_s_t0(smem_base + sb_wr * 8704, g_s_t0 + nx * 65536, tid);
+        load_s_t1(smem_base + 69632 + sb_wr * 64, g_s_t1 + nx * 512, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 8;
-    float* const s_t0 = s_t0_ring + sb * 2112;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 2176;
     float* const s_t1 = s_t1_ring + sb * 16;
+    sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const int e = tid + j * 128;
       const int a2_e1 = (e % 128);
       const int a2_er1 = e / 128;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 132 + a2_e1];
+      ra2[j] += s_t0[a2_e0 * 136 + a2_e1];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -499,7 +508,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_d25c36bc1d(co
   __syncthreads();
   // save O[16, 4096] <- tile [16, 128], omap (1,): 8-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 128;
+    const int blk_8 = (int)bid.x * 128;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;

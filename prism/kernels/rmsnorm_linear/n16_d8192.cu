@@ -1,7 +1,7 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_980b835c5a (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_0aff4a4c24 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=8, y=32), for-loop 32; block 128 threads; 5 pipeline stage(s); 90880 B dynamic shared memory
+// sizes: grid (x=8, y=32), for-loop 32; block 128 threads; 5 pipeline stage(s); 87040 B dynamic shared memory
 // tensors: W[8192, 8192] float16 (input), X[16, 8192] float16 (input), t0[128, 8192] float32 (intermediate), t1[128, 32] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(W, imap=(0, 1), fmap=0)                 [32, 256]      loop  smem s_W (ring x5)
@@ -18,19 +18,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -105,19 +103,19 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // W[8192, 8192] -> tile [32, 256]: 1024 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 32) * 8;
     const int tr1 = e / 32;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 264 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 256 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
   }
 }
 
 // X[16, 8192] -> tile [16, 32]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
@@ -125,7 +123,7 @@ __device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__
       const int t1 = (e % 4) * 8;
       const int tr1 = e / 4;
       const int t0 = tr1;
-      cp_async16(dst + t0 * 40 + t1, src + t0 * 8192 + t1);
+      cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 8192 + t1);
     }
   }
 }
@@ -137,15 +135,17 @@ __device__ __forceinline__ void mma_3(float (&acc)[4][2][4], const half_t* A, co
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 16;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 40 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 264 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 15);
+    const unsigned a_addr = smem_u32(A + a_row * 32);
+    const int a_key = (a_row / 2) % 4;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 256 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 8448);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 8192);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -174,19 +174,21 @@ __device__ __forceinline__ void store_3(const float (&acc)[4][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_0aff4a4c24(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [32, 256] pitch 264 ring of 5
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 84480);  // loop [16, 32] pitch 40 ring of 5
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [32, 256] pitch 256 ring of 5 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 81920);  // loop [16, 32] pitch 32 ring of 5 swizzled
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [16, 256] pitch 260
   float* const acc6 = reinterpret_cast<float*>(smem + 16640);  // post [16, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_W = t_W + (int)blockIdx.x * 8388608 + (int)blockIdx.y * 256;
-  const half_t* const g_s_X = t_X + (int)blockIdx.x * 1024;
+  const half_t* const g_s_W = t_W + (int)bid.x * 8388608 + (int)bid.y * 256;
+  const half_t* const g_s_X = t_X + (int)bid.x * 1024;
   // accumulators (registers)
   float ra5[4][2][4] = {};
   float ra6[4] = {};
@@ -195,28 +197,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
   #pragma unroll
   for (int st = 0; st < 4; ++st) {
     if (st < 32) {
-      load_s_W(s_W_ring + st * 8448, g_s_W + st * 262144, tid);
-      load_s_X(s_X_ring + st * 640, g_s_X + st * 32, tid);
+      load_s_W(smem_base + st * 16384, g_s_W + st * 262144, tid);
+      load_s_X(smem_base + 81920 + st * 1024, g_s_X + st * 32, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<4>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 4;  // ring slots of it and of it + 4: it % 5, (it + 4) % 5
   for (int it = 0; it < 32; ++it) {
     cp_async_wait<3>();
     __syncthreads();
     {
       const int nx = it + 4;
       if (nx < 32) {
-        const int sb = nx % 5;
-        load_s_W(s_W_ring + sb * 8448, g_s_W + nx * 262144, tid);
-        load_s_X(s_X_ring + sb * 640, g_s_X + nx * 32, tid);
+        load_s_W(smem_base + sb_wr * 16384, g_s_W + nx * 262144, tid);
+        load_s_X(smem_base + 81920 + sb_wr * 1024, g_s_X + nx * 32, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 5;
-    half_t* const s_W = s_W_ring + sb * 8448;
-    half_t* const s_X = s_X_ring + sb * 640;
+    const int sb = sb_rd;
+    half_t* const s_W = s_W_ring + sb * 8192;
+    half_t* const s_X = s_X_ring + sb * 512;
+    sb_rd = sb_rd == 4 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 4 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_W, warp, lane);
     // acc6: sum over dim 1 of a [16, 32] tile: 16 outputs, 32 lanes each
     #pragma unroll
@@ -225,8 +229,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
       float p = 0.0f;
       {
         const int acc6_o0 = o;
-    #pragma unroll 4
-        for (int r = lane; r < 32; r += 32) p += (prism_sq(hload(s_X[acc6_o0 * 40 + r])) * 0.000122070312f);
+        #pragma unroll 4
+        for (int r = lane; r < 32; r += 32) p += (prism_sq(hload(s_X[acc6_o0 * 32 + (r ^ (((acc6_o0 / 2) % 4) * 8))])) * 0.000122070312f);
       }
       ra6[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
@@ -247,7 +251,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
   __syncthreads();
   // save t0[128, 8192] <- tile [16, 256], omap (0, 1): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 131072 + (int)blockIdx.y * 256;
+    const int blk_7 = (int)bid.x * 131072 + (int)bid.y * 256;
   #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int e = tid + j * 128;
@@ -263,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
   }
   // save t1[128, 32] <- tile [16, 1], omap (0, 1): 1-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 512 + (int)blockIdx.y;
+    const int blk_8 = (int)bid.x * 512 + (int)bid.y;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -279,9 +283,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_980b835c5a(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_980b835c5a (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_0aff4a4c24 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=32), for-loop 8; block 128 threads; 5 pipeline stage(s); 83840 B dynamic shared memory
+// sizes: grid (x=32), for-loop 8; block 128 threads; 5 pipeline stage(s); 85120 B dynamic shared memory
 // tensors: t0[128, 8192] float32 (intermediate), t1[128, 32] float32 (intermediate), O[16, 8192] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(t0, imap=(1,), fmap=0)                  [16, 256]      loop  smem s_t0 (ring x5)
@@ -297,19 +301,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -384,40 +386,42 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[128, 8192] -> tile [16, 256]: 1024 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 64) * 4;
     const int tr1 = e / 64;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 260 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 264 + t1) * 4, src + t0 * 8192 + t1);
   }
 }
 
 // t1[128, 32] -> tile [16, 1]: 16 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 16) {
       const int t0 = e;
-      cp_async4(dst + t0, src + t0 * 32);
+      cp_async4(dst + (t0) * 4, src + t0 * 32);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_980b835c5a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0aff4a4c24(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 256] pitch 260 ring of 5
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 83200);  // loop [16, 1] pitch 1 ring of 5
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 256] pitch 264 ring of 5
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 84480);  // loop [16, 1] pitch 1 ring of 5
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 256] pitch 260
   float* const acc3 = reinterpret_cast<float*>(smem + 16640);  // post [16, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 256;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 256;
+  const float* const g_s_t1 = t_t1 + (int)bid.x;
   // accumulators (registers)
   float ra2[32] = {};
   float ra3[1] = {};
@@ -426,35 +430,37 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_980b835c5a(co
   #pragma unroll
   for (int st = 0; st < 4; ++st) {
     if (st < 8) {
-      load_s_t0(s_t0_ring + st * 4160, g_s_t0 + st * 131072, tid);
-      load_s_t1(s_t1_ring + st * 16, g_s_t1 + st * 512, tid);
+      load_s_t0(smem_base + st * 16896, g_s_t0 + st * 131072, tid);
+      load_s_t1(smem_base + 84480 + st * 64, g_s_t1 + st * 512, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<4>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 4;  // ring slots of it and of it + 4: it % 5, (it + 4) % 5
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<3>();
     __syncthreads();
     {
       const int nx = it + 4;
       if (nx < 8) {
-        const int sb = nx % 5;
-        load_s_t0(s_t0_ring + sb * 4160, g_s_t0 + nx * 131072, tid);
-        load_s_t1(s_t1_ring + sb * 16, g_s_t1 + nx * 512, tid);
+        load_s_t0(smem_base + sb_wr * 16896, g_s_t0 + nx * 131072, tid);
+        load_s_t1(smem_base + 84480 + sb_wr * 64, g_s_t1 + nx * 512, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 5;
-    float* const s_t0 = s_t0_ring + sb * 4160;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 4224;
     float* const s_t1 = s_t1_ring + sb * 16;
+    sb_rd = sb_rd == 4 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 4 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 32; ++j) {
       const int e = tid + j * 128;
       const int a2_e1 = (e % 256);
       const int a2_er1 = e / 256;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 260 + a2_e1];
+      ra2[j] += s_t0[a2_e0 * 264 + a2_e1];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -487,7 +493,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_980b835c5a(co
   __syncthreads();
   // save O[16, 8192] <- tile [16, 256], omap (1,): 8-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 256;
+    const int blk_7 = (int)bid.x * 256;
   #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;

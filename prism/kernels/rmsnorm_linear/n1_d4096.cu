@@ -1,7 +1,7 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_82481eabbc (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_032c7ede32 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=16), for-loop 8; block 128 threads; 5 pipeline stage(s); 85120 B dynamic shared memory
+// sizes: grid (x=16, y=16), for-loop 8; block 128 threads; 5 pipeline stage(s); 82560 B dynamic shared memory
 // tensors: W[4096, 4096] float16 (input), X[1, 4096] float16 (input), t0[16, 4096] float32 (intermediate), t1[16, 16] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(W, imap=(0, 1), fmap=0)                 [32, 256]      loop  smem s_W (ring x5)
@@ -19,19 +19,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -106,25 +104,25 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // W[4096, 4096] -> tile [32, 256]: 1024 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 32) * 8;
     const int tr1 = e / 32;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 264 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 256 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
   }
 }
 
 // X[1, 4096] -> tile [1, 32]: 4 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 4) {
       const int t1 = e * 8;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 2, src + t1);
     }
   }
 }
@@ -137,14 +135,14 @@ __device__ __forceinline__ void mma_3(float (&acc)[4][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 16;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 32 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 264 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 256 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 8448);
+      ldsm_x4_t(b, b_addr + t * 8192);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -173,20 +171,22 @@ __device__ __forceinline__ void store_3(const float (&acc)[4][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_82481eabbc(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_032c7ede32(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [32, 256] pitch 264 ring of 5
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 84480);  // loop [1, 32] pitch 32 ring of 5
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [32, 256] pitch 256 ring of 5 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 81920);  // loop [1, 32] pitch 32 ring of 5
   float* const acc4 = reinterpret_cast<float*>(smem + 0);  // post [1, 32] pitch 32
   float* const acc5 = reinterpret_cast<float*>(smem + 128);  // post [1, 256] pitch 256
   float* const red6 = reinterpret_cast<float*>(smem + 1152);  // post [1, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_W = t_W + (int)blockIdx.x * 1048576 + (int)blockIdx.y * 256;
-  const half_t* const g_s_X = t_X + (int)blockIdx.x * 256;
+  const half_t* const g_s_W = t_W + (int)bid.x * 1048576 + (int)bid.y * 256;
+  const half_t* const g_s_X = t_X + (int)bid.x * 256;
   // accumulators (registers)
   float ra4[1] = {};
   float ra5[4][2][4] = {};
@@ -195,28 +195,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_82481eabbc(co
   #pragma unroll
   for (int st = 0; st < 4; ++st) {
     if (st < 8) {
-      load_s_W(s_W_ring + st * 8448, g_s_W + st * 131072, tid);
-      load_s_X(s_X_ring + st * 32, g_s_X + st * 32, tid);
+      load_s_W(smem_base + st * 16384, g_s_W + st * 131072, tid);
+      load_s_X(smem_base + 81920 + st * 64, g_s_X + st * 32, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<4>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 4;  // ring slots of it and of it + 4: it % 5, (it + 4) % 5
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<3>();
     __syncthreads();
     {
       const int nx = it + 4;
       if (nx < 8) {
-        const int sb = nx % 5;
-        load_s_W(s_W_ring + sb * 8448, g_s_W + nx * 131072, tid);
-        load_s_X(s_X_ring + sb * 32, g_s_X + nx * 32, tid);
+        load_s_W(smem_base + sb_wr * 16384, g_s_W + nx * 131072, tid);
+        load_s_X(smem_base + 81920 + sb_wr * 64, g_s_X + nx * 32, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 5;
-    half_t* const s_W = s_W_ring + sb * 8448;
+    const int sb = sb_rd;
+    half_t* const s_W = s_W_ring + sb * 8192;
     half_t* const s_X = s_X_ring + sb * 32;
+    sb_rd = sb_rd == 4 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 4 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_W, warp, lane);
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -246,7 +248,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_82481eabbc(co
     const int o = (j * 4 + warp) * 1;
     float p = 0.0f;
     if (o < 1) {
-  #pragma unroll 4
+      #pragma unroll 4
       for (int r = lane; r < 32; r += 32) p += acc4[r];
     }
     p = warp_sum(p, 32);
@@ -257,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_82481eabbc(co
   __syncthreads();
   // save t0[16, 4096] <- tile [1, 256], omap (1, 0): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 256 + (int)blockIdx.y * 4096;
+    const int blk_7 = (int)bid.x * 256 + (int)bid.y * 4096;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -273,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_82481eabbc(co
   }
   // save t1[16, 16] <- tile [1, 1], omap (1, 0): 1-element stores
   {
-    const int blk_9 = (int)blockIdx.x + (int)blockIdx.y * 16;
+    const int blk_9 = (int)bid.x + (int)bid.y * 16;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -288,7 +290,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_82481eabbc(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_82481eabbc (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_032c7ede32 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=16), for-loop 16; block 128 threads; 16 pipeline stage(s); 18432 B dynamic shared memory
 // tensors: t0[16, 4096] float32 (intermediate), t1[16, 16] float32 (intermediate), O[1, 4096] float16 (output)
@@ -306,19 +308,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -393,29 +393,30 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[16, 4096] -> tile [1, 256]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 64) {
       const int t1 = e * 4;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 4, src + t1);
     }
   }
 }
 
 // t1[16, 16] -> tile [1, 1]: 1 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 1) {
-      cp_async4(dst + 0, src + 0);
+      cp_async4(dst, src + 0);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_82481eabbc(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_032c7ede32(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -423,9 +424,10 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_82481eabbc(co
   float* const s_t1_ring = reinterpret_cast<float*>(smem + 16384);  // loop [1, 1] pitch 1 ring of 16
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 256] pitch 256
   float* const acc3 = reinterpret_cast<float*>(smem + 1024);  // post [1, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 4096;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 16;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 4096;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 16;
   // accumulators (registers)
   float ra2[2] = {};
   float ra3[1] = {};
@@ -434,28 +436,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_82481eabbc(co
   #pragma unroll
   for (int st = 0; st < 16; ++st) {
     if (st < 16) {
-      load_s_t0(s_t0_ring + st * 256, g_s_t0 + st * 256, tid);
-      load_s_t1(s_t1_ring + st * 4, g_s_t1 + st * 1, tid);
+      load_s_t0(smem_base + st * 1024, g_s_t0 + st * 256, tid);
+      load_s_t1(smem_base + 16384 + st * 16, g_s_t1 + st * 1, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<16>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 16: it % 16, (it + 16) % 16
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<15>();
     __syncthreads();
     {
       const int nx = it + 16;
       if (nx < 16) {
-        const int sb = nx % 16;
-        load_s_t0(s_t0_ring + sb * 256, g_s_t0 + nx * 256, tid);
-        load_s_t1(s_t1_ring + sb * 4, g_s_t1 + nx * 1, tid);
+        load_s_t0(smem_base + sb_wr * 1024, g_s_t0 + nx * 256, tid);
+        load_s_t1(smem_base + 16384 + sb_wr * 16, g_s_t1 + nx * 1, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 16;
+    const int sb = sb_rd;
     float* const s_t0 = s_t0_ring + sb * 256;
     float* const s_t1 = s_t1_ring + sb * 4;
+    sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
@@ -489,7 +493,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_82481eabbc(co
   __syncthreads();
   // save O[1, 4096] <- tile [1, 256], omap (1,): 8-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 256;
+    const int blk_7 = (int)bid.x * 256;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

@@ -1,6 +1,6 @@
-// Prism generated kernel prism_program_k0_abd95f5b44 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_dfba45dd58 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
-// sizes: grid (x=128, y=1), for-loop 16; block 128 threads; 2 pipeline stage(s); 149632 B dynamic shared memory
+// sizes: grid (x=128, y=1), for-loop 16; block 128 threads; 2 pipeline stage(s); 133248 B dynamic shared memory
 // tensors: W[8192, 8192] float16 (input), X[1, 8192] float16 (input), O[1, 8192] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(W, imap=(1, None), fmap=0)              [512, 64]      loop  smem s_W (ring x2)
@@ -20,19 +20,17 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -107,25 +105,25 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // W[8192, 8192] -> tile [512, 64]: 4096 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 32; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
   }
 }
 
 // X[1, 8192] -> tile [1, 512]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 64) {
       const int t1 = e * 8;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 2, src + t1);
     }
   }
 }
@@ -138,14 +136,14 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 4;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 512 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 64 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 32; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 2304);
+      ldsm_x4_t(b, b_addr + t * 2048);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -174,20 +172,22 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_abd95f5b44(const half_t* __restrict__ W, const half_t* __restrict__ X, half_t* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_dfba45dd58(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
   float* const red4 = reinterpret_cast<float*>(smem + 0);  // loop [1, 1] pitch 1
-  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 128);  // loop [512, 64] pitch 72 ring of 2
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 147584);  // loop [1, 512] pitch 512 ring of 2
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 128);  // loop [512, 64] pitch 64 ring of 2 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 131200);  // loop [1, 512] pitch 512 ring of 2
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [1, 64] pitch 64
   float* const acc6 = reinterpret_cast<float*>(smem + 256);  // post [1, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_W = W + (int)blockIdx.x * 64;
-  const half_t* const g_s_X = X + (int)blockIdx.y * 8192;
+  const half_t* const g_s_W = t_W + (int)bid.x * 64;
+  const half_t* const g_s_X = t_X + (int)bid.y * 8192;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[1] = {};
@@ -196,41 +196,48 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_abd95f5b44(co
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
     if (st < 16) {
-      load_s_W(s_W_ring + st * 36864, g_s_W + st * 4194304, tid);
-      load_s_X(s_X_ring + st * 512, g_s_X + st * 512, tid);
+      load_s_W(smem_base + 128 + st * 65536, g_s_W + st * 4194304, tid);
+      load_s_X(smem_base + 131200 + st * 1024, g_s_X + st * 512, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 1;  // ring slots of it and of it + 1: it % 2, (it + 1) % 2
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<0>();
     __syncthreads();
     {
       const int nx = it + 1;
       if (nx < 16) {
-        const int sb = nx % 2;
-        load_s_W(s_W_ring + sb * 36864, g_s_W + nx * 4194304, tid);
-        load_s_X(s_X_ring + sb * 512, g_s_X + nx * 512, tid);
+        load_s_W(smem_base + 128 + sb_wr * 65536, g_s_W + nx * 4194304, tid);
+        load_s_X(smem_base + 131200 + sb_wr * 1024, g_s_X + nx * 512, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
-    half_t* const s_W = s_W_ring + sb * 36864;
+    const int sb = sb_rd;
+    half_t* const s_W = s_W_ring + sb * 32768;
     half_t* const s_X = s_X_ring + sb * 512;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_W, warp, lane);
-    // red4: sum over dim 1 of a [1, 512] tile: 1 outputs, 32 lanes each
+    // red4: sum over dim 1 of a [1, 512] tile: 1 outputs, the whole block on each
+    {
+      __shared__ float red4_part[4];
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
-      const int o = (j * 4 + warp) * 1;
-      float p = 0.0f;
-      if (o < 1) {
+      for (int j = 0; j < 1; ++j) {
+        const int o = j;
+        float p = 0.0f;
     #pragma unroll 4
-        for (int r = lane; r < 512; r += 32) p += (hload(s_X[r]) * hload(s_X[r]));
-      }
-      p = warp_sum(p, 32);
-      if (o < 1 && lane == 0) {
-        red4[0] = p;
+        for (int r = tid; r < 512; r += 128) p += (hload(s_X[r]) * hload(s_X[r]));
+        p = warp_sum(p, 32);
+        if (lane == 0) red4_part[warp] = p;
+        __syncthreads();
+        if (warp == 0) {
+          p = warp_sum(lane < 4 ? red4_part[lane] : 0.0f, 32);
+          if (lane == 0) red4[0] = p;
+        }
+        __syncthreads();
       }
     }
     __syncthreads();
@@ -256,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_abd95f5b44(co
   __syncthreads();
   // save O[1, 8192] <- tile [1, 64], omap (1, 0): 8-element stores
   {
-    const int blk_11 = (int)blockIdx.x * 64 + (int)blockIdx.y * 8192;
+    const int blk_11 = (int)bid.x * 64 + (int)bid.y * 8192;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -270,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_abd95f5b44(co
         const float v5 = (acc5[(s11_1 + 5)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
         const float v6 = (acc5[(s11_1 + 6)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
         const float v7 = (acc5[(s11_1 + 7)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        st_h8(O + blk_11 + s11_1, v0, v1, v2, v3, v4, v5, v6, v7);
+        st_h8(t_O + blk_11 + s11_1, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
   }

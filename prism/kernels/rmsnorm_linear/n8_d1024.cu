@@ -1,6 +1,6 @@
-// Prism generated kernel prism_program_k0_bb629bbba0 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_d2da29b431 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
-// sizes: grid (x=64, y=1), for-loop 8; block 128 threads; 8 pipeline stage(s); 66560 B dynamic shared memory
+// sizes: grid (x=64, y=1), for-loop 8; block 128 threads; 8 pipeline stage(s); 49152 B dynamic shared memory
 // tensors: W[1024, 1024] float16 (input), X[8, 1024] float16 (input), O[8, 1024] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(W, imap=(1, None), fmap=0)              [128, 16]      loop  smem s_W (ring x8)
@@ -20,19 +20,17 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -107,26 +105,26 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // W[1024, 1024] -> tile [128, 16]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_W(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 2) * 8;
     const int tr1 = e / 2;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 24 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 16 + (t1 ^ (((t0 / 4) % 2) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
 // X[8, 1024] -> tile [8, 128]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 8;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 136 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
@@ -138,15 +136,17 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 1;
     const int mt = 0;
     const int np = 0;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 7);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 4) % 2) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = kpart * 2 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 768);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 512);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -177,20 +177,22 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d2da29b431(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 16] pitch 24 ring of 8
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 49152);  // loop [8, 128] pitch 136 ring of 8
+  half_t* const s_W_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 16] pitch 16 ring of 8 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 32768);  // loop [8, 128] pitch 128 ring of 8 swizzled
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [8, 16] pitch 20 4 partial copies
   float* const acc6 = reinterpret_cast<float*>(smem + 2560);  // post [8, 128] pitch 132
   float* const red7 = reinterpret_cast<float*>(smem + 6784);  // post [8, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_W = t_W + (int)blockIdx.x * 16;
-  const half_t* const g_s_X = t_X + (int)blockIdx.y * 8192;
+  const half_t* const g_s_W = t_W + (int)bid.x * 16;
+  const half_t* const g_s_X = t_X + (int)bid.y * 8192;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[8] = {};
@@ -199,28 +201,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(co
   #pragma unroll
   for (int st = 0; st < 8; ++st) {
     if (st < 8) {
-      load_s_W(s_W_ring + st * 3072, g_s_W + st * 131072, tid);
-      load_s_X(s_X_ring + st * 1088, g_s_X + st * 128, tid);
+      load_s_W(smem_base + st * 4096, g_s_W + st * 131072, tid);
+      load_s_X(smem_base + 32768 + st * 2048, g_s_X + st * 128, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<8>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<7>();
     __syncthreads();
     {
       const int nx = it + 8;
       if (nx < 8) {
-        const int sb = nx % 8;
-        load_s_W(s_W_ring + sb * 3072, g_s_W + nx * 131072, tid);
-        load_s_X(s_X_ring + sb * 1088, g_s_X + nx * 128, tid);
+        load_s_W(smem_base + sb_wr * 4096, g_s_W + nx * 131072, tid);
+        load_s_X(smem_base + 32768 + sb_wr * 2048, g_s_X + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 8;
-    half_t* const s_W = s_W_ring + sb * 3072;
-    half_t* const s_X = s_X_ring + sb * 1088;
+    const int sb = sb_rd;
+    half_t* const s_W = s_W_ring + sb * 2048;
+    half_t* const s_X = s_X_ring + sb * 1024;
+    sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_W, warp, lane);
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -228,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(co
       const int a6_e1 = (e % 128);
       const int a6_er1 = e / 128;
       const int a6_e0 = a6_er1;
-      ra6[j] += ((hload(s_X[a6_e0 * 136 + a6_e1]) * hload(s_X[a6_e0 * 136 + a6_e1])) * 0.0009765625f);
+      ra6[j] += ((hload(s_X[a6_e0 * 128 + (a6_e1 ^ ((a6_e0 % 8) * 8))]) * hload(s_X[a6_e0 * 128 + (a6_e1 ^ ((a6_e0 % 8) * 8))])) * 0.0009765625f);
     }
   }
   cp_async_wait<0>();
@@ -251,8 +255,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(co
     float p = 0.0f;
     {
       const int red7_o0 = o;
-  #pragma unroll 4
-      for (int r = lane; r < 128; r += 32) p += acc6[red7_o0 * 132 + r];
+      #pragma unroll 4
+      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+      #pragma unroll
+        for (int r = r0; r < r0 + 4; ++r) p += acc6[red7_o0 * 132 + r];
+      }
     }
     p = warp_sum(p, 32);
     if (lane == 0) {
@@ -263,7 +270,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_bb629bbba0(co
   __syncthreads();
   // save O[8, 1024] <- tile [8, 16], omap (1, 0): 8-element stores
   {
-    const int blk_11 = (int)blockIdx.x * 16 + (int)blockIdx.y * 8192;
+    const int blk_11 = (int)bid.x * 16 + (int)bid.y * 8192;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

@@ -1,11 +1,11 @@
-// Prism generated kernel prism_program_k0_d33d14712e (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_58b27af9f2 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
-// sizes: grid (x=128), for-loop 32; block 128 threads; 4 pipeline stage(s); 82944 B dynamic shared memory
+// sizes: grid (x=128), for-loop 32; block 128 threads; 5 pipeline stage(s); 83200 B dynamic shared memory
 // tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[1, 4096] float16 (input), O[1, 4096] float16 (output)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Wg, imap=(1,), fmap=0)                  [128, 32]      loop  smem s_Wg (ring x4)
-//   %1  Load(Wu, imap=(1,), fmap=0)                  [128, 32]      loop  smem s_Wu (ring x4)
-//   %2  Load(X, imap=(None,), fmap=1)                [1, 128]       loop  smem s_X (ring x4)
+//   %0  Load(Wg, imap=(1,), fmap=0)                  [128, 32]      loop  smem s_Wg (ring x5)
+//   %1  Load(Wu, imap=(1,), fmap=0)                  [128, 32]      loop  smem s_Wu (ring x5)
+//   %2  Load(X, imap=(None,), fmap=1)                [1, 128]       loop  smem s_X (ring x5)
 //   %3  scale(%2, {'recip_dim': ['X', 1]})           [1, 128]       loop  inline
 //   %4  matmul(%2, %0)                               [1, 32]        loop  mma fragments (1 unit(s)/warp, k split 2)
 //   %5  matmul(%2, %1)                               [1, 32]        loop  mma fragments (1 unit(s)/warp, k split 2)
@@ -24,19 +24,17 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -111,37 +109,37 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Wg[4096, 4096] -> tile [128, 32]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 4) * 8;
     const int tr1 = e / 4;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 40 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 4096 + t1);
   }
 }
 
 // Wu[4096, 4096] -> tile [128, 32]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 4) * 8;
     const int tr1 = e / 4;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 40 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 4096 + t1);
   }
 }
 
 // X[1, 4096] -> tile [1, 128]: 16 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 16) {
       const int t1 = e * 8;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 2, src + t1);
     }
   }
 }
@@ -155,14 +153,14 @@ __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 2;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 128 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = kpart * 4 + q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1280);
+      ldsm_x4_t(b, b_addr + t * 1024);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -202,14 +200,14 @@ __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 2;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 128 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = kpart * 4 + q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1280);
+      ldsm_x4_t(b, b_addr + t * 1024);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -240,21 +238,23 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d33d14712e(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_58b27af9f2(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 32] pitch 40 ring of 4
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 40960);  // loop [128, 32] pitch 40 ring of 4
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 81920);  // loop [1, 128] pitch 128 ring of 4
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 32] pitch 32 ring of 5 swizzled
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 40960);  // loop [128, 32] pitch 32 ring of 5 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 81920);  // loop [1, 128] pitch 128 ring of 5
   float* const acc7 = reinterpret_cast<float*>(smem + 0);  // post [1, 32] pitch 32 2 partial copies
   float* const acc8 = reinterpret_cast<float*>(smem + 256);  // post [1, 32] pitch 32 2 partial copies
   float* const acc9 = reinterpret_cast<float*>(smem + 512);  // post [1, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 32;
-  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 32;
+  const half_t* const g_s_Wg = t_Wg + (int)bid.x * 32;
+  const half_t* const g_s_Wu = t_Wu + (int)bid.x * 32;
   const half_t* const g_s_X = t_X + 0;
   // accumulators (registers)
   float ra7[1][2][4] = {};
@@ -263,33 +263,35 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d33d14712e(co
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 3; ++st) {
+  for (int st = 0; st < 4; ++st) {
     if (st < 32) {
-      load_s_Wg(s_Wg_ring + st * 5120, g_s_Wg + st * 524288, tid);
-      load_s_Wu(s_Wu_ring + st * 5120, g_s_Wu + st * 524288, tid);
-      load_s_X(s_X_ring + st * 128, g_s_X + st * 128, tid);
+      load_s_Wg(smem_base + st * 8192, g_s_Wg + st * 524288, tid);
+      load_s_Wu(smem_base + 40960 + st * 8192, g_s_Wu + st * 524288, tid);
+      load_s_X(smem_base + 81920 + st * 256, g_s_X + st * 128, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<3>();
+  cp_async_wait<4>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 4;  // ring slots of it and of it + 4: it % 5, (it + 4) % 5
   for (int it = 0; it < 32; ++it) {
-    cp_async_wait<2>();
+    cp_async_wait<3>();
     __syncthreads();
     {
-      const int nx = it + 3;
+      const int nx = it + 4;
       if (nx < 32) {
-        const int sb = nx % 4;
-        load_s_Wg(s_Wg_ring + sb * 5120, g_s_Wg + nx * 524288, tid);
-        load_s_Wu(s_Wu_ring + sb * 5120, g_s_Wu + nx * 524288, tid);
-        load_s_X(s_X_ring + sb * 128, g_s_X + nx * 128, tid);
+        load_s_Wg(smem_base + sb_wr * 8192, g_s_Wg + nx * 524288, tid);
+        load_s_Wu(smem_base + 40960 + sb_wr * 8192, g_s_Wu + nx * 524288, tid);
+        load_s_X(smem_base + 81920 + sb_wr * 256, g_s_X + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 4;
-    half_t* const s_Wg = s_Wg_ring + sb * 5120;
-    half_t* const s_Wu = s_Wu_ring + sb * 5120;
+    const int sb = sb_rd;
+    half_t* const s_Wg = s_Wg_ring + sb * 4096;
+    half_t* const s_Wu = s_Wu_ring + sb * 4096;
     half_t* const s_X = s_X_ring + sb * 128;
+    sb_rd = sb_rd == 4 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 4 ? 0 : sb_wr + 1;
     mma_4(ra7, s_X, s_Wg, warp, lane);
     mma_5(ra8, s_X, s_Wu, warp, lane);
     // acc9: sum over dim 1 of a [1, 128] tile: 1 outputs, 32 lanes each
@@ -298,8 +300,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d33d14712e(co
       const int o = (j * 4 + warp) * 1;
       float p = 0.0f;
       if (o < 1) {
-    #pragma unroll 4
-        for (int r = lane; r < 128; r += 32) p += (hload(s_X[r]) * (hload(s_X[r]) * 0.000244140625f));
+        #pragma unroll 4
+        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+        #pragma unroll
+          for (int r = r0; r < r0 + 4; ++r) p += (hload(s_X[r]) * (hload(s_X[r]) * 0.000244140625f));
+        }
       }
       ra9[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
@@ -320,7 +325,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d33d14712e(co
   __syncthreads();
   // save O[1, 4096] <- tile [1, 32], omap (1,): 8-element stores
   {
-    const int blk_15 = (int)blockIdx.x * 32;
+    const int blk_15 = (int)bid.x * 32;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

@@ -1,11 +1,11 @@
-// Prism generated kernel prism_program_k0_21a7202d34 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_f3755d90d8 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
-// sizes: grid (x=64), for-loop 8; block 128 threads; 6 pipeline stage(s); 86784 B dynamic shared memory
+// sizes: grid (x=64), for-loop 8; block 128 threads; 8 pipeline stage(s); 81920 B dynamic shared memory
 // tensors: Wg[1024, 1024] float16 (input), Wu[1024, 1024] float16 (input), X[8, 1024] float16 (input), O[8, 1024] float16 (output)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Wg, imap=(1,), fmap=0)                  [128, 16]      loop  smem s_Wg (ring x6)
-//   %1  Load(Wu, imap=(1,), fmap=0)                  [128, 16]      loop  smem s_Wu (ring x6)
-//   %2  Load(X, imap=(None,), fmap=1)                [8, 128]       loop  smem s_X (ring x6)
+//   %0  Load(Wg, imap=(1,), fmap=0)                  [128, 16]      loop  smem s_Wg (ring x8)
+//   %1  Load(Wu, imap=(1,), fmap=0)                  [128, 16]      loop  smem s_Wu (ring x8)
+//   %2  Load(X, imap=(None,), fmap=1)                [8, 128]       loop  smem s_X (ring x8)
 //   %3  scale(%2, {'recip_dim': ['X', 1]})           [8, 128]       loop  inline
 //   %4  matmul(%2, %0)                               [8, 16]        loop  mma fragments (1 unit(s)/warp, k split 4)
 //   %5  matmul(%2, %1)                               [8, 16]        loop  mma fragments (1 unit(s)/warp, k split 4)
@@ -24,19 +24,17 @@
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -111,38 +109,38 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Wg[1024, 1024] -> tile [128, 16]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 2) * 8;
     const int tr1 = e / 2;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 24 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 16 + (t1 ^ (((t0 / 4) % 2) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
 // Wu[1024, 1024] -> tile [128, 16]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 2) * 8;
     const int tr1 = e / 2;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 24 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 16 + (t1 ^ (((t0 / 4) % 2) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
 // X[8, 1024] -> tile [8, 128]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 8;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 136 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
@@ -154,15 +152,17 @@ __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 1;
     const int mt = 0;
     const int np = 0;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 7);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 4) % 2) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = kpart * 2 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 768);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 512);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -201,15 +201,17 @@ __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 1;
     const int mt = 0;
     const int np = 0;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 24 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 7);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 4) % 2) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = kpart * 2 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 768);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 512);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -240,21 +242,23 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_21a7202d34(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_f3755d90d8(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 16] pitch 24 ring of 6
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 36864);  // loop [128, 16] pitch 24 ring of 6
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 73728);  // loop [8, 128] pitch 136 ring of 6
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 16] pitch 16 ring of 8 swizzled
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 32768);  // loop [128, 16] pitch 16 ring of 8 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 65536);  // loop [8, 128] pitch 128 ring of 8 swizzled
   float* const acc7 = reinterpret_cast<float*>(smem + 0);  // post [8, 16] pitch 20 4 partial copies
   float* const acc8 = reinterpret_cast<float*>(smem + 2560);  // post [8, 16] pitch 20 4 partial copies
   float* const acc9 = reinterpret_cast<float*>(smem + 5120);  // post [8, 1] pitch 1
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 16;
-  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 16;
+  const half_t* const g_s_Wg = t_Wg + (int)bid.x * 16;
+  const half_t* const g_s_Wu = t_Wu + (int)bid.x * 16;
   const half_t* const g_s_X = t_X + 0;
   // accumulators (registers)
   float ra7[1][2][4] = {};
@@ -263,33 +267,35 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_21a7202d34(co
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 5; ++st) {
+  for (int st = 0; st < 8; ++st) {
     if (st < 8) {
-      load_s_Wg(s_Wg_ring + st * 3072, g_s_Wg + st * 131072, tid);
-      load_s_Wu(s_Wu_ring + st * 3072, g_s_Wu + st * 131072, tid);
-      load_s_X(s_X_ring + st * 1088, g_s_X + st * 128, tid);
+      load_s_Wg(smem_base + st * 4096, g_s_Wg + st * 131072, tid);
+      load_s_Wu(smem_base + 32768 + st * 4096, g_s_Wu + st * 131072, tid);
+      load_s_X(smem_base + 65536 + st * 2048, g_s_X + st * 128, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<5>();
+  cp_async_wait<8>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
-    cp_async_wait<4>();
+    cp_async_wait<7>();
     __syncthreads();
     {
-      const int nx = it + 5;
+      const int nx = it + 8;
       if (nx < 8) {
-        const int sb = nx % 6;
-        load_s_Wg(s_Wg_ring + sb * 3072, g_s_Wg + nx * 131072, tid);
-        load_s_Wu(s_Wu_ring + sb * 3072, g_s_Wu + nx * 131072, tid);
-        load_s_X(s_X_ring + sb * 1088, g_s_X + nx * 128, tid);
+        load_s_Wg(smem_base + sb_wr * 4096, g_s_Wg + nx * 131072, tid);
+        load_s_Wu(smem_base + 32768 + sb_wr * 4096, g_s_Wu + nx * 131072, tid);
+        load_s_X(smem_base + 65536 + sb_wr * 2048, g_s_X + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 6;
-    half_t* const s_Wg = s_Wg_ring + sb * 3072;
-    half_t* const s_Wu = s_Wu_ring + sb * 3072;
-    half_t* const s_X = s_X_ring + sb * 1088;
+    const int sb = sb_rd;
+    half_t* const s_Wg = s_Wg_ring + sb * 2048;
+    half_t* const s_Wu = s_Wu_ring + sb * 2048;
+    half_t* const s_X = s_X_ring + sb * 1024;
+    sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     mma_4(ra7, s_X, s_Wg, warp, lane);
     mma_5(ra8, s_X, s_Wu, warp, lane);
     // acc9: sum over dim 1 of a [8, 128] tile: 8 outputs, 32 lanes each
@@ -299,8 +305,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_21a7202d34(co
       float p = 0.0f;
       {
         const int acc9_o0 = o;
-    #pragma unroll 4
-        for (int r = lane; r < 128; r += 32) p += (hload(s_X[acc9_o0 * 136 + r]) * (hload(s_X[acc9_o0 * 136 + r]) * 0.0009765625f));
+        #pragma unroll 4
+        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
+        #pragma unroll
+          for (int r = r0; r < r0 + 4; ++r) p += (hload(s_X[acc9_o0 * 128 + (r0 ^ ((acc9_o0 % 8) * 8)) + (r - r0)]) * (hload(s_X[acc9_o0 * 128 + (r0 ^ ((acc9_o0 % 8) * 8)) + (r - r0)]) * 0.0009765625f));
+        }
       }
       ra9[j] += p;  // lane partial; the lanes are combined once, after the loop
     }
@@ -322,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_21a7202d34(co
   __syncthreads();
   // save O[8, 1024] <- tile [8, 16], omap (1,): 8-element stores
   {
-    const int blk_15 = (int)blockIdx.x * 16;
+    const int blk_15 = (int)bid.x * 16;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

@@ -1,12 +1,11 @@
-namespace prism_0 {
-// Prism generated kernel prism_program_k0_473543a149 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_2b5c826404 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=2, y=32), for-loop 8; block 128 threads; 7 pipeline stage(s); 87808 B dynamic shared memory
+// sizes: grid (x=2, y=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 81920 B dynamic shared memory
 // tensors: Wg[1024, 1024] float16 (input), Wu[1024, 1024] float16 (input), X[16, 1024] float16 (input), t0[32, 1024] float32 (intermediate), t1[32, 1024] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Wg, imap=(0, 1), fmap=0)                [64, 32]       loop  smem s_Wg (ring x7)
-//   %1  Load(Wu, imap=(0, 1), fmap=0)                [64, 32]       loop  smem s_Wu (ring x7)
-//   %2  Load(X, imap=(1, None), fmap=1)              [16, 64]       loop  smem s_X (ring x7)
+//   %0  Load(Wg, imap=(0, 1), fmap=0)                [64, 32]       loop  smem s_Wg (ring x8)
+//   %1  Load(Wu, imap=(0, 1), fmap=0)                [64, 32]       loop  smem s_Wu (ring x8)
+//   %2  Load(X, imap=(1, None), fmap=1)              [16, 64]       loop  smem s_X (ring x8)
 //   %3  matmul(%2, %0)                               [16, 32]       loop  mma fragments (1 unit(s)/warp, k split 2)
 //   %4  matmul(%2, %1)                               [16, 32]       loop  mma fragments (1 unit(s)/warp, k split 2)
 //   %5  Accum(%3)                                    [16, 32]       post  registers (frag) -> smem acc5
@@ -14,23 +13,35 @@ namespace prism_0 {
 //   %7  Save(%5 -> t0, omap=(0, 1))                                 save  global
 //   %8  Save(%6 -> t1, omap=(0, 1))                                 save  global
 
+// fused: each block runs split kernel 'k0', then the last of the 4 blocks feeding a block of 'k1' runs that block (prism.codegen.fuse)
+
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=16), for-loop 2; block 128 threads; 2 pipeline stage(s); 18432 B dynamic shared memory
+// tensors: t0[32, 1024] float32 (intermediate), t1[32, 1024] float32 (intermediate), O[16, 1024] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(1,), fmap=0)                  [16, 64]       loop  smem s_t0 (ring x2)
+//   %1  Load(t1, imap=(1,), fmap=0)                  [16, 64]       loop  smem s_t1 (ring x2)
+//   %2  Accum(%0)                                    [16, 64]       post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [16, 64]       post  registers (ew) -> smem acc3
+//   %4  silu(%2)                                     [16, 64]       post  inline
+//   %5  mul(%3, %4)                                  [16, 64]       post  inline
+//   %6  Save(%5 -> O, omap=(1,))                                    save  global
+
 
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -102,41 +113,58 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
+// combining block's counter; true in every thread of the block that arrived last (then the
+// counter is reset for the next launch: no other block touches it any more)
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
+  __threadfence();
+  __syncthreads();
+  unsigned old = 0;
+  if (tid == 0) old = atomicAdd(counter, 1u);
+  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
+  if (last) {
+    if (tid == 0) *counter = 0u;
+    __threadfence();
+  }
+  return last;
+}
 
+
+namespace split {
 
 // Wg[1024, 1024] -> tile [64, 32]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 4) * 8;
     const int tr1 = e / 4;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 40 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
 // Wu[1024, 1024] -> tile [64, 32]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 4) * 8;
     const int tr1 = e / 4;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 40 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
 // X[16, 1024] -> tile [16, 64]: 128 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 1024 + t1);
   }
 }
 
@@ -148,15 +176,17 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 2;
     const int mt = 0;
     const int np = u % 2;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 72 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 15);
+    const unsigned a_addr = smem_u32(A + a_row * 64);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = kpart * 2 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1280);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 1024);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -195,15 +225,17 @@ __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 2;
     const int mt = 0;
     const int np = u % 2;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 72 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 40 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 15);
+    const unsigned a_addr = smem_u32(A + a_row * 64);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = kpart * 2 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1280);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 1024);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -234,54 +266,57 @@ __device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_473543a149(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+__device__ __forceinline__ void run(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [64, 32] pitch 40 ring of 7
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 35840);  // loop [64, 32] pitch 40 ring of 7
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 71680);  // loop [16, 64] pitch 72 ring of 7
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [64, 32] pitch 32 ring of 8 swizzled
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 32768);  // loop [64, 32] pitch 32 ring of 8 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 65536);  // loop [16, 64] pitch 64 ring of 8 swizzled
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [16, 32] pitch 36 2 partial copies
   float* const acc6 = reinterpret_cast<float*>(smem + 4608);  // post [16, 32] pitch 36 2 partial copies
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 524288 + (int)blockIdx.y * 32;
-  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 524288 + (int)blockIdx.y * 32;
-  const half_t* const g_s_X = t_X + (int)blockIdx.x * 512;
+  const half_t* const g_s_Wg = t_Wg + (int)bid.x * 524288 + (int)bid.y * 32;
+  const half_t* const g_s_Wu = t_Wu + (int)bid.x * 524288 + (int)bid.y * 32;
+  const half_t* const g_s_X = t_X + (int)bid.x * 512;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[1][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 6; ++st) {
+  for (int st = 0; st < 8; ++st) {
     if (st < 8) {
-      load_s_Wg(s_Wg_ring + st * 2560, g_s_Wg + st * 65536, tid);
-      load_s_Wu(s_Wu_ring + st * 2560, g_s_Wu + st * 65536, tid);
-      load_s_X(s_X_ring + st * 1152, g_s_X + st * 64, tid);
+      load_s_Wg(smem_base + st * 4096, g_s_Wg + st * 65536, tid);
+      load_s_Wu(smem_base + 32768 + st * 4096, g_s_Wu + st * 65536, tid);
+      load_s_X(smem_base + 65536 + st * 2048, g_s_X + st * 64, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<6>();
+  cp_async_wait<8>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
-    cp_async_wait<5>();
+    cp_async_wait<7>();
     __syncthreads();
     {
-      const int nx = it + 6;
+      const int nx = it + 8;
       if (nx < 8) {
-        const int sb = nx % 7;
-        load_s_Wg(s_Wg_ring + sb * 2560, g_s_Wg + nx * 65536, tid);
-        load_s_Wu(s_Wu_ring + sb * 2560, g_s_Wu + nx * 65536, tid);
-        load_s_X(s_X_ring + sb * 1152, g_s_X + nx * 64, tid);
+        load_s_Wg(smem_base + sb_wr * 4096, g_s_Wg + nx * 65536, tid);
+        load_s_Wu(smem_base + 32768 + sb_wr * 4096, g_s_Wu + nx * 65536, tid);
+        load_s_X(smem_base + 65536 + sb_wr * 2048, g_s_X + nx * 64, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 7;
-    half_t* const s_Wg = s_Wg_ring + sb * 2560;
-    half_t* const s_Wu = s_Wu_ring + sb * 2560;
-    half_t* const s_X = s_X_ring + sb * 1152;
+    const int sb = sb_rd;
+    half_t* const s_Wg = s_Wg_ring + sb * 2048;
+    half_t* const s_Wu = s_Wu_ring + sb * 2048;
+    half_t* const s_X = s_X_ring + sb * 1024;
+    sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_Wg, warp, lane);
     mma_4(ra6, s_X, s_Wu, warp, lane);
   }
@@ -293,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_473543a149(co
   __syncthreads();
   // save t0[32, 1024] <- tile [16, 32], omap (0, 1): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 16384 + (int)blockIdx.y * 32;
+    const int blk_7 = (int)bid.x * 16384 + (int)bid.y * 32;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -309,7 +344,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_473543a149(co
   }
   // save t1[32, 1024] <- tile [16, 32], omap (0, 1): 4-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 16384 + (int)blockIdx.y * 32;
+    const int blk_8 = (int)bid.x * 16384 + (int)bid.y * 32;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -325,147 +360,46 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_473543a149(co
   }
 }
 
-}  // namespace prism_0
+}  // namespace split
 
-namespace prism_1 {
-// Prism generated kernel prism_program_k1_473543a149 (deterministic output; do not edit)
-// program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=16), for-loop 2; block 128 threads; 2 pipeline stage(s); 17408 B dynamic shared memory
-// tensors: t0[32, 1024] float32 (intermediate), t1[32, 1024] float32 (intermediate), O[16, 1024] float16 (output)
-// block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(1,), fmap=0)                  [16, 64]       loop  smem s_t0 (ring x2)
-//   %1  Load(t1, imap=(1,), fmap=0)                  [16, 64]       loop  smem s_t1 (ring x2)
-//   %2  Accum(%0)                                    [16, 64]       post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [16, 64]       post  registers (ew) -> smem acc3
-//   %4  silu(%2)                                     [16, 64]       post  inline
-//   %5  mul(%3, %4)                                  [16, 64]       post  inline
-//   %6  Save(%5 -> O, omap=(1,))                                    save  global
-
-
-
-typedef unsigned short half_t;  // raw float16 / bfloat16 bits
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ float prism_sq(float x) { return x * x; }
-__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-__device__ __forceinline__ float prism_gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float warp_sum(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float hload(half_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ half_t hstore(float f) {
-  half_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
-}
-__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
-                                             float h) {
-  uint4 v;
-  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
-  *reinterpret_cast<uint4*>(p) = v;
-}
-__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
-  uint2 v;
-  v.x = pack2(a, b); v.y = pack2(c, d);
-  *reinterpret_cast<uint2*>(p) = v;
-}
-__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
-  float4 v;
-  v.x = a; v.y = b; v.z = c; v.w = d;
-  *reinterpret_cast<float4*>(p) = v;
-}
-__device__ __forceinline__ void st_f2(float* p, float a, float b) {
-  float2 v;
-  v.x = a; v.y = b;
-  *reinterpret_cast<float2*>(p) = v;
-}
-__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
-
+namespace combine {
 
 // t0[32, 1024] -> tile [16, 64]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 4;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 68 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 72 + t1) * 4, src + t0 * 1024 + t1);
   }
 }
 
 // t1[32, 1024] -> tile [16, 64]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 4;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 68 + t1, src + t0 * 1024 + t1);
+    cp_async16(dst + (t0 * 72 + t1) * 4, src + t0 * 1024 + t1);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_473543a149(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+__device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 64] pitch 68 ring of 2
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 8704);  // loop [16, 64] pitch 68 ring of 2
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 64] pitch 72 ring of 2
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 9216);  // loop [16, 64] pitch 72 ring of 2
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 64] pitch 68
   float* const acc3 = reinterpret_cast<float*>(smem + 4352);  // post [16, 64] pitch 68
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 64;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 64;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 64;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 64;
   // accumulators (registers)
   float ra2[8] = {};
   float ra3[8] = {};
@@ -474,35 +408,37 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_473543a149(co
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_t0(s_t0_ring + st * 1088, g_s_t0 + st * 16384, tid);
-      load_s_t1(s_t1_ring + st * 1088, g_s_t1 + st * 16384, tid);
+      load_s_t0(smem_base + st * 4608, g_s_t0 + st * 16384, tid);
+      load_s_t1(smem_base + 9216 + st * 4608, g_s_t1 + st * 16384, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<2>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
     __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
-        const int sb = nx % 2;
-        load_s_t0(s_t0_ring + sb * 1088, g_s_t0 + nx * 16384, tid);
-        load_s_t1(s_t1_ring + sb * 1088, g_s_t1 + nx * 16384, tid);
+        load_s_t0(smem_base + sb_wr * 4608, g_s_t0 + nx * 16384, tid);
+        load_s_t1(smem_base + 9216 + sb_wr * 4608, g_s_t1 + nx * 16384, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
-    float* const s_t0 = s_t0_ring + sb * 1088;
-    float* const s_t1 = s_t1_ring + sb * 1088;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 1152;
+    float* const s_t1 = s_t1_ring + sb * 1152;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int e = tid + j * 128;
       const int a2_e1 = (e % 64);
       const int a2_er1 = e / 64;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 68 + a2_e1];
+      ra2[j] += s_t0[a2_e0 * 72 + a2_e1];
     }
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -510,7 +446,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_473543a149(co
       const int a3_e1 = (e % 64);
       const int a3_er1 = e / 64;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 68 + a3_e1];
+      ra3[j] += s_t1[a3_e0 * 72 + a3_e1];
     }
   }
   cp_async_wait<0>();
@@ -535,7 +471,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_473543a149(co
   __syncthreads();
   // save O[16, 1024] <- tile [16, 64], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 64;
+    const int blk_6 = (int)bid.x * 64;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -555,4 +491,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_473543a149(co
   }
 }
 
-}  // namespace prism_1
+}  // namespace combine
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_2b5c826404(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+  split::run(t_Wg, t_Wu, t_X, t_t0, t_t1, blockIdx);
+  const uint3 cb = make_uint3(blockIdx.y / 2, 0, 0);
+  const unsigned cb_lin = cb.x + 16u * (cb.y + 1u * cb.z);
+  if (!arrive_last(prism_done + cb_lin, 4u, (int)threadIdx.x)) return;
+  combine::run(t_t0, t_t1, t_O, cb);
+}

@@ -1,7 +1,7 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_7c73d2f7b5 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_16b580ebe1 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=2, y=128), for-loop 32; block 128 threads; 2 pipeline stage(s); 82432 B dynamic shared memory
+// sizes: grid (x=2, y=128), for-loop 32; block 128 threads; 2 pipeline stage(s); 73728 B dynamic shared memory
 // tensors: Wg[8192, 8192] float16 (input), Wu[8192, 8192] float16 (input), X[16, 8192] float16 (input), t0[2048, 128] float32 (intermediate), t1[32, 8192] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Wg, imap=(0, 1), fmap=0)                [128, 64]      loop  smem s_Wg (ring x2)
@@ -18,19 +18,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -105,38 +103,38 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Wg[8192, 8192] -> tile [128, 64]: 1024 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
   }
 }
 
 // Wu[8192, 8192] -> tile [128, 64]: 1024 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
   }
 }
 
 // X[16, 8192] -> tile [16, 128]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 8;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 136 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
   }
 }
 
@@ -147,15 +145,17 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 15);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 64 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 2304);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 2048);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -191,15 +191,17 @@ __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp + j * 4;
     const int mt = 0;
     const int np = u % 4;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 15) * 136 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 15);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 64 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 8; ++q) {
       const int t = q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 2304);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 2048);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -228,21 +230,23 @@ __device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7c73d2f7b5(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_16b580ebe1(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 64] pitch 72 ring of 2
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 36864);  // loop [128, 64] pitch 72 ring of 2
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 73728);  // loop [16, 128] pitch 136 ring of 2
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [128, 64] pitch 64 ring of 2 swizzled
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 32768);  // loop [128, 64] pitch 64 ring of 2 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 65536);  // loop [16, 128] pitch 128 ring of 2 swizzled
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [16, 64] pitch 68
   float* const acc6 = reinterpret_cast<float*>(smem + 4352);  // post [16, 64] pitch 68
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
-  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
-  const half_t* const g_s_X = t_X + (int)blockIdx.x * 4096;
+  const half_t* const g_s_Wg = t_Wg + (int)bid.x * 33554432 + (int)bid.y * 64;
+  const half_t* const g_s_Wu = t_Wu + (int)bid.x * 33554432 + (int)bid.y * 64;
+  const half_t* const g_s_X = t_X + (int)bid.x * 4096;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[1][2][4] = {};
@@ -251,31 +255,33 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7c73d2f7b5(co
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
     if (st < 32) {
-      load_s_Wg(s_Wg_ring + st * 9216, g_s_Wg + st * 1048576, tid);
-      load_s_Wu(s_Wu_ring + st * 9216, g_s_Wu + st * 1048576, tid);
-      load_s_X(s_X_ring + st * 2176, g_s_X + st * 128, tid);
+      load_s_Wg(smem_base + st * 16384, g_s_Wg + st * 1048576, tid);
+      load_s_Wu(smem_base + 32768 + st * 16384, g_s_Wu + st * 1048576, tid);
+      load_s_X(smem_base + 65536 + st * 4096, g_s_X + st * 128, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<1>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 1;  // ring slots of it and of it + 1: it % 2, (it + 1) % 2
   for (int it = 0; it < 32; ++it) {
     cp_async_wait<0>();
     __syncthreads();
     {
       const int nx = it + 1;
       if (nx < 32) {
-        const int sb = nx % 2;
-        load_s_Wg(s_Wg_ring + sb * 9216, g_s_Wg + nx * 1048576, tid);
-        load_s_Wu(s_Wu_ring + sb * 9216, g_s_Wu + nx * 1048576, tid);
-        load_s_X(s_X_ring + sb * 2176, g_s_X + nx * 128, tid);
+        load_s_Wg(smem_base + sb_wr * 16384, g_s_Wg + nx * 1048576, tid);
+        load_s_Wu(smem_base + 32768 + sb_wr * 16384, g_s_Wu + nx * 1048576, tid);
+        load_s_X(smem_base + 65536 + sb_wr * 4096, g_s_X + nx * 128, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
-    half_t* const s_Wg = s_Wg_ring + sb * 9216;
-    half_t* const s_Wu = s_Wu_ring + sb * 9216;
-    half_t* const s_X = s_X_ring + sb * 2176;
+    const int sb = sb_rd;
+    half_t* const s_Wg = s_Wg_ring + sb * 8192;
+    half_t* const s_Wu = s_Wu_ring + sb * 8192;
+    half_t* const s_X = s_X_ring + sb * 2048;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_Wg, warp, lane);
     mma_4(ra6, s_X, s_Wu, warp, lane);
   }
@@ -287,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7c73d2f7b5(co
   __syncthreads();
   // save t0[2048, 128] <- tile [16, 64], omap (1, 0): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 64 + (int)blockIdx.y * 2048;
+    const int blk_7 = (int)bid.x * 64 + (int)bid.y * 2048;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
@@ -303,7 +309,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7c73d2f7b5(co
   }
   // save t1[32, 8192] <- tile [16, 64], omap (0, 1): 4-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 131072 + (int)blockIdx.y * 64;
+    const int blk_8 = (int)bid.x * 131072 + (int)bid.y * 64;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
@@ -322,9 +328,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7c73d2f7b5(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_7c73d2f7b5 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_16b580ebe1 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=128), for-loop 2; block 128 threads; 2 pipeline stage(s); 17408 B dynamic shared memory
+// sizes: grid (x=128), for-loop 2; block 128 threads; 2 pipeline stage(s); 18432 B dynamic shared memory
 // tensors: t0[2048, 128] float32 (intermediate), t1[32, 8192] float32 (intermediate), O[16, 8192] float16 (output)
 // block graph (tile per block; where the value lives):
 //   %0  Load(t0, imap=(0,), fmap=1)                  [16, 64]       loop  smem s_t0 (ring x2)
@@ -339,19 +345,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -426,40 +430,42 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[2048, 128] -> tile [16, 64]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 4;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 68 + t1, src + t0 * 128 + t1);
+    cp_async16(dst + (t0 * 72 + t1) * 4, src + t0 * 128 + t1);
   }
 }
 
 // t1[32, 8192] -> tile [16, 64]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 4;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 68 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 72 + t1) * 4, src + t0 * 8192 + t1);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7c73d2f7b5(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_16b580ebe1(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 64] pitch 68 ring of 2
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 8704);  // loop [16, 64] pitch 68 ring of 2
+  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [16, 64] pitch 72 ring of 2
+  float* const s_t1_ring = reinterpret_cast<float*>(smem + 9216);  // loop [16, 64] pitch 72 ring of 2
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [16, 64] pitch 68
   float* const acc3 = reinterpret_cast<float*>(smem + 4352);  // post [16, 64] pitch 68
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 2048;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 64;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 2048;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 64;
   // accumulators (registers)
   float ra2[8] = {};
   float ra3[8] = {};
@@ -468,35 +474,37 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7c73d2f7b5(co
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_t0(s_t0_ring + st * 1088, g_s_t0 + st * 64, tid);
-      load_s_t1(s_t1_ring + st * 1088, g_s_t1 + st * 131072, tid);
+      load_s_t0(smem_base + st * 4608, g_s_t0 + st * 64, tid);
+      load_s_t1(smem_base + 9216 + st * 4608, g_s_t1 + st * 131072, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<2>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
     __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
-        const int sb = nx % 2;
-        load_s_t0(s_t0_ring + sb * 1088, g_s_t0 + nx * 64, tid);
-        load_s_t1(s_t1_ring + sb * 1088, g_s_t1 + nx * 131072, tid);
+        load_s_t0(smem_base + sb_wr * 4608, g_s_t0 + nx * 64, tid);
+        load_s_t1(smem_base + 9216 + sb_wr * 4608, g_s_t1 + nx * 131072, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
-    float* const s_t0 = s_t0_ring + sb * 1088;
-    float* const s_t1 = s_t1_ring + sb * 1088;
+    const int sb = sb_rd;
+    float* const s_t0 = s_t0_ring + sb * 1152;
+    float* const s_t1 = s_t1_ring + sb * 1152;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int e = tid + j * 128;
       const int a2_e1 = (e % 64);
       const int a2_er1 = e / 64;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 68 + a2_e1];
+      ra2[j] += s_t0[a2_e0 * 72 + a2_e1];
     }
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -504,7 +512,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7c73d2f7b5(co
       const int a3_e1 = (e % 64);
       const int a3_er1 = e / 64;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 68 + a3_e1];
+      ra3[j] += s_t1[a3_e0 * 72 + a3_e1];
     }
   }
   cp_async_wait<0>();
@@ -529,7 +537,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7c73d2f7b5(co
   __syncthreads();
   // save O[16, 8192] <- tile [16, 64], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 64;
+    const int blk_6 = (int)bid.x * 64;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

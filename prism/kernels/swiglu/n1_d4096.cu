@@ -1,7 +1,7 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_c7b387760d (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_76059ad79d (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=8, y=32), for-loop 16; block 128 threads; 5 pipeline stage(s); 87680 B dynamic shared memory
+// sizes: grid (x=8, y=32), for-loop 16; block 128 threads; 5 pipeline stage(s); 82560 B dynamic shared memory
 // tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[1, 4096] float16 (input), t0[32, 1024] float32 (intermediate), t1[8, 4096] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Wg, imap=(0, 1), fmap=0)                [32, 128]      loop  smem s_Wg (ring x5)
@@ -18,19 +18,17 @@ namespace prism_0 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -105,37 +103,37 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // Wg[4096, 4096] -> tile [32, 128]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 8;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
   }
 }
 
 // Wu[4096, 4096] -> tile [32, 128]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 16) * 8;
     const int tr1 = e / 16;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 136 + t1, src + t0 * 4096 + t1);
+    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
   }
 }
 
 // X[1, 4096] -> tile [1, 32]: 4 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 4) {
       const int t1 = e * 8;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 2, src + t1);
     }
   }
 }
@@ -148,14 +146,14 @@ __device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 32 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4096);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -192,14 +190,14 @@ __device__ __forceinline__ void mma_4(float (&acc)[2][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 8;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 32 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 136 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4352);
+      ldsm_x4_t(b, b_addr + t * 4096);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -228,21 +226,23 @@ __device__ __forceinline__ void store_4(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c7b387760d(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_76059ad79d(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [32, 128] pitch 136 ring of 5
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 43520);  // loop [32, 128] pitch 136 ring of 5
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 87040);  // loop [1, 32] pitch 32 ring of 5
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [32, 128] pitch 128 ring of 5 swizzled
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 40960);  // loop [32, 128] pitch 128 ring of 5 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 81920);  // loop [1, 32] pitch 32 ring of 5
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [1, 128] pitch 128
   float* const acc6 = reinterpret_cast<float*>(smem + 512);  // post [1, 128] pitch 128
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 128;
-  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 2097152 + (int)blockIdx.y * 128;
-  const half_t* const g_s_X = t_X + (int)blockIdx.x * 512;
+  const half_t* const g_s_Wg = t_Wg + (int)bid.x * 2097152 + (int)bid.y * 128;
+  const half_t* const g_s_Wu = t_Wu + (int)bid.x * 2097152 + (int)bid.y * 128;
+  const half_t* const g_s_X = t_X + (int)bid.x * 512;
   // accumulators (registers)
   float ra5[2][2][4] = {};
   float ra6[2][2][4] = {};
@@ -251,31 +251,33 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c7b387760d(co
   #pragma unroll
   for (int st = 0; st < 4; ++st) {
     if (st < 16) {
-      load_s_Wg(s_Wg_ring + st * 4352, g_s_Wg + st * 131072, tid);
-      load_s_Wu(s_Wu_ring + st * 4352, g_s_Wu + st * 131072, tid);
-      load_s_X(s_X_ring + st * 32, g_s_X + st * 32, tid);
+      load_s_Wg(smem_base + st * 8192, g_s_Wg + st * 131072, tid);
+      load_s_Wu(smem_base + 40960 + st * 8192, g_s_Wu + st * 131072, tid);
+      load_s_X(smem_base + 81920 + st * 64, g_s_X + st * 32, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<4>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 4;  // ring slots of it and of it + 4: it % 5, (it + 4) % 5
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<3>();
     __syncthreads();
     {
       const int nx = it + 4;
       if (nx < 16) {
-        const int sb = nx % 5;
-        load_s_Wg(s_Wg_ring + sb * 4352, g_s_Wg + nx * 131072, tid);
-        load_s_Wu(s_Wu_ring + sb * 4352, g_s_Wu + nx * 131072, tid);
-        load_s_X(s_X_ring + sb * 32, g_s_X + nx * 32, tid);
+        load_s_Wg(smem_base + sb_wr * 8192, g_s_Wg + nx * 131072, tid);
+        load_s_Wu(smem_base + 40960 + sb_wr * 8192, g_s_Wu + nx * 131072, tid);
+        load_s_X(smem_base + 81920 + sb_wr * 64, g_s_X + nx * 32, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 5;
-    half_t* const s_Wg = s_Wg_ring + sb * 4352;
-    half_t* const s_Wu = s_Wu_ring + sb * 4352;
+    const int sb = sb_rd;
+    half_t* const s_Wg = s_Wg_ring + sb * 4096;
+    half_t* const s_Wu = s_Wu_ring + sb * 4096;
     half_t* const s_X = s_X_ring + sb * 32;
+    sb_rd = sb_rd == 4 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 4 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_Wg, warp, lane);
     mma_4(ra6, s_X, s_Wu, warp, lane);
   }
@@ -287,7 +289,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c7b387760d(co
   __syncthreads();
   // save t0[32, 1024] <- tile [1, 128], omap (1, 0): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 128 + (int)blockIdx.y * 1024;
+    const int blk_7 = (int)bid.x * 128 + (int)bid.y * 1024;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -303,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c7b387760d(co
   }
   // save t1[8, 4096] <- tile [1, 128], omap (0, 1): 4-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 4096 + (int)blockIdx.y * 128;
+    const int blk_8 = (int)bid.x * 4096 + (int)bid.y * 128;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -322,7 +324,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c7b387760d(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_c7b387760d (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_76059ad79d (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 8192 B dynamic shared memory
 // tensors: t0[32, 1024] float32 (intermediate), t1[8, 4096] float32 (intermediate), O[1, 4096] float16 (output)
@@ -339,19 +341,17 @@ namespace prism_1 {
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -426,30 +426,31 @@ __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
 
 
 // t0[32, 1024] -> tile [1, 128]: 32 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 32) {
       const int t1 = e * 4;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 4, src + t1);
     }
   }
 }
 
 // t1[8, 4096] -> tile [1, 128]: 32 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 32) {
       const int t1 = e * 4;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 4, src + t1);
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_c7b387760d(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_76059ad79d(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+  const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -457,9 +458,10 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_c7b387760d(co
   float* const s_t1_ring = reinterpret_cast<float*>(smem + 4096);  // loop [1, 128] pitch 128 ring of 8
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 128] pitch 128
   float* const acc3 = reinterpret_cast<float*>(smem + 512);  // post [1, 128] pitch 128
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 1024;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 128;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 1024;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 128;
   // accumulators (registers)
   float ra2[1] = {};
   float ra3[1] = {};
@@ -468,28 +470,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_c7b387760d(co
   #pragma unroll
   for (int st = 0; st < 8; ++st) {
     if (st < 8) {
-      load_s_t0(s_t0_ring + st * 128, g_s_t0 + st * 128, tid);
-      load_s_t1(s_t1_ring + st * 128, g_s_t1 + st * 4096, tid);
+      load_s_t0(smem_base + st * 512, g_s_t0 + st * 128, tid);
+      load_s_t1(smem_base + 4096 + st * 512, g_s_t1 + st * 4096, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<8>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<7>();
     __syncthreads();
     {
       const int nx = it + 8;
       if (nx < 8) {
-        const int sb = nx % 8;
-        load_s_t0(s_t0_ring + sb * 128, g_s_t0 + nx * 128, tid);
-        load_s_t1(s_t1_ring + sb * 128, g_s_t1 + nx * 4096, tid);
+        load_s_t0(smem_base + sb_wr * 512, g_s_t0 + nx * 128, tid);
+        load_s_t1(smem_base + 4096 + sb_wr * 512, g_s_t1 + nx * 4096, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 8;
+    const int sb = sb_rd;
     float* const s_t0 = s_t0_ring + sb * 128;
     float* const s_t1 = s_t1_ring + sb * 128;
+    sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -521,7 +525,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_c7b387760d(co
   __syncthreads();
   // save O[1, 4096] <- tile [1, 128], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 128;
+    const int blk_6 = (int)bid.x * 128;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;

@@ -1,7 +1,6 @@
-namespace prism_0 {
-// Prism generated kernel prism_program_k0_80d47dc8c1 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_91367fbdfc (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=2, y=128), for-loop 64; block 128 threads; 5 pipeline stage(s); 92800 B dynamic shared memory
+// sizes: grid (x=2, y=128), for-loop 64; block 128 threads; 5 pipeline stage(s); 82560 B dynamic shared memory
 // tensors: Wg[8192, 8192] float16 (input), Wu[8192, 8192] float16 (input), X[1, 8192] float16 (input), t0[2, 8192] float32 (intermediate), t1[2, 8192] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Wg, imap=(0, 1), fmap=0)                [64, 64]       loop  smem s_Wg (ring x5)
@@ -14,23 +13,35 @@ namespace prism_0 {
 //   %7  Save(%5 -> t0, omap=(0, 1))                                 save  global
 //   %8  Save(%6 -> t1, omap=(0, 1))                                 save  global
 
+// fused: each block runs split kernel 'k0', then the last of the 64 blocks feeding a block of 'k1' runs that block (prism.codegen.fuse)
+
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=4), for-loop 2; block 128 threads; 2 pipeline stage(s); 32768 B dynamic shared memory
+// tensors: t0[2, 8192] float32 (intermediate), t1[2, 8192] float32 (intermediate), O[1, 8192] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(1,), fmap=0)                  [1, 2048]      loop  smem s_t0 (ring x2)
+//   %1  Load(t1, imap=(1,), fmap=0)                  [1, 2048]      loop  smem s_t1 (ring x2)
+//   %2  Accum(%0)                                    [1, 2048]      post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 2048]      post  registers (ew) -> smem acc3
+//   %4  silu(%2)                                     [1, 2048]      post  inline
+//   %5  mul(%3, %4)                                  [1, 2048]      post  inline
+//   %6  Save(%5 -> O, omap=(1,))                                    save  global
+
 
 
 typedef unsigned short half_t;  // raw float16 / bfloat16 bits
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
+// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
 }
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait() {
@@ -102,40 +113,57 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
+// combining block's counter; true in every thread of the block that arrived last (then the
+// counter is reset for the next launch: no other block touches it any more)
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
+  __threadfence();
+  __syncthreads();
+  unsigned old = 0;
+  if (tid == 0) old = atomicAdd(counter, 1u);
+  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
+  if (last) {
+    if (tid == 0) *counter = 0u;
+    __threadfence();
+  }
+  return last;
+}
 
+
+namespace split {
 
 // Wg[8192, 8192] -> tile [64, 64]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wg(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
   }
 }
 
 // Wu[8192, 8192] -> tile [64, 64]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_Wu(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = (e % 8) * 8;
     const int tr1 = e / 8;
     const int t0 = tr1;
-    cp_async16(dst + t0 * 72 + t1, src + t0 * 8192 + t1);
+    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
   }
 }
 
 // X[1, 8192] -> tile [1, 64]: 8 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_X(half_t* dst, const half_t* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
     if (e < 8) {
       const int t1 = e * 8;
-      cp_async16(dst + t1, src + t1);
+      cp_async16(dst + (t1) * 2, src + t1);
     }
   }
 }
@@ -148,14 +176,14 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 4;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 64 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 64 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 2304);
+      ldsm_x4_t(b, b_addr + t * 2048);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -192,14 +220,14 @@ __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, co
     const int mt = 0;
     const int np = u % 4;
     const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 0) * 64 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 72 + np * 16 + (lane >> 4) * 8);
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 64 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = q;
       unsigned a[4], b[4];
       ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 2304);
+      ldsm_x4_t(b, b_addr + t * 2048);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -228,21 +256,22 @@ __device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+__device__ __forceinline__ void run(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [64, 64] pitch 72 ring of 5
-  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 46080);  // loop [64, 64] pitch 72 ring of 5
-  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 92160);  // loop [1, 64] pitch 64 ring of 5
+  half_t* const s_Wg_ring = reinterpret_cast<half_t*>(smem + 0);  // loop [64, 64] pitch 64 ring of 5 swizzled
+  half_t* const s_Wu_ring = reinterpret_cast<half_t*>(smem + 40960);  // loop [64, 64] pitch 64 ring of 5 swizzled
+  half_t* const s_X_ring = reinterpret_cast<half_t*>(smem + 81920);  // loop [1, 64] pitch 64 ring of 5
   float* const acc5 = reinterpret_cast<float*>(smem + 0);  // post [1, 64] pitch 64
   float* const acc6 = reinterpret_cast<float*>(smem + 256);  // post [1, 64] pitch 64
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const half_t* const g_s_Wg = t_Wg + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
-  const half_t* const g_s_Wu = t_Wu + (int)blockIdx.x * 33554432 + (int)blockIdx.y * 64;
-  const half_t* const g_s_X = t_X + (int)blockIdx.x * 4096;
+  const half_t* const g_s_Wg = t_Wg + (int)bid.x * 33554432 + (int)bid.y * 64;
+  const half_t* const g_s_Wu = t_Wu + (int)bid.x * 33554432 + (int)bid.y * 64;
+  const half_t* const g_s_X = t_X + (int)bid.x * 4096;
   // accumulators (registers)
   float ra5[1][2][4] = {};
   float ra6[1][2][4] = {};
@@ -251,31 +280,33 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(co
   #pragma unroll
   for (int st = 0; st < 4; ++st) {
     if (st < 64) {
-      load_s_Wg(s_Wg_ring + st * 4608, g_s_Wg + st * 524288, tid);
-      load_s_Wu(s_Wu_ring + st * 4608, g_s_Wu + st * 524288, tid);
-      load_s_X(s_X_ring + st * 64, g_s_X + st * 64, tid);
+      load_s_Wg(smem_base + st * 8192, g_s_Wg + st * 524288, tid);
+      load_s_Wu(smem_base + 40960 + st * 8192, g_s_Wu + st * 524288, tid);
+      load_s_X(smem_base + 81920 + st * 128, g_s_X + st * 64, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<4>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 4;  // ring slots of it and of it + 4: it % 5, (it + 4) % 5
   for (int it = 0; it < 64; ++it) {
     cp_async_wait<3>();
     __syncthreads();
     {
       const int nx = it + 4;
       if (nx < 64) {
-        const int sb = nx % 5;
-        load_s_Wg(s_Wg_ring + sb * 4608, g_s_Wg + nx * 524288, tid);
-        load_s_Wu(s_Wu_ring + sb * 4608, g_s_Wu + nx * 524288, tid);
-        load_s_X(s_X_ring + sb * 64, g_s_X + nx * 64, tid);
+        load_s_Wg(smem_base + sb_wr * 8192, g_s_Wg + nx * 524288, tid);
+        load_s_Wu(smem_base + 40960 + sb_wr * 8192, g_s_Wu + nx * 524288, tid);
+        load_s_X(smem_base + 81920 + sb_wr * 128, g_s_X + nx * 64, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 5;
-    half_t* const s_Wg = s_Wg_ring + sb * 4608;
-    half_t* const s_Wu = s_Wu_ring + sb * 4608;
+    const int sb = sb_rd;
+    half_t* const s_Wg = s_Wg_ring + sb * 4096;
+    half_t* const s_Wu = s_Wu_ring + sb * 4096;
     half_t* const s_X = s_X_ring + sb * 64;
+    sb_rd = sb_rd == 4 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 4 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_Wg, warp, lane);
     mma_4(ra6, s_X, s_Wu, warp, lane);
   }
@@ -287,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(co
   __syncthreads();
   // save t0[2, 8192] <- tile [1, 64], omap (0, 1): 4-element stores
   {
-    const int blk_7 = (int)blockIdx.x * 8192 + (int)blockIdx.y * 64;
+    const int blk_7 = (int)bid.x * 8192 + (int)bid.y * 64;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -303,7 +334,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(co
   }
   // save t1[2, 8192] <- tile [1, 64], omap (0, 1): 4-element stores
   {
-    const int blk_8 = (int)blockIdx.x * 8192 + (int)blockIdx.y * 64;
+    const int blk_8 = (int)bid.x * 8192 + (int)bid.y * 64;
   #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
@@ -319,133 +350,31 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_80d47dc8c1(co
   }
 }
 
-}  // namespace prism_0
+}  // namespace split
 
-namespace prism_1 {
-// Prism generated kernel prism_program_k1_80d47dc8c1 (deterministic output; do not edit)
-// program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=4), for-loop 2; block 128 threads; 2 pipeline stage(s); 32768 B dynamic shared memory
-// tensors: t0[2, 8192] float32 (intermediate), t1[2, 8192] float32 (intermediate), O[1, 8192] float16 (output)
-// block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(1,), fmap=0)                  [1, 2048]      loop  smem s_t0 (ring x2)
-//   %1  Load(t1, imap=(1,), fmap=0)                  [1, 2048]      loop  smem s_t1 (ring x2)
-//   %2  Accum(%0)                                    [1, 2048]      post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [1, 2048]      post  registers (ew) -> smem acc3
-//   %4  silu(%2)                                     [1, 2048]      post  inline
-//   %5  mul(%3, %4)                                  [1, 2048]      post  inline
-//   %6  Save(%5 -> O, omap=(1,))                                    save  global
-
-
-
-typedef unsigned short half_t;  // raw float16 / bfloat16 bits
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_u32(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ float prism_sq(float x) { return x * x; }
-__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-__device__ __forceinline__ float prism_gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float warp_sum(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float hload(half_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ half_t hstore(float f) {
-  half_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
-}
-__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
-                                             float h) {
-  uint4 v;
-  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
-  *reinterpret_cast<uint4*>(p) = v;
-}
-__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
-  uint2 v;
-  v.x = pack2(a, b); v.y = pack2(c, d);
-  *reinterpret_cast<uint2*>(p) = v;
-}
-__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
-  float4 v;
-  v.x = a; v.y = b; v.z = c; v.w = d;
-  *reinterpret_cast<float4*>(p) = v;
-}
-__device__ __forceinline__ void st_f2(float* p, float a, float b) {
-  float2 v;
-  v.x = a; v.y = b;
-  *reinterpret_cast<float2*>(p) = v;
-}
-__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
-
+namespace combine {
 
 // t0[2, 8192] -> tile [1, 2048]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = e * 4;
-    cp_async16(dst + t1, src + t1);
+    cp_async16(dst + (t1) * 4, src + t1);
   }
 }
 
 // t1[2, 8192] -> tile [1, 2048]: 512 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(float* dst, const float* __restrict__ src, const int tid) {
+__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
     const int t1 = e * 4;
-    cp_async16(dst + t1, src + t1);
+    cp_async16(dst + (t1) * 4, src + t1);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+__device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
@@ -453,9 +382,10 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(co
   float* const s_t1_ring = reinterpret_cast<float*>(smem + 16384);  // loop [1, 2048] pitch 2048 ring of 2
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 2048] pitch 2048
   float* const acc3 = reinterpret_cast<float*>(smem + 8192);  // post [1, 2048] pitch 2048
+  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
-  const float* const g_s_t0 = t_t0 + (int)blockIdx.x * 2048;
-  const float* const g_s_t1 = t_t1 + (int)blockIdx.x * 2048;
+  const float* const g_s_t0 = t_t0 + (int)bid.x * 2048;
+  const float* const g_s_t1 = t_t1 + (int)bid.x * 2048;
   // accumulators (registers)
   float ra2[16] = {};
   float ra3[16] = {};
@@ -464,28 +394,30 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(co
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_t0(s_t0_ring + st * 2048, g_s_t0 + st * 8192, tid);
-      load_s_t1(s_t1_ring + st * 2048, g_s_t1 + st * 8192, tid);
+      load_s_t0(smem_base + st * 8192, g_s_t0 + st * 8192, tid);
+      load_s_t1(smem_base + 16384 + st * 8192, g_s_t1 + st * 8192, tid);
     }
     cp_async_commit();
   }
   cp_async_wait<2>();
   __syncthreads();
+  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
     __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
-        const int sb = nx % 2;
-        load_s_t0(s_t0_ring + sb * 2048, g_s_t0 + nx * 8192, tid);
-        load_s_t1(s_t1_ring + sb * 2048, g_s_t1 + nx * 8192, tid);
+        load_s_t0(smem_base + sb_wr * 8192, g_s_t0 + nx * 8192, tid);
+        load_s_t1(smem_base + 16384 + sb_wr * 8192, g_s_t1 + nx * 8192, tid);
       }
       cp_async_commit();
     }
-    const int sb = it % 2;
+    const int sb = sb_rd;
     float* const s_t0 = s_t0_ring + sb * 2048;
     float* const s_t1 = s_t1_ring + sb * 2048;
+    sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const int e = tid + j * 128;
@@ -517,7 +449,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(co
   __syncthreads();
   // save O[1, 8192] <- tile [1, 2048], omap (1,): 8-element stores
   {
-    const int blk_6 = (int)blockIdx.x * 2048;
+    const int blk_6 = (int)bid.x * 2048;
   #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
@@ -535,4 +467,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_80d47dc8c1(co
   }
 }
 
-}  // namespace prism_1
+}  // namespace combine
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_91367fbdfc(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+  split::run(t_Wg, t_Wu, t_X, t_t0, t_t1, blockIdx);
+  const uint3 cb = make_uint3(blockIdx.y / 32, 0, 0);
+  const unsigned cb_lin = cb.x + 4u * (cb.y + 1u * cb.z);
+  if (!arrive_last(prism_done + cb_lin, 64u, (int)threadIdx.x)) return;
+  combine::run(t_t0, t_t1, t_O, cb);
+}
