@@ -130,14 +130,25 @@ def test_committed_kernels_compile_for_sm80() -> None:
 
 
 def test_regenerate_rerenders_sources_without_tuning(tmp_path: Path) -> None:
-    """``library regenerate`` on a copy of the committed library: every source becomes what this
-    generator writes for the entry's tuned plan (the check ``load`` makes), hashes follow, the tuned
-    plan, sizes and measured time stay, and a second run finds everything current."""
+    """``library regenerate`` on a copy of the committed library with one source as an older
+    generator wrote it (intact: its hash matches the manifest): that source becomes what this
+    generator writes for the entry's tuned plan (the check ``load`` makes), its hash follows, the
+    tuned plan, sizes and measured time stay; every other entry is current and untouched."""
+    import datetime
+    import json
+
     root = tmp_path / "kernels"
     shutil.copytree(library.ROOT, root)
+    doc = library.read_manifest(root)
+    stale = sorted(doc["entries"])[0]
+    rec = doc["entries"][stale]
+    old = (root / rec["source"]).read_text() + "// as an older generator wrote it\n"
+    (root / rec["source"]).write_text(old)
+    rec["source_sha256"] = library.sha256(old)
+    (root / "manifest.json").write_text(json.dumps(doc))
     before = library.read_manifest(root)["entries"]
     status = library.regenerate(root)
-    assert set(status) == set(before) and set(status.values()) <= {"regenerated", "current"}
+    assert status == {name: "regenerated" if name == stale else "current" for name in before}
     after = library.read_manifest(root)["entries"]
     for name, rec in after.items():
         kg, shipped = library._checked(rec, root)  # hashes and paths check out
@@ -145,5 +156,7 @@ def test_regenerate_rerenders_sources_without_tuning(tmp_path: Path) -> None:
         assert library.sha256(library.library_source(plan)) == library.sha256(shipped.read_text()), name
         for key in ("template", "template_sha256", "sizes", "time_us", "date", "tuned_on"):
             assert rec[key] == before[name][key], (name, key)
-        assert (rec.get("regenerated") is not None) == (status[name] == "regenerated")
+        if name != stale:
+            assert rec == before[name]
+    assert after[stale]["regenerated"] == datetime.date.today().isoformat()
     assert set(library.regenerate(root).values()) == {"current"}
