@@ -124,3 +124,41 @@ def test_two_kernel_candidates_agree_with_z3() -> None:
             typed = instantiate_mappings(sg, symmetry_breaking=sym)
             full = instantiate_mappings(sg, symmetry_breaking=sym, typed=False)
             assert {canonical_key(k) for k in typed.graphs} == {canonical_key(k) for k in full.graphs if layout_ok(k)}
+
+
+def test_reach_sets_built_on_demand_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no reach set built up front, ``successors`` builds them once the walks have worked at a cut
+    (``DEMAND_AFTER``): the same leaves as brute force, and then no accepted prefix dead-ends."""
+    import prism.search.assign as assign
+
+    groups = [_op("load", 0, 2, "xyi"), _op("load", 1, 2, "xyi"), _op("save", 2, 2, "xy")]
+    eqs = [lin([("l0_0x", 1), ("l1_1x", -1)]), lin([("l0_1i", 1), ("l1_0i", -1)]), lin([("l1_1y", 1), ("s2_1y", -1)])]
+    monkeypatch.setattr(assign, "REACH_LIMIT", 0)
+    monkeypatch.setattr(assign, "DEMAND_AFTER", 1)
+    assign._reach_from.cache_clear()
+    assign._reach_capped.cache_clear()
+    try:
+        plan = assign.build_plan(groups, eqs, {})
+        assert plan is not None and all(r is None for r in plan.reach[:-1])
+        for _ in range(2):  # the first pass builds the sets, the second walks with them
+            found: set[tuple[int, ...]] = set()
+            dead = [0]
+
+            def rec(lv: int, state: tuple[int, ...], bits: tuple[int, ...], plan: Plan = plan,
+                    found: set[tuple[int, ...]] = found, dead: list[int] = dead) -> bool:
+                if lv == len(plan.levels):
+                    found.add(bits)
+                    return True
+                ok = False
+                for ci, new in successors(plan, lv, state):
+                    ok |= rec(lv + 1, new, bits + plan.levels[lv].choices[ci])
+                dead[0] += not ok
+                return ok
+
+            rec(0, (), ())
+            assert found == _brute(groups, eqs)
+        assert plan.demanded and all(s is not None for s in plan.demanded.values())
+        assert dead[0] == 0
+    finally:
+        assign._reach_from.cache_clear()
+        assign._reach_capped.cache_clear()
