@@ -555,6 +555,7 @@ def regenerate(root: Path = ROOT) -> dict[str, str]:
     of then; ``regenerated`` says when the source was re-rendered. Returns a status per entry."""
     manifest = read_manifest(root)
     status: dict[str, str] = {}
+    today = _dt.date.today().isoformat()
     for name, rec in sorted(manifest.get("entries", {}).items()):
         if not isinstance(rec, dict):
             raise LibraryError(f"library entry {show(name)}: not a record ({type(rec).__name__}); rebuild the library")
@@ -565,9 +566,10 @@ def regenerate(root: Path = ROOT) -> dict[str, str]:
             status[name] = "current"
             continue
         shipped.write_text(source)
-        rec.update(source_sha256=sha256(source), launch=plan.to_json(), regenerated=_dt.date.today().isoformat())
-        write_manifest(manifest, root)
+        rec.update(source_sha256=sha256(source), launch=plan.to_json(), regenerated=today)
         status[name] = "regenerated"
+    if "regenerated" in status.values():
+        write_manifest(manifest, root)
     return status
 
 

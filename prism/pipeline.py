@@ -402,8 +402,9 @@ def superoptimize(
     candidates = [*searched_plans, *outcome.of(PlanSource.PREDEFINED)]
     sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
     t_parts = time.perf_counter()
-    budget = _Budget(time_budget, len(outcome.parts) + 1 if outcome.of(PlanSource.STITCHED) else 1)
-    if outcome.of(PlanSource.STITCHED):
+    stitched = bool(outcome.of(PlanSource.STITCHED))
+    budget = _Budget(time_budget, len(outcome.parts) + 1 if stitched else 1)  # each part's tuning, then the final one
+    if stitched:
         plans = []
         for po in outcome.parts:
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from prism.codegen.arch import SMEM_DEFAULT
-from prism.codegen.plan import KernelLaunch, LaunchPlan, PredefinedOp
+from prism.codegen.plan import COUNTER_DTYPE, KernelLaunch, LaunchPlan, PredefinedOp
 from prism.errors import CompileError, DeviceError, InputError
 from prism.ir import TensorSpec
 
@@ -318,7 +318,7 @@ class OptimizedGraph:
             assert torch is not None
             views = {}
             for spec in self.plan.buffers:
-                if spec.dtype == "uint32":
+                if spec.dtype == COUNTER_DTYPE:
                     continue  # a fused kernel's arrival counters: no predefined op reads them
                 v = torch.as_tensor(self._buffers[spec.name], device=f"cuda:{self.device}")
                 views[spec.name] = v.view(torch.bfloat16) if spec.dtype == "bfloat16" else v

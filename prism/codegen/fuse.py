@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 from prism.codegen.lowered import GraphLowering, KernelLowering
-from prism.ir import Load, Save
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,6 @@ def _coords(write: _Split, read: _Split, grid_a: tuple[int, ...], grid_b: tuple[
     """(coordinates of the combining block, split blocks per combining block) when every split block
     writes inside one combining block's read region of this tensor; None otherwise."""
     coords: list[Coord | None] = [None] * len(grid_b)
-    used: set[int] = set()
     for w, r in zip(write, read, strict=True):
         if r is None:
             continue  # the combining block reads the whole dim
@@ -88,7 +86,6 @@ def _coords(write: _Split, read: _Split, grid_a: tuple[int, ...], grid_b: tuple[
         if wb % wa:
             return None
         coords[q] = Coord(p, wb // wa)
-        used.add(p)
     if any(g > 1 and c is None for g, c in zip(grid_b, coords, strict=True)):
         return None  # combining blocks along q read the same tiles: a split block feeds several
     count = math.prod(grid_a) // math.prod(grid_b)
@@ -101,9 +98,10 @@ def _l1_safe(b: KernelLowering, tensor: str, read: _Split | None, shape: tuple[i
     two combining blocks read one 128-byte line: no block of the launch reads a line of the
     partials before they are complete then (the split blocks never read them), so L1, which is
     invalidated at each launch, holds no stale copy."""
-    if all(lp.nbytes >= 16 for lp in b.loads if lp.tensor == tensor):
+    loads = [lp for lp in b.loads if lp.tensor == tensor]
+    if all(lp.nbytes >= 16 for lp in loads):
         return True
-    if read is None or any(lp.nbytes < 4 for lp in b.loads if lp.tensor == tensor):
+    if read is None or any(lp.nbytes < 4 for lp in loads):
         return False  # element-wise copies: plain loads
     parts = [d for d, r in enumerate(read) if r is not None]
     if not parts:
@@ -112,17 +110,7 @@ def _l1_safe(b: KernelLowering, tensor: str, read: _Split | None, shape: tuple[i
     cut = read[d]
     assert cut is not None
     run = cut[1] * math.prod(shape[d + 1:])  # elements of one block's contiguous runs, each starting at a multiple
-    return run * (4 if b.tensor_dtypes[tensor] == "float32" else 2) % L1_LINE == 0
-
-
-def _accesses(low: KernelLowering, cls: type[Load] | type[Save]) -> list[tuple[str, tuple[int | None, ...]]]:
-    out = []
-    for op in low.kernel.ops:
-        if isinstance(op, Load) and cls is Load:
-            out.append((op.tensor, op.imap))
-        elif isinstance(op, Save) and cls is Save:
-            out.append((op.tensor, op.omap))
-    return out
+    return run * loads[0].buf.esize % L1_LINE == 0
 
 
 def pair_fusion(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> Fusion | None:
@@ -131,16 +119,15 @@ def pair_fusion(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> Fusi
         return None
     if b.blocks * SMALL_COMBINE > gl.arch.sms:
         return None  # a wide combine: fused, it queues behind the split blocks (docs/codegen.md, "Fused combine")
-    written = {t: m for t, m in _accesses(a, Save)}
-    if not written or set(written) & {t for t, _ in _accesses(b, Save)} or \
-            set(written) & {t for t, _ in _accesses(a, Load)}:
+    written = {op.tensor: op.omap for op in a.kernel.saves}
+    if not written or set(written) & set(b.saves_tensors()) or set(written) & {op.tensor for op in a.kernel.loads}:
         return None
     found: set[tuple[tuple[Coord | None, ...], int]] = set()
-    for tensor, imap in _accesses(b, Load):
-        if tensor not in written:
+    for load in b.kernel.loads:
+        if load.tensor not in written:
             continue
-        shape = gl.shapes[tensor]
-        w, r = _split(written[tensor], a.grid, shape), _split(imap, b.grid, shape)
+        tensor, shape = load.tensor, gl.shapes[load.tensor]
+        w, r = _split(written[tensor], a.grid, shape), _split(load.imap, b.grid, shape)
         got = None if w is None or r is None else _coords(w, r, a.grid, b.grid)
         if got is None or not _l1_safe(b, tensor, r, shape):
             return None

@@ -8,7 +8,7 @@ from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import Fusion, fusion
 from prism.codegen.lower import DEFAULT_OPTIONS, GraphLowering, Options, lower_graph
 from prism.codegen.lowered import KernelLowering
-from prism.codegen.plan import BufferSpec, KernelLaunch, LaunchPlan, PredefinedOp, Step
+from prism.codegen.plan import COUNTER_DTYPE, BufferSpec, KernelLaunch, LaunchPlan, PredefinedOp, Step
 from prism.codegen.render_fused import fused_args, render_fused
 from prism.codegen.render_kernel import render_kernel
 from prism.errors import CodegenError
@@ -30,6 +30,7 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
     opts = options or DEFAULT_OPTIONS
     gl = lower_graph(kg, get_arch(arch), opts)
     fu = fusion(gl) if opts.fuse else None
+    second = None if fu is None else gl.kernels[fu.second]  # the combine, launched inside the split kernel
     steps: list[Step] = []
     for k, low in zip(kg.kernels, gl.kernels, strict=True):
         if isinstance(k, PredefinedKernel):
@@ -38,25 +39,18 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
                                       None if k.fn is None else k.fn.value, k.dim, scalar))
             continue
         assert low is not None
-        if fu is not None and low.index == fu.second:
-            continue  # runs inside the split kernel's launch
-        if fu is not None and low.index == fu.first:
-            second = gl.kernels[fu.second]
-            assert second is not None
+        if low is second:
+            continue
+        if fu is not None and second is not None and low.index == fu.first:
             steps.append(_fused_launch(gl, low, second, fu, opts))
             continue
         entry = entry_name(gl, k, opts)
         steps.append(KernelLaunch(k.name, entry, render_kernel(gl, low, entry), _grid3(low), (low.threads, 1, 1),
                                   low.smem_bytes, low.args, low.stages, _sizes(low)))
     buffers = tuple(BufferSpec(n, gl.shapes[n], gl.dtypes[n]) for n in gl.intermediates)
-    if fu is not None:
-        second = gl.kernels[fu.second]
-        assert second is not None
+    if fu is not None and second is not None:
         buffers += (BufferSpec(fu.counter, (second.blocks,), COUNTER_DTYPE),)
     return LaunchPlan(kg.program, arch, kg.inputs, kg.outputs, buffers, tuple(steps), kg.dumps())
-
-
-COUNTER_DTYPE = "uint32"  # the plan buffer of a fused kernel's arrival counters (zeroed once, self-resetting)
 
 
 def _grid3(low: KernelLowering) -> tuple[int, int, int]:

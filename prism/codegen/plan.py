@@ -62,6 +62,8 @@ class BufferSpec:
         return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
 
 
+COUNTER_DTYPE = "uint32"  # a fused kernel's arrival counters (prism.codegen.fuse): zeroed once, self-resetting
+
 Step = KernelLaunch | PredefinedOp
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from prism.codegen.fuse import Fusion
 from prism.codegen.lower import ident
 from prism.codegen.lowered import GraphLowering, KernelLowering
-from prism.codegen.render_kernel import block_code, device_functions, header, params, tensor_ctype
+from prism.codegen.render_kernel import block_code, device_functions, header, param, params
 from prism.codegen.render_prelude import prelude
 from prism.codegen.render_reduce import _indent
 
@@ -36,11 +36,7 @@ def _namespace(name: str, low: KernelLowering) -> str:
 
 def _signature(a: KernelLowering, b: KernelLowering, entry: str) -> str:
     written = set(a.saves_tensors()) | set(b.saves_tensors())
-    out = []
-    for t in fused_args(a, b):
-        low = a if t in a.args else b
-        c = tensor_ctype(low, t)
-        out.append(f"{c}* __restrict__ {ident(t)}" if t in written else f"const {c}* __restrict__ {ident(t)}")
+    out = [param(a if t in a.args else b, t, t in written) for t in fused_args(a, b)]
     out.append(f"unsigned* __restrict__ {COUNTER}")
     return f'extern "C" __global__ void __launch_bounds__({a.threads}) {entry}({", ".join(out)}) {{'
 

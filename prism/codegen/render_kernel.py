@@ -295,14 +295,16 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
     return body
 
 
+def param(low: KernelLowering, t: str, written: bool) -> str:
+    """Tensor ``t``'s pointer parameter (const unless the kernel writes it)."""
+    c = tensor_ctype(low, t)
+    return f"{c}* __restrict__ {ident(t)}" if written else f"const {c}* __restrict__ {ident(t)}"
+
+
 def params(low: KernelLowering) -> list[str]:
     """The tensor pointer parameters of the kernel (loads first, then saves)."""
-    saved = {op.tensor for op in low.kernel.ops if isinstance(op, Save)}
-    out = []
-    for t in low.args:
-        c = tensor_ctype(low, t)
-        out.append(f"{c}* __restrict__ {ident(t)}" if t in saved else f"const {c}* __restrict__ {ident(t)}")
-    return out
+    saved = set(low.saves_tensors())
+    return [param(low, t, t in saved) for t in low.args]
 
 
 def block_code(low: KernelLowering) -> list[str]:

@@ -234,9 +234,14 @@ def _reach_capped(steps: tuple[Step, ...], limit: int) -> frozenset[State] | Non
     later = _reach_from(steps[1:])
     if later is None:
         later = _reach_capped(steps[1:], limit)
-    if later is None or len(later) * len(steps[0].contrib) > limit:
+    return _preimage_set(steps[0], later, limit)
+
+
+def _preimage_set(step: Step, later: frozenset[State] | None, limit: int) -> frozenset[State] | None:
+    """The states before ``step`` that lead into ``later``, unless that costs more than ``limit``."""
+    if later is None or len(later) * len(step.contrib) > limit:
         return None
-    return frozenset(_preimages(steps[0], later))
+    return frozenset(_preimages(step, later))
 
 
 def _reach(steps: Sequence[Step], n: int) -> tuple[frozenset[State] | None, ...]:
@@ -250,10 +255,7 @@ def _reach_from(steps: tuple[Step, ...]) -> frozenset[State] | None:
     shared by several first kernels) share it."""
     if not steps:
         return frozenset({()})
-    later = _reach_from(steps[1:])
-    if later is None or len(later) * len(steps[0].contrib) > REACH_LIMIT:
-        return None
-    return frozenset(_preimages(steps[0], later))
+    return _preimage_set(steps[0], _reach_from(steps[1:]), REACH_LIMIT)
 
 
 def _preimages(step: Step, later: frozenset[State]) -> Iterator[State]:

@@ -97,7 +97,6 @@ def detect_arch() -> str:
 
 
 log = logging.getLogger(__name__)
-GRAPH_CALLS = 20  # calls per captured graph, as in docs/benchmarks.md
 
 
 class CudaBackend:
@@ -142,7 +141,7 @@ class CudaBackend:
     def time_us(self, kernel: Any) -> float:
         if self.cuda_graphs:
             try:
-                return graph_time_us(kernel, self._input_copy, calls=GRAPH_CALLS, replays=self.reps)
+                return graph_time_us(kernel, self._input_copy, replays=self.reps)
             except Exception as e:  # not capturable (or the capture failed): time single calls
                 log.warning("CUDA-graph timing failed (%s: %s); timing single calls", type(e).__name__, e)
         args = self._args
