@@ -127,7 +127,7 @@ def _eval(op: BlockOp, vals: list[np.ndarray | None], tensors: dict[str, np.ndar
     assert not isinstance(op, Accum | Save), f"not evaluated here: {op!r}"
     match op:
         case Load():
-            t = tensors[op.tensor]
+            t = np.swapaxes(tensors[op.tensor], -1, -2) if op.transposed else tensors[op.tensor]
             return t[load_slices(t.shape, op, grid, loop, coord, it)]
         case UnaryOp(fn, x, scalar):
             c = scalar.resolve(scalars) if scalar is not None else 0.0

@@ -5,6 +5,9 @@ A *block graph* is what one thread block runs. It has 1–3 grid dims and one fo
 * ``Load(tensor, imap, fmap)`` brings a tile of a device tensor: ``imap[p]`` is the data dim that
   grid dim p splits (None: replicated along p), ``fmap`` the data dim the for-loop splits. A dim
   split by a grid dim and by the loop is split by the grid first, then each grid chunk by the loop.
+  ``transposed``: the tile comes from the tensor's transpose (its last two dims swapped); the maps
+  and the tile name dims of that view. Code generation folds a transpose of a program input into
+  the loads that read it (``prism.codegen.fold``); searched plans never carry one.
 * ``UnaryOp``/``BinaryOp``/``MatmulOp``/``ReduceOp`` work on tiles (NumPy semantics, keepdim).
 * ``Accum(x, reduce_dim)`` sums ``x`` over the loop iterations (optionally first summing it over
   one dim): ops before an Accum run in every iteration ("loop" phase), ops after run once
@@ -63,6 +66,7 @@ class Load:
     tensor: str
     imap: tuple[int | None, ...]
     fmap: int | None = None
+    transposed: bool = False
 
 
 @dataclass(frozen=True)
@@ -251,8 +255,9 @@ class KernelGraph:
 
 def _op_to_obj(op: BlockOp) -> dict[str, object]:
     match op:
-        case Load(tensor, imap, fmap):
-            return {"op": "load", "tensor": tensor, "imap": list(imap), "fmap": fmap}
+        case Load(tensor, imap, fmap, transposed):
+            load: dict[str, object] = {"op": "load", "tensor": tensor, "imap": list(imap), "fmap": fmap}
+            return load | {"transposed": True} if transposed else load
         case UnaryOp(fn, x, scalar):
             return {"op": "unary", "fn": fn.value, "x": x, "scalar": scalar_to_json(scalar)}
         case BinaryOp(fn, a, b):
@@ -281,7 +286,7 @@ def _op_from_obj(o: Mapping[str, Any]) -> BlockOp:
         return int(o[key])
 
     if kind == "load":
-        return Load(str(o["tensor"]), tuple(opt(v) for v in o["imap"]), opt(o["fmap"]))
+        return Load(str(o["tensor"]), tuple(opt(v) for v in o["imap"]), opt(o["fmap"]), o.get("transposed") is True)
     if kind == "unary":
         return UnaryOp(Unary(o["fn"]), i("x"), scalar_from_json(o.get("scalar")))
     if kind == "binary":
@@ -425,6 +430,11 @@ class KernelShapes:
 def _err(kg: KernelGraph, k: Kernel, i: int | None, msg: str) -> IRError:
     where = f"{kg.program}: kernel {k.name!r}" + (f", op {i}" if i is not None else "")
     return IRError(f"{where}: {msg}")
+
+
+def load_shape(shape: tuple[int, ...], transposed: bool) -> tuple[int, ...]:
+    """The shape a Load sees of a tensor of ``shape``: its transpose's when ``transposed``."""
+    return (*shape[:-2], shape[-1], shape[-2]) if transposed and len(shape) >= 2 else shape
 
 
 def load_tile(shape: tuple[int, ...], load: Load, grid: tuple[int, ...], loop: int) -> tuple[int, ...] | None:
@@ -574,8 +584,10 @@ def _op_shape(kg: KernelGraph, k: CustomKernel, i: int, op: BlockOp, tiles: list
         return t
 
     match op:
-        case Load(tensor, imap, fmap):
-            shp = shapes[tensor]
+        case Load(tensor, imap, fmap, transposed):
+            shp = load_shape(shapes[tensor], transposed)
+            if transposed and len(shapes[tensor]) < 2:
+                raise _err(kg, k, i, f"a transposed load of {tensor}{list(shapes[tensor])}: it has rank < 2")
             if any(a is not None and not 0 <= a < len(shp) for a in (*imap, fmap)):
                 raise _err(kg, k, i, f"maps name a dim outside {tensor}{list(shp)}")
             tile = load_tile(shp, op, grid, loop)

@@ -51,11 +51,16 @@ class Part:
     nodes: tuple[int, ...]  # indices into the program's nodes, in order
     graph: Graph
     heavy: bool  # one matmul / transpose
+    reads_transpose: bool = False  # a matmul reading a transpose that code generation cannot fold
 
     @property
     def searchable(self) -> bool:
-        """A transpose alone has no block-graph form: only its predefined kernel runs it."""
-        return not (self.heavy and self.graph.nodes[-1].kind is OpKind.TRANSPOSE)
+        """A transpose alone has no block-graph form: only its predefined kernel runs it. A matmul
+        reading a transpose that code generation cannot fold into its loads (``prism.codegen.fold``:
+        the B operand, a 2-D program input) gets the vendor GEMM only: a generated kernel would need
+        the transpose materialised (a copy on every call), where the vendor GEMM reads a transposed
+        view (``runtime._view_only_transposes``)."""
+        return not (self.heavy and (self.graph.nodes[-1].kind is OpKind.TRANSPOSE or self.reads_transpose))
 
 
 def tensor_names(graph: Graph) -> dict[int, str]:
@@ -165,8 +170,11 @@ def _chunks(graph: Graph, run: list[int], max_ops: int) -> list[list[int]]:
     return [*out, rest] if rest else out
 
 
-def partition(graph: Graph, max_ops: int = MAX_PART_OPS) -> list[Part]:
-    """The program's parts in an order where each reads only inputs and earlier parts' tensors."""
+def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True) -> list[Part]:
+    """The program's parts in an order where each reads only inputs and earlier parts' tensors.
+    ``prologues``: a matmul takes the chunk that computes its left operand into its part
+    (``_with_prologues``), so an RMS norm and the matmul it feeds can become one kernel (unless
+    that leaves one part: the whole program, which its own search covers)."""
     if max_ops < 1:
         raise IRError(f"max_ops {max_ops}: a part holds at least one op")
     graph.check_complete()
@@ -175,18 +183,95 @@ def partition(graph: Graph, max_ops: int = MAX_PART_OPS) -> list[Part]:
     for i, n in enumerate(graph.nodes):
         if n.kind in HEAVY:
             keyed.append(((levels[i], 0, i), [i], True))
+    feeds = _weight_matmul_operands(graph) if prologues else set()
     for run in _runs(graph, levels):
-        for chunk in _chunks(graph, run, max_ops):
+        # a run that feeds a linear layer may keep one op more: a norm with its weight (7 ops) stays whole
+        limit = max_ops + 1 if feeds & set(run) else max_ops
+        for chunk in _chunks(graph, run, limit):
             keyed.append(((levels[chunk[0]], 1, chunk[0]), chunk, False))
     keyed.sort(key=lambda t: t[0])
+    groups = [(nodes, heavy) for _, nodes, heavy in keyed]
+    merged = _with_prologues(graph, groups) if prologues else groups
+    if len(merged) > 1:  # one part would be the program itself: its own search covers that
+        groups = _ordered(graph, merged)
     names = tensor_names(graph)
-    return [Part(k, tuple(nodes), part_graph(graph, nodes, names), heavy)
-            for k, (_, nodes, heavy) in enumerate(keyed)]
+    held = [set(nodes) for nodes, _ in groups]
+    return [Part(k, tuple(nodes), part_graph(graph, nodes, names, [h for h in held if h is not held[k]]), heavy,
+                 any(_reads_transpose(graph, i) for i in nodes))
+            for k, (nodes, heavy) in enumerate(groups)]
 
 
-def part_graph(graph: Graph, nodes: Sequence[int], names: dict[int, str]) -> Graph:
+def _weight_matmul(graph: Graph, i: int) -> bool:
+    """Matmul ``i`` reads a weight on the right (a program input, or a transpose of one that code
+    generation folds) and generated code can run it."""
+    m = graph.nodes[i]
+    if m.kind is not OpKind.MATMUL or _reads_transpose(graph, i):
+        return False
+    w = graph.nodes[m.args[1]]
+    return w.kind is OpKind.INPUT or (w.kind is OpKind.TRANSPOSE and graph.nodes[w.args[0]].kind is OpKind.INPUT)
+
+
+def _weight_matmul_operands(graph: Graph) -> set[int]:
+    return {graph.nodes[i].args[0] for i in range(len(graph.nodes)) if _weight_matmul(graph, i)}
+
+
+def _with_prologues(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[tuple[list[int], bool]]:
+    """A chunk whose values are read outside it only as the left operand of weight matmuls
+    (``_weight_matmul``) joins each of them: an RMS norm feeding the q, k and v projections is
+    recomputed in all three parts (one search serves them: same structure), so each can be one
+    kernel that reads ``x`` and streams its weight. A part with a second output (the chunk's value
+    for another reader) would leave the one-kernel plan out of reach, so such chunks stay apart."""
+    owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
+    outputs = {i for _, i in graph.output_indices}
+    joins: dict[int, list[int]] = {}  # chunk group -> the matmul groups it joins
+    for c, (chunk, heavy) in enumerate(groups):
+        inside = set(chunk)
+        readers = {j for j, n in enumerate(graph.nodes) if j not in inside and inside & set(n.args)}
+        if heavy or not readers or inside & outputs:
+            continue
+        if all(_weight_matmul(graph, j) and graph.nodes[j].args[1] not in inside and groups[owner[j]][1]
+               for j in readers):
+            joins[c] = sorted({owner[j] for j in readers})
+    out = []
+    for g, (nodes, heavy) in enumerate(groups):
+        if g in joins:
+            continue
+        prologue = [i for c, to in joins.items() if g in to for i in groups[c][0]]
+        out.append((sorted([*nodes, *prologue]), heavy and not prologue))
+    return out
+
+
+def _ordered(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[tuple[list[int], bool]]:
+    """The groups in an order where each reads only inputs and earlier groups (Kahn's algorithm,
+    ties in the given order). A node recomputed in several groups is read by none of the others."""
+    owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
+    deps = [{owner[a] for i in nodes for a in graph.nodes[i].args if a in owner and a not in nodes}
+            for nodes, _ in groups]
+    done: set[int] = set()
+    order: list[int] = []
+    while len(order) < len(groups):
+        g = next(g for g in range(len(groups)) if g not in done and deps[g] <= done)
+        done.add(g)
+        order.append(g)
+    return [groups[g] for g in order]
+
+
+def _reads_transpose(graph: Graph, i: int) -> bool:
+    """Matmul ``i`` reads a transpose that generated code would have to copy: one that is its A
+    operand, or of something other than a 2-D program input (see ``Part.searchable``)."""
+    n = graph.nodes[i]
+    if n.kind is not OpKind.MATMUL:
+        return False
+    a, b = (graph.nodes[x] for x in n.args)
+    src = graph.nodes[b.args[0]] if b.kind is OpKind.TRANSPOSE else None
+    return a.kind is OpKind.TRANSPOSE or (src is not None and (src.kind is not OpKind.INPUT or len(src.shape) != 2))
+
+
+def part_graph(graph: Graph, nodes: Sequence[int], names: dict[int, str],
+               others: Sequence[set[int]] = ()) -> Graph:
     """The ops ``nodes`` of ``graph`` as a program: what they read from outside becomes inputs,
-    what the rest of the program (or its outputs) reads becomes outputs."""
+    what the rest of the program (or its outputs) reads becomes outputs, except what a reader's
+    own part recomputes (``others``: the other parts' nodes; a prologue joins several parts)."""
     inside = set(nodes)
     g = Graph()
     local: dict[int, Tensor] = {}
@@ -198,7 +283,8 @@ def part_graph(graph: Graph, nodes: Sequence[int], names: dict[int, str]) -> Gra
         n = graph.nodes[i]
         local[i] = g._add(replace(n, args=tuple(local[a].index for a in n.args), name=None,
                                   scalar=_portable(n.scalar, graph, [a for a in local if a not in inside], names)))
-    used_outside = {a for j, n in enumerate(graph.nodes) if j not in inside for a in n.args}
+    used_outside = {a for j, n in enumerate(graph.nodes) if j not in inside for a in n.args
+                    if not any(j in o and a in o for o in others)}
     used_outside |= {i for _, i in graph.output_indices}
     for i in nodes:
         if i in used_outside:

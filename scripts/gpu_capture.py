@@ -5,6 +5,7 @@ against eager, the fraction of FLOPs and bytes in Prism kernels, what ran where)
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python scripts/gpu_capture.py --out bench/results/capture-h200.json
     ... --dump regions.json    # the captured regions, for scripts/capture_search.py on a machine with z3/egglog
+    ... --device cpu --systems prism --dump regions.json   # no GPU: capture, search and dump (nothing timed)
 
 The searches need z3/egglog; on a GPU image without them, regions get the plans a carried search
 cache holds, else predefined kernels (their plan source is in the JSON).
@@ -85,15 +86,15 @@ def graphed(fn: Callable[[], Any]) -> tuple[Callable[[], Any], Any]:
     return g.replay, out
 
 
-def build(case: Case, dtype: Any) -> tuple[Any, tuple[Any, ...]]:
+def build(case: Case, dtype: Any, device: str) -> tuple[Any, tuple[Any, ...]]:
     cfg = LayerConfig()
     torch.manual_seed(0)
-    with torch.device("cuda"):  # weights made on the GPU (a CPU init of the model takes seconds)
+    with torch.device(device):  # weights made on the GPU (a CPU init of the model takes seconds)
         model = (llama_layer(cfg) if case.model == "layer" else hf_llama()).to(dtype).eval()
     if case.model == "layer":
-        ins = layer_inputs(cfg, case.batch, case.length, case.past, device="cuda", dtype=dtype)
+        ins = layer_inputs(cfg, case.batch, case.length, case.past, device=device, dtype=dtype)
     else:
-        ins = (torch.randint(0, 32000, (case.batch, case.length), device="cuda"),)
+        ins = (torch.randint(0, 32000, (case.batch, case.length), device=device),)
     for p in model.parameters():
         p.requires_grad_(False)
     if case.model == "hf":
@@ -109,8 +110,8 @@ def errors(got: Any, want: Any) -> dict[str, float]:
 
 
 def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: CaptureOptions,
-             dump: list[dict[str, Any]]) -> dict[str, Any]:
-    model, ins = build(case, dtype)
+             dump: list[dict[str, Any]], device: str = "cuda") -> dict[str, Any]:
+    model, ins = build(case, dtype, device)
     row: dict[str, Any] = {"case": case.name, **vars(case), "dtype": str(dtype).removeprefix("torch."),
                            "time_us": {}, "error_vs_eager": {}, "compile_s": {}, "failed": {}}
     with torch.no_grad():
@@ -148,7 +149,8 @@ def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: Cap
                 else:
                     got, call = fn(*ins), functools.partial(fn, *ins)
                 row["error_vs_eager"][system] = errors(got, want)
-                row["time_us"][system] = time_us(call, reps)
+                if device == "cuda":
+                    row["time_us"][system] = time_us(call, reps)
             except Exception as e:  # one system failing must not lose the others' figures
                 row["failed"][system] = f"{type(e).__name__}: {e}"[:2000]
                 traceback.print_exc()
@@ -166,6 +168,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--time-budget", type=float, default=None, help="seconds of tuning per region and shape")
+    ap.add_argument("--device", default="cuda", help="cpu: capture and search only (regions run in PyTorch)")
     args = ap.parse_args()
     systems = args.systems.split(",")
     by_name = {c.name: c for c in CASES}
@@ -173,13 +176,15 @@ def main() -> None:
     options = CaptureOptions(samples=args.samples, time_budget=args.time_budget)
     dump: list[dict[str, Any]] = []
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                           "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
+                           "torch": torch.__version__,
                            "python": platform.python_version(), "layer": vars(LayerConfig()),
                            "command": "python scripts/gpu_capture.py " + " ".join(
                                f"--{k} {v}" for k, v in vars(args).items() if v not in (None, "")),
                            "cases": []}
     for case in cases:
-        doc["cases"].append(run_case(case, systems, getattr(torch, args.dtype), args.reps, options, dump))
+        doc["cases"].append(run_case(case, systems, getattr(torch, args.dtype), args.reps, options, dump,
+                                     args.device))
         with open(args.out, "w") as f:  # after every case: a timeout keeps what was measured
             json.dump(doc, f, indent=1)
         if args.dump:

@@ -170,3 +170,21 @@ def test_a_kernel_that_faults_stops_tuning_with_a_clear_error() -> None:
 
     res = tune(GRAPH, TEMPLATES, samples=10_000, seed=0, backend=Failing(fake_time), jobs=1)
     assert res.template_index != 2 and any(r.stage is Stage.LAUNCH for r in res.records)
+
+
+def test_refinement_walks_from_the_fastest_sample_to_a_better_neighbour() -> None:
+    """A bowl over the 2-D plan's 144 legal sizes, lowest at one point: three random samples miss it;
+    the neighbour walk from the fastest of them reaches it, one step a round (7 steps here)."""
+    legal = tune(GRAPH, [GOOD_2D], samples=10_000, seed=0, backend=backend(), jobs=1, refine=0)
+    sizes = [r.sizes for r in legal.records]
+    target = sorted(sizes, key=lambda s: (s["x"], s["y"], s["i"]))[len(sizes) // 2]
+
+    def bowl(kg: KernelGraph) -> float:
+        k = _kernel(kg)
+        got = {"x": int(k.grid[0]), "y": int(k.grid[1]), "i": int(k.loop)}
+        return 1.0 + sum(abs(math.log2(got[s] / target[s])) for s in got)
+
+    res = tune(GRAPH, [GOOD_2D], samples=3, seed=1, backend=InterpreterBackend(bowl), jobs=1, refine=90)
+    assert target not in [r.sizes for r in res.records[:3]]
+    walk = [r for r in res.records[3:48] if r.time_us == 1.0]
+    assert [r.sizes for r in walk] == [target]  # found by the walk (its first 45 samples), not the draws

@@ -56,15 +56,42 @@ def _operand_rows(sm: Smem, buf: Buf, slot: int, addr: np.ndarray, what: str) ->
     return sm.read(buf, slot, addr, what, vec=8)  # [units, ksteps, lanes, 8]
 
 
+def _row_addresses(buf: Buf, row: np.ndarray, chunk: np.ndarray, t: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``render_mma._row_chunks``: a lane's ldmatrix row address at k-step t, chunk ``2t + chunk`` of
+    its row, XOR the row's key in a swizzled tile."""
+    col = (t * 2 + chunk) * buf.chunk
+    return base + (swizzle_offset(buf, row, col) if buf.swizzle else row * buf.pitch + col)
+
+
+def _ksteps(plan: MmaPlan, k0: np.ndarray | int) -> np.ndarray:
+    return np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1)
+
+
 def a_addresses(plan: MmaPlan, buf: Buf, bt: np.ndarray, mt: np.ndarray, k0: np.ndarray | int) -> np.ndarray:
     """``render_mma._a_address``: each lane's A row address (elements) at every k-step, [units, ksteps,
-    lanes]: chunk ``2t + (lane >> 4)`` of its row, XOR the row's key in a swizzled tile."""
+    lanes]: chunk ``2t + (lane >> 4)`` of row ``mt * 16 + (lane & 15)``."""
     lane = LANES.reshape(1, 1, -1)
-    t = np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1)
     row = np.minimum(mt.reshape(-1, 1, 1) * 16 + (lane & 15), plan.m - 1)
     base = bt.reshape(-1, 1, 1) * (buf.strides[0] if plan.a_bstride else 0)
-    col = (t * 2 + (lane >> 4)) * buf.chunk
-    return base + (swizzle_offset(buf, row, col) if buf.swizzle else row * buf.pitch + col)
+    return _row_addresses(buf, row, lane >> 4, _ksteps(plan, k0), base)
+
+
+def bt_addresses(plan: MmaPlan, buf: Buf, bt: np.ndarray, np_: np.ndarray, k0: np.ndarray | int) -> np.ndarray:
+    """``render_mma._bt_address``: a transposed B tile [n, k], rows ``np * 16 + (lane & 7) + 8 (lane >> 4)``
+    at chunk ``2t + ((lane >> 3) & 1)``."""
+    lane = LANES.reshape(1, 1, -1)
+    row = np_.reshape(-1, 1, 1) * 16 + (lane & 7) + ((lane >> 4) << 3)
+    row = np.minimum(row, plan.n - 1) if plan.two else row
+    base = bt.reshape(-1, 1, 1) * (buf.strides[0] if plan.b_bstride else 0)
+    return _row_addresses(buf, row, (lane >> 3) & 1, _ksteps(plan, k0), base)
+
+
+def _b_matrix(b: np.ndarray, transposed: bool) -> np.ndarray:
+    """The [units, ksteps, 16 k, 16 n] B tiles from the lanes' ldmatrix rows ``b`` [units, ksteps, 32, 8]."""
+    if not transposed:  # lanes 0-15 hold B rows k 0-15 of n columns 0-7, lanes 16-31 of columns 8-15
+        return np.concatenate([b[:, :, :16, :], b[:, :, 16:, :]], axis=3)
+    u, q = b.shape[:2]  # lane = 16 n_hi + 8 k_chunk + n_lo holds B^T[n, 8 k_chunk ...]: k runs along the row
+    return b.reshape(u, q, 2, 2, 8, 8).transpose(0, 1, 3, 5, 2, 4).reshape(u, q, 16, 16)
 
 
 def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[Units, np.ndarray]:
@@ -84,12 +111,12 @@ def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[U
     what = f"op {i} ldmatrix"
     a = _operand_rows(sm, a_buf, slots.get(a_buf.name, 0), a_addresses(plan, a_buf, us.bt, us.mt, k0), what + " A")
     t = np.arange(plan.ksteps).reshape(1, -1, 1)
-    b = _operand_rows(sm, b_buf, slots.get(b_buf.name, 0),
-                      (b_addr + k0 * 16 * b_buf.pitch)[:, None, :] + t * 16 * b_buf.pitch, what + " B")
+    b_at = bt_addresses(plan, b_buf, us.bt, us.np_, k0) if b_buf.transposed else \
+        (b_addr + k0 * 16 * b_buf.pitch)[:, None, :] + t * 16 * b_buf.pitch
+    b = _operand_rows(sm, b_buf, slots.get(b_buf.name, 0), b_at, what + " B")
     # lanes 0-15 hold A rows 0-15 of k columns 0-7, lanes 16-31 those of columns 8-15
     at = np.concatenate([a[:, :, :16, :], a[:, :, 16:, :]], axis=3)  # [units, ksteps, 16 rows, 16 k]
-    # lanes 0-15 hold B rows k 0-15 of n columns 0-7, lanes 16-31 of columns 8-15
-    bm = np.concatenate([b[:, :, :16, :], b[:, :, 16:, :]], axis=3)  # [units, ksteps, 16 k, 16 n]
+    bm = _b_matrix(b, b_buf.transposed)
     prod = np.einsum("uqmk,uqkn->umn", at, bm)
     if plan.two:
         prod[(us.np_ * 16 + 8 >= plan.n), :, 8:] = 0.0  # `if (two) mma16816(...)`: the second n8 tile skipped

@@ -29,6 +29,7 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
         raise CodegenError(f"{show(kg.program)}: {bad}")
     opts = options or DEFAULT_OPTIONS
     gl = lower_graph(kg, get_arch(arch), opts)
+    kg = gl.kg  # transposes of inputs folded into the loads that read them (prism.codegen.fold)
     fu = fusion(gl) if opts.fuse else None
     second = None if fu is None else gl.kernels[fu.second]  # the combine, launched inside the split kernel
     steps: list[Step] = []

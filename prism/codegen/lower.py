@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from prism.codegen.arch import MAX_GRID, Arch
+from prism.codegen.fold import fold_transposes
 from prism.codegen.lowered import (
     DEFAULT_OPTIONS,
     HALF_DTYPES,
@@ -54,6 +55,7 @@ from prism.ir import (
     Save,
     UnaryOp,
     infer,
+    load_shape,
     op_args,
 )
 from prism.names import c_ident
@@ -99,7 +101,10 @@ def reduce_group(extent: int) -> int:
 
 
 def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS) -> GraphLowering:
-    """All lowering decisions for a concrete μGraph; CodegenError for what cannot be generated."""
+    """All lowering decisions for a concrete μGraph; CodegenError for what cannot be generated.
+    Transposes of program inputs that only matmuls read are folded into their loads first
+    (``prism.codegen.fold``): the lowering's ``kg`` is the folded graph."""
+    kg = fold_transposes(kg)
     try:
         shapes, per_kernel = infer(kg)
     except IRError as e:
@@ -374,6 +379,8 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
         case Load(tensor=t):
             st = Storage.HALF if d.dtypes[t] in HALF_DTYPES else Storage.F32
             name, ring = uniq(f"s_{c_ident(t)}"), op.fmap is not None
+            if op.transposed:
+                return _transposed_buf(d, i, name, region, st, tile, ring)
             if st is Storage.HALF and _mm_operand(d, i) and swizzles(tile, st.esize):
                 return Buf(name, region, st, tile, tile[-1], ring=ring, swizzle=True)
             return Buf(name, region, st, tile, _copy_pitch(tile, st.esize), ring=ring)
@@ -387,6 +394,20 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
             copies = d.mmas[op.x].ksplit if d.stores[op.x] is Store.FRAG else 1
             return Buf(uniq(f"acc{i}"), Phase.POST, Storage.F32, tile, _pitch(tile, 4), copies=copies)
     return None
+
+
+def _transposed_buf(d: _Draft, i: int, name: str, region: Phase, st: Storage, tile: tuple[int, ...],
+                    ring: bool) -> Buf:
+    """The tile of a transposed load, stored as the tensor lays it out (``Buf.transposed``)."""
+    if st is not Storage.HALF or len(tile) != 2:
+        raise d.fail(f"a transposed load of a {st.value} tile {list(tile)}: only 2-D half tiles", i)
+    readers = [d.ops[j] for j in d.users(i)]
+    if not all(isinstance(r, MatmulOp) and r.b == i and r.a != i for r in readers):
+        raise d.fail("a transposed load is read only as a matmul's B operand", i)
+    stored = (tile[1], tile[0])
+    if swizzles(stored, st.esize):
+        return Buf(name, region, st, stored, stored[-1], ring=ring, swizzle=True, transposed=True)
+    return Buf(name, region, st, stored, _copy_pitch(stored, st.esize), ring=ring, transposed=True)
 
 
 def _mm_operand(d: _Draft, i: int) -> bool:
@@ -492,8 +513,10 @@ def global_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
-    shape, tile, buf = d.shapes[op.tensor], d.tile(i), d.bufs[i]
-    gst = global_strides(shape)
+    """The copy of a Load's tile. The tile origin and iteration stride follow the maps (dims of the
+    loaded view: the transpose's for a transposed load); the vectors run along the stored rows."""
+    stored, tile, buf = d.shapes[op.tensor], d.tile(i), d.bufs[i]
+    shape, gst = load_shape(stored, op.transposed), load_shape(global_strides(stored), op.transposed)
     terms = []
     for a in range(len(shape)):
         size = shape[a]
@@ -503,7 +526,7 @@ def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
                 terms.append((p, size * gst[a]))
     iter_stride = tile[op.fmap] * gst[op.fmap] if op.fmap is not None else 0
     vec = next((v for v in (16 // buf.esize, 8 // buf.esize, 4 // buf.esize)
-                if v >= 1 and tile[-1] % v == 0 and shape[-1] % v == 0 and buf.pitch % v == 0), 1)
+                if v >= 1 and buf.shape[-1] % v == 0 and stored[-1] % v == 0 and buf.pitch % v == 0), 1)
     return LoadPlan(i, op.tensor, buf, f"load_{buf.name}", tuple(terms), iter_stride, vec,
                     sweep(math.prod(tile) // vec, d.threads))
 

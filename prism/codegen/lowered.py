@@ -135,6 +135,9 @@ class Buf:
     ring: bool = False  # copies are pipeline stages (else partial sums, added when read)
     offset: int = 0  # bytes from the start of dynamic shared memory
     swizzle: bool = False
+    # the tile of a transposed load (``Load.transposed``): ``shape`` is as stored, the transpose of
+    # the value's tile (rows along the tensor's contiguous dim); only ldmatrix reads it, as a B operand
+    transposed: bool = False
 
     @property
     def esize(self) -> int:

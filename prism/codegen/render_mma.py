@@ -2,7 +2,9 @@
 
 A is a row-major [m, k] half tile (``ldmatrix.x4``; rows past m are clamped to the last row, so a
 tile of 8 rows wastes nothing beyond the 16-row mma), B a row-major [k, n] half tile
-(``ldmatrix.x4.trans``, two n8 tiles per load). Each warp owns units of 16 rows x 16 columns and a
+(``ldmatrix.x4.trans``, two n8 tiles per load) or, for a transposed load (``Buf.transposed``), the
+[n, k] tile as the tensor stores it (``ldmatrix.x4`` without .trans: rows n, 16-byte chunks of k,
+addressed like A). Each warp owns units of 16 rows x 16 columns and a
 share of the k-steps (see ``MmaPlan``); fragments stay in registers (an accumulator across the
 for-loop) or are written to a float32 tile, one partial copy per k-split.
 """
@@ -47,19 +49,36 @@ def _kpart(plan: MmaPlan, nw: int) -> list[str]:
 
 
 def _a_address(plan: MmaPlan, a_buf: Buf, a_bs: int) -> tuple[list[str], str]:
-    """Declarations of a lane's A row address, and its ldmatrix address at k-step ``t``: 16-byte chunk
-    ``2t + (lane >> 4)`` of row ``a_row``; in a swizzled tile that chunk XOR the row's key (the key
-    is per row, the chunk moves with t: one XOR per k-step)."""
+    """A lane's A row address: rows ``mt * 16 + (lane & 15)`` (clamped to m), chunk ``lane >> 4``."""
     row = f"imin(mt * 16 + (lane & 15), {plan.m - 1})"
     base = f"A + {'bt * ' + str(a_bs) + ' + ' if a_bs else ''}"
-    if not a_buf.swizzle:
-        return [f"const unsigned a_addr = smem_u32({base}{row} * {a_buf.pitch} + (lane >> 4) * 8);"], "a_addr + t * 32"
-    per, keys = a_buf.swizzle_key()
-    key = "a_row" if per == 1 else f"(a_row / {per})"
-    return [f"const int a_row = {row};",
-            f"const unsigned a_addr = smem_u32({base}a_row * {a_buf.pitch});",
-            f"const int a_key = {key} % {keys};  // swizzled A: chunk c of this row is at c ^ a_key"], \
-        "a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4)"
+    return _row_chunks(a_buf, base, row, "(lane >> 4)", "a", "A")
+
+
+def _row_chunks(buf: Buf, base: str, row: str, chunk: str, var: str, label: str) -> tuple[list[str], str]:
+    """Declarations of a lane's ldmatrix row address in a tile of k-chunk rows (A, or a transposed B),
+    and its address at k-step ``t``: 16-byte chunk ``2t + chunk`` of row ``row``; in a swizzled tile
+    that chunk XOR the row's key (the key is per row, the chunk moves with t: one XOR per k-step)."""
+    if not buf.swizzle:
+        return [f"const unsigned {var}_addr = smem_u32({base}{row} * {buf.pitch} + {chunk} * 8);"], \
+            f"{var}_addr + t * 32"
+    per, keys = buf.swizzle_key()
+    key = f"{var}_row" if per == 1 else f"({var}_row / {per})"
+    return [f"const int {var}_row = {row};",
+            f"const unsigned {var}_addr = smem_u32({base}{var}_row * {buf.pitch});",
+            f"const int {var}_key = {key} % {keys};  // swizzled {label}: chunk c of this row is at c ^ {var}_key"], \
+        f"{var}_addr + (((t * 2 + {chunk}) ^ {var}_key) << 4)"
+
+
+def _bt_address(plan: MmaPlan, b_buf: Buf, b_bs: int) -> tuple[list[str], str]:
+    """A transposed B tile [n, k]: lanes 0-7 / 8-15 address rows n 0-7 at k chunks 0 / 1, lanes 16-31
+    rows n 8-15 likewise, so ldmatrix.x4 gives b[0], b[1] of the first n8 tile and b[2], b[3] of
+    the second (the mma's B fragment: k pairs of one column n per lane)."""
+    row = "np * 16 + (lane & 7) + ((lane >> 4) << 3)"
+    if plan.two:
+        row = f"imin({row}, {plan.n - 1})"
+    base = f"B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}"
+    return _row_chunks(b_buf, base, row, "((lane >> 3) & 1)", "b", "B^T")
 
 
 def render_mma(low: KernelLowering, i: int) -> str:
@@ -80,11 +99,13 @@ def render_mma(low: KernelLowering, i: int) -> str:
     # a swizzled B tile: its key repeats every 8 rows, so one lane's chunk is the same at every k-step
     b_off = swizzled_offset(b_buf, b_row, b_col) if b_buf.swizzle else f"{b_row} * {b_p} + {b_col}"
     a_decl, a_step = _a_address(plan, a_buf, a_bs)
-    body = [
-        *unit,
-        *a_decl,
-        f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}{b_off});",
-    ]
+    if b_buf.transposed:
+        b_decl, b_step = _bt_address(plan, b_buf, b_bs)
+        b_load = f"  ldsm_x4(b, {b_step});"
+    else:
+        b_decl = [f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}{b_off});"]
+        b_load = f"  ldsm_x4_t(b, b_addr + t * {16 * b_p * 2});"
+    body = [*unit, *a_decl, *b_decl]
     if two:
         body.append(f"const bool two = np * 16 + 8 < {plan.n};")
     chains = min(KCHAINS, plan.ksteps)
@@ -97,7 +118,7 @@ def render_mma(low: KernelLowering, i: int) -> str:
         f"  const int t = {k0} + q;" if plan.ksplit > 1 else "  const int t = q;",
         "  unsigned a[4], b[4];",
         f"  ldsm_x4(a, {a_step});",
-        f"  ldsm_x4_t(b, b_addr + t * {16 * b_p * 2});",
+        b_load,
         f"  mma16816({dst}[0], a, b[0], b[1]);",
         f"  if (two) mma16816({dst}[1], a, b[2], b[3]);" if two else f"  mma16816({dst}[1], a, b[2], b[3]);",
         "}",

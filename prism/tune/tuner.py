@@ -227,19 +227,67 @@ def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, 
     return extra
 
 
-def _refinement(space: Sequence[Sequence[Mapping[str, int]]], chosen: Sequence[Sample],
-                records: Mapping[int, SampleRecord], count: int, seed: int) -> list[Sample]:
-    """Up to ``count`` new samples from the legal sizes of the three fastest templates so far."""
+def _timed_best(records: Mapping[int, SampleRecord]) -> dict[int, float]:
+    """The best time of each template among the timed samples."""
     best: dict[int, float] = {}
     for r in records.values():
         if r.time_us is not None and math.isfinite(r.time_us):
             best[r.template] = min(best.get(r.template, math.inf), r.time_us)
-    top = sorted(best, key=lambda t: (best[t], t))[:3]
+    return best
+
+
+def _neighbours(space: Sequence[Sequence[Mapping[str, int]]], at: Sample) -> list[Sample]:
+    """The legal sizes of ``at``'s template one step away from it: for each symbol, the nearest
+    smaller and the nearest larger value with every other symbol unchanged."""
+    here = at.size_map
+    out = []
+    for sym, v in here.items():
+        line = [sz for sz in space[at.template]
+                if sz[sym] != v and all(sz[o] == here[o] for o in here if o != sym)]
+        below = max((sz for sz in line if sz[sym] < v), key=lambda sz: sz[sym], default=None)
+        above = min((sz for sz in line if sz[sym] > v), key=lambda sz: sz[sym], default=None)
+        out += [Sample(at.template, tuple(sz.items())) for sz in (below, above) if sz is not None]
+    return out
+
+
+def _fastest(records: Mapping[int, SampleRecord], chosen: Sequence[Sample]) -> Sample | None:
+    timed = [r for r in records.values() if r.time_us is not None and math.isfinite(r.time_us)]
+    return chosen[min(timed, key=lambda r: (r.time_us, r.index)).index] if timed else None
+
+
+def _refine(prof: _Profiler, space: Sequence[Sequence[Mapping[str, int]]], count: int, seed: int) -> None:
+    """Up to ``count`` more samples: first a greedy walk from the fastest sample to its neighbours
+    (``_neighbours``, a round at a time, while a round finds a faster one and half the count is left),
+    then uniform draws from the legal sizes of the three fastest templates (a local search where the
+    first round found the good templates). Good sizes sit next to each other: the hand-tuned grid of
+    a GEMV is usually a step or two from the best of a uniform sample."""
+    chosen = prof.chosen
     taken = {(s.template, s.sizes) for s in chosen}
+    left = max(count, 0)
+
+    def run(batch: Sequence[Sample]) -> None:
+        nonlocal left
+        start = len(chosen)
+        chosen.extend(batch)
+        taken.update((s.template, s.sizes) for s in batch)
+        left -= len(batch)
+        prof.run([(start + i, s) for i, s in enumerate(batch)])
+
+    best = _fastest(prof.records, chosen)
+    while best is not None and left > count // 2 and best.sizes and not prof.over_budget():
+        batch = [s for s in _neighbours(space, best) if (s.template, s.sizes) not in taken][:left - count // 2]
+        if not batch:
+            break
+        run(batch)
+        new = _fastest(prof.records, chosen)
+        best = new if new is not None and new != best else None
+    fastest = _timed_best(prof.records)
+    top = sorted(fastest, key=lambda t: (fastest[t], t))[:3]
     pairs = [(t, tuple(sz.items())) for t in top for sz in space[t]]
     pairs = [p for p in pairs if p not in taken]
-    picks = random.Random(seed + 1).sample(pairs, min(max(count, 0), len(pairs)))
-    return [Sample(t, sz) for t, sz in picks]
+    picks = random.Random(seed + 1).sample(pairs, min(left, len(pairs)))
+    if picks and not prof.over_budget():
+        run([Sample(t, sz) for t, sz in picks])
 
 
 def tune(
@@ -261,8 +309,8 @@ def tune(
 
     ``samples`` (template, sizes) pairs are drawn uniformly from all legal pairs (when there are more
     templates than samples: templates uniformly, then sizes uniformly within each); then ``refine``
-    more (default ``samples // 2``) are drawn uniformly from the legal sizes of the three templates
-    whose best sample was fastest (a local search where the first round found the good templates).
+    more (default ``samples // 2``): the fastest sample's neighbouring sizes, greedily, then uniform
+    draws from the legal sizes of the three fastest templates (``_refine``).
 
     ``time_budget`` (seconds, whole call) stops new compiles and timings once at least one sample
     has a time; the rest are recorded as skipped. ``jobs`` compile threads (default: CPU count).
@@ -287,11 +335,7 @@ def tune(
     backend.setup(graph, dict(draw(seed + TIMING_SEED_OFFSET)))
     prof = _Profiler(backend, templates, chosen, None if time_budget is None else t_start + time_budget, jobs)
     prof.run(list(enumerate(chosen)))
-    extra = _refinement(space, chosen, prof.records, refine if refine is not None else samples // 2, seed)
-    if extra and not prof.over_budget():
-        start = len(chosen)
-        chosen.extend(extra)
-        prof.run([(start + i, s) for i, s in enumerate(extra)])
+    _refine(prof, space, refine if refine is not None else samples // 2, seed)
     for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
         prof.records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent",
                                                 stage=Stage.SKIPPED))

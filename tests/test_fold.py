@@ -1,0 +1,116 @@
+"""Transposes of program inputs folded into the loads of generated matmuls (prism/codegen/fold.py):
+a linear layer ``x @ w.T`` reads ``w`` in place. CPU: the folded graph in the interpreter, the
+lowered form in the emulator (the transposed tile's copy and its ldmatrix B reads), the launch plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prism import interpreter, pipeline
+from prism.codegen import generate
+from prism.codegen.fold import fold_transposes, foldable
+from prism.codegen.plan import PredefinedOp
+from prism.graph import Graph, OpKind
+from prism.ir import CustomKernel, KernelGraph, Load, PredefinedKernel
+from prism.partition import partition
+from tests.test_emulate import cheap_sizes, emulate_error
+from tests.test_fold_gpu import linear_graph, linear_templates
+
+
+def _linear(n: int = 16, k: int = 128, m: int = 64, norm: bool = True) -> Graph:
+    g = Graph()
+    x = g.input((n, k), name="x")
+    w = g.input((m, k), name="w")
+    h = g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5))) if norm else x
+    g.output(g.matmul(h, g.transpose(w)), "y")
+    return g
+
+
+def _generated(g: Graph) -> list[KernelGraph]:
+    """The stitched plans whose matmul is a generated kernel reading the transpose."""
+    out = pipeline.search_and_verify(g, program="linear", cache=False, progress=False)
+    return [kg for kg in out.templates if foldable(kg)]
+
+
+def test_a_linear_layer_is_searched_and_its_transpose_folded() -> None:
+    g = _linear()
+    parts = partition(g)
+    assert all(p.searchable for p in parts if p.graph.nodes[-1].kind is OpKind.MATMUL)
+    plans = _generated(g)
+    assert plans
+    for template in plans[:4]:
+        kg = template.instantiate(cheap_sizes(template, 1)[0])
+        folded = fold_transposes(kg)
+        assert not any(isinstance(k, PredefinedKernel) and k.kind is OpKind.TRANSPOSE for k in folded.kernels)
+        loads = [op for k in folded.kernels if isinstance(k, CustomKernel) for op in k.ops if isinstance(op, Load)]
+        assert any(op.tensor == "w" and op.transposed for op in loads)
+        ins = {t.name: np.random.default_rng(0).standard_normal(t.shape) for t in g.inputs}
+        want = g.evaluate(ins)["y"]
+        assert np.allclose(interpreter.run(folded, ins)["y"], want, rtol=1e-10, atol=1e-10)
+        assert KernelGraph.loads(folded.dumps()) == folded  # the flag survives JSON
+
+
+@pytest.mark.parametrize(("norm", "k"), [(True, 128), (False, 96)])
+def test_folded_matmuls_emulate_like_the_interpreter(norm: bool, k: int) -> None:
+    """Every stitched plan with a generated matmul, at up to 3 cheap legal sizes (swizzled tiles, and
+    padded ones where a row of 48 or 96 halves does not swizzle; rings and k-splits among them): the
+    emulated lowering (tile copied in w's layout, ldmatrix without .trans) gives the interpreter's
+    outputs of the unfolded graph."""
+    runs = 0
+    for template in _generated(_linear(k=k, norm=norm)):
+        for sizes in cheap_sizes(template, 3):
+            kg = template.instantiate(sizes)
+            assert emulate_error(kg) < 1e-9, sizes
+            runs += 1
+    assert runs >= 3
+
+
+def test_the_launch_plan_reads_the_weight_in_place() -> None:
+    template = _generated(_linear())[0]
+    plan = generate(template.instantiate(cheap_sizes(template, 1)[0]))
+    assert not any(isinstance(s, PredefinedOp) and s.kind == "transpose" for s in plan.steps)
+    assert any("w" in k.args and "ldsm_x4(b," in k.source for k in plan.kernels)
+    assert not any(b.name.startswith("v") for b in plan.buffers if b.shape == (128, 64))
+
+
+def test_what_is_not_folded() -> None:
+    g = Graph()
+    x = g.input((64, 16), name="x")
+    w = g.input((64, 32), name="w")
+    wt = g.transpose(w)
+    g.output(g.matmul(wt, x), "y")  # an A operand: copied
+    g.output(g.add(wt, 1.0), "z")  # read by an element-wise op too
+    kg = pipeline.predefined_plan(g)
+    assert foldable(kg) == {}
+    assert fold_transposes(kg) is kg
+    parts = partition(g)
+    assert [p.searchable for p in parts if p.graph.nodes[-1].kind is OpKind.MATMUL] == [False]
+
+
+def test_folded_hand_plans_emulate_like_the_interpreter() -> None:
+    """The rmsnorm_linear hand plans (1-D and 2-D grids, split-K with a combine) reading a linear
+    weight [out, in] through a transpose: the same plans test_fold_gpu runs on the GPU."""
+    runs = 0
+    for template in linear_templates(8, 128):
+        assert foldable(template) == {"W": "Wl"}
+        for sizes in cheap_sizes(template, 3):
+            assert emulate_error(template.instantiate(sizes)) < 1e-9, sizes
+            runs += 1
+    assert runs >= 9
+    g = linear_graph(8, 128)  # the program these plans implement (the helper is right)
+    ins = {t.name: np.random.default_rng(1).standard_normal(t.shape) for t in g.inputs}
+    kg = template.instantiate(cheap_sizes(template, 1)[0])
+    assert np.allclose(interpreter.run(kg, ins)["O"], g.evaluate(ins)["O"], rtol=1e-10, atol=1e-10)
+
+
+def test_the_emulator_catches_a_wrong_transposed_operand_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation: the B^T lanes' rows assembled as a row-major B tile: the emulation must disagree."""
+    from prism.codegen import emulate_mma
+
+    template = linear_templates(8, 128)[0]
+    kg = template.instantiate(cheap_sizes(template, 1)[0])
+    assert emulate_error(kg) < 1e-9
+    monkeypatch.setattr(emulate_mma, "_b_matrix", lambda b, transposed: np.concatenate(
+        [b[:, :, :16, :], b[:, :, 16:, :]], axis=3))
+    assert emulate_error(kg) > 1e-2
