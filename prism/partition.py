@@ -57,7 +57,7 @@ class Part:
     def searchable(self) -> bool:
         """A transpose alone has no block-graph form: only its predefined kernel runs it. A matmul
         reading a transpose that code generation cannot fold into its loads (``prism.codegen.fold``:
-        the B operand, a 2-D program input) gets the vendor GEMM only: a generated kernel would need
+        the B operand, a 2-D or 3-D program input) gets the vendor GEMM only: a generated kernel would need
         the transpose materialised (a copy on every call), where the vendor GEMM reads a transposed
         view (``runtime._view_only_transposes``)."""
         return not (self.heavy and (self.graph.nodes[-1].kind is OpKind.TRANSPOSE or self.reads_transpose))
@@ -258,13 +258,13 @@ def _ordered(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[tuple[l
 
 def _reads_transpose(graph: Graph, i: int) -> bool:
     """Matmul ``i`` reads a transpose that generated code would have to copy: one that is its A
-    operand, or of something other than a 2-D program input (see ``Part.searchable``)."""
+    operand, or of something other than a 2-D or 3-D program input (see ``Part.searchable``)."""
     n = graph.nodes[i]
     if n.kind is not OpKind.MATMUL:
         return False
     a, b = (graph.nodes[x] for x in n.args)
     src = graph.nodes[b.args[0]] if b.kind is OpKind.TRANSPOSE else None
-    return a.kind is OpKind.TRANSPOSE or (src is not None and (src.kind is not OpKind.INPUT or len(src.shape) != 2))
+    return a.kind is OpKind.TRANSPOSE or (src is not None and (src.kind is not OpKind.INPUT or len(src.shape) not in (2, 3)))
 
 
 def part_graph(graph: Graph, nodes: Sequence[int], names: dict[int, str],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prism import interpreter, pipeline
+from prism import interpreter, pipeline, workloads
 from prism.codegen import generate
 from prism.codegen.fold import fold_transposes, foldable
 from prism.codegen.plan import PredefinedOp
@@ -15,7 +15,7 @@ from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph, Load, PredefinedKernel
 from prism.partition import partition
 from tests.test_emulate import cheap_sizes, emulate_error
-from tests.test_fold_gpu import linear_graph, linear_templates
+from tests.test_fold_gpu import cached_keys_graph, cached_keys_templates, linear_graph, linear_templates
 
 
 def _linear(n: int = 16, k: int = 128, m: int = 64, norm: bool = True) -> Graph:
@@ -27,17 +27,18 @@ def _linear(n: int = 16, k: int = 128, m: int = 64, norm: bool = True) -> Graph:
     return g
 
 
-def _generated(g: Graph) -> list[KernelGraph]:
-    """The stitched plans whose matmul is a generated kernel reading the transpose."""
+def _generated_of(g: Graph) -> list[KernelGraph]:
+    """The plans whose matmul is a generated kernel reading a transpose."""
     out = pipeline.search_and_verify(g, program="linear", cache=False, progress=False)
     return [kg for kg in out.templates if foldable(kg)]
+
 
 
 def test_a_linear_layer_is_searched_and_its_transpose_folded() -> None:
     g = _linear()
     parts = partition(g)
     assert all(p.searchable for p in parts if p.graph.nodes[-1].kind is OpKind.MATMUL)
-    plans = _generated(g)
+    plans = _generated_of(g)
     assert plans
     for template in plans[:4]:
         kg = template.instantiate(cheap_sizes(template, 1)[0])
@@ -58,7 +59,7 @@ def test_folded_matmuls_emulate_like_the_interpreter(norm: bool, k: int) -> None
     emulated lowering (tile copied in w's layout, ldmatrix without .trans) gives the interpreter's
     outputs of the unfolded graph."""
     runs = 0
-    for template in _generated(_linear(k=k, norm=norm)):
+    for template in _generated_of(_linear(k=k, norm=norm)):
         for sizes in cheap_sizes(template, 3):
             kg = template.instantiate(sizes)
             assert emulate_error(kg) < 1e-9, sizes
@@ -67,7 +68,7 @@ def test_folded_matmuls_emulate_like_the_interpreter(norm: bool, k: int) -> None
 
 
 def test_the_launch_plan_reads_the_weight_in_place() -> None:
-    template = _generated(_linear())[0]
+    template = _generated_of(_linear())[0]
     plan = generate(template.instantiate(cheap_sizes(template, 1)[0]))
     assert not any(isinstance(s, PredefinedOp) and s.kind == "transpose" for s in plan.steps)
     assert any("w" in k.args and "ldsm_x4(b," in k.source for k in plan.kernels)
@@ -114,3 +115,66 @@ def test_the_emulator_catches_a_wrong_transposed_operand_read(monkeypatch: pytes
     monkeypatch.setattr(emulate_mma, "_b_matrix", lambda b, transposed: np.concatenate(
         [b[:, :, :16, :], b[:, :, 16:, :]], axis=3))
     assert emulate_error(kg) > 1e-2
+
+
+def test_a_norm_feeding_three_projections_becomes_three_kernels_reading_their_weights() -> None:
+    """The attention input block of a decoder layer: y = w * rms_norm(x); q, k, v = y @ wq^T, y @ wk^T,
+    y @ wv^T. The norm is recomputed in each projection's part, the transposes fold: a stitched
+    plan of three custom kernels and nothing else, emulated like the interpreter, right."""
+    g = Graph()
+    x = g.input((2, 128), name="x")
+    nw = g.input((1, 128), name="nw")
+    y = g.mul(nw, g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5))))
+    for name, rows in (("q", 128), ("k", 32), ("v", 32)):
+        g.output(g.matmul(y, g.transpose(g.input((rows, 128), name=f"w{name}"))), name)
+    out = pipeline.search_and_verify(g, program="qkv", cache=False, progress=False)
+    merged = [p for p in out.parts if not p.part.heavy]
+    assert len(merged) == 3 and all(len(p.part.nodes) == 8 for p in merged)
+    stitched = out.of(pipeline.PlanSource.STITCHED)
+    assert stitched
+    ins = {t.name: np.random.default_rng(2).standard_normal(t.shape) for t in g.inputs}
+    want = g.evaluate(ins)
+    fused = 0
+    for template in stitched:
+        kg = template.instantiate(cheap_sizes(template, 1)[0])
+        got = interpreter.run(kg, ins)
+        assert all(np.allclose(got[n], want[n], rtol=1e-9, atol=1e-9) for n in want)
+        assert emulate_error(kg) < 1e-9
+        folded = fold_transposes(kg)
+        fused += all(isinstance(k, CustomKernel) for k in folded.kernels) and len(folded.kernels) == 3
+    assert fused >= 1
+
+
+def test_batched_keys_are_read_in_place() -> None:
+    """Attention scores q @ k^T with k [b, s, d] as stored (a KV cache): the transpose folds into a
+    batched B tile [b, n, k]; emulated like the interpreter at up to 3 cheap sizes per plan."""
+    g = Graph()
+    q = g.input((4, 16, 64), name="q")
+    k = g.input((4, 32, 64), name="k")
+    g.output(g.scale(g.matmul(q, g.transpose(k)), 0.125), "s")
+    runs = 0
+    for template in _generated_of(g):
+        for sizes in cheap_sizes(template, 3):
+            kg = template.instantiate(sizes)
+            assert emulate_error(kg) < 1e-9, sizes
+            runs += 1
+            folded = fold_transposes(kg)
+            assert any(op.transposed for kk in folded.kernels if isinstance(kk, CustomKernel)
+                       for op in kk.ops if isinstance(op, Load))
+    assert runs >= 3
+
+
+def test_folded_attention_hand_plans_emulate_like_the_interpreter() -> None:
+    """The gqa hand plans (split KV with a combine among them) reading the keys as stored, K [b, s, d]:
+    the plans test_fold_gpu runs on the GPU; the unfolded plan computes the program."""
+    g = cached_keys_graph(1, 8, 64, 32)
+    runs = 0
+    for template in cached_keys_templates(workloads.gqa(1, 8, 64, 32)):
+        assert foldable(template) == {"Kt": "K"}
+        for sizes in cheap_sizes(template, 2):
+            kg = template.instantiate(sizes)
+            assert emulate_error(kg) < 1e-9, sizes
+            ins = {t.name: np.random.default_rng(runs).standard_normal(t.shape) * 0.5 for t in g.inputs}
+            assert np.allclose(interpreter.run(kg, ins)["O"], g.evaluate(ins)["O"], rtol=1e-9, atol=1e-9)
+            runs += 1
+    assert runs >= 4

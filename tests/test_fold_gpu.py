@@ -1,6 +1,7 @@
 """Folded transposes on the GPU: the rmsnorm_linear hand plans (one- and two-dim grids, split-K with a
-combine) with the weight given as a PyTorch linear weight ``[out, in]`` behind a transpose, so the
-generated matmul reads it in place (prism/codegen/fold.py). The CPU half of this check (the same
+combine) with the weight given as a PyTorch linear weight ``[out, in]`` behind a transpose, and the
+gqa hand plans (split KV with a combine) with the keys as a cache stores them ``[b, s, d]``, so the
+generated matmuls read them in place (prism/codegen/fold.py). The CPU half of this check (the same
 plans in the emulator) is in test_fold.py."""
 
 from __future__ import annotations
@@ -25,34 +26,57 @@ def linear_graph(n: int, d: int) -> Graph:
     return g
 
 
-def with_linear_weight(kg: KernelGraph) -> KernelGraph:
-    """``kg`` (reads W [in, out]) with W made by a transpose of the input Wl [out, in]."""
-    w = next(t for t in kg.inputs if t.name == "W")
-    wl = TensorSpec("Wl", (w.shape[1], w.shape[0]), w.dtype)
-    inputs = tuple(wl if t.name == "W" else t for t in kg.inputs)
-    t = PredefinedKernel("wt", OpKind.TRANSPOSE, ("Wl",), "W")
+def behind_transpose(kg: KernelGraph, name: str, stored: str) -> KernelGraph:
+    """``kg`` with its input ``name`` made by a transpose of a new input ``stored`` (last two dims swapped)."""
+    w = next(t for t in kg.inputs if t.name == name)
+    src = TensorSpec(stored, (*w.shape[:-2], w.shape[-1], w.shape[-2]), w.dtype)
+    inputs = tuple(src if t.name == name else t for t in kg.inputs)
+    t = PredefinedKernel(f"{stored}_t", OpKind.TRANSPOSE, (stored,), name)
     return KernelGraph(kg.program, inputs, kg.outputs, (t, *kg.kernels))
 
 
 def linear_templates(n: int, d: int) -> list[KernelGraph]:
-    return [with_linear_weight(t) for t in plans.codegen_plans("rmsnorm_linear", workloads.rmsnorm_linear(n, d))]
+    return [behind_transpose(t, "W", "Wl") for t in plans.codegen_plans("rmsnorm_linear", workloads.rmsnorm_linear(n, d))]
+
+
+def cached_keys_templates(g: Graph) -> list[KernelGraph]:
+    """The gqa hand plans of ``g`` reading the keys K [b, s, d] (``Kt`` = its transpose)."""
+    return [behind_transpose(t, "Kt", "K") for t in plans.codegen_plans("gqa", g)]
+
+
+def cached_keys_graph(batch: int, group: int, kv_len: int, head_dim: int) -> Graph:
+    """softmax(Q @ K^T) @ V with the keys as stored: the gqa program reading K [b, s, d]."""
+    g = Graph()
+    q = g.input((batch, group, head_dim), "float16", "Q")
+    k = g.input((batch, kv_len, head_dim), "float16", "K")
+    v = g.input((batch, kv_len, head_dim), "float16", "V")
+    e = g.exp(g.matmul(q, g.transpose(k)))
+    g.output(g.matmul(g.div(e, g.sum(e, -1)), v), "O")
+    return g
+
+
+CASES = {"linear": (lambda: linear_graph(16, 512), lambda: linear_templates(16, 512)),
+         "attention": (lambda: cached_keys_graph(4, 8, 1024, 64),
+                       lambda: cached_keys_templates(workloads.gqa(4, 8, 1024, 64)))}
 
 
 @pytest.mark.gpu
-def test_folded_linear_plans_match_the_reference_on_the_gpu() -> None:
+@pytest.mark.parametrize("case", list(CASES))
+def test_folded_plans_match_the_reference_on_the_gpu(case: str) -> None:
     torch = pytest.importorskip("torch")
     from prism.runtime import compile_plan
 
-    g = linear_graph(16, 512)
+    make_graph, make_templates = CASES[case]
+    g = make_graph()
     runs = 0
-    for ti, template in enumerate(linear_templates(16, 512)):
+    for ti, template in enumerate(make_templates()):
         legal = [s for s, _ in generated_sizes(template, "sm_90")]
         for sizes in legal[:: max(1, len(legal) // 4)][:4]:
             plan = generate(template.instantiate(sizes), arch="sm_90")
             assert not any(isinstance(s, PredefinedOp) and s.kind == "transpose" for s in plan.steps)
             fn = compile_plan(plan)
             rng = torch.Generator().manual_seed(runs)
-            xs = {t.name: torch.randn(t.shape, generator=rng, dtype=torch.float64) * (0.5 if t.name == "X" else 0.05)
+            xs = {t.name: torch.randn(t.shape, generator=rng, dtype=torch.float64) * (0.05 if t.name == "Wl" else 0.5)
                   for t in g.inputs}
             ref = g.evaluate({k: v.numpy() for k, v in xs.items()})["O"]
             out = fn(*[xs[t.name].to("cuda", torch.float16) for t in g.inputs])
@@ -60,4 +84,4 @@ def test_folded_linear_plans_match_the_reference_on_the_gpu() -> None:
             err = relative_error(out.double().cpu().numpy(), ref)
             assert err < 2e-2, f"template {ti} sizes {sizes}: relative error {err:.3e}"
             runs += 1
-    assert runs >= 8
+    assert runs >= 4

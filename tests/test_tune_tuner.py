@@ -188,3 +188,12 @@ def test_refinement_walks_from_the_fastest_sample_to_a_better_neighbour() -> Non
     assert target not in [r.sizes for r in res.records[:3]]
     walk = [r for r in res.records[3:48] if r.time_us == 1.0]
     assert [r.sizes for r in walk] == [target]  # found by the walk (its first 45 samples), not the draws
+
+
+def test_more_templates_than_samples_draws_every_structural_class() -> None:
+    """20 two-dim-grid templates and one one-dim: 2 samples time one of each class (a uniform draw
+    would pick the lone template 1 time in 10)."""
+    many = [GOOD_2D] * 20 + [GOOD_1D]
+    for seed in range(5):
+        res = tune(GRAPH, many, samples=2, seed=seed, backend=backend(), jobs=1, refine=0)
+        assert {r.template == 20 for r in res.records} == {True, False}

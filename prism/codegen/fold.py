@@ -6,8 +6,9 @@ transpose kernel, and a generated kernel would read its output, a copy of the wh
 every call. When every custom-kernel reader of that transpose is the B operand of a matmul, the
 transpose is dropped and those loads read the input itself (``Load.transposed``): the tile is
 copied in the input's own layout (rows along the weight's contiguous dim) and ldmatrix reads it as
-the B operand without ``.trans`` (``render_mma``). Only 2-D program inputs are folded (weights):
-their layout is the caller's, and no kernel of the plan writes them.
+the B operand without ``.trans`` (``render_mma``). Only 2-D and 3-D program inputs are folded (a
+linear layer's weight, an attention's keys): their layout is the caller's, and no kernel of the
+plan writes them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def foldable(kg: KernelGraph) -> dict[str, str]:
     outputs = {t.name for t in kg.outputs}
     found = {k.output: k.inputs[0] for k in kg.kernels
              if isinstance(k, PredefinedKernel) and k.kind is OpKind.TRANSPOSE and k.inputs[0] in inputs
-             and len(inputs[k.inputs[0]].shape) == 2 and k.output not in outputs}
+             and len(inputs[k.inputs[0]].shape) in (2, 3) and k.output not in outputs}
     for k in kg.kernels:
         if isinstance(k, PredefinedKernel):
             for t in k.inputs:

@@ -399,12 +399,12 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
 def _transposed_buf(d: _Draft, i: int, name: str, region: Phase, st: Storage, tile: tuple[int, ...],
                     ring: bool) -> Buf:
     """The tile of a transposed load, stored as the tensor lays it out (``Buf.transposed``)."""
-    if st is not Storage.HALF or len(tile) != 2:
-        raise d.fail(f"a transposed load of a {st.value} tile {list(tile)}: only 2-D half tiles", i)
+    if st is not Storage.HALF or len(tile) not in (2, 3):
+        raise d.fail(f"a transposed load of a {st.value} tile {list(tile)}: only 2-D or 3-D half tiles", i)
     readers = [d.ops[j] for j in d.users(i)]
     if not all(isinstance(r, MatmulOp) and r.b == i and r.a != i for r in readers):
         raise d.fail("a transposed load is read only as a matmul's B operand", i)
-    stored = (tile[1], tile[0])
+    stored = (*tile[:-2], tile[-1], tile[-2])
     if swizzles(stored, st.esize):
         return Buf(name, region, st, stored, stored[-1], ring=ring, swizzle=True, transposed=True)
     return Buf(name, region, st, stored, _copy_pitch(stored, st.esize), ring=ring, transposed=True)

@@ -29,7 +29,7 @@ import numpy as np
 from prism.codegen.sizes import legal_sizes
 from prism.errors import TuningError
 from prism.graph import Graph, OpKind
-from prism.ir import KernelGraph
+from prism.ir import CustomKernel, KernelGraph
 from prism.ops import Binary
 from prism.options import check_tuning
 from prism.reference import evaluate, relative_error, round_to_dtype
@@ -192,11 +192,14 @@ def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, ca
 
 def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed: int, arch: str, resources: Any,
                             cap: int | None, jobs: int | None) -> tuple[list[list[dict[str, int]]], list[Sample]]:
-    """More templates than samples: draw templates uniformly (without replacement), then one legal size
-    assignment of each uniformly; only the drawn templates' legal sizes are enumerated (a template
-    with none is replaced by the next draw). Templates never drawn keep an empty (unenumerated) list."""
+    """More templates than samples: draw templates without replacement, round-robin over their
+    structural classes (``_structure_class``: kernels and grid ranks; a search can verify hundreds of
+    split-K variants beside a handful of one-kernel plans, and a uniform draw would rarely time the
+    latter), uniformly within each; then one legal size assignment of each, uniformly. Only the drawn
+    templates' legal sizes are enumerated (a template with none is replaced by the next draw).
+    Templates never drawn keep an empty (unenumerated) list."""
     rng = random.Random(seed)
-    order = rng.sample(range(len(templates)), len(templates))
+    order = _round_robin(templates, rng)
     space: list[list[dict[str, int]]] = [[] for _ in templates]
     picked: list[int] = []
     pos = 0
@@ -209,6 +212,24 @@ def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed
             if legal:
                 picked.append(t)
     return space, [Sample(t, tuple(rng.choice(space[t]).items())) for t in picked]
+
+
+def _structure_class(kg: KernelGraph) -> tuple[int, tuple[int, ...]]:
+    """Custom kernels, and the grid rank of each: the shape of a plan before its sizes."""
+    ranks = tuple(len(k.grid) for k in kg.kernels if isinstance(k, CustomKernel))
+    return len(ranks), ranks
+
+
+def _round_robin(templates: Sequence[KernelGraph], rng: random.Random) -> list[int]:
+    """Template indices: each class shuffled, then one of each class in turn (fewest kernels first)."""
+    classes: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for t, kg in enumerate(templates):
+        classes.setdefault(_structure_class(kg), []).append(t)
+    queues = [rng.sample(ts, len(ts)) for _, ts in sorted(classes.items())]
+    order: list[int] = []
+    for depth in range(max(len(q) for q in queues)):
+        order += [q[depth] for q in queues if depth < len(q)]
+    return order
 
 
 def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, int]]], chosen: Sequence[Sample],
