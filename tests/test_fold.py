@@ -178,3 +178,39 @@ def test_folded_attention_hand_plans_emulate_like_the_interpreter() -> None:
             assert np.allclose(interpreter.run(kg, ins)["O"], g.evaluate(ins)["O"], rtol=1e-9, atol=1e-9)
             runs += 1
     assert runs >= 4
+
+
+def _rendered_b_rows(source: str, mma: int) -> str:
+    """The C expression of a lane's B^T ldmatrix address (elements past B) in ``mma_<mma>``."""
+    body = source[source.index(f"void mma_{mma}("):]
+    line = next(ln for ln in body.splitlines() if "b_addr = smem_u32(B + " in ln)
+    return line.split("smem_u32(B + ", 1)[1].rsplit(");", 1)[0]
+
+
+def test_the_rendered_b_addresses_are_the_emulated_ones() -> None:
+    """The renderer's B^T address text, evaluated for every lane and unit (C and Python agree on
+    + * << >> & over non-negative ints), equals the emulator's (an unparenthesised row once made
+    them differ on the GPU only): padded 3-D tiles of the attention plans, padded 2-D linear tiles."""
+    from prism.codegen.emulate_mma import LANES, bt_addresses
+    from prism.codegen.lower import lower_graph
+    from prism.codegen.arch import arch
+    from prism.codegen.render_mma import render_mma
+
+    checked = 0
+    templates = [*cached_keys_templates(workloads.gqa(2, 8, 256, 64)), *_generated_of(_linear(k=96, norm=False))]
+    for template in templates:
+        for sizes in cheap_sizes(template, 2):
+            gl = lower_graph(template.instantiate(sizes), arch("sm_80"))
+            for low in (x for x in gl.kernels if x is not None):
+                for i, plan in low.mmas.items():
+                    b = low.operands[plan.b]
+                    if not b.transposed or b.swizzle:
+                        continue
+                    expr = _rendered_b_rows(render_mma(low, i), i)
+                    for bt in range(plan.batch if plan.b_bstride else 1):
+                        for np_ in range(plan.npairs):
+                            want = bt_addresses(plan, b, np.array([bt]), np.array([np_]), 0)[0, 0]
+                            got = [eval(expr, {"bt": bt, "np": np_, "lane": int(lane)}) for lane in LANES]
+                            assert got == list(want), (sizes, expr)
+                    checked += 1
+    assert checked >= 4

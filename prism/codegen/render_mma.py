@@ -74,7 +74,7 @@ def _bt_address(plan: MmaPlan, b_buf: Buf, b_bs: int) -> tuple[list[str], str]:
     """A transposed B tile [n, k]: lanes 0-7 / 8-15 address rows n 0-7 at k chunks 0 / 1, lanes 16-31
     rows n 8-15 likewise, so ldmatrix.x4 gives b[0], b[1] of the first n8 tile and b[2], b[3] of
     the second (the mma's B fragment: k pairs of one column n per lane)."""
-    row = "np * 16 + (lane & 7) + ((lane >> 4) << 3)"
+    row = "(np * 16 + (lane & 7) + ((lane >> 4) << 3))"  # one operand: the address multiplies it
     if plan.two:
         row = f"imin({row}, {plan.n - 1})"
     base = f"B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}"
