@@ -191,9 +191,9 @@ def test_the_rendered_b_addresses_are_the_emulated_ones() -> None:
     """The renderer's B^T address text, evaluated for every lane and unit (C and Python agree on
     + * << >> & over non-negative ints), equals the emulator's (an unparenthesised row once made
     them differ on the GPU only): padded 3-D tiles of the attention plans, padded 2-D linear tiles."""
+    from prism.codegen.arch import arch
     from prism.codegen.emulate_mma import LANES, bt_addresses
     from prism.codegen.lower import lower_graph
-    from prism.codegen.arch import arch
     from prism.codegen.render_mma import render_mma
 
     checked = 0
