@@ -56,3 +56,18 @@ def _squares(xs: list[int]) -> list[int]:
 class _Ends:
     def __init__(self, last: str) -> None:
         self.template = type("T", (), {"kernels": (last,)})()
+
+
+def test_a_walk_past_the_deadline_stops_inside_the_candidate(candidates: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One candidate's walk can run for minutes (a rank-4 rotary program did): the walk looks at the
+    clock at every expansion, and the chunk reports the candidate as not reached."""
+    from prism.search import walk as walk_mod
+    from prism.search.mapping import instantiate_mappings
+
+    with pytest.raises(walk_mod.WalkTimeout):
+        instantiate_mappings(candidates[0], deadline=time.time() - 1)
+    clock = iter([0.0, 0.0] + [1e12] * 100_000)  # run_chunk's first look passes, the walk's fail
+    monkeypatch.setattr(parallel.time, "time", lambda: next(clock))
+    monkeypatch.setattr(walk_mod.time, "time", lambda: next(clock))
+    got = parallel.run_chunk(candidates[:3], deadline=1.0)
+    assert got.timed_out and got.done == 0 and not got.graphs

@@ -109,7 +109,7 @@ def count_mappings(sg: SGraph, *, symmetry_breaking: bool) -> int:
 
 
 def instantiate_mappings(candidate: SGraph, *, symmetry_breaking: bool = True, count_before: bool = True,
-                         typed: bool = True) -> MappingResult:
+                         typed: bool = True, deadline: float | None = None) -> MappingResult:
     """Every valid concrete mapping of ``candidate`` (sizes symbolic), optionally symmetry-broken.
 
     With ``typed`` (the default) the assignments are built op by op, depth first, without a solver
@@ -117,11 +117,12 @@ def instantiate_mappings(candidate: SGraph, *, symmetry_breaking: bool = True, c
     (``layout.check_layout``), so whole subtrees of wrong mappings are never enumerated.
     ``before_symmetry`` then counts the well-typed assignments before symmetry breaking (each kept one
     stands for its class of grid-dim permutations). ``typed=False`` enumerates every assignment that
-    satisfies the constraints with z3 blocking clauses.
+    satisfies the constraints with z3 blocking clauses. ``deadline`` (``time.time()``, typed walks):
+    ``walk.WalkTimeout`` once it has passed.
     """
     t0 = time.perf_counter()
     if typed:
-        graphs, before = walk(candidate, symmetry_breaking)
+        graphs, before = walk(candidate, symmetry_breaking, deadline)
         return MappingResult(graphs, before, len(graphs), time.perf_counter() - t0)
     fixed = dict(candidate.fixed)
     s, bools = _solver(candidate.variables, candidate.equalities, fixed)

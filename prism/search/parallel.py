@@ -33,6 +33,7 @@ from .canonical import canonical_key
 from .layout import layout_ok
 from .mapping import instantiate_mappings, without_idle_loops
 from .sgraph import SGraph
+from .walk import WalkTimeout
 
 CHUNK = 32  # candidates per task at least: small enough to balance, large enough to amortize the transfer
 CHUNKS_PER_JOB = 16  # at most: larger chunks keep candidates that share a later kernel in one process
@@ -75,7 +76,10 @@ def run_chunk(cands: Sequence[SGraph], deadline: float) -> Mapped:
     for n, cand in enumerate(cands):
         if time.time() > deadline:
             return Mapped(graphs, before, n, True, tuple(counts), tuple(keys), mappings)
-        m = instantiate_mappings(cand)
+        try:
+            m = instantiate_mappings(cand, deadline=deadline)
+        except WalkTimeout:  # one candidate's walk ran past the deadline: it counts as not reached
+            return Mapped(graphs, before, n, True, tuple(counts), tuple(keys), mappings)
         before += m.before_symmetry
         mappings += len(m.graphs)
         kept = [(g, k) for g in m.graphs if (k := plan_key(g)) is not None]

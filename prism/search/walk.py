@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -203,12 +204,17 @@ def shares_loop(kernels: Sequence[object]) -> list[bool]:
             and any(k.loop in other for j, other in enumerate(sizes) if j != i) for i, k in enumerate(kernels)]
 
 
+class WalkTimeout(Exception):
+    """The walk of one candidate passed its deadline (its mappings so far are dropped)."""
+
+
 class Walker:
     """Depth first over the loads and saves in kernel order (module docstring)."""
 
     def __init__(self, candidate: SGraph, groups: Sequence[Sequence[MapVar]], plan: Plan,
-                 symmetry_breaking: bool) -> None:
+                 symmetry_breaking: bool, deadline: float | None = None) -> None:
         self.candidate, self.plan = candidate, plan
+        self.deadline, self.expansions = deadline, 0  # ``time.time()``: one candidate can walk for minutes
         self.levels = _levels(candidate, groups, symmetry_breaking)
         self.made: list[dict[int, BlockOp]] = [{} for _ in self.levels]  # per level: the op of each choice tried
         self.kernels = candidate.kernels
@@ -266,6 +272,9 @@ class Walker:
         return n
 
     def expand(self, lv: int, state: State) -> list[Completion]:
+        self.expansions += 1
+        if self.deadline is not None and time.time() > self.deadline:
+            raise WalkTimeout(f"mapping walk past its deadline after {self.expansions} expansions")
         level, plan = self.levels[lv], self.plan
         out: list[Completion] = []
         choices = plan.levels[lv]
@@ -335,10 +344,11 @@ def _plan(groups: tuple[tuple[MapVar, ...], ...], equalities: tuple[LinForm, ...
     return build_plan(groups, equalities, dict(fixed))
 
 
-def walk(candidate: SGraph, symmetry_breaking: bool) -> tuple[list[KernelGraph], int]:
-    """Every layout-correct mapping of ``candidate`` and how many assignments they stand for."""
+def walk(candidate: SGraph, symmetry_breaking: bool, deadline: float | None = None) -> tuple[list[KernelGraph], int]:
+    """Every layout-correct mapping of ``candidate`` and how many assignments they stand for
+    (``WalkTimeout`` past ``deadline``, a ``time.time()`` value)."""
     groups = tuple(tuple(g) for g in map_ops(candidate))
     plan = _plan(groups, candidate.equalities, candidate.fixed)
     if plan is None or (plan.reach[0] is not None and () not in plan.reach[0]):
         return [], 0
-    return Walker(candidate, groups, plan, symmetry_breaking).run()
+    return Walker(candidate, groups, plan, symmetry_breaking, deadline).run()
