@@ -140,6 +140,39 @@ def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.Mo
     assert fast.summary()["regions_in_prism"] == 0
 
 
+class _Exact:
+    """A stand-in kernel that computes the region's graph in float64 (always within tolerance)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph, self.summary = graph, {"plan_source": "searched", "best_us": 1.0}
+
+    def __call__(self, *views: Any) -> Any:
+        got = self.graph.evaluate({t.name: v.double().numpy() for t, v in zip(self.graph.inputs, views, strict=True)})
+        outs = tuple(torch.from_numpy(got[t.name]).to(views[0].dtype) for t in self.graph.outputs)
+        return outs if len(outs) > 1 else outs[0]
+
+
+@pytest.mark.parametrize(("prism_us", "torch_us", "in_prism"), [(5.0, 9.0, 5), (9.0, 5.0, 0)])
+def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, prism_us: float, torch_us: float,
+                                             in_prism: int) -> None:
+    """The runner times a checked kernel against the region's PyTorch ops and keeps the faster (no
+    warning: PyTorch winning is not a failure); the summary says both times."""
+    _fake_pipeline(monkeypatch, lambda graph, **kw: _Exact(graph))
+    monkeypatch.setattr(RegionRunner, "_times", lambda self, entry, inputs: (prism_us, torch_us))
+    torch._dynamo.reset()
+    m = _layer()
+    ins = layer_inputs(SMALL, 1, 1, 3, device="cpu", dtype=torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CaptureWarning)
+        fast = compile(m, example_inputs=ins)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(*ins), m(*ins), rtol=1e-4, atol=1e-4)
+    s = fast.summary()
+    assert s["regions"] == 5 and s["regions_in_prism"] == in_prism
+    why = [o[1] for r in s["region_outcomes"] for o in r["outcomes"].values()]
+    assert all(f"PyTorch {torch_us:.1f} us" in w if in_prism else "PyTorch is faster" in w for w in why)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dtype: Any) -> None:
@@ -148,7 +181,7 @@ def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dt
     ins = layer_inputs(SMALL, 2, 1, 16, device="cuda", dtype=dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CaptureWarning)  # every region must run in Prism
-        fast = compile(m, example_inputs=ins, options=CaptureOptions(samples=4))
+        fast = compile(m, example_inputs=ins, options=CaptureOptions(samples=4, compare=False))
     s = fast.summary()
     assert s["regions_in_prism"] == s["regions"] == 5 and s["flops_fraction_prism"] > 0.9
     with torch.no_grad():

@@ -37,6 +37,10 @@ class CaptureWarning(UserWarning):
     """A captured region runs in PyTorch instead of Prism; the message says why."""
 
 
+class _PyTorchFaster(Exception):
+    """The region's PyTorch ops beat its Prism kernel at this shape (the message: both times)."""
+
+
 @dataclass(frozen=True)
 class CaptureOptions:
     """Options of ``prism.compile`` and the ``"prism"`` backend (``superoptimize``'s, and how
@@ -48,6 +52,9 @@ class CaptureOptions:
     time_budget: float | None = None  # seconds of tuning per region and shape, parts and final choice together
     strict: bool = False  # raise CaptureError instead of leaving a region to PyTorch
     min_ops: int = MIN_OPS  # fewer arithmetic ops than this: the region is not worth a kernel
+    # time the kernel against the region's own PyTorch ops (CUDA-graph replay, as the tuner times) and
+    # keep the faster: a region is never slower in Prism than PyTorch runs it
+    compare: bool = True
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,10 @@ class RegionRunner:
     def _prepare(self, key: str, inputs: Sequence[Any]) -> _Entry:
         try:
             entry, detail = self._build(inputs)
+        except _PyTorchFaster as e:  # not a failure: PyTorch's own kernels win at this shape
+            log.info("prism: region %s at %s: %s", self.record.label, key, e)
+            self.record.outcomes[key] = (Outcome.PYTORCH, str(e))
+            return _Entry(None)
         except Exception as e:  # "always an answer": whatever failed, PyTorch still runs the region
             if self.options.strict:
                 raise CaptureError(f"{self.record.label} at {key}: {type(e).__name__}: {e}") from e
@@ -125,8 +136,30 @@ class RegionRunner:
         summary = fast.summary
         kernels = getattr(getattr(fast, "kernel_graph", None), "kernels", ())
         detail = f"{summary.get('plan_source', '?')} plan of {len(kernels)} kernels, {summary.get('best_us') or 0:.1f} us"
+        times = self._times(entry, inputs) if self.options.compare else None
+        if times is not None:
+            prism_us, torch_us = times
+            detail += f" (PyTorch {torch_us:.1f} us)"
+            if torch_us < prism_us:
+                raise _PyTorchFaster(f"PyTorch is faster: {torch_us:.1f} us against {prism_us:.1f} us "
+                                     f"for the {detail.split(' (')[0]}")
         log.info("prism: region %s at %s: %s", self.record.label, shape_key(inputs), detail)
         return entry, detail
+
+    def _times(self, entry: _Entry, inputs: Sequence[Any]) -> tuple[float, float] | None:
+        """(Prism, PyTorch) µs per call of the region, by CUDA-graph replay on rotated input copies;
+        None when either cannot be timed so (the checked kernel is kept)."""
+        from prism.tune.timing import graph_time_us
+
+        def copies(i: int) -> Sequence[Any]:
+            return inputs if i == 0 else [t.clone() for t in inputs]
+
+        try:
+            return (graph_time_us(lambda *a: self._launch(entry, a), copies),
+                    graph_time_us(lambda *a: tuple(self.eager(*a)), copies))
+        except Exception as e:  # no CUDA graph for one of them: the checked kernel stays
+            log.info("prism: region %s not timed against PyTorch (%s: %s)", self.record.label, type(e).__name__, e)
+            return None
 
     def _views(self, program: Program, inputs: Sequence[Any]) -> list[Any]:
         """The kernel's inputs: each region input in the compute dtype, contiguous, aligned, viewed."""

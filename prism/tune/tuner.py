@@ -12,6 +12,7 @@ the float64 reference; if it fails, that is logged as a bug and the next fastest
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import math
 import multiprocessing
@@ -19,6 +20,7 @@ import os
 import pickle
 import random
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from prism.codegen.sizes import legal_sizes
+from prism.codegen.sizes import candidate_values, is_legal, legal_sizes, sample_legal_sizes
 from prism.errors import TuningError
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph
@@ -165,7 +167,21 @@ def _poisons_context(e: BaseException) -> bool:
     return any(m in text for m in STICKY_ERRORS)
 
 
+# A template whose candidate size assignments (values ** symbols) exceed this is not enumerated:
+# ``SIZES_PER_TEMPLATE`` legal sizes are drawn by random descents instead (a captured layer's GEMV
+# parts have 4 symbols over ~30 divisors of 5632: enumerating 16 drawn templates took 16-74 s of a
+# 2-core machine, the whole tuning budget, before any compile). The neighbour walk of the refinement
+# then checks sizes next to the fastest one directly (``_neighbours``).
+FULL_ENUMERATION = 20_000
+SIZES_PER_TEMPLATE = 48
+
+
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
+    if len(candidate_values(template)) ** len(template.symbols) > FULL_ENUMERATION:
+        rng = random.Random(zlib.crc32(template.dumps().encode()))  # deterministic per template
+        return sample_legal_sizes(template, arch=arch, count=SIZES_PER_TEMPLATE, rng=rng,
+                                  values=candidate_values(template), resources=resources,
+                                  max_checks=4 * SIZES_PER_TEMPLATE)
     legal = legal_sizes(template, arch=arch, resources=resources, limit=cap)
     if cap is not None and len(legal) >= cap:
         log.warning("a template has more than %d legal sizes; enumeration truncated", cap)
@@ -257,17 +273,20 @@ def _timed_best(records: Mapping[int, SampleRecord]) -> dict[int, float]:
     return best
 
 
-def _neighbours(space: Sequence[Sequence[Mapping[str, int]]], at: Sample) -> list[Sample]:
+NEIGHBOUR_TRIES = 4  # values tried on each side of a symbol for a legal neighbour
+
+
+def _neighbours(template: KernelGraph, at: Sample, legal: Callable[[dict[str, int]], bool]) -> list[Sample]:
     """The legal sizes of ``at``'s template one step away from it: for each symbol, the nearest
-    smaller and the nearest larger value with every other symbol unchanged."""
-    here = at.size_map
+    smaller and the nearest larger candidate value (``candidate_values``, at most ``NEIGHBOUR_TRIES``
+    tried each way) that is legal with every other symbol unchanged."""
+    here, values = at.size_map, candidate_values(template)
     out = []
     for sym, v in here.items():
-        line = [sz for sz in space[at.template]
-                if sz[sym] != v and all(sz[o] == here[o] for o in here if o != sym)]
-        below = max((sz for sz in line if sz[sym] < v), key=lambda sz: sz[sym], default=None)
-        above = min((sz for sz in line if sz[sym] > v), key=lambda sz: sz[sym], default=None)
-        out += [Sample(at.template, tuple(sz.items())) for sz in (below, above) if sz is not None]
+        for side in ([x for x in reversed(values) if x < v], [x for x in values if x > v]):
+            found = next((sz for x in side[:NEIGHBOUR_TRIES] if legal(sz := {**here, sym: x})), None)
+            if found is not None:
+                out.append(Sample(at.template, tuple(found.items())))
     return out
 
 
@@ -276,7 +295,8 @@ def _fastest(records: Mapping[int, SampleRecord], chosen: Sequence[Sample]) -> S
     return chosen[min(timed, key=lambda r: (r.time_us, r.index)).index] if timed else None
 
 
-def _refine(prof: _Profiler, space: Sequence[Sequence[Mapping[str, int]]], count: int, seed: int) -> None:
+def _refine(prof: _Profiler, space: Sequence[Sequence[Mapping[str, int]]], count: int, seed: int,
+            legal: Callable[[int, dict[str, int]], bool]) -> None:
     """Up to ``count`` more samples: first a greedy walk from the fastest sample to its neighbours
     (``_neighbours``, a round at a time, while a round finds a faster one and half the count is left),
     then uniform draws from the legal sizes of the three fastest templates (a local search where the
@@ -296,7 +316,8 @@ def _refine(prof: _Profiler, space: Sequence[Sequence[Mapping[str, int]]], count
 
     best = _fastest(prof.records, chosen)
     while best is not None and left > count // 2 and best.sizes and not prof.over_budget():
-        batch = [s for s in _neighbours(space, best) if (s.template, s.sizes) not in taken][:left - count // 2]
+        near = _neighbours(prof.templates[best.template], best, functools.partial(legal, best.template))
+        batch = [s for s in near if (s.template, s.sizes) not in taken][:left - count // 2]
         if not batch:
             break
         run(batch)
@@ -356,7 +377,12 @@ def tune(
     backend.setup(graph, dict(draw(seed + TIMING_SEED_OFFSET)))
     prof = _Profiler(backend, templates, chosen, None if time_budget is None else t_start + time_budget, jobs)
     prof.run(list(enumerate(chosen)))
-    _refine(prof, space, refine if refine is not None else samples // 2, seed)
+    res = backend.resources()
+
+    def legal(t: int, sizes: dict[str, int]) -> bool:
+        return is_legal(templates[t].instantiate(sizes), arch, resources=res)
+
+    _refine(prof, space, refine if refine is not None else samples // 2, seed, legal)
     for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
         prof.records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent",
                                                 stage=Stage.SKIPPED))
