@@ -46,10 +46,12 @@ class CaptureOptions:
     """Options of ``prism.compile`` and the ``"prism"`` backend (``superoptimize``'s, and how
     failures are handled)."""
 
-    samples: int = 16  # tuning samples per region and shape
+    # tuning samples per part of a region and shape: on the TinyLlama layer's MLP block at decode, 48
+    # gave 39.0 us where 16 gave 51.0 (docs/capture.md); the first call at a shape pays for them
+    samples: int = 48
     seed: int = 0
     search_budget: float | None = None  # seconds per symbolic search (None: superoptimize's default)
-    time_budget: float | None = None  # seconds of tuning per region and shape, parts and final choice together
+    time_budget: float | None = 120.0  # seconds of tuning per region and shape, parts and final choice together
     strict: bool = False  # raise CaptureError instead of leaving a region to PyTorch
     min_ops: int = MIN_OPS  # fewer arithmetic ops than this: the region is not worth a kernel
     # time the kernel against the region's own PyTorch ops (CUDA-graph replay, as the tuner times) and
