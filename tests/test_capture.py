@@ -240,3 +240,24 @@ def test_a_region_round_trips_through_json() -> None:
     assert spec_from_json(json.loads(json.dumps(spec_to_json(spec)))) == spec
     with pytest.raises(SerializationError):
         spec_from_json({"steps": [{"step": "nope"}], "inputs": [], "outputs": []})
+
+
+def test_an_elementwise_region_of_rank_4_is_bound_without_its_size_1_dims() -> None:
+    """The rotary products of a decoder layer at decode: q [1, 32, 1, 64] * cos [1, 1, 1, 64] + ...
+    becomes [32, 64] * [1, 64]: rank <= 3 for the generator; the outputs keep PyTorch's shapes."""
+    q, cos, r, sin = 0, 1, 2, 3
+    steps = (Captured(4, Step.BINARY, (Ref(q), Ref(cos)), fn=Binary.MUL),
+             Captured(5, Step.BINARY, (Ref(r), Ref(sin)), fn=Binary.MUL),
+             Captured(6, Step.BINARY, (Ref(4), Ref(5)), fn=Binary.ADD))
+    shapes = [(1, 32, 1, 64), (1, 1, 1, 64), (1, 32, 1, 64), (64,)]
+    program = bind(RegionSpec(steps, (q, cos, r, sin), (4, 6)), shapes, "float16")
+    assert [b.shape for b in program.inputs] == [(32, 64), (1, 64), (32, 64), (1, 64)]
+    assert max(len(t.shape) for t in program.graph.inputs) == 2
+    assert program.shapes == ((1, 32, 1, 64), (1, 32, 1, 64))
+    xs = _rng_inputs(shapes)
+    got = evaluate(program, xs)
+    np.testing.assert_allclose(got[0], xs[0] * xs[1], rtol=1e-12)
+    np.testing.assert_allclose(got[1], xs[0] * xs[1] + xs[2] * xs[3], rtol=1e-12)
+    # a region with a reduction keeps its rank (its dims are named by position)
+    red = steps + (Captured(7, Step.REDUCE, (Ref(6),), fn=Reduce.SUM, dim=-1),)
+    assert [b.shape for b in bind(RegionSpec(red, (q, cos, r, sin), (7,)), shapes, "float16").inputs][0] == (1, 32, 1, 64)

@@ -179,7 +179,9 @@ def bind(spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str) -> Pro
     ``GraphError`` when the shapes do not fit the ops (the runner then keeps PyTorch's)."""
     if len(shapes) != len(spec.inputs):
         raise GraphError("capture", f"{len(shapes)} input shapes for {len(spec.inputs)} region inputs")
-    b = _Binder(spec, [tuple(int(d) for d in s) for s in shapes], dtype)
+    shapes = [tuple(int(d) for d in s) for s in shapes]
+    squeezed = _squeezed(spec, shapes)
+    b = _Binder(spec, squeezed or shapes, dtype)
     for s in spec.steps:
         t = b.step(s)
         if t is not None:
@@ -191,17 +193,43 @@ def bind(spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str) -> Pro
         if node in b.passthrough:
             pos = b.passthrough[node]
             outputs.append(spec.inputs.index(pos))
-            shapes_out.append(b.shapes[spec.inputs.index(pos)])
+            shapes_out.append(shapes[spec.inputs.index(pos)])
             continue
         t = b.values[node]
         if t.index not in named:
             named[t.index] = f"y{len(named)}"
             b.g.output(t, named[t.index])
         outputs.append(named[t.index])
-        shapes_out.append(b.torch_shapes.get(node, t.shape))
+        shapes_out.append(_broadcast_shapes(spec, shapes)[node] if squeezed else b.torch_shapes.get(node, t.shape))
     if not named:
         raise GraphError("capture", "the region computes nothing (only casts of its inputs)")
     return Program(b.g, tuple(b.inputs), tuple(outputs), tuple(shapes_out), dtype)
+
+
+ELEMENTWISE = (Step.IDENTITY, Step.UNARY, Step.BINARY)
+MAX_RANK = 3  # the code generator's tiles have at most 3 dims
+
+
+def _squeezed(spec: RegionSpec, shapes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
+    """For an element-wise region with tensors of rank > 3 (attention-shaped ``[b, h, L, d]``):
+    every input right-aligned (PyTorch broadcasts from the left) without the dims that are 1 in all
+    of them, which no element-wise op can make larger; None when nothing changes. The rotary
+    products of a decoder layer at decode, ``[1, 32, 1, 64] * [1, 1, 1, 64]``, become ``[32, 64] *
+    [1, 64]``: a shape the generator takes (rank <= 3), the same values in the same memory."""
+    rank = max(len(s) for s in shapes)
+    if rank <= MAX_RANK or not all(s.step in ELEMENTWISE for s in spec.steps):
+        return None
+    padded = [(1,) * (rank - len(s)) + s for s in shapes]
+    keep = [d for d in range(rank) if any(p[d] != 1 for p in padded)] or [rank - 1]
+    return [tuple(p[d] for d in keep) for p in padded] if len(keep) < rank else None
+
+
+def _broadcast_shapes(spec: RegionSpec, shapes: Sequence[tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
+    """PyTorch's shape of every node of an element-wise region (broadcasting its operands)."""
+    full = {n: shapes[i] for i, n in enumerate(spec.inputs)}
+    for s in spec.steps:
+        full[s.index] = tuple(np.broadcast_shapes(*(full[o.node] for o in s.operands if isinstance(o, Ref))))
+    return full
 
 
 def evaluate(program: Program, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
