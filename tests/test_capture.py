@@ -259,6 +259,6 @@ def test_an_elementwise_region_of_rank_4_is_bound_without_its_size_1_dims() -> N
     np.testing.assert_allclose(got[0], xs[0] * xs[1], rtol=1e-12)
     np.testing.assert_allclose(got[1], xs[0] * xs[1] + xs[2] * xs[3], rtol=1e-12)
     # a region with a reduction keeps its rank (its dims are named by position)
-    red = steps + (Captured(7, Step.REDUCE, (Ref(6),), fn=Reduce.SUM, dim=-1),)
+    red = (*steps, Captured(7, Step.REDUCE, (Ref(6),), fn=Reduce.SUM, dim=-1))
     reduced = bind(RegionSpec(red, (q, cos, r, sin), (7,)), shapes, "float16")
     assert reduced.inputs[0].shape == (1, 32, 1, 64)
