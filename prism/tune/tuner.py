@@ -300,8 +300,7 @@ def _refine(prof: _Profiler, space: Sequence[Sequence[Mapping[str, int]]], count
     """Up to ``count`` more samples: first a greedy walk from the fastest sample to its neighbours
     (``_neighbours``, a round at a time, while a round finds a faster one and half the count is left),
     then uniform draws from the legal sizes of the three fastest templates (a local search where the
-    first round found the good templates). Good sizes sit next to each other: the hand-tuned grid of
-    a GEMV is usually a step or two from the best of a uniform sample."""
+    first round found the good templates)."""
     chosen = prof.chosen
     taken = {(s.template, s.sizes) for s in chosen}
     left = max(count, 0)
