@@ -169,6 +169,8 @@ def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, pr
         torch.testing.assert_close(fast(*ins), m(*ins), rtol=1e-4, atol=1e-4)
     s = fast.summary()
     assert s["regions"] == 5 and s["regions_in_prism"] == in_prism
+    # the stand-in reports a searched plan: what runs in Prism runs in generated kernels
+    assert s["flops_fraction_generated"] == s["flops_fraction_prism"] and (s["flops_fraction_prism"] > 0.9) == (in_prism > 0)
     why = [o[1] for r in s["region_outcomes"] for o in r["outcomes"].values()]
     assert all(f"PyTorch {torch_us:.1f} us" in w if in_prism else "PyTorch is faster" in w for w in why)
 

@@ -2,7 +2,10 @@
 
 ``CaptureReport.summary()`` counts the fx nodes that compute (views excluded), the nodes in regions,
 the nodes whose region runs a Prism kernel, and the fractions of FLOPs and bytes (as if each op ran
-alone, the unfused eager count) in Prism kernels.
+alone, the unfused eager count) in Prism kernels: in regions that run a Prism plan at every shape
+(``*_fraction_prism``), and in those whose plan is a searched or stitched one, with generated
+kernels, rather than the predefined plan (one vendor or library op per primitive, dispatched by
+Prism: ``*_fraction_generated``; a stitched plan may still run some parts as vendor GEMMs).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class RegionRecord:
     ops: tuple[str, ...]
     cost: Cost
     outcomes: dict[str, tuple[Outcome, str]] = field(default_factory=dict)  # shapes -> (outcome, detail)
+    sources: dict[str, str] = field(default_factory=dict)  # shapes -> plan source (searched, stitched, predefined)
     spec: RegionSpec | None = None
     bound: list[tuple[list[tuple[int, ...]], str]] = field(default_factory=list)  # (input shapes, dtype) per shape
 
@@ -59,6 +63,7 @@ class CaptureReport:
     def summary(self) -> dict[str, Any]:
         regions = [r for g in self.graphs for r in g.regions]
         prism = [r for r in regions if r.outcome is Outcome.PRISM]
+        generated = [r for r in prism if r.sources and "predefined" not in r.sources.values()]
         flops = sum(g.cost.flops for g in self.graphs)
         moved = sum(g.cost.bytes for g in self.graphs)
         refused: dict[str, int] = {}
@@ -74,6 +79,8 @@ class CaptureReport:
             "regions_in_prism": len(prism),
             "flops_fraction_prism": sum(r.cost.flops for r in prism) / flops if flops else 0.0,
             "bytes_fraction_prism": sum(r.cost.bytes for r in prism) / moved if moved else 0.0,
+            "flops_fraction_generated": sum(r.cost.flops for r in generated) / flops if flops else 0.0,
+            "bytes_fraction_generated": sum(r.cost.bytes for r in generated) / moved if moved else 0.0,
             "left_to_pytorch": dict(sorted(refused.items(), key=lambda kv: -kv[1])),
             "region_outcomes": [
                 {"label": r.label, "nodes": r.nodes, "ops": list(r.ops), "flops": r.cost.flops, "bytes": r.cost.bytes,

@@ -92,7 +92,7 @@ class RegionRunner:
 
     def _prepare(self, key: str, inputs: Sequence[Any]) -> _Entry:
         try:
-            entry, detail = self._build(inputs)
+            entry, detail, source = self._build(inputs)
         except _PyTorchFaster as e:  # not a failure: PyTorch's own kernels win at this shape
             log.info("prism: region %s at %s: %s", self.record.label, key, e)
             self.record.outcomes[key] = (Outcome.PYTORCH, str(e))
@@ -106,9 +106,11 @@ class RegionRunner:
             self.record.outcomes[key] = (Outcome.PYTORCH, why)
             return _Entry(None)
         self.record.outcomes[key] = (Outcome.PRISM, detail)
+        self.record.sources[key] = source
         return entry
 
-    def _build(self, inputs: Sequence[Any]) -> tuple[_Entry, str]:
+    def _build(self, inputs: Sequence[Any]) -> tuple[_Entry, str, str]:
+        """The checked kernel at these shapes, what it is (for the report) and its plan source."""
         from prism.pipeline import superoptimize  # the pipeline's tuner needs the GPU side (CuPy)
 
         dtype = next((str(t.dtype).removeprefix("torch.") for t in inputs
@@ -137,7 +139,8 @@ class RegionRunner:
                                    f"(relative, allowed {tol:.3g})")
         summary = fast.summary
         kernels = getattr(getattr(fast, "kernel_graph", None), "kernels", ())
-        detail = f"{summary.get('plan_source', '?')} plan of {len(kernels)} kernels, {summary.get('best_us') or 0:.1f} us"
+        source = str(summary.get("plan_source", "?"))
+        detail = f"{source} plan of {len(kernels)} kernels, {summary.get('best_us') or 0:.1f} us"
         times = self._times(entry, inputs) if self.options.compare else None
         if times is not None:
             prism_us, torch_us = times
@@ -146,7 +149,7 @@ class RegionRunner:
                 raise _PyTorchFaster(f"PyTorch is faster: {torch_us:.1f} us against {prism_us:.1f} us "
                                      f"for the {detail.split(' (')[0]}")
         log.info("prism: region %s at %s: %s", self.record.label, shape_key(inputs), detail)
-        return entry, detail
+        return entry, detail, source
 
     def _times(self, entry: _Entry, inputs: Sequence[Any]) -> tuple[float, float] | None:
         """(Prism, PyTorch) µs per call of the region, by CUDA-graph replay on rotated input copies;
