@@ -167,9 +167,10 @@ def main() -> None:
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--samples", type=int, default=CaptureOptions.samples)
     ap.add_argument("--dtype", default="float16")
-    ap.add_argument("--time-budget", type=float, default=None, help="seconds of tuning per region and shape")
+    ap.add_argument("--time-budget", type=float, default=CaptureOptions.time_budget,
+                    help="seconds of tuning per region and shape")
     ap.add_argument("--device", default="cuda", help="cpu: capture and search only (regions run in PyTorch)")
     args = ap.parse_args()
     systems = args.systems.split(",")
