@@ -197,3 +197,18 @@ def test_more_templates_than_samples_draws_every_structural_class() -> None:
     for seed in range(5):
         res = tune(GRAPH, many, samples=2, seed=seed, backend=backend(), jobs=1, refine=0)
         assert {r.template == 20 for r in res.records} == {True, False}
+
+
+def test_a_huge_size_space_is_sampled_not_enumerated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``FULL_ENUMERATION`` candidate assignments a template gets ``SIZES_PER_TEMPLATE`` legal
+    sizes by random descents: all legal, distinct, the same on every call (seeded by the template)."""
+    from prism.codegen.sizes import legal_sizes
+    from prism.tune import tuner
+
+    full = legal_sizes(GOOD_2D, arch="sm_90", resources=None)
+    monkeypatch.setattr(tuner, "FULL_ENUMERATION", 10)
+    monkeypatch.setattr(tuner, "SIZES_PER_TEMPLATE", 20)
+    got = tuner._legal(GOOD_2D, "sm_90", None, None)
+    assert 0 < len(got) <= 20 < len(full)
+    assert all(s in full for s in got) and len({tuple(s.items()) for s in got}) == len(got)
+    assert tuner._legal(GOOD_2D, "sm_90", None, None) == got
