@@ -153,8 +153,8 @@ class _Exact:
 
 
 @pytest.mark.parametrize(("prism_us", "torch_us", "in_prism"), [(5.0, 9.0, 5), (9.0, 5.0, 0)])
-def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, prism_us: float, torch_us: float,
-                                             in_prism: int) -> None:
+def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                             prism_us: float, torch_us: float, in_prism: int) -> None:
     """The runner times a checked kernel against the region's PyTorch ops and keeps the faster (no
     warning: PyTorch winning is not a failure); the summary says both times."""
     _fake_pipeline(monkeypatch, lambda graph, **kw: _Exact(graph))
@@ -173,6 +173,8 @@ def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, pr
     assert s["flops_fraction_generated"] == s["flops_fraction_prism"] and (s["flops_fraction_prism"] > 0.9) == (in_prism > 0)
     why = [o[1] for r in s["region_outcomes"] for o in r["outcomes"].values()]
     assert all(f"PyTorch {torch_us:.1f} us" in w if in_prism else "PyTorch is faster" in w for w in why)
+    err = capsys.readouterr().err  # a line as each region starts and ends (first calls take minutes)
+    assert err.count("searching and tuning") == 5 and err.count("prism: region") == 10
 
 
 @pytest.mark.gpu

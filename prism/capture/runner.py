@@ -15,6 +15,8 @@ torch is imported by the caller (the backend); this module only calls tensor met
 from __future__ import annotations
 
 import logging
+import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,6 +59,8 @@ class CaptureOptions:
     # time the kernel against the region's own PyTorch ops (CUDA-graph replay, as the tuner times) and
     # keep the faster: a region is never slower in Prism than PyTorch runs it
     compare: bool = True
+    # a line on stderr when a region starts and ends its work at a new shape (tuning takes minutes)
+    progress: bool = True
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,18 @@ class RegionRunner:
         return self._launch(entry, inputs)
 
     def _prepare(self, key: str, inputs: Sequence[Any]) -> _Entry:
+        t0 = time.perf_counter()
+        self._say(f"region {self.record.label} ({len(self.record.ops)} ops) at {key}: searching and tuning ...")
+        entry = self._decide(key, inputs)
+        outcome, detail = self.record.outcomes[key]
+        self._say(f"region {self.record.label}: {outcome.value} ({detail}), {time.perf_counter() - t0:.0f} s")
+        return entry
+
+    def _say(self, msg: str) -> None:
+        if self.options.progress:
+            print(f"prism: {msg}", file=sys.stderr, flush=True)
+
+    def _decide(self, key: str, inputs: Sequence[Any]) -> _Entry:
         try:
             entry, detail, source = self._build(inputs)
         except _PyTorchFaster as e:  # not a failure: PyTorch's own kernels win at this shape
