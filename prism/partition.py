@@ -304,6 +304,58 @@ def _portable(s: Scalar | None, graph: Graph, part_inputs: list[int], names: dic
     return Const(s.resolve({t.name: t.shape for t in graph.inputs}))
 
 
+# ---------------------------------------------------------------------------------- canonical names
+
+def canonical(graph: Graph) -> tuple[Graph, dict[str, str]]:
+    """``graph`` with its inputs and outputs named by position (``in0``…, ``out0``…) and the map
+    back to its own names. Parts of one structure then share a search (the cache key names the
+    inputs): a norm recomputed before the k and the v projection, whose inputs the program names
+    differently, is searched once."""
+    g = Graph()
+    local: dict[int, Tensor] = {}
+    back: dict[str, str] = {}
+    for i, n in enumerate(graph.nodes):
+        if n.kind is OpKind.INPUT:
+            local[i] = g.input(n.shape, n.dtype, f"in{len(back)}")
+            back[f"in{len(back)}"] = n.name or ""
+    ren = {v: k for k, v in back.items()}
+    for i, n in enumerate(graph.nodes):
+        if n.kind is not OpKind.INPUT:
+            scalar = DimRecip(ren[n.scalar.tensor], n.scalar.dim) if isinstance(n.scalar, DimRecip) else n.scalar
+            local[i] = g._add(replace(n, args=tuple(local[a].index for a in n.args), name=None, scalar=scalar))
+    for k, (name, i) in enumerate(graph.output_indices):
+        g.output(local[i], f"out{k}")
+        back[f"out{k}"] = name
+    return g, back
+
+
+def renamed(kg: KernelGraph, names: dict[str, str], program: str) -> KernelGraph:
+    """``kg`` with its tensors renamed by ``names`` (others keep theirs, moved aside from the new ones)."""
+    taken = set(names.values())
+
+    def t(name: str) -> str:
+        if name in names:
+            return names[name]
+        new = name
+        while new in taken:
+            new = f"_{new}"
+        return new
+
+    def sc(s: Scalar | None) -> Scalar | None:
+        return DimRecip(t(s.tensor), s.dim) if isinstance(s, DimRecip) else s
+
+    def op_of(op: BlockOp) -> BlockOp:
+        if isinstance(op, Load | Save):
+            return replace(op, tensor=t(op.tensor))
+        return replace(op, scalar=sc(op.scalar)) if isinstance(op, UnaryOp) else op
+
+    kernels = [replace(k, inputs=tuple(t(n) for n in k.inputs), output=t(k.output), scalar=sc(k.scalar))
+               if isinstance(k, PredefinedKernel) else replace(k, ops=tuple(op_of(op) for op in k.ops))
+               for k in kg.kernels]
+    return replace(kg, program=program, inputs=tuple(replace(x, name=t(x.name)) for x in kg.inputs),
+                   outputs=tuple(replace(x, name=t(x.name)) for x in kg.outputs), kernels=tuple(kernels))
+
+
 # ---------------------------------------------------------------------------------- stitching
 
 

@@ -16,7 +16,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
@@ -24,7 +24,7 @@ from prism.errors import DeviceError, IRError, PrismError, SearchError, Serializ
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph, check_structure, validate
 from prism.options import check_program, check_seconds, check_tuning
-from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch
+from prism.partition import MAX_PART_OPS, Part, canonical, partition, predefined_plan, renamed, stitch
 from prism.reference import relative_error
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
@@ -216,9 +216,12 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
         bar = tqdm(total=len(parts), desc=f"parts of {program}", unit=" part", leave=False)
     for part in parts:
         log.info("%s: part %d/%d (%d ops) ...", program, part.index + 1, len(parts), len(part.nodes))
-        if part.searchable:
-            res = search_and_verify(part.graph, program=f"{program}.p{part.index}", cache=cache, progress=progress,
-                                    time_budget=time_budget, partitioned=False)
+        if part.searchable:  # searched under names by position: parts of one structure share it
+            canon, back = canonical(part.graph)
+            found = search_and_verify(canon, program=f"{program}.p{part.index}", cache=cache, progress=progress,
+                                      time_budget=time_budget, partitioned=False)
+            res = replace(found, templates=tuple(renamed(t, back, t.program) for t in found.templates),
+                          structure_key=part.graph.structure_key())
         else:
             pre = predefined_plan(part.graph, f"{program}.p{part.index}")
             res = SearchOutcome(pre.program, part.graph.structure_key(), (pre,), False, {}, {"total": 0.0},

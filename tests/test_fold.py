@@ -214,3 +214,26 @@ def test_the_rendered_b_addresses_are_the_emulated_ones() -> None:
                             assert got == list(want), (sizes, expr)
                     checked += 1
     assert checked >= 4
+
+
+def test_parts_of_one_structure_share_one_search() -> None:
+    """The k and v projections (each with the norm recomputed) are one structure under different
+    tensor names: searched under names by position, the second is a cache hit, renamed back to its
+    own tensors; every stitched plan is still the program."""
+    g = Graph()
+    x = g.input((2, 128), name="x")
+    y = g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5)))
+    for name in ("k", "v"):
+        g.output(g.matmul(y, g.transpose(g.input((32, 128), name=f"w{name}"))), name)
+    out = pipeline.search_and_verify(g, program="kv", progress=False)
+    merged = [p for p in out.parts if not p.part.heavy]
+    assert len(merged) == 2 and [p.outcome.cached for p in merged] == [False, True]
+    for p in merged:
+        names = {t.name for t in p.part.graph.inputs} | {t.name for t in p.part.graph.outputs}
+        for kg in p.outcome.templates:
+            assert {t.name for t in (*kg.inputs, *kg.outputs)} == names
+    ins = {t.name: np.random.default_rng(3).standard_normal(t.shape) for t in g.inputs}
+    want = g.evaluate(ins)
+    for template in out.of(pipeline.PlanSource.STITCHED):
+        got = interpreter.run(template.instantiate(cheap_sizes(template, 1)[0]), ins)
+        assert all(np.allclose(got[n], want[n], rtol=1e-9, atol=1e-9) for n in want)
