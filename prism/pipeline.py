@@ -406,7 +406,7 @@ def superoptimize(
     sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
     t_parts = time.perf_counter()
     stitched = bool(outcome.of(PlanSource.STITCHED))
-    budget = _Budget(time_budget, len(outcome.parts) + 1 if stitched else 1)  # each part's tuning, then the final one
+    budget = _Budget(time_budget, _tuning_weights(graph, outcome) if stitched else [1.0])  # parts, then the final one
     if stitched:
         plans = []
         for po in outcome.parts:
@@ -440,22 +440,38 @@ def _search_summary(program: str, outcome: SearchOutcome) -> Summary:
 
 
 class _Budget:
-    """``superoptimize``'s tuning budget over its ``calls`` tuning calls (each part's, then the whole
-    program's): each call gets an equal share of what is left, so time a call leaves unspent (a cache
-    hit, a part with few sizes) goes to the later ones. None: no budget. A call whose share is spent
-    still runs: ``tune`` always times at least one sample and every size-free plan (the predefined one)."""
+    """``superoptimize``'s tuning budget over its tuning calls (each part's, then the whole program's),
+    shared by weight: a call gets ``weight / (its weight + the weights still to come)`` of what is
+    left, so time a call leaves unspent (a cache hit, a part with few sizes) goes to the later ones,
+    and a part that moves more data (a GEMV against an element-wise add) gets more of it. None: no
+    budget. A call whose share is spent still runs: ``tune`` always times at least one sample and
+    every size-free plan (the predefined one)."""
 
-    def __init__(self, seconds: float | None, calls: int, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, seconds: float | None, weights: Sequence[float],
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self.deadline = None if seconds is None else clock() + seconds
-        self.left = calls
+        self.weights = [max(0.0, w) for w in weights]
 
     def next(self) -> float | None:
+        w = self.weights.pop(0) if self.weights else 1.0
         if self.deadline is None:
             return None
-        share = max(0.0, self.deadline - self.clock()) / max(1, self.left)
-        self.left -= 1
-        return share
+        rest = w + sum(self.weights)
+        return max(0.0, self.deadline - self.clock()) * (w / rest if rest > 0 else 1.0)
+
+
+def _tuning_weights(graph: Graph, outcome: SearchOutcome) -> list[float]:
+    """The budget weights of superoptimize's tuning calls: a part by the elements its tensors hold (0
+    when it has one plan, nothing to tune), then the whole program's choice, weighted as much as all
+    parts when the search found whole-program plans (those are tuned there) and as one part else."""
+    parts = [0.0 if len(po.outcome.templates) <= 1 else float(_elements(po.part.graph)) for po in outcome.parts]
+    whole = sum(parts) if outcome.of(PlanSource.SEARCHED) else max(parts, default=1.0)
+    return [*parts, whole or 1.0]
+
+
+def _elements(graph: Graph) -> int:
+    return sum(math.prod(t.shape) for t in (*graph.inputs, *graph.outputs))
 
 
 def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, samples: int, seed: int,

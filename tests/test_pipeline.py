@@ -12,6 +12,7 @@ import pytest
 
 from prism import pipeline, plans, workloads
 from prism.errors import DeviceError
+from prism.graph import Graph
 from prism.ir import CustomKernel, KernelGraph
 from prism.tune.backends import InterpreterBackend
 from prism.tune.inputs import input_sampler
@@ -174,15 +175,34 @@ def test_a_float32_program_gets_its_predefined_plan() -> None:
 
 
 def test_the_tuning_budget_is_shared_by_the_parts_and_the_final_choice() -> None:
-    """Each tuning call gets an equal share of what is left; time one leaves unspent goes to the next."""
+    """Each tuning call gets its weight's share of what is left; time one leaves unspent goes to the next."""
     now = [0.0]
-    budget = pipeline._Budget(9.0, 3, clock=lambda: now[0])
+    budget = pipeline._Budget(9.0, [1.0, 1.0, 1.0], clock=lambda: now[0])
     assert budget.next() == 3.0
     now[0] = 1.0  # the first call spent 1 s of its 3
     assert budget.next() == 4.0  # (9 - 1) / 2
     now[0] = 10.0  # the second overran: the last call still gets a (zero) budget, and tune times one sample
     assert budget.next() == 0.0
-    assert pipeline._Budget(None, 3).next() is None
+    assert pipeline._Budget(None, [1.0, 1.0]).next() is None
+    weighted = pipeline._Budget(10.0, [0.0, 3.0, 1.0], clock=lambda: 0.0)
+    assert [weighted.next(), weighted.next(), weighted.next()] == [0.0, 7.5, 10.0]  # 3/4 of 10, then all that is left
+
+
+def test_the_parts_that_hold_more_data_get_more_tuning_time() -> None:
+    """A GEMV part outweighs an element-wise one; a part with one plan (a transpose) gets nothing."""
+    g = Graph()
+    x = g.input((4, 256), name="x")
+    w = g.input((64, 256), name="w")
+    y = g.matmul(g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5))), g.transpose(w))
+    g.output(g.add(g.silu(y), 1.0), "o")
+    out = pipeline.search_and_verify(g, progress=False)
+    weights = pipeline._tuning_weights(g, out)
+    by_part = dict(zip([po.part.index for po in out.parts], weights, strict=False))
+    transpose = next(po.part.index for po in out.parts if po.part.heavy)
+    gemv = next(po.part.index for po in out.parts if len(po.part.nodes) > 2)
+    tail = next(po.part.index for po in out.parts if not po.part.heavy and len(po.part.nodes) <= 2)
+    assert by_part[transpose] == 0.0 and by_part[gemv] > by_part[tail] > 0
+    assert len(weights) == len(out.parts) + 1
 
 
 def test_superoptimize_keeps_every_tuning_call_inside_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
