@@ -250,7 +250,9 @@ def _ordered(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[tuple[l
     done: set[int] = set()
     order: list[int] = []
     while len(order) < len(groups):
-        g = next(g for g in range(len(groups)) if g not in done and deps[g] <= done)
+        g = next((g for g in range(len(groups)) if g not in done and deps[g] <= done), None)
+        if g is None:  # cannot happen for parts of an acyclic program; a typed error if it ever does
+            raise IRError(f"partition: parts {sorted(set(range(len(groups))) - done)} depend on each other")
         done.add(g)
         order.append(g)
     return [groups[g] for g in order]
