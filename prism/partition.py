@@ -26,7 +26,6 @@ from prism.errors import IRError
 from prism.graph import Graph, Node, OpKind, Tensor
 from prism.ir import (
     BlockOp,
-    CustomKernel,
     Kernel,
     KernelGraph,
     Load,
@@ -331,7 +330,7 @@ def canonical(graph: Graph) -> tuple[Graph, dict[str, str]]:
     return g, back
 
 
-def renamed(kg: KernelGraph, names: dict[str, str], program: str) -> KernelGraph:
+def renamed(kg: KernelGraph, names: dict[str, str]) -> KernelGraph:
     """``kg`` with its tensors renamed by ``names`` (others keep theirs, moved aside from the new ones)."""
     taken = set(names.values())
 
@@ -346,15 +345,8 @@ def renamed(kg: KernelGraph, names: dict[str, str], program: str) -> KernelGraph
     def sc(s: Scalar | None) -> Scalar | None:
         return DimRecip(t(s.tensor), s.dim) if isinstance(s, DimRecip) else s
 
-    def op_of(op: BlockOp) -> BlockOp:
-        if isinstance(op, Load | Save):
-            return replace(op, tensor=t(op.tensor))
-        return replace(op, scalar=sc(op.scalar)) if isinstance(op, UnaryOp) else op
-
-    kernels = [replace(k, inputs=tuple(t(n) for n in k.inputs), output=t(k.output), scalar=sc(k.scalar))
-               if isinstance(k, PredefinedKernel) else replace(k, ops=tuple(op_of(op) for op in k.ops))
-               for k in kg.kernels]
-    return replace(kg, program=program, inputs=tuple(replace(x, name=t(x.name)) for x in kg.inputs),
+    kernels = [_with_tensors(k, t, sc) for k in kg.kernels]
+    return replace(kg, inputs=tuple(replace(x, name=t(x.name)) for x in kg.inputs),
                    outputs=tuple(replace(x, name=t(x.name)) for x in kg.outputs), kernels=tuple(kernels))
 
 
@@ -402,22 +394,26 @@ def _program_scalar(graph: Graph, names: dict[int, str]) -> Callable[[Scalar | N
     return fix
 
 
-def _renamed(k: Kernel, prefix: str, boundary: set[str], taken: set[str],
-             scalar: Callable[[Scalar | None], Scalar | None]) -> Kernel:
-    def t(name: str) -> str:
-        return _fresh(name, prefix, boundary, taken)
-
-    def size(s: Size) -> Size:
-        return f"{prefix}{s}" if isinstance(s, str) else s
+def _with_tensors(k: Kernel, t: Callable[[str], str], scalar: Callable[[Scalar | None], Scalar | None]) -> Kernel:
+    """``k`` reading and writing the tensors ``t`` names, with its scalars mapped by ``scalar``."""
+    if isinstance(k, PredefinedKernel):
+        return replace(k, inputs=tuple(t(n) for n in k.inputs), output=t(k.output), scalar=scalar(k.scalar))
 
     def op_of(op: BlockOp) -> BlockOp:
         if isinstance(op, Load | Save):
             return replace(op, tensor=t(op.tensor))
         return replace(op, scalar=scalar(op.scalar)) if isinstance(op, UnaryOp) else op
 
-    if isinstance(k, PredefinedKernel):
-        return replace(k, name=f"{prefix}{k.name}", inputs=tuple(t(n) for n in k.inputs), output=t(k.output),
-                       scalar=scalar(k.scalar))
-    return CustomKernel(f"{prefix}{k.name}", tuple(size(s) for s in k.grid), size(k.loop),
-                        tuple(op_of(op) for op in k.ops))
+    return replace(k, ops=tuple(op_of(op) for op in k.ops))
 
+
+def _renamed(k: Kernel, prefix: str, boundary: set[str], taken: set[str],
+             scalar: Callable[[Scalar | None], Scalar | None]) -> Kernel:
+    k = _with_tensors(k, lambda name: _fresh(name, prefix, boundary, taken), scalar)
+    if isinstance(k, PredefinedKernel):
+        return replace(k, name=f"{prefix}{k.name}")
+
+    def size(s: Size) -> Size:
+        return f"{prefix}{s}" if isinstance(s, str) else s
+
+    return replace(k, name=f"{prefix}{k.name}", grid=tuple(size(s) for s in k.grid), loop=size(k.loop))

@@ -220,7 +220,7 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
             canon, back = canonical(part.graph)
             found = search_and_verify(canon, program=f"{program}.p{part.index}", cache=cache, progress=progress,
                                       time_budget=time_budget, partitioned=False)
-            res = replace(found, templates=tuple(renamed(t, back, t.program) for t in found.templates),
+            res = replace(found, templates=tuple(renamed(t, back) for t in found.templates),
                           structure_key=part.graph.structure_key())
         else:
             pre = predefined_plan(part.graph, f"{program}.p{part.index}")

@@ -189,6 +189,7 @@ def bind(spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str) -> Pro
     outputs: list[str | int] = []
     shapes_out: list[tuple[int, ...]] = []
     named: dict[int, str] = {}
+    torch_shapes = _broadcast_shapes(spec, shapes) if squeezed else b.torch_shapes
     for node in spec.outputs:
         if node in b.passthrough:
             pos = b.passthrough[node]
@@ -200,7 +201,7 @@ def bind(spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str) -> Pro
             named[t.index] = f"y{len(named)}"
             b.g.output(t, named[t.index])
         outputs.append(named[t.index])
-        shapes_out.append(_broadcast_shapes(spec, shapes)[node] if squeezed else b.torch_shapes.get(node, t.shape))
+        shapes_out.append(torch_shapes.get(node, t.shape))
     if not named:
         raise GraphError("capture", "the region computes nothing (only casts of its inputs)")
     return Program(b.g, tuple(b.inputs), tuple(outputs), tuple(shapes_out), dtype)

@@ -378,12 +378,11 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
     match op:
         case Load(tensor=t):
             st = Storage.HALF if d.dtypes[t] in HALF_DTYPES else Storage.F32
-            name, ring = uniq(f"s_{c_ident(t)}"), op.fmap is not None
-            if op.transposed:
-                return _transposed_buf(d, i, name, region, st, tile, ring)
-            if st is Storage.HALF and _mm_operand(d, i) and swizzles(tile, st.esize):
-                return Buf(name, region, st, tile, tile[-1], ring=ring, swizzle=True)
-            return Buf(name, region, st, tile, _copy_pitch(tile, st.esize), ring=ring)
+            name, ring, tr = uniq(f"s_{c_ident(t)}"), op.fmap is not None, op.transposed
+            stored = _transposed_tile(d, i, st, tile) if tr else tile
+            if st is Storage.HALF and _mm_operand(d, i) and swizzles(stored, st.esize):
+                return Buf(name, region, st, stored, stored[-1], ring=ring, swizzle=True, transposed=tr)
+            return Buf(name, region, st, stored, _copy_pitch(stored, st.esize), ring=ring, transposed=tr)
         case MatmulOp() if d.stores[i] is Store.F32:
             return Buf(uniq(f"mm{i}"), region, Storage.F32, tile, _pitch(tile, 4), copies=d.mmas[i].ksplit)
         case ReduceOp():
@@ -396,18 +395,15 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
     return None
 
 
-def _transposed_buf(d: _Draft, i: int, name: str, region: Phase, st: Storage, tile: tuple[int, ...],
-                    ring: bool) -> Buf:
-    """The tile of a transposed load, stored as the tensor lays it out (``Buf.transposed``)."""
+def _transposed_tile(d: _Draft, i: int, st: Storage, tile: tuple[int, ...]) -> tuple[int, ...]:
+    """The tile of a transposed load as the tensor lays it out (``Buf.transposed``): its last two dims
+    swapped; only 2-D or 3-D half tiles that matmuls read as B."""
     if st is not Storage.HALF or len(tile) not in (2, 3):
         raise d.fail(f"a transposed load of a {st.value} tile {list(tile)}: only 2-D or 3-D half tiles", i)
     readers = [d.ops[j] for j in d.users(i)]
     if not all(isinstance(r, MatmulOp) and r.b == i and r.a != i for r in readers):
         raise d.fail("a transposed load is read only as a matmul's B operand", i)
-    stored = (*tile[:-2], tile[-1], tile[-2])
-    if swizzles(stored, st.esize):
-        return Buf(name, region, st, stored, stored[-1], ring=ring, swizzle=True, transposed=True)
-    return Buf(name, region, st, stored, _copy_pitch(stored, st.esize), ring=ring, transposed=True)
+    return (*tile[:-2], tile[-1], tile[-2])
 
 
 def _mm_operand(d: _Draft, i: int) -> bool:

@@ -70,6 +70,16 @@ def _row_chunks(buf: Buf, base: str, row: str, chunk: str, var: str, label: str)
         f"{var}_addr + (((t * 2 + {chunk}) ^ {var}_key) << 4)"
 
 
+def _b_address(plan: MmaPlan, b_buf: Buf, b_bs: int) -> tuple[list[str], str]:
+    """A row-major B tile [k, n], read with ldmatrix .trans: lane rows k 0-15, columns n 0-7 / 8-15; a
+    swizzled tile's key repeats every 8 rows, so one lane's chunk is the same at every k-step."""
+    b_col = f"imin(np * 16 + (lane >> 4) * 8, {plan.n - 8})" if plan.two else "np * 16 + (lane >> 4) * 8"
+    b_row = "((lane & 7) + ((lane >> 3) & 1) * 8)"
+    b_off = swizzled_offset(b_buf, b_row, b_col) if b_buf.swizzle else f"{b_row} * {b_buf.pitch} + {b_col}"
+    return [f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}{b_off});"], \
+        f"b_addr + t * {16 * b_buf.pitch * 2}"
+
+
 def _bt_address(plan: MmaPlan, b_buf: Buf, b_bs: int) -> tuple[list[str], str]:
     """A transposed B tile [n, k]: lanes 0-7 / 8-15 address rows n 0-7 at k chunks 0 / 1, lanes 16-31
     rows n 8-15 likewise, so ldmatrix.x4 gives b[0], b[1] of the first n8 tile and b[2], b[3] of
@@ -87,24 +97,15 @@ def render_mma(low: KernelLowering, i: int) -> str:
     a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
     assert not (a_buf.swizzle and plan.a_bstride) and not (b_buf.swizzle and plan.b_bstride), "swizzle: 2-D tiles"
     nw = low.warps
-    b_p = b_buf.pitch
     a_bs = a_buf.strides[0] if plan.a_bstride else 0
     b_bs = b_buf.strides[0] if plan.b_bstride else 0
     unit, guard = _unit_lines(plan, nw, bool(a_bs or b_bs))
     two = plan.n % 16 != 0
     k0 = "kpart * " + str(plan.ksteps) if plan.ksplit > 1 else "0"
     unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"  # even: q & 1 stays static
-    b_col = f"imin(np * 16 + (lane >> 4) * 8, {plan.n - 8})" if two else "np * 16 + (lane >> 4) * 8"
-    b_row = "((lane & 7) + ((lane >> 3) & 1) * 8)"
-    # a swizzled B tile: its key repeats every 8 rows, so one lane's chunk is the same at every k-step
-    b_off = swizzled_offset(b_buf, b_row, b_col) if b_buf.swizzle else f"{b_row} * {b_p} + {b_col}"
     a_decl, a_step = _a_address(plan, a_buf, a_bs)
-    if b_buf.transposed:
-        b_decl, b_step = _bt_address(plan, b_buf, b_bs)
-        b_load = f"  ldsm_x4(b, {b_step});"
-    else:
-        b_decl = [f"const unsigned b_addr = smem_u32(B + {'bt * ' + str(b_bs) + ' + ' if b_bs else ''}{b_off});"]
-        b_load = f"  ldsm_x4_t(b, b_addr + t * {16 * b_p * 2});"
+    b_decl, b_step = (_bt_address if b_buf.transposed else _b_address)(plan, b_buf, b_bs)
+    b_load = f"  {'ldsm_x4' if b_buf.transposed else 'ldsm_x4_t'}(b, {b_step});"
     body = [*unit, *a_decl, *b_decl]
     if two:
         body.append(f"const bool two = np * 16 + 8 < {plan.n};")

@@ -177,10 +177,11 @@ SIZES_PER_TEMPLATE = 48
 
 
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
-    if len(candidate_values(template)) ** len(template.symbols) > FULL_ENUMERATION:
+    values = candidate_values(template)
+    if len(values) ** len(template.symbols) > FULL_ENUMERATION:
         rng = random.Random(zlib.crc32(template.dumps().encode()))  # deterministic per template
         return sample_legal_sizes(template, arch=arch, count=SIZES_PER_TEMPLATE, rng=rng,
-                                  values=candidate_values(template), resources=resources,
+                                  values=values, resources=resources,
                                   max_checks=4 * SIZES_PER_TEMPLATE)
     legal = legal_sizes(template, arch=arch, resources=resources, limit=cap)
     if cap is not None and len(legal) >= cap:
