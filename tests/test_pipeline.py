@@ -226,4 +226,6 @@ def test_superoptimize_keeps_every_tuning_call_inside_its_time_budget(monkeypatc
     start = calls[0][0]  # the budget starts with the tuning (the search has its own)
     for at, share in calls:
         assert share is not None and share >= 0
-        assert at + share <= start + 30.0 + 1e-6  # no call may run past the whole tuning's deadline
+        # no call may run past the whole tuning's deadline; a call starts some microseconds after its
+        # share is computed (the spy's own overhead among them), so the check allows 1 ms for that
+        assert at + share <= start + 30.0 + 1e-3
