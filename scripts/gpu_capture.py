@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from bench.capture_models import LayerConfig, hf_llama, layer_inputs, llama_layer
-from prism.capture import CaptureOptions, CaptureWarning, compile
+from prism.capture import CaptureOptions, CaptureWarning, Fallback, compile
 from prism.capture.build import spec_to_json
 
 # compile-cudagraph: default torch.compile (Inductor's kernels, no CUDA graphs of its own) replayed
@@ -171,12 +171,14 @@ def main() -> None:
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--time-budget", type=float, default=CaptureOptions.time_budget,
                     help="seconds of tuning per region and shape")
+    ap.add_argument("--fallback", default=CaptureOptions.fallback.value, choices=[f.value for f in Fallback],
+                    help="what runs a region Prism does not (and what its kernel is timed against)")
     ap.add_argument("--device", default="cuda", help="cpu: capture and search only (regions run in PyTorch)")
     args = ap.parse_args()
     systems = args.systems.split(",")
     by_name = {c.name: c for c in CASES}
     cases = [by_name[n] for n in args.cases.split(",")] if args.cases else CASES  # in the order given
-    options = CaptureOptions(samples=args.samples, time_budget=args.time_budget)
+    options = CaptureOptions(samples=args.samples, time_budget=args.time_budget, fallback=Fallback(args.fallback))
     dump: list[dict[str, Any]] = []
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                            "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,

@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from bench.capture_models import LayerConfig, layer_inputs, llama_layer  # noqa: E402
-from prism.capture import CaptureOptions, CaptureWarning, compile, prism_backend  # noqa: E402
+from prism.capture import CaptureOptions, CaptureWarning, Fallback, compile, prism_backend  # noqa: E402
 from prism.capture.build import bind, evaluate  # noqa: E402
 from prism.capture.report import CaptureReport, Outcome  # noqa: E402
 from prism.capture.runner import RegionRunner, _Entry  # noqa: E402
@@ -26,6 +26,7 @@ from prism.errors import CaptureError, DeviceError  # noqa: E402
 from prism.reference import relative_error  # noqa: E402
 
 SMALL = LayerConfig(hidden=64, heads=4, kv_heads=2, ffn=96)
+EAGER = CaptureOptions(fallback=Fallback.EAGER)  # Inductor's C++ compile of every region takes ~40 s on 2 cores
 
 
 def _layer(dtype: Any = torch.float32, device: str = "cpu") -> Any:
@@ -108,7 +109,7 @@ def test_a_failing_superoptimize_leaves_each_region_to_pytorch_with_a_warning(mo
     m = _layer()
     ins = layer_inputs(SMALL, 2, 1, 5, device="cpu", dtype=torch.float32)
     with pytest.warns(CaptureWarning, match="runs in PyTorch: DeviceError: no CUDA device"):
-        fast = compile(m, example_inputs=ins)
+        fast = compile(m, example_inputs=ins, options=EAGER)
     with torch.no_grad():
         torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
     s = fast.summary()
@@ -116,7 +117,47 @@ def test_a_failing_superoptimize_leaves_each_region_to_pytorch_with_a_warning(mo
     assert all(o[0] == "pytorch" for r in s["region_outcomes"] for o in r["outcomes"].values())
     torch._dynamo.reset()
     with pytest.raises(CaptureError, match="DeviceError"):
-        compile(m, example_inputs=ins, options=CaptureOptions(strict=True))
+        compile(m, example_inputs=ins, options=CaptureOptions(strict=True, fallback=Fallback.EAGER))
+
+
+def _norm(x: Any, w: Any) -> Any:
+    """A 6-op region (an RMS norm) small enough for Inductor's C++ compile to take seconds."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+@pytest.mark.parametrize("inductor_fails", [False, True])
+def test_a_region_prism_does_not_run_runs_in_inductor(monkeypatch: pytest.MonkeyPatch, inductor_fails: bool) -> None:
+    """By default the PyTorch side of a region is Inductor's kernels for it, compiled once per shape
+    and used on every later call; when Inductor fails too, the eager ops run, with a warning."""
+    import prism.capture.runner as runner_module
+
+    _fake_pipeline(monkeypatch, lambda graph, **kw: (_ for _ in ()).throw(DeviceError("no CUDA device (test)")))
+    made, calls = [], [0]
+    real = runner_module._inductor
+
+    def counted(eager: Any, inputs: Any) -> Any:
+        if inductor_fails:
+            raise RuntimeError("no C++ compiler (test)")
+        fn = real(eager, inputs)
+        made.append(tuple(t.shape for t in inputs))
+
+        def call(*a: Any) -> Any:
+            calls[0] += 1
+            return fn(*a)
+        return call
+
+    monkeypatch.setattr(runner_module, "_inductor", counted)
+    torch._dynamo.reset()
+    x, w = torch.randn(4, 32), torch.randn(32)
+    with pytest.warns(CaptureWarning) as caught:
+        fast = compile(_norm, example_inputs=(x, w))
+    assert any("Inductor failed" in str(c.message) for c in caught) == inductor_fails
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(fast(x, w), _norm(x, w), rtol=1e-5, atol=1e-5)
+    assert made == ([] if inductor_fails else [((4, 32), (32,))])  # compiled once for the shape
+    assert calls[0] == (0 if inductor_fails else 3)  # the first call and both later calls ran it
+    assert fast.summary()["regions"] == 1 and fast.summary()["regions_in_prism"] == 0
 
 
 def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,7 +175,7 @@ def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.Mo
     m = _layer()
     ins = layer_inputs(SMALL, 1, 1, 3, device="cpu", dtype=torch.float32)
     with pytest.warns(CaptureWarning, match="differs from PyTorch's"):
-        fast = compile(m, example_inputs=ins)
+        fast = compile(m, example_inputs=ins, options=EAGER)
     with torch.no_grad():
         torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
     assert fast.summary()["regions_in_prism"] == 0
@@ -164,7 +205,7 @@ def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, ca
     ins = layer_inputs(SMALL, 1, 1, 3, device="cpu", dtype=torch.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CaptureWarning)
-        fast = compile(m, example_inputs=ins)
+        fast = compile(m, example_inputs=ins, options=EAGER)
     with torch.no_grad():
         torch.testing.assert_close(fast(*ins), m(*ins), rtol=1e-4, atol=1e-4)
     s = fast.summary()

@@ -14,13 +14,14 @@ torch is imported by the caller (the backend); this module only calls tensor met
 
 from __future__ import annotations
 
+import enum
 import logging
 import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from prism.capture.build import Program, RegionSpec, bind
 from prism.capture.partition import MIN_OPS
@@ -33,6 +34,13 @@ from prism.tune.tolerance import tolerance
 log = logging.getLogger(__name__)
 ALIGNMENT = 16  # bytes: what a Prism kernel needs of each input's address
 CHECK_FACTOR = 2.0  # kernel vs eager: each may be off the float64 reference by up to tolerance(graph)
+
+
+class Fallback(enum.Enum):
+    """What runs a region that Prism does not (and what its kernel is timed against)."""
+
+    EAGER = "eager"  # the region's own PyTorch ops, one by one
+    INDUCTOR = "inductor"  # TorchInductor's kernels for the region, compiled once per shape
 
 
 class CaptureWarning(UserWarning):
@@ -61,6 +69,9 @@ class CaptureOptions:
     compare: bool = True
     # a line on stderr when a region starts and ends its work at a new shape (tuning takes minutes)
     progress: bool = True
+    # the PyTorch side of a region: Inductor fuses its ops as torch.compile would, so a region is never
+    # slower in Prism than under torch.compile (falls back to EAGER when Inductor fails at a shape)
+    fallback: Fallback = Fallback.INDUCTOR
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,7 @@ class _Entry:
     program: Program | None  # None: PyTorch runs the region at this shape
     kernel: Any = None
     out_dtypes: tuple[Any, ...] = ()
+    pytorch: Callable[..., Any] | None = None  # the region's PyTorch side at this shape (None: its eager ops)
 
 
 def shape_key(inputs: Sequence[Any]) -> str:
@@ -82,6 +94,7 @@ class RegionRunner:
         self.spec, self.eager, self.record, self.options = spec, eager, record, options
         self.__name__ = f"prism_{record.label}"  # torch.fx names the call node after it
         self.entries: dict[tuple[Any, ...], _Entry] = {}
+        self.fallbacks: dict[str, Callable[..., Any]] = {}  # shapes -> the region's PyTorch side there
 
     def __call__(self, *inputs: Any) -> tuple[Any, ...]:
         if any(getattr(t, "requires_grad", False) for t in inputs) and _grad_enabled(inputs):
@@ -91,7 +104,7 @@ class RegionRunner:
         if entry is None:
             entry = self.entries[key] = self._prepare(shape_key(inputs), inputs)
         if entry.program is None:
-            return tuple(self.eager(*inputs))
+            return tuple((entry.pytorch or self.eager)(*inputs))
         return self._launch(entry, inputs)
 
     def _prepare(self, key: str, inputs: Sequence[Any]) -> _Entry:
@@ -112,7 +125,7 @@ class RegionRunner:
         except _PyTorchFaster as e:  # not a failure: PyTorch's own kernels win at this shape
             log.info("prism: region %s at %s: %s", self.record.label, key, e)
             self.record.outcomes[key] = (Outcome.PYTORCH, str(e))
-            return _Entry(None)
+            return _Entry(None, pytorch=self._pytorch(inputs))
         except Exception as e:  # "always an answer": whatever failed, PyTorch still runs the region
             if self.options.strict:
                 raise CaptureError(f"{self.record.label} at {key}: {type(e).__name__}: {e}") from e
@@ -120,10 +133,32 @@ class RegionRunner:
             warnings.warn(f"prism: region {self.record.label} ({', '.join(self.record.ops)}) at {key} runs in "
                           f"PyTorch: {why}", CaptureWarning, stacklevel=2)
             self.record.outcomes[key] = (Outcome.PYTORCH, why)
-            return _Entry(None)
+            return _Entry(None, pytorch=self._pytorch(inputs))
         self.record.outcomes[key] = (Outcome.PRISM, detail)
         self.record.sources[key] = source
         return entry
+
+    def _pytorch(self, inputs: Sequence[Any]) -> Callable[..., Any]:
+        """The region's PyTorch side at these shapes (``options.fallback``), made once per shape."""
+        key = shape_key(inputs)
+        if key not in self.fallbacks:
+            self.fallbacks[key] = self._fallback(key, inputs)
+        return self.fallbacks[key]
+
+    def _fallback(self, key: str, inputs: Sequence[Any]) -> Callable[..., Any]:
+        match self.options.fallback:
+            case Fallback.EAGER:
+                return self.eager
+            case Fallback.INDUCTOR:
+                try:
+                    return _inductor(self.eager, inputs)
+                except Exception as e:  # Inductor cannot take it: the eager ops still can
+                    warnings.warn(f"prism: region {self.record.label} at {key}: Inductor failed "
+                                  f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                                  "its eager ops run instead", CaptureWarning, stacklevel=2)
+                    return self.eager
+            case _ as unreachable:
+                assert_never(unreachable)
 
     def _build(self, inputs: Sequence[Any]) -> tuple[_Entry, str, str]:
         """The checked kernel at these shapes, what it is (for the report) and its plan source."""
@@ -176,8 +211,9 @@ class RegionRunner:
             return inputs if i == 0 else [t.clone() for t in inputs]
 
         try:
+            pytorch = self._pytorch(inputs)
             return (graph_time_us(lambda *a: self._launch(entry, a), copies),
-                    graph_time_us(lambda *a: tuple(self.eager(*a)), copies))
+                    graph_time_us(lambda *a: tuple(pytorch(*a)), copies))
         except Exception as e:  # no CUDA graph for one of them: the checked kernel stays
             log.info("prism: region %s not timed against PyTorch (%s: %s)", self.record.label, type(e).__name__, e)
             return None
@@ -208,6 +244,17 @@ class RegionRunner:
             t = by_name[src].view(shape) if isinstance(src, str) else inputs[src].reshape(shape).clone()
             outs.append(t if t.dtype == dtype else t.to(dtype))
         return tuple(outs)
+
+
+def _inductor(eager: Any, inputs: Sequence[Any]) -> Callable[..., Any]:
+    """TorchInductor's kernels for the region's GraphModule at these input shapes (inference only)."""
+    torch = _torch_of(inputs[0])
+    from torch._inductor import compile as inductor_compile  # optional dependency, present with torch
+
+    with torch.no_grad():
+        fn = inductor_compile(eager, list(inputs))
+        fn(*inputs)  # the first call compiles its kernels: not inside a later CUDA-graph capture
+    return fn  # type: ignore[no-any-return]
 
 
 def _torch_of(t: Any) -> Any:
