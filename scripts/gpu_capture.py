@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import logging
 import platform
 import statistics
 import time
@@ -174,7 +175,10 @@ def main() -> None:
     ap.add_argument("--fallback", default=CaptureOptions.fallback.value, choices=[f.value for f in Fallback],
                     help="what runs a region Prism does not (and what its kernel is timed against)")
     ap.add_argument("--device", default="cuda", help="cpu: capture and search only (regions run in PyTorch)")
+    ap.add_argument("--log", default="WARNING", help="level of prism's log on stderr (DEBUG: every tuning sample)")
     args = ap.parse_args()
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("prism").setLevel(args.log)
     systems = args.systems.split(",")
     by_name = {c.name: c for c in CASES}
     cases = [by_name[n] for n in args.cases.split(",")] if args.cases else CASES  # in the order given

@@ -18,6 +18,6 @@ if [ "${TESTS:-0}" = 1 ]; then
 fi
 timeout "${T:-420}" python3 scripts/gpu_capture.py --out "$OUT/$TAG.json" --cases "$1" --systems "$2" \
   --samples "${SAMPLES:-16}" --time-budget "${BUDGET:-25}" --reps "${REPS:-20}" \
-  --fallback "${FALLBACK:-inductor}" > "$OUT/$TAG.log" 2>&1
-grep -v "^INFO\|^  \|^Traceback" "$OUT/$TAG.log" | tail -40
+  --fallback "${FALLBACK:-inductor}" --log "${LOG:-WARNING}" > "$OUT/$TAG.log" 2>&1
+grep -v "^INFO\|^DEBUG\|^  \|^Traceback" "$OUT/$TAG.log" | tail -40
 tar czf "$OUT/tuned-$TAG.tgz" .prism-cache/tuned 2>/dev/null

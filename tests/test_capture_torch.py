@@ -57,7 +57,7 @@ def test_every_region_of_a_llama_layer_is_its_pytorch_ops(monkeypatch: pytest.Mo
     m = _layer()
     ins = layer_inputs(SMALL, batch, length, past, device="cpu", dtype=torch.float32)
     report = CaptureReport()
-    fast = torch.compile(m, backend=lambda gm, ex: prism_backend(gm, ex, report=report))
+    fast = torch.compile(m, backend=lambda gm, ex: prism_backend(gm, ex, report=report, options=EAGER))
     with torch.no_grad():
         torch.testing.assert_close(fast(*ins), m(*ins), rtol=0, atol=0)
     ops = [r.ops for g in report.graphs for r in g.regions]
@@ -84,7 +84,7 @@ def test_what_stays_with_pytorch_is_named() -> None:
 
     report = CaptureReport()
     x, w = torch.randn(4, 8), torch.randn(8, 8)
-    fast = torch.compile(fn, backend=lambda gm, ex: prism_backend(gm, ex, report=report))
+    fast = torch.compile(fn, backend=lambda gm, ex: prism_backend(gm, ex, report=report, options=EAGER))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CaptureWarning)
         torch.testing.assert_close(fast(x, w), fn(x, w))
@@ -218,6 +218,33 @@ def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, ca
     assert err.count("searching and tuning") == 5 and err.count("prism: region") == 10
 
 
+def test_inductor_compiles_the_graph_around_the_regions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default the nodes outside regions (the KV-cache cat, the rotary neg) run as Inductor compiles
+    them, each region one opaque call of ``prism::region``; at three batch sizes (Dynamo recompiles
+    with a dynamic batch) every region runs its Prism kernel and the layer matches eager."""
+    import prism.capture.outer as outer
+
+    _fake_pipeline(monkeypatch, lambda graph, **kw: _Exact(graph))
+    monkeypatch.setattr(RegionRunner, "_times", lambda self, entry, inputs: (1.0, 2.0))
+    compiled: list[int] = []
+    real = outer.inductor
+    monkeypatch.setattr(outer, "inductor", lambda gm, ex: compiled.append(
+        sum(n.target is outer.region_op() for n in gm.graph.nodes)) or real(gm, ex))
+    torch._dynamo.reset()
+    m = _layer()
+    report = CaptureReport()
+    fast = torch.compile(m, backend=lambda gm, ex: prism_backend(gm, ex, report=report))
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            ins = layer_inputs(SMALL, batch, 1, 4, device="cpu", dtype=torch.float32)
+            torch.testing.assert_close(fast(*ins), m(*ins), rtol=1e-4, atol=1e-4)
+    assert compiled and all(n == 5 for n in compiled)  # every graph Inductor compiled calls its 5 regions
+    s = report.summary()
+    assert s["regions_in_prism"] == s["regions"] and s["regions"] == 5 * len(compiled)
+    assert all(o[0] == "prism" for r in s["region_outcomes"] for o in r["outcomes"].values())
+    assert len({k for r in s["region_outcomes"] for k in r["outcomes"]}) >= 2 * 5  # regions ran at new shapes
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dtype: Any) -> None:
@@ -248,7 +275,8 @@ def test_a_second_batch_size_binds_the_same_structure_at_new_shapes(monkeypatch:
     torch._dynamo.reset()
     calls = _record(monkeypatch)
     m = _layer()
-    fast = torch.compile(m, backend=lambda gm, ex: prism_backend(gm, ex, report=CaptureReport()))
+    fast = torch.compile(m, backend=lambda gm, ex: prism_backend(gm, ex, report=CaptureReport(),
+                                                                          options=EAGER))
     keys: dict[tuple[str, ...], set[str]] = {}
     with torch.no_grad():
         for batch in (2, 3, 5):

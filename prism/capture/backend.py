@@ -5,8 +5,10 @@
     torch.compile(model, backend=prism.capture.backend.prism_backend)   # or backend="prism"
 
 The backend takes Dynamo's ``(GraphModule, example_inputs)`` and returns a GraphModule in which
-every region (``prism.capture.partition``) is one call of a ``RegionRunner``; the other nodes run
-as PyTorch eager ops. Parameters are graph inputs, so a region reads the module's weights in place.
+every region (``prism.capture.partition``) is one call of a ``RegionRunner``; the other nodes run as
+Inductor compiles them (``prism.capture.outer``: the regions are opaque custom-op calls there), or as
+eager ops (``CaptureOptions.fallback``). Parameters are graph inputs, so a region reads the module's
+weights in place.
 torch is imported only inside these functions (``import prism`` must not import it).
 """
 
@@ -14,15 +16,16 @@ from __future__ import annotations
 
 import functools
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from prism.capture import aten
+from prism.capture import aten, outer
 from prism.capture.build import RegionSpec
 from prism.capture.ir import Cost
 from prism.capture.partition import PNode, Region, partition
 from prism.capture.report import CaptureReport, GraphRecord, RegionRecord
-from prism.capture.runner import CaptureOptions, RegionRunner
+from prism.capture.runner import CaptureOptions, CaptureWarning, Fallback, RegionRunner
 
 BACKEND_NAME = "prism"
 REPORT = CaptureReport()  # what the registered "prism" backend captured (prism.compile keeps its own)
@@ -67,7 +70,16 @@ def prism_backend(gm: Any, example_inputs: Sequence[Any], *, options: CaptureOpt
         runner = RegionRunner(spec, _eager(gm, nodes, region.nodes, ins, outs), rec, options)
         runners[region.nodes[0]] = (region, runner, ins, outs)
     report.graphs.append(record)
-    return _rewrite(gm, nodes, index, runners)
+    if not (options.fallback is Fallback.INDUCTOR and outer.wants_inductor(example_inputs)):
+        return _rewrite(gm, nodes, index, runners, keyed=False)
+    rewritten = _rewrite(gm, nodes, index, runners, keyed=True)
+    try:
+        return outer.inductor(rewritten, example_inputs)
+    except Exception as e:  # the custom-op calls still run as they are, the other nodes eagerly
+        warnings.warn(f"prism: Inductor did not compile the graph around the regions ({type(e).__name__}: "
+                      f"{str(e).splitlines()[0] if str(e) else ''}); its other ops run eagerly", CaptureWarning,
+                      stacklevel=2)
+        return rewritten
 
 
 def _eager(gm: Any, nodes: Sequence[Any], members: Sequence[int], ins: Sequence[int], outs: Sequence[int]) -> Any:
@@ -82,8 +94,9 @@ def _eager(gm: Any, nodes: Sequence[Any], members: Sequence[int], ins: Sequence[
     return torch.fx.GraphModule(gm, g)
 
 
-def _rewrite(gm: Any, nodes: Sequence[Any], index: dict[Any, int], runners: dict[int, _Unit]) -> Any:
-    """``gm`` with each region replaced by one call of its runner (units emitted after their inputs)."""
+def _rewrite(gm: Any, nodes: Sequence[Any], index: dict[Any, int], runners: dict[int, _Unit], *, keyed: bool) -> Any:
+    """``gm`` with each region replaced by one call of its runner (units emitted after their inputs);
+    ``keyed``: a call of the custom op ``prism::region`` that Inductor can compile around."""
     import torch.fx  # optional dependency: only the backend needs torch
 
     unit = {m: first for first, (r, *_rest) in runners.items() for m in r.nodes}
@@ -99,7 +112,9 @@ def _rewrite(gm: Any, nodes: Sequence[Any], index: dict[Any, int], runners: dict
             _, runner, ins, outs = runners[head]
             for a in ins:
                 emit(a)
-            call = g.call_function(runner, tuple(env[nodes[a]] for a in ins))
+            args = tuple(env[nodes[a]] for a in ins)
+            call = (g.call_function(outer.region_op(), (outer.register(runner, runner.eager), list(args))) if keyed
+                    else g.call_function(runner, args))
             for k, o in enumerate(outs):
                 env[nodes[o]] = g.call_function(operator.getitem, (call, k))
             done.add(head)

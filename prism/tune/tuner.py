@@ -479,6 +479,7 @@ class _Profiler:
             self.profile_s += time.perf_counter() - t0
         self.records[n] = SampleRecord(n, s.template, s.size_map, us, compile_s=c_s)
         self.kernels[n] = kernel
+        log.debug("sample %d (template %d, %s): %.2f us", n, s.template, s.size_map, us)
 
 
 def _first_checked(graph: Graph, backend: Backend, prof: _Profiler,

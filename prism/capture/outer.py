@@ -1,0 +1,65 @@
+"""The captured graph around its regions, compiled by TorchInductor: what is not a region (the KV-cache
+``cat``, ``neg``, layout copies) is fused as ``torch.compile`` fuses it, and each region is one opaque
+call of the custom op ``prism::region`` (its runner: a Prism kernel, or the region's own Inductor
+kernels when those are faster).
+
+Inductor sees a region through its fake implementation: the region's PyTorch ops run on fake tensors,
+outputs made contiguous, as the runner's real outputs are (``contiguous`` below), so the layouts that
+Inductor plans around match what runs. Runners are found by an integer key in ``RUNNERS`` (an op's
+schema takes tensors and numbers, not Python objects). torch is imported only inside these functions.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+RUNNERS: dict[int, Callable[..., tuple[Any, ...]]] = {}  # key -> the region's runner
+_FAKES: dict[int, Callable[..., Any]] = {}  # key -> the region's PyTorch ops (run on fake tensors)
+_KEYS = itertools.count()
+_OP: list[Any] = []  # the registered custom op, once per process
+
+
+def region_op() -> Any:
+    """``torch.ops.prism.region`` (registered on first use): ``(key, inputs) -> outputs``."""
+    if _OP:
+        return _OP[0]
+    import torch  # optional dependency: only the backend needs torch
+
+    # the schema is spelled out: this module's annotations are strings (``from __future__``)
+    @torch.library.custom_op("prism::region", mutates_args=(), schema="(int key, Tensor[] inputs) -> Tensor[]")
+    def region(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [contiguous(t) for t in RUNNERS[key](*inputs)]
+
+    @region.register_fake
+    def _(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [torch.empty_like(t, memory_format=torch.contiguous_format) for t in _FAKES[key](*inputs)]
+
+    _OP.append(torch.ops.prism.region.default)
+    return _OP[0]
+
+
+def register(runner: Callable[..., tuple[Any, ...]], eager: Callable[..., Any]) -> int:
+    """A new key for ``runner`` (``eager``: the region's PyTorch ops, for Inductor's fake tensors)."""
+    key = next(_KEYS)
+    RUNNERS[key], _FAKES[key] = runner, eager
+    return key
+
+
+def contiguous(t: Any) -> Any:
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def wants_inductor(example_inputs: Sequence[Any]) -> bool:
+    """Inductor compiles the graph for inference only: not when autograd must see through it."""
+    import torch  # optional dependency: only the backend needs torch
+
+    return not (torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs))
+
+
+def inductor(gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    """Inductor's compiled ``gm`` (the contract of ``torch.compile``'s default backend)."""
+    from torch._inductor.compile_fx import compile_fx  # optional dependency: only the backend needs torch
+
+    return compile_fx(gm, list(example_inputs))  # type: ignore[no-any-return]
