@@ -51,6 +51,11 @@ class Part:
     graph: Graph
     heavy: bool  # one matmul / transpose
     reads_transpose: bool = False  # a matmul reading a transpose that code generation cannot fold
+    # transposes of weights (program inputs) the part reads as its matmuls' B operand: searched without
+    # them (``inner``), planned and tuned with them (``with_transposes``) so that code generation folds
+    # them into the loads, in the layout the stitched plan reads
+    transposes: tuple[int, ...] = ()
+    inner: Graph | None = None  # the part without its ``transposes`` (what the search sees), if any
 
     @property
     def searchable(self) -> bool:
@@ -191,13 +196,51 @@ def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True)
     keyed.sort(key=lambda t: t[0])
     groups = [(nodes, heavy) for _, nodes, heavy in keyed]
     merged = _with_prologues(graph, groups) if prologues else groups
-    if len(merged) > 1:  # one part would be the program itself: its own search covers that
-        groups = _ordered(graph, merged)
+    for candidate in ((_with_weight_transposes(graph, merged), merged) if prologues else (merged,)):
+        if len(candidate) > 1:  # one part would be the program itself: its own search covers that
+            groups = _ordered(graph, candidate)
+            break
     names = tensor_names(graph)
     held = [set(nodes) for nodes, _ in groups]
-    return [Part(k, tuple(nodes), part_graph(graph, nodes, names, [h for h in held if h is not held[k]]), heavy,
-                 any(_reads_transpose(graph, i) for i in nodes))
+    return [_part(graph, k, nodes, heavy, names, [h for h in held if h is not held[k]])
             for k, (nodes, heavy) in enumerate(groups)]
+
+
+def _part(graph: Graph, k: int, nodes: list[int], heavy: bool, names: dict[int, str], others: list[set[int]]) -> Part:
+    transposes = tuple(i for i in nodes if graph.nodes[i].kind is OpKind.TRANSPOSE and len(nodes) > 1)
+    inner = part_graph(graph, [i for i in nodes if i not in transposes], names, others) if transposes else None
+    return Part(k, tuple(nodes), part_graph(graph, nodes, names, others), heavy,
+                any(_reads_transpose(graph, i) for i in nodes), transposes, inner)
+
+
+def _with_weight_transposes(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[tuple[list[int], bool]]:
+    """A transpose of a weight (a 2-D or 3-D program input) read only as weight matmuls' B operand joins
+    each of their parts: the part is then tuned reading the weight in its own layout, as the stitched
+    plan reads it once ``codegen.fold`` has folded the transpose (its own part would leave the matmul
+    parts tuned on a transposed copy, a layout that never runs)."""
+    owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
+    outputs = {i for _, i in graph.output_indices}
+    joins: dict[int, list[int]] = {}  # transpose group -> the matmul groups it joins
+    for c, (nodes, heavy) in enumerate(groups):
+        t = nodes[0]
+        if not (heavy and len(nodes) == 1 and graph.nodes[t].kind is OpKind.TRANSPOSE) or t in outputs:
+            continue
+        readers = [j for j, n in enumerate(graph.nodes) if t in n.args]
+        if readers and all(_weight_matmul(graph, j) and graph.nodes[j].args[1] == t for j in readers):
+            joins[c] = sorted({owner[j] for j in readers})
+    return [(sorted([*nodes, *(groups[c][0][0] for c, to in joins.items() if g in to)]), heavy)
+            for g, (nodes, heavy) in enumerate(groups) if g not in joins]
+
+
+def with_transposes(graph: Graph, part: Part, plan: KernelGraph) -> KernelGraph:
+    """A plan of ``part.inner`` as a plan of ``part.graph``: its weight transposes first, as predefined
+    kernels (code generation folds them into the loads of the matmuls that read them)."""
+    if not part.transposes:
+        return plan
+    names = tensor_names(graph)
+    pre = [_predefined_kernel(f"transpose{i}", graph.nodes[i], (names[graph.nodes[i].args[0]],), names[i])
+           for i in part.transposes]
+    return KernelGraph.of(part.graph, plan.program, [*pre, *plan.kernels])
 
 
 def _weight_matmul(graph: Graph, i: int) -> bool:

@@ -24,7 +24,16 @@ from prism.errors import DeviceError, IRError, PrismError, SearchError, Serializ
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph, check_structure, validate
 from prism.options import check_program, check_seconds, check_tuning
-from prism.partition import MAX_PART_OPS, Part, canonical, partition, predefined_plan, renamed, stitch
+from prism.partition import (
+    MAX_PART_OPS,
+    Part,
+    canonical,
+    partition,
+    predefined_plan,
+    renamed,
+    stitch,
+    with_transposes,
+)
 from prism.reference import relative_error
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
@@ -217,10 +226,11 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
     for part in parts:
         log.info("%s: part %d/%d (%d ops) ...", program, part.index + 1, len(parts), len(part.nodes))
         if part.searchable:  # searched under names by position: parts of one structure share it
-            canon, back = canonical(part.graph)
+            canon, back = canonical(part.inner or part.graph)  # weight transposes are not searched
             found = search_and_verify(canon, program=f"{program}.p{part.index}", cache=cache, progress=progress,
                                       time_budget=time_budget, partitioned=False)
-            res = replace(found, templates=tuple(renamed(t, back) for t in found.templates),
+            res = replace(found, templates=tuple(with_transposes(graph, part, renamed(t, back))
+                                                 for t in found.templates),
                           structure_key=part.graph.structure_key())
         else:
             pre = predefined_plan(part.graph, f"{program}.p{part.index}")

@@ -119,8 +119,9 @@ def test_the_emulator_catches_a_wrong_transposed_operand_read(monkeypatch: pytes
 
 def test_a_norm_feeding_three_projections_becomes_three_kernels_reading_their_weights() -> None:
     """The attention input block of a decoder layer: y = w * rms_norm(x); q, k, v = y @ wq^T, y @ wk^T,
-    y @ wv^T. The norm is recomputed in each projection's part, the transposes fold: a stitched
-    plan of three custom kernels and nothing else, emulated like the interpreter, right."""
+    y @ wv^T. The norm is recomputed in each projection's part, each weight's transpose joins its
+    part and folds: a stitched plan of three custom kernels and nothing else, emulated like the
+    interpreter, right."""
     g = Graph()
     x = g.input((2, 128), name="x")
     nw = g.input((1, 128), name="nw")
@@ -129,7 +130,7 @@ def test_a_norm_feeding_three_projections_becomes_three_kernels_reading_their_we
         g.output(g.matmul(y, g.transpose(g.input((rows, 128), name=f"w{name}"))), name)
     out = pipeline.search_and_verify(g, program="qkv", cache=False, progress=False)
     merged = [p for p in out.parts if not p.part.heavy]
-    assert len(merged) == 3 and all(len(p.part.nodes) == 8 for p in merged)
+    assert len(merged) == 3 and all(len(p.part.nodes) == 9 and len(p.part.transposes) == 1 for p in merged)
     stitched = out.of(pipeline.PlanSource.STITCHED)
     assert stitched
     ins = {t.name: np.random.default_rng(2).standard_normal(t.shape) for t in g.inputs}

@@ -192,3 +192,36 @@ def test_a_matmul_reading_a_transpose_it_cannot_fold_gets_the_vendor_gemm() -> N
         transposed = {k.output for k in kg.kernels if isinstance(k, PredefinedKernel) and k.kind is OpKind.TRANSPOSE}
         read = {op.tensor for k in kg.kernels if isinstance(k, CustomKernel) for op in k.ops if isinstance(op, Load)}
         assert transposed and not transposed & read  # the transpose is read by the vendor GEMM alone
+
+
+def test_weight_transposes_join_the_parts_that_read_them() -> None:
+    """rms_norm(x) feeding x @ wq^T and x @ wk^T: each weight's transpose joins its projection's part
+    (with the norm as prologue), the search sees the part without it (the structure other parts share),
+    and every plan of the part reads the weight through a transpose that code generation folds into
+    the matmul's loads, so the part is tuned in the layout the stitched plan runs."""
+    from prism.codegen.fold import fold_transposes
+
+    g = Graph()
+    x = g.input((2, 64), name="x")
+    wq, wk = g.input((32, 64), name="wq"), g.input((16, 64), name="wk")
+    h = g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5)))
+    g.output(g.matmul(h, g.transpose(wq)), "q")
+    g.output(g.matmul(h, g.transpose(wk)), "k")
+    parts = partition(g)
+    assert len(parts) == 2 and all(len(p.transposes) == 1 and p.searchable for p in parts)
+    for p in parts:
+        assert p.inner is not None and not any(n.kind is OpKind.TRANSPOSE for n in p.inner.nodes)
+        assert {t.name for t in p.graph.inputs} & {"wq", "wk"} and len(p.graph.nodes) == len(p.inner.nodes) + 1
+    assert not any(p.transposes for p in partition(g, prologues=False))
+    out = pipeline.search_and_verify(g, program="qk", cache=False, progress=False)
+    folded = 0
+    for po in out.parts:
+        for kg in po.outcome.templates:
+            assert run_plan(po.part.graph, kg) < 1e-12
+            customs = [k for k in kg.kernels if isinstance(k, CustomKernel)]
+            if customs and all(isinstance(k, CustomKernel) for k in kg.kernels[1:]):
+                f = fold_transposes(kg)
+                folded += not any(isinstance(k, PredefinedKernel) and k.kind is OpKind.TRANSPOSE for k in f.kernels)
+    assert folded > 0  # generated plans read the weight in place
+    for kg in out.templates:
+        assert run_plan(g, kg) < 1e-12

@@ -189,12 +189,15 @@ def test_the_tuning_budget_is_shared_by_the_parts_and_the_final_choice() -> None
 
 
 def test_the_parts_that_hold_more_data_get_more_tuning_time() -> None:
-    """A GEMV part outweighs an element-wise one; a part with one plan (a transpose) gets nothing."""
+    """A GEMV part outweighs an element-wise one; a part with one plan (a transpose, here also an
+    output, so it stays a part of its own) gets nothing."""
     g = Graph()
     x = g.input((4, 256), name="x")
     w = g.input((64, 256), name="w")
-    y = g.matmul(g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5))), g.transpose(w))
+    wt = g.transpose(w)
+    y = g.matmul(g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5))), wt)
     g.output(g.add(g.silu(y), 1.0), "o")
+    g.output(wt, "wt")
     out = pipeline.search_and_verify(g, progress=False)
     weights = pipeline._tuning_weights(g, out)
     by_part = dict(zip([po.part.index for po in out.parts], weights, strict=False))
