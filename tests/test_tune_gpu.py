@@ -46,3 +46,44 @@ def test_cuda_backend_times_like_the_bench() -> None:
     assert len(backend._copies) > 1  # rotated copies: the L2 does not hold the next call's inputs
     bench = graph_time_us(kernel, backend._input_copy)
     assert 0.5 * bench < tuned < 2.0 * bench, (tuned, bench)
+
+
+def test_a_capture_for_timing_survives_compiles_on_other_threads() -> None:
+    """The tuner compiles the next samples (NVRTC, module loads) on worker threads while it captures a
+    CUDA graph to time one: the capture is thread-local, so neither the compile nor the capture fails
+    (in the global mode the module load raised "operation not permitted when stream is capturing" and
+    invalidated the capture)."""
+    torch = pytest.importorskip("torch")
+    cupy = pytest.importorskip("cupy")
+    import threading
+    import time
+
+    from prism.tune.timing import graph_time_us
+
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def compile_loop() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            try:  # a fresh module each time: NVRTC and a module load, as a tuning worker does
+                cupy.RawModule(code=f'extern "C" __global__ void k{n}(float* p) {{ p[0] = {n}.0f; }}').get_function(f"k{n}")
+            except BaseException as e:
+                errors.append(e)
+
+    x = torch.ones(1 << 16, device="cuda")
+
+    def slow_call(t: object) -> object:
+        time.sleep(0.002)  # the capture stays open while the other thread loads modules
+        return x * 2
+
+    worker = threading.Thread(target=compile_loop)
+    worker.start()
+    try:
+        us = graph_time_us(slow_call, lambda i: (x,), calls=10, replays=5)
+    finally:
+        stop.set()
+        worker.join()
+    assert not errors, errors[:1]
+    assert 0 < us < 1000

@@ -43,6 +43,15 @@ def prism_backend(gm: Any, example_inputs: Sequence[Any], *, options: CaptureOpt
     report = report if report is not None else REPORT
     nodes = list(gm.graph.nodes)
     index = {n: i for i, n in enumerate(nodes)}
+    runners = _runners(gm, nodes, index, options, report)
+    if not (options.fallback is Fallback.INDUCTOR and outer.wants_inductor(example_inputs)):
+        return _rewrite(gm, nodes, index, runners, keyed=False)
+    return _with_inductor(gm, nodes, index, runners, example_inputs)
+
+
+def _runners(gm: Any, nodes: list[Any], index: dict[Any, int], options: CaptureOptions,
+             report: CaptureReport) -> dict[int, _Unit]:
+    """The graph's regions, each with its runner (by its first node), recorded in ``report``."""
     mapped = [aten.capture(n, index) for n in nodes]
     costs = [aten.cost(n) for n in nodes]
     pnodes = [PNode(i, tuple(index[a] for a in n.all_input_nodes), m.support,
@@ -70,9 +79,18 @@ def prism_backend(gm: Any, example_inputs: Sequence[Any], *, options: CaptureOpt
         runner = RegionRunner(spec, _eager(gm, nodes, region.nodes, ins, outs), rec, options)
         runners[region.nodes[0]] = (region, runner, ins, outs)
     report.graphs.append(record)
-    if not (options.fallback is Fallback.INDUCTOR and outer.wants_inductor(example_inputs)):
-        return _rewrite(gm, nodes, index, runners, keyed=False)
-    rewritten = _rewrite(gm, nodes, index, runners, keyed=True)
+    return runners
+
+
+def _with_inductor(gm: Any, nodes: list[Any], index: dict[Any, int], runners: dict[int, _Unit],
+                   example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    """Inductor's compile of the graph: a region whose Prism kernel won at the example inputs' shapes is
+    one ``prism::region`` call; a region that PyTorch ran faster there is inlined, its ops fused with
+    their neighbours as torch.compile fuses them (an opaque call would keep them apart). When the
+    example inputs cannot be run first (``outer.decided``), every region is a call."""
+    decided = outer.decided(_rewrite(gm, nodes, index, runners, keyed=False), nodes, example_inputs)
+    kept = {h: u for h, u in runners.items() if not decided or u[1].runs_prism()}
+    rewritten = _rewrite(gm, nodes, index, kept, keyed=True)
     try:
         return outer.inductor(rewritten, example_inputs)
     except Exception as e:  # the custom-op calls still run as they are, the other nodes eagerly

@@ -58,6 +58,37 @@ def wants_inductor(example_inputs: Sequence[Any]) -> bool:
     return not (torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs))
 
 
+def decided(fn: Callable[..., Any], nodes: Sequence[Any], example_inputs: Sequence[Any]) -> bool:
+    """Run ``fn`` (the graph with its runners) on the example inputs, so that each region decides between
+    its Prism kernel and PyTorch at their shapes before Inductor compiles the graph; False (nothing run)
+    when that is not safe: a node writes in place (running twice would apply it twice), an example
+    input is a fake tensor (no values to run on) or a symbolic size without a concrete hint."""
+    import torch  # optional dependency: only the backend needs torch
+    from torch._subclasses.fake_tensor import is_fake
+    from torch.fx.experimental.symbolic_shapes import size_hint
+
+    if any(_writes_in_place(n) for n in nodes) or any(isinstance(t, torch.Tensor) and is_fake(t) for t in example_inputs):
+        return False
+    try:  # Dynamo passes a dynamic size as a SymInt: its hint is the value seen
+        args = [size_hint(a) if isinstance(a, torch.SymInt) else a for a in example_inputs]
+    except Exception:  # no hint (a data-dependent size): nothing to run on
+        return False
+    from torch._guards import compile_context, tracing
+
+    # outside Dynamo's compile: a region compiled by Inductor here must not add symbols to the frame's shapes
+    with torch.no_grad(), tracing(None), compile_context(None):
+        fn(*args)
+    return True
+
+
+def _writes_in_place(node: Any) -> bool:
+    if node.op not in ("call_function", "call_method"):
+        return False
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    trailing = name.endswith("_") and not name.endswith("__")
+    return trailing or name in ("setitem", "__setitem__") or bool(node.kwargs.get("inplace")) or "out" in node.kwargs
+
+
 def inductor(gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
     """Inductor's compiled ``gm`` (the contract of ``torch.compile``'s default backend)."""
     from torch._inductor.compile_fx import compile_fx  # optional dependency: only the backend needs torch

@@ -107,6 +107,10 @@ class RegionRunner:
             return tuple((entry.pytorch or self.eager)(*inputs))
         return self._launch(entry, inputs)
 
+    def runs_prism(self) -> bool:
+        """A Prism kernel runs the region at some shape it was called at."""
+        return any(e.program is not None for e in self.entries.values())
+
     def _prepare(self, key: str, inputs: Sequence[Any]) -> _Entry:
         t0 = time.perf_counter()
         self._say(f"region {self.record.label} ({len(self.record.ops)} ops) at {key}: searching and tuning ...")

@@ -146,7 +146,10 @@ def graph_time_us(
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     keep: list[Any] = []  # outputs stay alive so that the graph's memory is not reused mid-capture
-    with torch.cuda.graph(graph):
+    # thread-local: the tuner compiles (NVRTC, module loads) the next samples on other threads while this
+    # one captures; in the default global mode such a call fails and invalidates the capture (seen on
+    # the H200: samples lost as "operation not permitted when stream is capturing", others timed alone)
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
         for c in range(calls):
             keep.append(fn(*copies[c % n_copies]))
     graph.replay()  # the first replay uploads the graph

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import gc
 import logging
 import math
 import multiprocessing
@@ -201,6 +202,9 @@ def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, ca
             pass
         else:
             ctx = multiprocessing.get_context("fork")
+            # garbage (CUDA events held by a caught exception's frames) is freed here: in a forked child
+            # its finalizers call a CUDA runtime the child cannot use, and print an error each
+            gc.collect()
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 futs = [pool.submit(_legal, t, arch, resources, cap) for t in templates]
                 return [f.result() for f in futs]
