@@ -259,6 +259,31 @@ def test_inductor_compiles_the_graph_around_the_regions(monkeypatch: pytest.Monk
                                      for o in r["outcomes"].values())
 
 
+@pytest.mark.parametrize("graph_alone_faster", [False, True])
+def test_the_graph_runs_where_it_is_faster_whole(monkeypatch: pytest.MonkeyPatch, graph_alone_faster: bool) -> None:
+    """Regions whose kernels beat their own Inductor kernels can still lose the whole graph (Inductor
+    fuses across their edges): the backend times the graph with Prism's regions against Inductor's
+    graph alone and returns the faster; when Inductor's wins, the summary says so for each region."""
+    import prism.capture.outer as outer
+
+    _fake_pipeline(monkeypatch, lambda graph, **kw: _Exact(graph))
+    monkeypatch.setattr(RegionRunner, "_times", lambda self, entry, inputs: (1.0, 2.0))
+    monkeypatch.setattr(outer, "on_gpu", lambda args: True)  # CPU tensors here: timed as if on a GPU
+    monkeypatch.setattr(outer, "whole_times", lambda a, b, args: (9.0, 7.0) if graph_alone_faster else (7.0, 9.0))
+    torch._dynamo.reset()
+    m = _layer()
+    ins = layer_inputs(SMALL, 2, 1, 4, device="cpu", dtype=torch.float32)
+    fast = compile(m, example_inputs=ins)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(*ins), m(*ins), rtol=1e-4, atol=1e-4)
+    s = fast.summary()
+    assert s["graph_times_us"] == [{"with_prism": 9.0, "inductor": 7.0} if graph_alone_faster
+                                   else {"with_prism": 7.0, "inductor": 9.0}]
+    assert s["regions_in_prism"] == (0 if graph_alone_faster else 5)
+    why = [d for r in s["region_outcomes"] for _, d in r["outcomes"].values()]
+    assert all(("Inductor alone: 7.0 us against 9.0 us" in w) == graph_alone_faster for w in why)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dtype: Any) -> None:
@@ -281,6 +306,30 @@ def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dt
         torch.cuda.synchronize()
         torch.testing.assert_close(captured, got)
     assert any(o is Outcome.PRISM for g in fast.report.graphs for r in g.regions for o, _ in r.outcomes.values())
+
+
+@pytest.mark.gpu
+def test_the_default_capture_compares_regions_and_the_whole_graph_on_the_gpu() -> None:
+    """Default options on the GPU: each region is timed against its own Inductor kernels, the graph
+    with the winners against Inductor's graph alone; whichever runs is right and replays in a CUDA graph."""
+    torch._dynamo.reset()
+    m = _layer(torch.float16, "cuda")
+    ins = layer_inputs(SMALL, 2, 1, 16, device="cuda", dtype=torch.float16)
+    fast = compile(m, example_inputs=ins, options=CaptureOptions(samples=4, time_budget=20.0))
+    s = fast.summary()
+    why = [d for r in s["region_outcomes"] for _, d in r["outcomes"].values()]
+    assert len(why) == 5 and all("PyTorch" in w or "Inductor alone" in w for w in why), why  # every region compared
+    if s["regions_in_prism"] or any("Inductor alone" in w for w in why):  # a graph with Prism's regions was timed
+        assert set(s["graph_times_us"][0]) == {"with_prism", "inductor"}
+    with torch.no_grad():
+        want, got = m(*ins), fast(*ins)
+        assert relative_error(got.double().cpu().numpy(), want.double().cpu().numpy()) < 2e-2
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = fast(*ins)
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(captured, got)
 
 
 def test_a_second_batch_size_binds_the_same_structure_at_new_shapes(monkeypatch: pytest.MonkeyPatch) -> None:

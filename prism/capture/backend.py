@@ -15,6 +15,7 @@ torch is imported only inside these functions (``import prism`` must not import 
 from __future__ import annotations
 
 import functools
+import logging
 import operator
 import warnings
 from collections.abc import Callable, Sequence
@@ -24,9 +25,10 @@ from prism.capture import aten, outer
 from prism.capture.build import RegionSpec
 from prism.capture.ir import Cost
 from prism.capture.partition import PNode, Region, partition
-from prism.capture.report import CaptureReport, GraphRecord, RegionRecord
+from prism.capture.report import CaptureReport, GraphRecord, Outcome, RegionRecord
 from prism.capture.runner import CaptureOptions, CaptureWarning, Fallback, RegionRunner
 
+log = logging.getLogger(__name__)
 BACKEND_NAME = "prism"
 REPORT = CaptureReport()  # what the registered "prism" backend captured (prism.compile keeps its own)
 _Unit = tuple[Region, RegionRunner, tuple[int, ...], tuple[int, ...]]  # a region, its runner, inputs, outputs
@@ -46,7 +48,7 @@ def prism_backend(gm: Any, example_inputs: Sequence[Any], *, options: CaptureOpt
     runners = _runners(gm, nodes, index, options, report)
     if not (options.fallback is Fallback.INDUCTOR and outer.wants_inductor(example_inputs)):
         return _rewrite(gm, nodes, index, runners, keyed=False)
-    return _with_inductor(gm, nodes, index, runners, example_inputs)
+    return _with_inductor(gm, nodes, index, runners, example_inputs, options, report.graphs[-1])
 
 
 def _runners(gm: Any, nodes: list[Any], index: dict[Any, int], options: CaptureOptions,
@@ -83,21 +85,48 @@ def _runners(gm: Any, nodes: list[Any], index: dict[Any, int], options: CaptureO
 
 
 def _with_inductor(gm: Any, nodes: list[Any], index: dict[Any, int], runners: dict[int, _Unit],
-                   example_inputs: Sequence[Any]) -> Callable[..., Any]:
+                   example_inputs: Sequence[Any], options: CaptureOptions, record: GraphRecord) -> Callable[..., Any]:
     """Inductor's compile of the graph: a region whose Prism kernel won at the example inputs' shapes is
     one ``prism::region`` call; a region that PyTorch ran faster there is inlined, its ops fused with
     their neighbours as torch.compile fuses them (an opaque call would keep them apart). When the
-    example inputs cannot be run first (``outer.decided``), every region is a call."""
-    decided = outer.decided(_rewrite(gm, nodes, index, runners, keyed=False), nodes, example_inputs)
-    kept = {h: u for h, u in runners.items() if not decided or u[1].runs_prism()}
+    example inputs cannot be run first (``outer.first_run``), every region is a call."""
+    args = outer.first_run(_rewrite(gm, nodes, index, runners, keyed=False), nodes, example_inputs)
+    kept = {h: u for h, u in runners.items() if args is None or u[1].runs_prism()}
     rewritten = _rewrite(gm, nodes, index, kept, keyed=True)
     try:
-        return outer.inductor(rewritten, example_inputs)
+        compiled = outer.inductor(rewritten, example_inputs)
     except Exception as e:  # the custom-op calls still run as they are, the other nodes eagerly
         warnings.warn(f"prism: Inductor did not compile the graph around the regions ({type(e).__name__}: "
                       f"{str(e).splitlines()[0] if str(e) else ''}); its other ops run eagerly", CaptureWarning,
                       stacklevel=2)
         return rewritten
+    if args is None or not kept or not options.compare or not outer.on_gpu(args):
+        return compiled
+    return _faster_graph(gm, compiled, [u[1] for u in kept.values()], args, example_inputs, record)
+
+
+def _faster_graph(gm: Any, compiled: Callable[..., Any], prism: Sequence[RegionRunner], args: Sequence[Any],
+                  example_inputs: Sequence[Any], record: GraphRecord) -> Callable[..., Any]:
+    """``compiled`` (the graph with Prism's regions) or Inductor's graph alone, whichever runs faster
+    on ``args``: a region's kernel that beat the region's own Inductor kernels can still lose the
+    whole graph, where Inductor fuses the region's ops with its neighbours."""
+    try:
+        plain = outer.inductor(gm, example_inputs)
+    except Exception as e:  # Inductor takes the graph with the regions but not without: keep that one
+        log.info("prism: Inductor did not compile the graph alone (%s: %s)", type(e).__name__, e)
+        return compiled
+    times = outer.whole_times(compiled, plain, args)
+    if times is None:
+        return compiled
+    record.times_us = {"with_prism": times[0], "inductor": times[1]}
+    if times[0] <= times[1]:
+        return compiled
+    why = f"the graph runs faster in Inductor alone: {times[1]:.1f} us against {times[0]:.1f} us with Prism's regions"
+    for runner in prism:
+        runner.record.outcomes.update({k: (Outcome.PYTORCH, why) for k, (o, _) in runner.record.outcomes.items()
+                                       if o is Outcome.PRISM})
+        runner.record.sources.clear()
+    return plain
 
 
 def _eager(gm: Any, nodes: Sequence[Any], members: Sequence[int], ins: Sequence[int], outs: Sequence[int]) -> Any:

@@ -11,10 +11,13 @@ schema takes tensors and numbers, not Python objects). torch is imported only in
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+log = logging.getLogger(__name__)
 RUNNERS: dict[int, Callable[..., tuple[Any, ...]]] = {}  # key -> the region's runner
 _FAKES: dict[int, Callable[..., Any]] = {}  # key -> the region's PyTorch ops (run on fake tensors)
 _KEYS = itertools.count()
@@ -58,27 +61,59 @@ def wants_inductor(example_inputs: Sequence[Any]) -> bool:
     return not (torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in example_inputs))
 
 
-def decided(fn: Callable[..., Any], nodes: Sequence[Any], example_inputs: Sequence[Any]) -> bool:
+def first_run(fn: Callable[..., Any], nodes: Sequence[Any], example_inputs: Sequence[Any]) -> list[Any] | None:
     """Run ``fn`` (the graph with its runners) on the example inputs, so that each region decides between
-    its Prism kernel and PyTorch at their shapes before Inductor compiles the graph; False (nothing run)
-    when that is not safe: a node writes in place (running twice would apply it twice), an example
-    input is a fake tensor (no values to run on) or a symbolic size without a concrete hint."""
+    its Prism kernel and PyTorch at their shapes before Inductor compiles the graph; the arguments it
+    ran on, or None (nothing run) when that is not safe: a node writes in place (running twice would
+    apply it twice), an example input is a fake tensor (no values to run on) or a symbolic size
+    without a concrete hint."""
     import torch  # optional dependency: only the backend needs torch
     from torch._subclasses.fake_tensor import is_fake
     from torch.fx.experimental.symbolic_shapes import size_hint
 
     if any(_writes_in_place(n) for n in nodes) or any(isinstance(t, torch.Tensor) and is_fake(t) for t in example_inputs):
-        return False
+        return None
     try:  # Dynamo passes a dynamic size as a SymInt: its hint is the value seen
         args = [size_hint(a) if isinstance(a, torch.SymInt) else a for a in example_inputs]
     except Exception:  # no hint (a data-dependent size): nothing to run on
-        return False
+        return None
+    with isolated():
+        fn(*args)
+    return args
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Running compiled code from inside Dynamo's compile of a frame: no autograd, and outside Dynamo's
+    tracing context (a region that Inductor compiles here must not add symbols to the frame's shapes)."""
+    import torch  # optional dependency: only the backend needs torch
     from torch._guards import compile_context, tracing
 
-    # outside Dynamo's compile: a region compiled by Inductor here must not add symbols to the frame's shapes
     with torch.no_grad(), tracing(None), compile_context(None):
-        fn(*args)
-    return True
+        yield
+
+
+def on_gpu(args: Sequence[Any]) -> bool:
+    import torch  # optional dependency: only the backend needs torch
+
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    return bool(tensors) and all(t.is_cuda for t in tensors)
+
+
+def whole_times(with_prism: Callable[..., Any], plain: Callable[..., Any],
+                args: Sequence[Any]) -> tuple[float, float] | None:
+    """(the graph with Prism's regions, Inductor's graph alone) µs per call by CUDA-graph replay, as
+    the tuner times; None when the inputs are not on a GPU or either cannot be timed so."""
+    from prism.tune.timing import graph_time_us
+
+    if not on_gpu(args):
+        return None
+    try:
+        with isolated():
+            return graph_time_us(with_prism, lambda i: args), graph_time_us(plain, lambda i: args)
+    except Exception as e:  # not capturable: the graph with Prism's regions stays
+        log.info("prism: the compiled graphs were not timed (%s: %s)", type(e).__name__, e)
+        return None
 
 
 def _writes_in_place(node: Any) -> bool:

@@ -54,6 +54,9 @@ class GraphRecord:
     cost: Cost
     regions: list[RegionRecord] = field(default_factory=list)
     refused: dict[str, int] = field(default_factory=dict)  # why a node stays with PyTorch -> how many
+    # µs per call at the example inputs, by CUDA-graph replay: the graph with Prism's regions and
+    # Inductor's graph alone (the faster runs); empty when not compared
+    times_us: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,6 +85,7 @@ class CaptureReport:
             "flops_fraction_generated": sum(r.cost.flops for r in generated) / flops if flops else 0.0,
             "bytes_fraction_generated": sum(r.cost.bytes for r in generated) / moved if moved else 0.0,
             "left_to_pytorch": dict(sorted(refused.items(), key=lambda kv: -kv[1])),
+            "graph_times_us": [g.times_us for g in self.graphs if g.times_us],
             "region_outcomes": [
                 {"label": r.label, "nodes": r.nodes, "ops": list(r.ops), "flops": r.cost.flops, "bytes": r.cost.bytes,
                  "outcomes": {k: [o.value, d] for k, (o, d) in r.outcomes.items()}}
