@@ -90,7 +90,7 @@ def _with_inductor(gm: Any, nodes: list[Any], index: dict[Any, int], runners: di
     one ``prism::region`` call; a region that PyTorch ran faster there is inlined, its ops fused with
     their neighbours as torch.compile fuses them (an opaque call would keep them apart). When the
     example inputs cannot be run first (``outer.first_run``), every region is a call."""
-    args = outer.first_run(_rewrite(gm, nodes, index, runners, keyed=False), nodes, example_inputs)
+    args = outer.first_run(_rewrite(gm, nodes, index, runners, keyed=False), nodes, example_inputs) if runners else None
     kept = {h: u for h, u in runners.items() if args is None or u[1].runs_prism()}
     rewritten = _rewrite(gm, nodes, index, kept, keyed=True)
     try:
