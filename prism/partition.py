@@ -8,7 +8,8 @@
   into connected runs between heavy ops, each cut into chunks of at most ``max_ops`` ops. Parts are
   ordered so that a part only reads tensors of earlier parts (a heavy op increases the *level* of
   what depends on it; ops of one level that touch are one run, so runs of one level never depend on
-  each other).
+  each other). A norm feeding weight matmuls joins each of them (prologues), and so does a weight's
+  transpose (searched without it, planned and tuned with it: docs/off-the-suite.md).
 * ``Part.graph``: the part as a program of its own (cut tensors become inputs and outputs), searched
   and cached under its own structure key, so a repeated block is searched once.
 * ``stitch(graph, parts, plans)``: one kernel graph of the whole program from one plan per part.
