@@ -284,6 +284,33 @@ def test_the_graph_runs_where_it_is_faster_whole(monkeypatch: pytest.MonkeyPatch
     assert all(("Inductor alone: 7.0 us against 9.0 us" in w) == graph_alone_faster for w in why)
 
 
+def test_a_dropped_graph_frees_its_region_runners(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prism::region`` finds runners through a weak table; the compiled graph holds them, so when
+    Dynamo drops the graph its regions' kernels go too (no runner outlives what calls it)."""
+    import gc
+
+    import prism.capture.outer as outer
+
+    _fake_pipeline(monkeypatch, lambda graph, **kw: _Exact(graph))
+    monkeypatch.setattr(RegionRunner, "_times", lambda self, entry, inputs: (1.0, 2.0))
+    torch._dynamo.reset()
+    gc.collect()
+    before = set(outer.RUNNERS.keys())
+    m = _layer()
+    ins = layer_inputs(SMALL, 2, 1, 4, device="cpu", dtype=torch.float32)
+    fast = compile(m, example_inputs=ins)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(*ins), m(*ins), rtol=1e-4, atol=1e-4)
+    held = set(outer.RUNNERS.keys()) - before
+    assert len(held) == 5  # the five regions of the graph Inductor compiled, each a call
+    del fast
+    torch._dynamo.reset()
+    gc.collect()
+    assert not held & set(outer.RUNNERS.keys())
+    with pytest.raises(CaptureError, match="runner is gone"):
+        outer._live(outer.RUNNERS, max(held))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dtype: Any) -> None:

@@ -93,16 +93,17 @@ def _with_inductor(gm: Any, nodes: list[Any], index: dict[Any, int], runners: di
     args = outer.first_run(_rewrite(gm, nodes, index, runners, keyed=False), nodes, example_inputs) if runners else None
     kept = {h: u for h, u in runners.items() if args is None or u[1].runs_prism()}
     rewritten = _rewrite(gm, nodes, index, kept, keyed=True)
+    runners_of = [u[1] for u in kept.values()]
     try:
-        compiled = outer.inductor(rewritten, example_inputs)
+        compiled = outer.Holding(outer.inductor(rewritten, example_inputs), runners_of)
     except Exception as e:  # the custom-op calls still run as they are, the other nodes eagerly
         warnings.warn(f"prism: Inductor did not compile the graph around the regions ({type(e).__name__}: "
                       f"{str(e).splitlines()[0] if str(e) else ''}); its other ops run eagerly", CaptureWarning,
                       stacklevel=2)
-        return rewritten
+        return outer.Holding(rewritten, runners_of)
     if args is None or not kept or not options.compare or not outer.on_gpu(args):
         return compiled
-    return _faster_graph(gm, compiled, [u[1] for u in kept.values()], args, example_inputs, record)
+    return _faster_graph(gm, compiled, runners_of, args, example_inputs, record)
 
 
 def _faster_graph(gm: Any, compiled: Callable[..., Any], prism: Sequence[RegionRunner], args: Sequence[Any],

@@ -6,7 +6,9 @@ kernels when those are faster).
 Inductor sees a region through its fake implementation: the region's PyTorch ops run on fake tensors,
 outputs made contiguous, as the runner's real outputs are (``contiguous`` below), so the layouts that
 Inductor plans around match what runs. Runners are found by an integer key in ``RUNNERS`` (an op's
-schema takes tensors and numbers, not Python objects). torch is imported only inside these functions.
+schema takes tensors and numbers, not Python objects). The table holds them weakly: the callable the
+backend returns keeps its runners alive (``Holding``), so a graph Dynamo drops frees its regions'
+kernels and GraphModules. torch is imported only inside these functions.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from prism.errors import CaptureError
+
 log = logging.getLogger(__name__)
-RUNNERS: dict[int, Callable[..., tuple[Any, ...]]] = {}  # key -> the region's runner
-_FAKES: dict[int, Callable[..., Any]] = {}  # key -> the region's PyTorch ops (run on fake tensors)
+# key -> the region's runner, and its PyTorch ops (run on fake tensors); weak: see Holding
+RUNNERS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+_FAKES: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 _KEYS = itertools.count()
 _OP: list[Any] = []  # the registered custom op, once per process
 
@@ -33,11 +39,11 @@ def region_op() -> Any:
     # the schema is spelled out: this module's annotations are strings (``from __future__``)
     @torch.library.custom_op("prism::region", mutates_args=(), schema="(int key, Tensor[] inputs) -> Tensor[]")
     def region(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        return [contiguous(t) for t in RUNNERS[key](*inputs)]
+        return [contiguous(t) for t in _live(RUNNERS, key)(*inputs)]
 
     @region.register_fake
     def _(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        return [torch.empty_like(t, memory_format=torch.contiguous_format) for t in _FAKES[key](*inputs)]
+        return [torch.empty_like(t, memory_format=torch.contiguous_format) for t in _live(_FAKES, key)(*inputs)]
 
     _OP.append(torch.ops.prism.region.default)
     return _OP[0]
@@ -48,6 +54,27 @@ def register(runner: Callable[..., tuple[Any, ...]], eager: Callable[..., Any]) 
     key = next(_KEYS)
     RUNNERS[key], _FAKES[key] = runner, eager
     return key
+
+
+def _live(table: weakref.WeakValueDictionary[int, Any], key: int) -> Any:
+    fn = table.get(key)
+    if fn is None:
+        raise CaptureError(f"prism::region {key}: its runner is gone (the compiled graph that held it was freed)")
+    return fn
+
+
+class Holding:
+    """A compiled graph that keeps its regions' runners alive; otherwise it is the graph itself
+    (attributes such as Inductor's calling convention pass through)."""
+
+    def __init__(self, fn: Callable[..., Any], keep: Sequence[Any]) -> None:
+        self.fn, self.keep = fn, list(keep)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["fn"], name)
 
 
 def contiguous(t: Any) -> Any:
