@@ -1,15 +1,16 @@
 """One captured region at run time: a Prism kernel per shape (checked against PyTorch first), or
-the region's own PyTorch ops.
+the region's PyTorch side (``Fallback``: Inductor's kernels for the region's ops, or those ops eagerly).
 
 The first call at a new shape binds the region's Graph at that shape (``prism.capture.build``),
 superoptimizes it (the search cache is keyed by the size-free structure, so a second shape of a
 region reuses the verified plans and only tunes; the tuned kernel is cached per shape), and checks
-the kernel's outputs against the region's eager outputs on the call's own inputs. Any failure on
+the kernel's outputs against the region's eager outputs on the call's own inputs, then times it
+against the PyTorch side and keeps the faster (``compare``). Any failure on
 that path — a shape the ops do not fit, no GPU, a search, tuning or compile error, a mismatch —
 leaves the region to PyTorch at that shape, with a ``CaptureWarning`` naming why (``strict``:
 a ``CaptureError`` instead). Later calls at a checked shape only launch: no allocation but the
 outputs, no synchronisation, on torch's current stream, so they can be captured in a CUDA graph.
-torch is imported by the caller (the backend); this module only calls tensor methods.
+torch is imported by the caller (the backend); this module calls tensor methods, and Inductor.
 """
 
 from __future__ import annotations
