@@ -8,6 +8,12 @@ accumulator into the post-loop phase, and the program's ops run there in order; 
 saved along the grid dims. The search finds such plans for small programs; for larger ones (a
 layer norm, a residual add before a norm) its op bound or budget may stop it first, and this plan
 still exists. It is verified like any searched plan (screen + proof) before it is used.
+
+``row_vendor_plan`` carries it to programs with matmuls: the matmuls and transposes as predefined
+kernels (the vendor GEMM reading transposes as views) and each run of other ops between them as one
+row-wise kernel, the plan torch.compile's default makes of a norm feeding a linear layer (one fused
+norm kernel, then the GEMM). The search may not reach it: a one-kernel search of a norm and its
+matmul verifies generated-GEMM plans, and its only all-vendor plan runs the norm as one kernel per op.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 from prism.graph import Graph, OpKind
 from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, UnaryOp
 from prism.ops import Binary, Reduce, Unary
+from prism.partition import HEAVY, partition, predefined_plan, stitch
 
 GRID = ("k0_x", "k0_y", "k0_z")
 
@@ -58,3 +65,17 @@ def row_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
         ops.append(Save(at[i], name, tuple(par)))
     kernel = CustomKernel("k0", GRID[:len(par)], 1, tuple(ops))
     return KernelGraph.of(graph, program, [kernel])
+
+
+def row_vendor_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
+    """Heavy ops as predefined kernels, each run of other ops between them as its row-wise kernel;
+    None when there is no heavy op, or no run of two or more ops has a row-wise kernel (the predefined
+    plan is that plan then)."""
+    if not any(n.kind in HEAVY for n in graph.nodes):
+        return None
+    parts = partition(graph, max_ops=len(graph.nodes), prologues=False)
+    rows = [None if p.heavy or len(p.nodes) < 2 else row_plan(p.graph, program) for p in parts]
+    if all(r is None for r in rows):
+        return None
+    plans = [r if r is not None else predefined_plan(p.graph, program) for p, r in zip(parts, rows, strict=True)]
+    return stitch(graph, parts, plans, program)

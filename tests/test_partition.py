@@ -225,3 +225,49 @@ def test_weight_transposes_join_the_parts_that_read_them() -> None:
     assert folded > 0  # generated plans read the weight in place
     for kg in out.templates:
         assert run_plan(g, kg) < 1e-12
+
+
+@pytest.mark.parametrize("name", [n for n in ZOO if ZOO[n].family not in ("elementwise", "reduction")])
+def test_row_vendor_plan_is_right_and_proven(name: str) -> None:
+    """Heavy ops as vendor kernels, each run of two or more other ops as one row-wise kernel (what
+    torch.compile's default makes of a norm feeding a linear layer): right on every zoo program with
+    a matmul where such a run exists, and proven."""
+    from prism.rowwise import row_vendor_plan
+
+    g = zoo_graph(name)
+    kg = row_vendor_plan(g, name)
+    if kg is None:
+        return  # no run of two or more ops with a row-wise kernel: the predefined plan is this plan
+    assert any(isinstance(k, CustomKernel) for k in kg.kernels)
+    matmuls = sum(n.kind is OpKind.MATMUL for n in g.nodes)
+    assert sum(isinstance(k, PredefinedKernel) and k.kind is OpKind.MATMUL for k in kg.kernels) == matmuls
+    assert run_plan(g, kg) < 1e-12
+    assert verify_all(g, [kg])[0].proven
+
+
+def test_a_norm_feeding_a_linear_layer_gets_one_norm_kernel_and_the_vendor_gemm() -> None:
+    """rms_norm(x) @ w^T searched as one part: among its verified plans, the fused norm kernel then
+    the vendor GEMM reading the weight's transpose as a view (the search's own all-vendor plan runs
+    the norm as six kernels)."""
+    g = Graph()
+    x = g.input((4, 64), name="x")
+    w = g.input((32, 64), name="w")
+    h = g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5)))
+    g.output(g.matmul(h, g.transpose(w)), "y")
+    out = pipeline.search_and_verify(g, program="linear", cache=False, progress=False, partitioned=False)
+    shapes = {tuple(type(k).__name__ for k in kg.kernels) for kg in out.templates}
+    assert any(s.count("CustomKernel") == 1 and s.count("PredefinedKernel") == 2 for s in shapes), shapes
+    for kg in out.templates:
+        assert run_plan(g, kg) < 1e-12
+    from prism import codegen
+    from prism.codegen import nvcc
+    from prism.library import library_source
+    from prism.rowwise import row_vendor_plan
+
+    kg = row_vendor_plan(g, "linear")
+    assert kg is not None
+    plan = codegen.generate(kg.instantiate({s: 1 for s in kg.symbols} | {"p0_k0_x": 4}), arch="sm_80")
+    assert [type(st).__name__ for st in plan.steps].count("PredefinedOp") == 2  # the transpose (a view) and the GEMM
+    if nvcc.nvcc_path() is None:
+        pytest.skip("nvcc is not on the PATH")
+    assert len(nvcc.compile_check([(plan.kernels[0].entry, library_source(plan))], arch="sm_80")) == 1

@@ -17,7 +17,7 @@ import prism.search
 from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.progress import StageBar
-from prism.rowwise import row_plan
+from prism.rowwise import row_plan, row_vendor_plan
 from prism.search.canonical import canonical_key
 from prism.search.config import SearchConfig
 from prism.search.mapping import without_idle_loops
@@ -44,6 +44,7 @@ class _Distinct:
     plans: list[KernelGraph]  # one per canonical key
     repeating: int  # plans dropped for summing identical loop iterations
     row_added: bool  # the row-wise plan was not among the mappings
+    row_vendor_added: bool  # nor the row-wise kernels with vendor GEMMs (``rowwise.row_vendor_plan``)
 
 
 def search_verified(graph: Graph, program: str, config: SearchConfig, *, progress: bool, jobs: int) -> Verified:
@@ -77,6 +78,7 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
         "search_timed_out": bool(result.stats.get("timed_out", False)),
         "mapping_timed_out": m.timed_out,
         "rowwise_plan_added": distinct.row_added,
+        "row_vendor_plan_added": distinct.row_vendor_added,
         "whole_program_searched": True,
     }
     seconds = {"search": t1 - t0, "mapping": t2 - t1, "screen": t3 - t2, "verify": t4 - t3, "total": t4 - t0}
@@ -102,7 +104,7 @@ def _mappings(result: SearchResult, program: str, deadline: float, progress: boo
 
 def _distinct(graph: Graph, program: str, mapped: Mapped) -> _Distinct:
     """One plan per canonical key, and the row-wise one-kernel plan, which exists even where the
-    budget stops the search.
+    budget stops the search, and the row-wise kernels between vendor GEMMs (``row_vendor_plan``).
 
     A loop that reads nothing per iteration only repeats itself: its loop-size-1 form is kept, once.
     What still sums identical iterations is dropped before the proof (``parallel.plan_key``)."""
@@ -110,8 +112,11 @@ def _distinct(graph: Graph, program: str, mapped: Mapped) -> _Distinct:
     for kg, key in zip(mapped.graphs, mapped.keys, strict=True):  # keys: parallel.plan_key
         if key not in distinct:
             distinct[key] = without_idle_loops(kg)
-    row = row_plan(graph, program)
-    row_added = False
-    if row is not None and (row_key := canonical_key(row)) not in distinct:
-        distinct[row_key], row_added = row, True
-    return _Distinct(list(distinct.values()), mapped.mappings - len(mapped.graphs), row_added)
+    added = []
+    for row in (row_plan(graph, program), row_vendor_plan(graph, program)):
+        if row is None or (key := canonical_key(row)) in distinct:
+            added.append(False)
+            continue
+        distinct[key] = row
+        added.append(True)
+    return _Distinct(list(distinct.values()), mapped.mappings - len(mapped.graphs), *added)
