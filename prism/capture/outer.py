@@ -73,7 +73,9 @@ class Holding:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # only for names Holding itself lacks
+        if "fn" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self.__dict__["fn"], name)
 
 
