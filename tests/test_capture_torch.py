@@ -359,6 +359,58 @@ def test_the_default_capture_compares_regions_and_the_whole_graph_on_the_gpu() -
         torch.testing.assert_close(captured, got)
 
 
+def _hf(device: str, dtype: Any) -> Any:
+    """A two-layer transformers Llama of SMALL's sizes, random weights (no download)."""
+    pytest.importorskip("transformers")
+    from bench.capture_models import hf_llama
+
+    torch.manual_seed(0)
+    model = hf_llama(2, SMALL, vocab=256).to(device, dtype).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return lambda ids: model(input_ids=ids).logits
+
+
+def test_a_transformers_llama_is_captured_with_its_regions_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers' LlamaForCausalLM (random weights, one token and a short prompt): its norms,
+    projections, rotary products and MLPs become regions; the output is eager's when those run
+    their PyTorch ops."""
+    calls = _record(monkeypatch)
+    torch._dynamo.reset()
+    fn = _hf("cpu", torch.float32)
+    for length in (1, 5):
+        ids = torch.randint(0, 256, (1, length))
+        report = CaptureReport()
+        fast = torch.compile(fn, backend=lambda gm, ex: prism_backend(gm, ex, report=report, options=EAGER))
+        with torch.no_grad():
+            torch.testing.assert_close(fast(ids), fn(ids), rtol=0, atol=0)
+        ops = [r.ops for g in report.graphs for r in g.regions]
+        assert sum(o.count("linear") for o in ops) >= 2 * 7  # q, k, v, o, gate, up, down of both layers
+        assert any("silu" in o and "rsqrt" in o for o in ops)
+        torch._dynamo.reset()
+    assert calls
+
+
+@pytest.mark.gpu
+def test_a_transformers_llama_runs_and_replays_on_the_gpu() -> None:
+    """Default options on the GPU: the model's output is eager's within float16 rounding, and the
+    compiled forward replays in a CUDA graph."""
+    torch._dynamo.reset()
+    fn = _hf("cuda", torch.float16)
+    ids = torch.randint(0, 256, (1, 1), device="cuda")
+    fast = compile(fn, example_inputs=(ids,), options=CaptureOptions(samples=4, time_budget=20.0))
+    with torch.no_grad():
+        want, got = fn(ids), fast(ids)
+        assert relative_error(got.double().cpu().numpy(), want.double().cpu().numpy()) < 2e-2
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = fast(ids)
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(captured, got)
+    assert fast.summary()["regions"] >= 4
+
+
 def test_a_second_batch_size_binds_the_same_structure_at_new_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Dynamo recompiles with a dynamic batch; each region binds a Graph of the same size-free
     structure (one search serves both) at the new shapes, and the output is still PyTorch's."""
