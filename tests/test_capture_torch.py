@@ -8,6 +8,7 @@ runs with its regions in Prism kernels, close to eager, and replays under a CUDA
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 import warnings
@@ -381,7 +382,8 @@ def test_a_transformers_llama_is_captured_with_its_regions_named(monkeypatch: py
     for length in (1, 5):
         ids = torch.randint(0, 256, (1, length))
         report = CaptureReport()
-        fast = torch.compile(fn, backend=lambda gm, ex: prism_backend(gm, ex, report=report, options=EAGER))
+        backend = functools.partial(prism_backend, report=report, options=EAGER)
+        fast = torch.compile(fn, backend=backend)
         with torch.no_grad():
             torch.testing.assert_close(fast(ids), fn(ids), rtol=0, atol=0)
         ops = [r.ops for g in report.graphs for r in g.regions]
