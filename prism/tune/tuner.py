@@ -214,7 +214,7 @@ def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, ca
 def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed: int, arch: str, resources: Any,
                             cap: int | None, jobs: int | None) -> tuple[list[list[dict[str, int]]], list[Sample]]:
     """More templates than samples: draw templates without replacement, round-robin over their
-    structural classes (``_structure_class``: kernels and grid ranks; a search can verify hundreds of
+    structural classes (``_structure_class``: custom kernels, grid ranks, predefined kernels; a search can verify hundreds of
     split-K variants beside a handful of one-kernel plans, and a uniform draw would rarely time the
     latter), uniformly within each; then one legal size assignment of each, uniformly. Only the drawn
     templates' legal sizes are enumerated (a template with none is replaced by the next draw).
@@ -235,15 +235,16 @@ def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed
     return space, [Sample(t, tuple(rng.choice(space[t]).items())) for t in picked]
 
 
-def _structure_class(kg: KernelGraph) -> tuple[int, tuple[int, ...]]:
-    """Custom kernels, and the grid rank of each: the shape of a plan before its sizes."""
+def _structure_class(kg: KernelGraph) -> tuple[int, tuple[int, ...], int]:
+    """Custom kernels, the grid rank of each, and the predefined kernels: the shape of a plan before
+    its sizes (a norm kernel before a vendor GEMM is not one more one-kernel plan among hundreds)."""
     ranks = tuple(len(k.grid) for k in kg.kernels if isinstance(k, CustomKernel))
-    return len(ranks), ranks
+    return len(ranks), ranks, len(kg.kernels) - len(ranks)
 
 
 def _round_robin(templates: Sequence[KernelGraph], rng: random.Random) -> list[int]:
     """Template indices: each class shuffled, then one of each class in turn (fewest kernels first)."""
-    classes: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    classes: dict[tuple[int, tuple[int, ...], int], list[int]] = {}
     for t, kg in enumerate(templates):
         classes.setdefault(_structure_class(kg), []).append(t)
     queues = [rng.sample(ts, len(ts)) for _, ts in sorted(classes.items())]
