@@ -85,3 +85,27 @@ def test_folded_plans_match_the_reference_on_the_gpu(case: str) -> None:
             assert err < 2e-2, f"template {ti} sizes {sizes}: relative error {err:.3e}"
             runs += 1
     assert runs >= 4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows", [1, 16])
+def test_row_vendor_plan_runs_on_the_gpu(rows: int) -> None:
+    """The row-vendor plan of a norm feeding a linear layer (one row-wise norm kernel, then the vendor
+    GEMM reading the weight's transpose as a view): right against the float64 reference."""
+    torch = pytest.importorskip("torch")
+    from prism.rowwise import row_vendor_plan
+    from prism.runtime import compile_plan
+
+    g = linear_graph(rows, 512)
+    template = row_vendor_plan(g, "linear")
+    assert template is not None
+    legal = [s for s, _ in generated_sizes(template, "sm_90")]
+    assert legal
+    fn = compile_plan(generate(template.instantiate(legal[0]), arch="sm_90"))
+    rng = torch.Generator().manual_seed(0)
+    xs = {t.name: torch.randn(t.shape, generator=rng, dtype=torch.float64) * (0.05 if t.name == "Wl" else 0.5)
+          for t in g.inputs}
+    ref = g.evaluate({k: v.numpy() for k, v in xs.items()})["O"]
+    out = fn(*[xs[t.name].to("cuda", torch.float16) for t in g.inputs])
+    torch.cuda.synchronize()
+    assert relative_error(out.double().cpu().numpy(), ref) < 2e-2
