@@ -171,6 +171,30 @@ def test_a_region_prism_does_not_run_runs_in_inductor(monkeypatch: pytest.Monkey
     assert fast.summary()["regions"] == 1 and fast.summary()["regions_in_prism"] == 0
 
 
+def test_a_graph_that_writes_in_place_is_not_run_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decode step that adds into a cache in place: the backend does not run the graph on the example
+    inputs before compiling it (the add would land twice); each call adds once, as eagerly."""
+    _fake_pipeline(monkeypatch, lambda graph, **kw: (_ for _ in ()).throw(DeviceError("no CUDA device (test)")))
+    torch._dynamo.reset()
+    w = torch.randn(16, 16)
+
+    def step(x: Any, cache: Any) -> Any:
+        cache.add_(torch.nn.functional.silu(x @ w) * 2.0 + 1.0)
+        return cache * 0.5
+
+    x = torch.randn(4, 16)
+    ours, theirs = torch.zeros(4, 16), torch.zeros(4, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CaptureWarning)
+        fast = compile(step, example_inputs=(x, ours))  # the first call: one add
+    with torch.no_grad():
+        got = fast(x, ours)
+    step(x, theirs)
+    want = step(x, theirs)
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     class Wrong:
         def __init__(self, graph: Any) -> None:
