@@ -233,15 +233,15 @@ def _with_weight_transposes(graph: Graph, groups: list[tuple[list[int], bool]]) 
             for g, (nodes, heavy) in enumerate(groups) if g not in joins]
 
 
-def with_transposes(graph: Graph, part: Part, plan: KernelGraph) -> KernelGraph:
-    """A plan of ``part.inner`` as a plan of ``part.graph``: its weight transposes first, as predefined
+def with_transposes(graph: Graph, part: Part, plans: Sequence[KernelGraph]) -> tuple[KernelGraph, ...]:
+    """Plans of ``part.inner`` as plans of ``part.graph``: its weight transposes first, as predefined
     kernels (code generation folds them into the loads of the matmuls that read them)."""
     if not part.transposes:
-        return plan
+        return tuple(plans)
     names = tensor_names(graph)
     pre = [_predefined_kernel(f"transpose{i}", graph.nodes[i], (names[graph.nodes[i].args[0]],), names[i])
            for i in part.transposes]
-    return KernelGraph.of(part.graph, plan.program, [*pre, *plan.kernels])
+    return tuple(KernelGraph.of(part.graph, plan.program, [*pre, *plan.kernels]) for plan in plans)
 
 
 def _weight_matmul(graph: Graph, i: int) -> bool:

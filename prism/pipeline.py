@@ -229,8 +229,7 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
             canon, back = canonical(part.inner or part.graph)  # weight transposes are not searched
             found = search_and_verify(canon, program=f"{program}.p{part.index}", cache=cache, progress=progress,
                                       time_budget=time_budget, partitioned=False)
-            res = replace(found, templates=tuple(with_transposes(graph, part, renamed(t, back))
-                                                 for t in found.templates),
+            res = replace(found, templates=with_transposes(graph, part, [renamed(t, back) for t in found.templates]),
                           structure_key=part.graph.structure_key())
         else:
             pre = predefined_plan(part.graph, f"{program}.p{part.index}")

@@ -333,7 +333,17 @@ def test_a_dropped_graph_frees_its_region_runners(monkeypatch: pytest.MonkeyPatc
     gc.collect()
     assert not held & set(outer.RUNNERS.keys())
     with pytest.raises(CaptureError, match="runner is gone"):
-        outer._live(outer.RUNNERS, max(held))
+        outer._live(max(held))
+
+
+def _replays_as_called(call: Any, got: Any) -> None:
+    """``call()`` captured in a CUDA graph and replayed gives what the call gave."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = call()
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(captured, got)
 
 
 @pytest.mark.gpu
@@ -351,12 +361,7 @@ def test_llama_layer_decode_runs_in_prism_kernels_and_replays_in_a_cuda_graph(dt
         want, got = m(*ins), fast(*ins)
         tol = 2e-2 if dtype == torch.float16 else 5e-2
         assert relative_error(got.double().cpu().numpy(), want.double().cpu().numpy()) < tol
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            captured = fast(*ins)
-        graph.replay()
-        torch.cuda.synchronize()
-        torch.testing.assert_close(captured, got)
+        _replays_as_called(lambda: fast(*ins), got)
     assert any(o is Outcome.PRISM for g in fast.report.graphs for r in g.regions for o, _ in r.outcomes.values())
 
 
@@ -376,12 +381,7 @@ def test_the_default_capture_compares_regions_and_the_whole_graph_on_the_gpu() -
     with torch.no_grad():
         want, got = m(*ins), fast(*ins)
         assert relative_error(got.double().cpu().numpy(), want.double().cpu().numpy()) < 2e-2
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            captured = fast(*ins)
-        graph.replay()
-        torch.cuda.synchronize()
-        torch.testing.assert_close(captured, got)
+        _replays_as_called(lambda: fast(*ins), got)
 
 
 def _hf(device: str, dtype: Any) -> Any:
@@ -428,12 +428,7 @@ def test_a_transformers_llama_runs_and_replays_on_the_gpu() -> None:
     with torch.no_grad():
         want, got = fn(ids), fast(ids)
         assert relative_error(got.double().cpu().numpy(), want.double().cpu().numpy()) < 2e-2
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            captured = fast(ids)
-        graph.replay()
-        torch.cuda.synchronize()
-        torch.testing.assert_close(captured, got)
+        _replays_as_called(lambda: fast(ids), got)
     assert fast.summary()["regions"] >= 4
 
 

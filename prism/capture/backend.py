@@ -161,7 +161,7 @@ def _rewrite(gm: Any, nodes: Sequence[Any], index: dict[Any, int], runners: dict
             for a in ins:
                 emit(a)
             args = tuple(env[nodes[a]] for a in ins)
-            call = (g.call_function(outer.region_op(), (outer.register(runner, runner.eager), list(args))) if keyed
+            call = (g.call_function(outer.region_op(), (outer.register(runner), list(args))) if keyed
                     else g.call_function(runner, args))
             for k, o in enumerate(outs):
                 env[nodes[o]] = g.call_function(operator.getitem, (call, k))

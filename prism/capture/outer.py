@@ -23,9 +23,8 @@ from typing import Any
 from prism.errors import CaptureError
 
 log = logging.getLogger(__name__)
-# key -> the region's runner, and its PyTorch ops (run on fake tensors); weak: see Holding
+# key -> the region's runner (its ``eager`` ops run on fake tensors for Inductor); weak: see Holding
 RUNNERS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-_FAKES: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 _KEYS = itertools.count()
 _OP: list[Any] = []  # the registered custom op, once per process
 
@@ -39,28 +38,28 @@ def region_op() -> Any:
     # the schema is spelled out: this module's annotations are strings (``from __future__``)
     @torch.library.custom_op("prism::region", mutates_args=(), schema="(int key, Tensor[] inputs) -> Tensor[]")
     def region(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        return [contiguous(t) for t in _live(RUNNERS, key)(*inputs)]
+        return [contiguous(t) for t in _live(key)(*inputs)]
 
     @region.register_fake
     def _(key: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        return [torch.empty_like(t, memory_format=torch.contiguous_format) for t in _live(_FAKES, key)(*inputs)]
+        return [torch.empty_like(t, memory_format=torch.contiguous_format) for t in _live(key).eager(*inputs)]
 
     _OP.append(torch.ops.prism.region.default)
     return _OP[0]
 
 
-def register(runner: Callable[..., tuple[Any, ...]], eager: Callable[..., Any]) -> int:
-    """A new key for ``runner`` (``eager``: the region's PyTorch ops, for Inductor's fake tensors)."""
+def register(runner: Any) -> int:
+    """A new key for ``runner`` (a ``RegionRunner``: called by the op, its ``eager`` ops by the fake)."""
     key = next(_KEYS)
-    RUNNERS[key], _FAKES[key] = runner, eager
+    RUNNERS[key] = runner
     return key
 
 
-def _live(table: weakref.WeakValueDictionary[int, Any], key: int) -> Any:
-    fn = table.get(key)
-    if fn is None:
+def _live(key: int) -> Any:
+    runner = RUNNERS.get(key)
+    if runner is None:
         raise CaptureError(f"prism::region {key}: its runner is gone (the compiled graph that held it was freed)")
-    return fn
+    return runner
 
 
 class Holding:
@@ -131,12 +130,10 @@ def on_gpu(args: Sequence[Any]) -> bool:
 
 def whole_times(with_prism: Callable[..., Any], plain: Callable[..., Any],
                 args: Sequence[Any]) -> tuple[float, float] | None:
-    """(the graph with Prism's regions, Inductor's graph alone) µs per call by CUDA-graph replay, as
-    the tuner times; None when the inputs are not on a GPU or either cannot be timed so."""
+    """(the graph with Prism's regions, Inductor's graph alone) µs per call by CUDA-graph replay of
+    ``args`` (on a GPU), as the tuner times; None when either cannot be timed so."""
     from prism.tune.timing import graph_time_us
 
-    if not on_gpu(args):
-        return None
     try:
         with isolated():
             return graph_time_us(with_prism, lambda i: args), graph_time_us(plain, lambda i: args)
