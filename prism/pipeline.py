@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 # Bump when the search, the mapping rules or the axioms change what a cached result would hold.
 SEARCH_CACHE_SCHEMA = 3
-TUNE_CACHE_SCHEMA = 2
+TUNE_CACHE_SCHEMA = 3  # 3: keyed and stored under names by position (``_tuned_key``)
 # Programs with more primitive ops than this are not searched whole, only in parts (prism.partition).
 WHOLE_PROGRAM_OPS = 12
 # Seconds each symbolic search may take (its mapping instantiation gets as long again).
@@ -329,8 +329,14 @@ def _require_gpu(program: str, outcome: SearchOutcome) -> None:
             f"needs an NVIDIA GPU with CuPy ({why})", summary=outcome.to_json())
 
 
-def _tuned_key(graph: Graph, arch: str) -> str:
-    return f"{graph.structure_hash()}-{arch}"
+def _tuned_key(graph: Graph, arch: str) -> tuple[str, dict[str, str]]:
+    """The tuned-cache key of ``graph`` on ``arch`` and the map from its names to the cache's.
+
+    The key is the program's shapes and structure under names by position (``partition.canonical``),
+    and the entry's plan is stored under those names. Parts of one structure and shapes share one
+    tuning: a gate and an up projection, the residual adds of a block, the same part in every layer."""
+    canon, back = canonical(graph)
+    return f"{canon.structure_hash()}-{arch}", {mine: pos for pos, mine in back.items()}
 
 
 class Summary(TypedDict, total=False):
@@ -415,7 +421,8 @@ def superoptimize(
     sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
     t_parts = time.perf_counter()
     stitched = bool(outcome.of(PlanSource.STITCHED))
-    budget = _Budget(time_budget, _tuning_weights(graph, outcome) if stitched else [1.0])  # parts, then the final one
+    weights = _tuning_weights(graph, outcome, cache and not settings().no_cache) if stitched else [1.0]
+    budget = _Budget(time_budget, weights)  # the parts, then the final choice
     if stitched:
         plans = []
         for po in outcome.parts:
@@ -470,11 +477,19 @@ class _Budget:
         return max(0.0, self.deadline - self.clock()) * (w / rest if rest > 0 else 1.0)
 
 
-def _tuning_weights(graph: Graph, outcome: SearchOutcome) -> list[float]:
+def _tuning_weights(graph: Graph, outcome: SearchOutcome, shared: bool = True) -> list[float]:
     """The budget weights of superoptimize's tuning calls: a part by the elements its tensors hold (0
-    when it has one plan, nothing to tune), then the whole program's choice, weighted as much as all
-    parts when the search found whole-program plans (those are tuned there) and as one part else."""
-    parts = [0.0 if len(po.outcome.templates) <= 1 else float(_elements(po.part.graph)) for po in outcome.parts]
+    when it has one plan, nothing to tune, or when ``shared`` (the tuned cache is on) and an earlier
+    part has its shapes and structure: it reads that part's tuning), then the whole program's choice,
+    weighted as much as all parts when the search found whole-program plans (those are tuned there)
+    and as one part else."""
+    seen: set[str] = set()
+    parts = []
+    for po in outcome.parts:
+        key = _tuned_key(po.part.graph, "")[0]
+        repeat = shared and key in seen
+        seen.add(key)
+        parts.append(0.0 if repeat or len(po.outcome.templates) <= 1 else float(_elements(po.part.graph)))
     whole = sum(parts) if outcome.of(PlanSource.SEARCHED) else max(parts, default=1.0)
     return [*parts, whole or 1.0]
 
@@ -489,8 +504,8 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
     graph = req.graph
     use_cache = cache and not settings().no_cache
     store = JsonCache("tuned", TUNE_CACHE_SCHEMA)
-    key = _tuned_key(graph, backend.arch())
-    if use_cache and (hit := _tuned_hit(req, backend, store, key, seed)) is not None:
+    key, to_cache = _tuned_key(graph, backend.arch())
+    if use_cache and (hit := _tuned_hit(req, backend, store, key, to_cache, seed)) is not None:
         kernel, kg, rec_summary, err, secs = hit
         summary.update(rec_summary)
         summary.update({"tune_cache_hit": True, "tune_s": secs, "rel_err": err})
@@ -515,16 +530,20 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
     })
     concrete = result.template.instantiate(result.sizes)
     if use_cache:
-        store.put_or_warn(key, {"kernel_graph": concrete.to_json(), "summary": {k: summary.get(k) for k in _TUNED_KEYS}})
+        store.put_or_warn(key, {"kernel_graph": renamed(concrete, to_cache).to_json(),
+                                "summary": {k: summary.get(k) for k in _TUNED_KEYS}})
     return result.kernel, summary, concrete
 
 
-def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str,
+def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str, to_cache: Mapping[str, str],
                seed: int) -> tuple[Any, KernelGraph, Summary, float, float] | None:
-    """The cached tuned plan of ``req`` when it still compiles, runs and passes the reference check
-    (kernel, plan, its cached summary, relative error, seconds); None (evicting a bad entry) otherwise."""
+    """The cached tuned plan of ``req`` (stored under the cache's names, ``to_cache``) when it still
+    compiles, runs and passes the reference check (kernel, plan, its cached summary, relative error,
+    seconds); None (evicting a bad entry) otherwise."""
     graph = req.graph
-    hit = store.get(key, lambda p: (_fitting([validate(KernelGraph.from_json(p["kernel_graph"]))], graph)[0],
+    back = {pos: mine for mine, pos in to_cache.items()}
+    hit = store.get(key, lambda p: (_fitting([validate(renamed(KernelGraph.from_json(p["kernel_graph"]), back))],
+                                             graph)[0],
                                     cast(Summary, dict(p["summary"]))))
     if hit is None:
         return None

@@ -19,6 +19,7 @@ from prism.cache import JsonCache
 from prism.graph import Graph
 from prism.ir import CustomKernel, KernelGraph, Load, UnaryOp
 from prism.ops import Unary
+from prism.partition import renamed
 from prism.tune.backends import InterpreterBackend
 from prism.verify import verify_all
 
@@ -154,7 +155,7 @@ def _set(obj: Any, path: tuple[Any, ...], value: Any) -> None:
 
 
 def _tuned_key(g: Graph) -> str:
-    return f"{g.structure_hash()}-{InterpreterBackend(_timer).arch()}"
+    return pipeline._tuned_key(g, InterpreterBackend(_timer).arch())[0]
 
 
 def _superoptimize(g: Graph) -> pipeline.Superoptimized:
@@ -179,8 +180,8 @@ def test_a_tuned_entry_that_fails_its_check_is_evicted_and_retuned(damage: str) 
             assert ops != k.ops
             p["kernel_graph"] = replace(kg, kernels=tuple(replace(k, ops=ops) if x is k else x
                                                           for x in kg.kernels)).to_json()
-        elif damage == "renamed input":
-            _rename_input(kg, "X", "Y")
+        elif damage == "renamed input":  # stored under names by position
+            _rename_input(kg, pipeline._tuned_key(g, "")[1]["X"], "Y")
         else:
             p["kernel_graph"] = {"format": "prism.kernel_graph", "version": 1}
 
@@ -196,7 +197,8 @@ def test_a_tuned_entry_that_decodes_but_does_not_run_is_evicted(monkeypatch: pyt
     _seed("rmsnorm_linear", g)
     _superoptimize(g)
     store, key = JsonCache("tuned", pipeline.TUNE_CACHE_SCHEMA), _tuned_key(g)
-    cached = KernelGraph.from_json(json.loads(store.path(key).read_text())["payload"]["kernel_graph"])
+    stored = KernelGraph.from_json(json.loads(store.path(key).read_text())["payload"]["kernel_graph"])
+    cached = renamed(stored, {pos: mine for mine, pos in pipeline._tuned_key(g, "")[1].items()})
     real = InterpreterBackend.compile
     seen: list[int] = []
 

@@ -90,6 +90,29 @@ def test_tuned_cache_is_keyed_by_shape_and_arch() -> None:
     assert not rc.summary["tune_cache_hit"]
 
 
+def test_programs_that_differ_only_in_names_share_one_tuning() -> None:
+    """A gate and an up projection (or one part in every layer) are tuned once: the tuned cache is
+    keyed and stored under names by position, and a hit comes back under the asking program's names."""
+    from prism.partition import predefined_plan
+
+    def program(x: str, w: str, out: str, n: int = 32) -> Graph:
+        g = Graph()
+        g.output(g.silu(g.matmul(g.input((4, 64), name=x), g.input((64, n), name=w))), out)
+        return g
+
+    backend = InterpreterBackend(_timer)
+    results = []
+    for g in (program("x", "w", "y"), program("h", "gate", "out")):
+        req = pipeline._TuneRequest(g, [predefined_plan(g)], input_sampler(g, None, None), "p")
+        results.append(pipeline._tune_cached(req, backend, None, 3, 0, None, True, pipeline.Summary()))
+    (_, first, _), (_, second, kg) = results
+    assert not first["tune_cache_hit"] and second["tune_cache_hit"] and second["rel_err"] < 1e-9
+    assert {t.name for t in kg.inputs} == {"h", "gate"} and [t.name for t in kg.outputs] == ["out"]
+    # the shapes still key it
+    assert pipeline._tuned_key(program("x", "w", "y"), "sm_90")[0] != pipeline._tuned_key(
+        program("x", "w", "y", 16), "sm_90")[0]
+
+
 def test_no_gpu_stops_after_verification(monkeypatch: pytest.MonkeyPatch) -> None:
     g = workloads.swiglu(4, 32)
     _seed_search_cache("swiglu", g)
@@ -206,6 +229,32 @@ def test_the_parts_that_hold_more_data_get_more_tuning_time() -> None:
     tail = next(po.part.index for po in out.parts if not po.part.heavy and len(po.part.nodes) <= 2)
     assert by_part[transpose] == 0.0 and by_part[gemv] > by_part[tail] > 0
     assert len(weights) == len(out.parts) + 1
+
+
+def test_a_part_that_repeats_an_earlier_one_is_not_tuned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate and the up projection of a gated MLP: one part's structure and shapes, one tuning; the
+    repeat gets no budget share (it reads the cache) unless the tuned cache is off."""
+    g = Graph()
+    x = g.input((4, 256), name="x")
+    w1, w2 = g.input((256, 64), name="w1"), g.input((256, 64), name="w2")
+    h = g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5)))
+    g.output(g.mul(g.silu(g.matmul(h, w1)), g.matmul(h, w2)), "o")
+    out = pipeline.search_and_verify(g, progress=False)
+    keys = [pipeline._tuned_key(po.part.graph, "")[0] for po in out.parts]
+    first, repeat = (i for i, k in enumerate(keys) if keys.count(k) == 2)
+    shared, alone = pipeline._tuning_weights(g, out), pipeline._tuning_weights(g, out, shared=False)
+    assert shared[first] == alone[first] == alone[repeat] > 0 and shared[repeat] == 0.0
+    tuned: list[str] = []
+    real = pipeline.tune
+
+    def spy(graph: Graph, *a, **k):  # type: ignore[no-untyped-def]
+        tuned.append(pipeline._tuned_key(graph, "")[0])
+        return real(graph, *a, **k)
+
+    monkeypatch.setattr(pipeline, "tune", spy)
+    res = pipeline.superoptimize(g, samples=3, backend=InterpreterBackend(_timer), progress=False)
+    assert res.summary["rel_err"] < 1e-9
+    assert len(tuned) == len(out.parts) and tuned.count(keys[first]) == 1  # the parts less the repeat, and the whole
 
 
 def test_superoptimize_keeps_every_tuning_call_inside_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
