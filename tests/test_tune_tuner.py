@@ -140,16 +140,31 @@ def test_refinement_samples_the_fastest_templates_again() -> None:
     assert refined.time_us <= plain.time_us
 
 
-def test_more_templates_than_samples_draws_templates_first() -> None:
-    many = [GOOD_1D, GOOD_2D] * 6  # 12 templates, 4 samples: only the drawn ones are enumerated
+def test_more_templates_than_samples_draws_templates_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """12 templates, 4 samples: the drawn templates get one legal size each, found without
+    enumerating them; the refinement enumerates only the fastest templates' sizes."""
+    from prism.tune import tuner
+
+    enumerated: list[KernelGraph] = []
+    real = tuner._legal
+
+    def counting(template: KernelGraph, *a: Any) -> list[dict[str, int]]:
+        enumerated.append(template)
+        return real(template, *a)
+
+    monkeypatch.setattr(tuner, "_legal", counting)
+    many = [GOOD_1D, GOOD_2D] * 6
     a = tune(GRAPH, many, samples=4, seed=2, backend=backend(), jobs=1, refine=0)
     b = tune(GRAPH, many, samples=4, seed=2, backend=backend(), jobs=1, refine=0)
     assert [(r.template, r.sizes) for r in a.records] == [(r.template, r.sizes) for r in b.records]
     assert len(a.records) == 4 and len({r.template for r in a.records}) == 4
-    enumerated = [i for i, n in enumerate(a.legal) if n]
-    assert len(enumerated) == 4 and {r.template for r in a.records} == set(enumerated)
-    assert all(a.legal[i] == (36 if i % 2 == 0 else 144) for i in enumerated)
+    assert not enumerated and sorted(a.legal) == [0] * 8 + [1] * 4
+    assert {r.template for r in a.records} == {i for i, n in enumerate(a.legal) if n}
     assert a.rel_err < 1e-9
+    c = tune(GRAPH, many, samples=4, seed=2, backend=backend(), jobs=1, refine=8)
+    assert 1 <= len(enumerated) <= 3  # the three fastest templates at most
+    assert all(c.legal[i] == (36 if i % 2 == 0 else 144) for i in range(12) if c.legal[i] > 1)
+    assert [(r.template, r.sizes) for r in c.records[:4]] == [(r.template, r.sizes) for r in a.records]
 
 
 def test_a_kernel_that_faults_stops_tuning_with_a_clear_error() -> None:

@@ -86,7 +86,9 @@ class TuneResult:
     rel_err: float
     arch: str
     records: tuple[SampleRecord, ...]
-    legal: tuple[int, ...]  # legal size assignments per template
+    # legal size assignments found per template: all of them, or, with more templates than samples,
+    # one of each drawn template and all of the templates the refinement enumerated
+    legal: tuple[int, ...]
     check_failures: tuple[SampleRecord, ...]
     seconds: dict[str, float]
     kernel: Any = field(default=None, compare=False, repr=False)
@@ -190,10 +192,21 @@ def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) ->
     return legal
 
 
+def _one_legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
+    """One legal size assignment of ``template`` (none when it has none): the first legal leaf of a
+    random descent (``sample_legal_sizes``), seeded by the template. What the first round of a
+    many-template tuning draws: it times one sample of a template, so it lowers only a few of its
+    assignments, not all of them (``_legal``: 13-15 s of a 2-core machine for the 24 templates drawn
+    from a captured GEMV part's 1,404); ``_refine`` enumerates the fastest templates' sizes."""
+    rng = random.Random(zlib.crc32(template.dumps().encode()))
+    return sample_legal_sizes(template, arch=arch, count=1, rng=rng, values=candidate_values(template),
+                              resources=resources, max_checks=4 * SIZES_PER_TEMPLATE)
+
+
 def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, cap: int | None,
-                 jobs: int | None) -> list[list[dict[str, int]]]:
-    """Legal sizes of every template; in worker processes when there are many templates (the
-    enumeration lowers each candidate size assignment, which is pure Python)."""
+                 jobs: int | None, legal: Callable[..., list[dict[str, int]]] = _legal) -> list[list[dict[str, int]]]:
+    """``legal`` (the legal sizes, or ``_one_legal``) of every template; in worker processes when
+    there are many templates (the enumeration lowers each size assignment it checks, in pure Python)."""
     workers = min(jobs or os.cpu_count() or 1, len(templates))
     if workers > 1 and len(templates) >= 8 and "fork" in multiprocessing.get_all_start_methods():
         try:
@@ -206,9 +219,9 @@ def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, ca
             # its finalizers call a CUDA runtime the child cannot use, and print an error each
             gc.collect()
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futs = [pool.submit(_legal, t, arch, resources, cap) for t in templates]
+                futs = [pool.submit(legal, t, arch, resources, cap) for t in templates]
                 return [f.result() for f in futs]
-    return [_legal(t, arch, resources, cap) for t in templates]
+    return [legal(t, arch, resources, cap) for t in templates]
 
 
 def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed: int, arch: str, resources: Any,
@@ -216,9 +229,9 @@ def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed
     """More templates than samples: draw templates without replacement, round-robin over their
     structural classes (``_structure_class``: custom kernels, grid ranks, predefined kernels; a search can verify hundreds of
     split-K variants beside a handful of one-kernel plans, and a uniform draw would rarely time the
-    latter), uniformly within each; then one legal size assignment of each, uniformly. Only the drawn
-    templates' legal sizes are enumerated (a template with none is replaced by the next draw).
-    Templates never drawn keep an empty (unenumerated) list."""
+    latter), uniformly within each; then one legal size assignment of each (``_one_legal``; a
+    template with none is replaced by the next draw). ``space`` holds that one assignment of each
+    drawn template and nothing for the others: ``_refine`` enumerates the fastest templates' sizes."""
     rng = random.Random(seed)
     order = _round_robin(templates, rng)
     space: list[list[dict[str, int]]] = [[] for _ in templates]
@@ -227,12 +240,12 @@ def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed
     while len(picked) < samples and pos < len(order):
         batch = order[pos:pos + samples - len(picked)]
         pos += len(batch)
-        for t, legal in zip(batch, _legal_space([templates[t] for t in batch], arch, resources, cap, jobs),
-                            strict=True):
+        drawn = _legal_space([templates[t] for t in batch], arch, resources, cap, jobs, _one_legal)
+        for t, legal in zip(batch, drawn, strict=True):
             space[t] = legal
             if legal:
                 picked.append(t)
-    return space, [Sample(t, tuple(rng.choice(space[t]).items())) for t in picked]
+    return space, [Sample(t, tuple(space[t][0].items())) for t in picked]
 
 
 def _structure_class(kg: KernelGraph) -> tuple[int, tuple[int, ...], int]:
@@ -301,12 +314,12 @@ def _fastest(records: Mapping[int, SampleRecord], chosen: Sequence[Sample]) -> S
     return chosen[min(timed, key=lambda r: (r.time_us, r.index)).index] if timed else None
 
 
-def _refine(prof: _Profiler, space: Sequence[Sequence[Mapping[str, int]]], count: int, seed: int,
+def _refine(prof: _Profiler, sizes_of: Callable[[int], Sequence[Mapping[str, int]]], count: int, seed: int,
             legal: Callable[[int, dict[str, int]], bool]) -> None:
     """Up to ``count`` more samples: first a greedy walk from the fastest sample to its neighbours
     (``_neighbours``, a round at a time, while a round finds a faster one and half the count is left),
-    then uniform draws from the legal sizes of the three fastest templates (a local search where the
-    first round found the good templates)."""
+    then uniform draws from the legal sizes (``sizes_of``) of the three fastest templates (a local
+    search where the first round found the good templates)."""
     chosen = prof.chosen
     taken = {(s.template, s.sizes) for s in chosen}
     left = max(count, 0)
@@ -328,12 +341,14 @@ def _refine(prof: _Profiler, space: Sequence[Sequence[Mapping[str, int]]], count
         run(batch)
         new = _fastest(prof.records, chosen)
         best = new if new is not None and new != best else None
+    if left <= 0 or prof.over_budget():
+        return
     fastest = _timed_best(prof.records)
     top = sorted(fastest, key=lambda t: (fastest[t], t))[:3]
-    pairs = [(t, tuple(sz.items())) for t in top for sz in space[t]]
+    pairs = [(t, tuple(sz.items())) for t in top for sz in sizes_of(t)]
     pairs = [p for p in pairs if p not in taken]
     picks = random.Random(seed + 1).sample(pairs, min(left, len(pairs)))
-    if picks and not prof.over_budget():
+    if picks:
         run([Sample(t, sz) for t, sz in picks])
 
 
@@ -375,7 +390,7 @@ def tune(
         raise TuningError("no templates to tune")
     space, chosen = _draw(graph, templates, samples, seed, arch, backend.resources(), max_legal_per_template, jobs)
     t_enum = time.perf_counter()
-    log.info("tuning: %d templates, %d legal size assignments, %d samples on %s",
+    log.info("tuning: %d templates, %d legal size assignments found, %d samples on %s",
              len(templates), sum(len(s) for s in space), len(chosen), arch)
 
     # 3. compile in parallel, profile each as it comes (GPU work stays on this thread)
@@ -387,7 +402,12 @@ def tune(
     def legal(t: int, sizes: dict[str, int]) -> bool:
         return is_legal(templates[t].instantiate(sizes), arch, resources=res)
 
-    _refine(prof, space, refine if refine is not None else samples // 2, seed, legal)
+    def sizes_of(t: int) -> list[dict[str, int]]:  # the first round may have drawn only one
+        if len(templates) > samples and templates[t].symbols:
+            space[t] = _legal(templates[t], arch, res, max_legal_per_template)
+        return space[t]
+
+    _refine(prof, sizes_of, refine if refine is not None else samples // 2, seed, legal)
     for n, s in enumerate(chosen):  # futures cancelled by the budget never reached the loop
         prof.records.setdefault(n, SampleRecord(n, s.template, s.size_map, error="time budget spent",
                                                 stage=Stage.SKIPPED))
@@ -396,8 +416,10 @@ def tune(
     rec = prof.records[n]
     seconds = {"enumerate": t_enum - t_start, "compile": prof.compile_s, "profile": prof.profile_s,
                "check": time.perf_counter() - t_prof, "total": time.perf_counter() - t_start}
-    log.info("tuning: best %.2f µs, template %d, sizes %s (rel. error %.1e); %d/%d samples timed",
-             rec.time_us, rec.template, rec.sizes, err, len(prof.kernels), len(chosen))
+    log.info("tuning: best %.2f µs, template %d, sizes %s (rel. error %.1e); %d/%d samples timed in %.1f s "
+             "(%s; budget %s)", rec.time_us, rec.template, rec.sizes, err, len(prof.kernels), len(chosen),
+             seconds["total"], ", ".join(f"{k} {v:.1f}" for k, v in seconds.items() if k != "total"),
+             "none" if time_budget is None else f"{time_budget:.1f} s")
     return TuneResult(rec.template, templates[rec.template], rec.sizes, rec.time_us, err, arch,
                       tuple(prof.records[i] for i in range(len(chosen))), tuple(len(s) for s in space),
                       tuple(failures), seconds, prof.kernels[n])
