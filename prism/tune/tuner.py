@@ -29,7 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from prism.codegen.sizes import candidate_values, is_legal, legal_sizes, sample_legal_sizes
+from prism.codegen.arch import arch as get_arch
+from prism.codegen.resources import resources as codegen_resources
+from prism.codegen.sizes import candidate_values, is_legal, legal_sizes, sample_legal_sizes, size_score
 from prism.errors import TuningError
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph
@@ -192,15 +194,26 @@ def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) ->
     return legal
 
 
+FIRST_ROUND_DRAWS = 8  # legal sizes drawn per template in the first round; the best by ``size_score`` is timed
+
+
 def _one_legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
-    """One legal size assignment of ``template`` (none when it has none): the first legal leaf of a
-    random descent (``sample_legal_sizes``), seeded by the template. What the first round of a
-    many-template tuning draws: it times one sample of a template, so it lowers only a few of its
-    assignments, not all of them (``_legal``: 13-15 s of a 2-core machine for the 24 templates drawn
-    from a captured GEMV part's 1,404); ``_refine`` enumerates the fastest templates' sizes."""
+    """One legal size assignment of ``template`` (none when it has none): of ``FIRST_ROUND_DRAWS``
+    random descents (``sample_legal_sizes``, seeded by the template), the best by the static prior
+    ``size_score`` when the resources function is the code generator's (else the first). What the
+    first round of a many-template tuning times: one sample of a template, which judges the template,
+    so not a size that leaves most SMs idle (8 blocks of a GEMV part: 73 µs against 10 for its
+    template's best, H200). It lowers a few assignments, not all of them (``_legal``: 13-15 s of a
+    2-core machine for the 24 templates drawn from a captured GEMV part's 1,404); ``_refine``
+    enumerates the fastest templates' sizes."""
     rng = random.Random(zlib.crc32(template.dumps().encode()))
-    return sample_legal_sizes(template, arch=arch, count=1, rng=rng, values=candidate_values(template),
-                              resources=resources, max_checks=4 * SIZES_PER_TEMPLATE)
+    drawn = sample_legal_sizes(template, arch=arch, count=FIRST_ROUND_DRAWS, rng=rng,
+                               values=candidate_values(template), resources=resources,
+                               max_checks=4 * SIZES_PER_TEMPLATE)
+    if len(drawn) <= 1 or resources is not codegen_resources:
+        return drawn[:1]
+    sms = get_arch(arch).sms
+    return [max(drawn, key=lambda sz: size_score(codegen_resources(template.instantiate(sz), arch), sms))]
 
 
 def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, cap: int | None,
