@@ -16,6 +16,7 @@ import argparse
 import ast
 import json
 import re
+from pathlib import Path
 
 from prism.capture.build import bind, spec_from_json
 from prism.codegen.arch import arch as get_arch
@@ -65,13 +66,14 @@ def main() -> None:
     ap.add_argument("--line", type=int, required=True, help="0-based log line where the region starts")
     ap.add_argument("--arch", default="sm_90")
     args = ap.parse_args()
-    region = next(r for r in json.load(open(args.dump)) if r["case"] == args.case and r["label"] == args.label)
+    dump = json.loads(Path(args.dump).read_text())
+    region = next(r for r in dump if r["case"] == args.case and r["label"] == args.label)
     shapes, dtype = region["bound"][0]
     shapes = [(args.rows, 1, s[2]) if len(s) == 3 else tuple(s) for s in shapes]
     outcome = search_and_verify(bind(spec_from_json(region["spec"]), shapes, dtype).graph, progress=False)
     parts = {f"p{po.part.index}": list(po.outcome.templates) for po in outcome.parts}
     sms = get_arch(args.arch).sms
-    rows = samples(open(args.log).read().splitlines(), args.line)
+    rows = samples(Path(args.log).read_text().splitlines(), args.line)
     for part in sorted({r[0] for r in rows}):
         pts = []
         for _, t, sizes, us in (r for r in rows if r[0] == part):
