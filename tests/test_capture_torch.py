@@ -195,6 +195,22 @@ def test_a_graph_that_writes_in_place_is_not_run_twice(monkeypatch: pytest.Monke
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_python_operators_named_like_in_place_ones_do_not_stop_the_first_run() -> None:
+    """``operator.and_`` (a transformers model's attention mask) ends in "_" only to avoid a keyword:
+    it writes nothing, so the graph still runs first and the regions PyTorch wins are inlined;
+    ``&=`` (``operator.iand``), a ``setitem`` and a method like ``add_`` do write in place."""
+    import operator
+
+    from prism.capture import outer
+
+    g = torch.fx.Graph()
+    a, b = g.placeholder("a"), g.placeholder("b")
+    nodes = [g.call_function(operator.and_, (a, b)), g.call_function(operator.or_, (a, b)),
+             g.call_function(operator.iand, (a, b)), g.call_function(operator.setitem, (a, 0, b)),
+             g.call_method("add_", (a, 1)), g.call_function(torch.add, (a, b))]
+    assert [outer._writes_in_place(n) for n in nodes] == [False, False, True, True, True, False]
+
+
 def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     class Wrong:
         def __init__(self, graph: Any) -> None:

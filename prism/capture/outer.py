@@ -142,9 +142,17 @@ def whole_times(with_prism: Callable[..., Any], plain: Callable[..., Any],
         return None
 
 
+# Python's in-place operators (``x &= y`` traces to ``operator.iand``); ``operator.and_``, ``or_``
+# and ``not_`` end in "_" only to avoid keywords: a transformers model's mask has them
+_OPERATOR_IN_PLACE = frozenset({"setitem", "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow",
+                                "imatmul", "iand", "ior", "ixor", "ilshift", "irshift"})
+
+
 def _writes_in_place(node: Any) -> bool:
     if node.op not in ("call_function", "call_method"):
         return False
+    if node.op == "call_function" and getattr(node.target, "__module__", None) in ("_operator", "operator"):
+        return node.target.__name__ in _OPERATOR_IN_PLACE
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
     trailing = name.endswith("_") and not name.endswith("__")
     return trailing or name in ("setitem", "__setitem__") or bool(node.kwargs.get("inplace")) or "out" in node.kwargs
