@@ -6,7 +6,7 @@ dump of ``gpu_capture.py --dump`` and the search cache the run used (``PRISM_CAC
 template indices are the run's.
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python scripts/prior_correlation.py \\
-        bench/results/capture-h200-2026-12-01d.log bench/results/capture-regions-2026-12-01.json \\
+        bench/results/capture-h200-2026-12-01d-d1.log bench/results/capture-regions-2026-12-01.json \\
         --case layer-prefill-b1-l512 --label g0r3 --rows 1 --line 703
 """
 
