@@ -256,10 +256,6 @@ def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
     assert score(pick) == max(score(sz) for sz in drawn)
     every = sorted(score(sz) for sz in legal_sizes(template, arch="sm_90", resources=resources))
     assert score(pick) >= every[len(every) // 2]  # in the better half of all legal sizes
-    # the same pick in the forked workers that draw many templates at once
-    many = [template, plans.rmsnorm_linear_plan(g)] * 4
-    assert tuner._legal_space(many, "sm_90", resources, None, 2, tuner._one_legal) == [
-        tuner._one_legal(t, "sm_90", resources, None) for t in many]
     # another resources function (tests' fakes, None): the first drawn size, unscored
     assert tuner._one_legal(template, "sm_90", None, None) == sample_legal_sizes(
         template, arch="sm_90", count=tuner.FIRST_ROUND_DRAWS, rng=random.Random(zlib.crc32(template.dumps().encode())),
