@@ -102,12 +102,15 @@ def test_programs_that_differ_only_in_names_share_one_tuning() -> None:
 
     backend = InterpreterBackend(_timer)
     results = []
-    for g in (program("x", "w", "y"), program("h", "gate", "out")):
+    # the third names its tensors as the cache does, in another order
+    for g in (program("x", "w", "y"), program("h", "gate", "out"), program("in1", "in0", "out0")):
         req = pipeline._TuneRequest(g, [predefined_plan(g)], input_sampler(g, None, None), "p")
         results.append(pipeline._tune_cached(req, backend, None, 3, 0, None, True, pipeline.Summary()))
-    (_, first, _), (_, second, kg) = results
+    (_, first, _), (_, second, kg), (_, third, kg3) = results
     assert not first["tune_cache_hit"] and second["tune_cache_hit"] and second["rel_err"] < 1e-9
     assert {t.name for t in kg.inputs} == {"h", "gate"} and [t.name for t in kg.outputs] == ["out"]
+    assert third["tune_cache_hit"] and third["rel_err"] < 1e-9  # checked against its own reference
+    assert [(t.name, t.shape) for t in kg3.inputs] == [("in1", (4, 64)), ("in0", (64, 32))]
     # the shapes still key it
     assert pipeline._tuned_key(program("x", "w", "y"), "sm_90")[0] != pipeline._tuned_key(
         program("x", "w", "y", 16), "sm_90")[0]
