@@ -433,6 +433,49 @@ def test_a_transformers_llama_is_captured_with_its_regions_named(monkeypatch: py
     assert calls
 
 
+def test_a_transformers_qwen2_maps_every_region_to_its_pytorch_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model family the capture was not written for: transformers' Qwen2 (biased q/k/v projections,
+    tied embeddings off), random weights, one token and a short prompt. Its regions are found (norms,
+    biased projections, rotary products, MLPs), each bound Prism program computes its region's
+    outputs in float64, and the compiled model's output is eager's."""
+    pytest.importorskip("transformers")
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    conf = Qwen2Config(vocab_size=256, hidden_size=SMALL.hidden, intermediate_size=SMALL.ffn, num_hidden_layers=2,
+                       num_attention_heads=SMALL.heads, num_key_value_heads=SMALL.kv_heads, rms_norm_eps=SMALL.eps,
+                       max_position_embeddings=256, use_cache=False, attn_implementation="sdpa")
+    model = Qwen2ForCausalLM(conf).eval()
+    biases = [m.bias for m in model.modules() if isinstance(m, torch.nn.Linear) and m.bias is not None]
+    assert len(biases) == 2 * 3  # q, k and v of both layers
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for b in biases:
+        b.normal_()  # initialised to zero: a mapping that dropped them would still match
+
+    def fn(ids: Any) -> Any:
+        return model(input_ids=ids).logits
+
+    calls = _record(monkeypatch)
+    for length in (1, 5):
+        torch._dynamo.reset()
+        calls.clear()
+        ids = torch.randint(0, 256, (1, length))
+        report = CaptureReport()
+        fast = torch.compile(fn, backend=functools.partial(prism_backend, report=report, options=EAGER))
+        with torch.no_grad():
+            torch.testing.assert_close(fast(ids), fn(ids), rtol=0, atol=0)
+        ops = [r.ops for g in report.graphs for r in g.regions]
+        assert sum(o.count("linear") for o in ops) >= 2 * 7  # q, k, v, o, gate, up, down of both layers
+        assert any("silu" in o and "rsqrt" in o for o in ops)
+        assert calls and len(calls) == len(ops)
+        for runner, inputs in calls:
+            program = bind(runner.spec, [tuple(t.shape) for t in inputs], "float32")
+            got = evaluate(program, [t.double().numpy() for t in inputs])
+            for a, b in zip(got, runner.eager(*inputs), strict=True):
+                assert relative_error(a, b.double().numpy()) < 1e-5, runner.record.ops
+
+
 @pytest.mark.gpu
 def test_a_transformers_llama_runs_and_replays_on_the_gpu() -> None:
     """Default options on the GPU: the model's output is eager's within float16 rounding, and the
