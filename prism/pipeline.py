@@ -35,6 +35,7 @@ from prism.partition import (
     with_transposes,
 )
 from prism.reference import relative_error
+from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.inputs import InputSampler, check_examples, input_sampler, part_sampler
@@ -51,6 +52,7 @@ SEARCH_CACHE_SCHEMA = 3
 TUNE_CACHE_SCHEMA = 3  # 3: keyed and stored under names by position (``_tuned_key``)
 # Programs with more primitive ops than this are not searched whole, only in parts (prism.partition).
 WHOLE_PROGRAM_OPS = 12
+CONSTRUCTED_KEY = "-rows"  # the search cache's key of such a program's row-vendor plan: its structure key, then this
 # Seconds each symbolic search may take (its mapping instantiation gets as long again).
 DEFAULT_SEARCH_BUDGET_S = 30.0
 # Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).
@@ -61,6 +63,8 @@ class PlanSource(enum.Enum):
     """Where a verified plan comes from."""
 
     SEARCHED = "searched"  # the symbolic search of the whole program
+    # built by rule for a program too large to search whole, proven part by part (``_constructed``)
+    CONSTRUCTED = "constructed"
     STITCHED = "stitched"  # one plan per part of the partitioned program (parts' search or predefined)
     PREDEFINED = "predefined"  # predefined kernels only: always present
 
@@ -195,6 +199,7 @@ def search_and_verify(
     stitched = _stitched(graph, part_outcomes, program)
     t_parts = time.perf_counter()
     whole: SearchOutcome | None = None
+    constructed: tuple[KernelGraph, ...] = ()
     if config is not None or primitive_ops(graph) <= WHOLE_PROGRAM_OPS:
         cfg = config if config is not None else default_config(graph, time_budget)
         try:
@@ -202,11 +207,14 @@ def search_and_verify(
         except (SearchError, VerificationError) as e:  # outside what the search or prover handle
             log.warning("%s: no whole-program search (%s); parts and predefined kernels remain", program, e)
             whole = SearchOutcome(program, graph.structure_key(), (), False, {"whole_program_error": str(e)})
-    elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
-        whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
+    else:  # too large to search by default: a search someone ran, and the plan built by rule
+        if cache and not settings().no_cache:
+            whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
+        constructed = _constructed(graph, program, cache)
     searched = whole.templates if whole is not None else ()
-    templates = (*searched, *stitched, predefined_plan(graph, program))
-    sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
+    templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
+    sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
+               *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
     seconds = dict(whole.seconds) if whole is not None else {}
     seconds["parts"] = t_parts - t0
     seconds["total"] = time.perf_counter() - t0
@@ -254,6 +262,30 @@ def _stitched(graph: Graph, parts: Sequence[PartOutcome], program: str) -> list[
                     [p.outcome.templates[j % len(p.outcome.templates)] for p in parts], program)
              for j in range(width)]
     return list({kg.dumps(): kg for kg in plans}.values())
+
+
+def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, ...]:
+    """The row-vendor plan of a program too large to search whole (``rowwise.row_vendor_plan``: vendor
+    GEMMs, each run of other ops between them one row-wise kernel, so a residual add and the norm
+    after it run once, where the stitched plans repeat a norm in every projection part it feeds).
+    Each row-wise kernel is proven on its own run; the plan is cached under its own key (a machine
+    without the prover, a GPU image, reads it there). Empty when there is none."""
+    key = f"{graph.structure_key()}{CONSTRUCTED_KEY}"
+    use_cache = cache and not settings().no_cache
+    if use_cache and (hit := _cached_whole(graph, program, key)) is not None:
+        return hit.templates
+    from prism.verify import verify_all
+
+    try:
+        plan = row_vendor_plan(graph, program, prove=lambda g, kg: verify_all(g, [kg])[0].proven)
+    except ImportError as e:  # the prover (egglog) is not on every machine
+        log.info("%s: no row-vendor plan (its proof needs egglog: %s)", program, e)
+        return ()
+    if plan is None:
+        return ()
+    if use_cache:
+        save_verified(graph, [plan], {"constructed": "row_vendor_plan"}, key=key)
+    return (plan,)
 
 
 def _cached_whole(graph: Graph, program: str, key: str) -> SearchOutcome | None:
@@ -416,9 +448,10 @@ def superoptimize(
         _require_gpu(program, outcome)
         backend = CudaBackend(target)
     summary = _search_summary(program, outcome)
-    searched_plans = list(outcome.of(PlanSource.SEARCHED))
-    candidates = [*searched_plans, *outcome.of(PlanSource.PREDEFINED)]
-    sources = [PlanSource.SEARCHED] * len(searched_plans) + [PlanSource.PREDEFINED]
+    whole = [(t, s) for t, s in zip(outcome.templates, outcome.sources, strict=True)
+             if s in (PlanSource.SEARCHED, PlanSource.CONSTRUCTED, PlanSource.PREDEFINED)]
+    candidates = [t for t, _ in whole]
+    sources: list[PlanSource] = [s for _, s in whole]
     t_parts = time.perf_counter()
     stitched = bool(outcome.of(PlanSource.STITCHED))
     weights = _tuning_weights(graph, outcome, cache and not settings().no_cache) if stitched else [1.0]

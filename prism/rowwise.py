@@ -18,6 +18,8 @@ matmul verifies generated-GEMM plans, and its only all-vendor plan runs the norm
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prism.errors import IRError
 from prism.graph import Graph, OpKind
 from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, UnaryOp
@@ -68,10 +70,16 @@ def row_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
     return KernelGraph.of(graph, program, [kernel])
 
 
-def row_vendor_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
+# prove(part's program, its row-wise plan) -> whether the plan is proven to compute the part
+type Prover = Callable[[Graph, KernelGraph], bool]
+
+
+def row_vendor_plan(graph: Graph, program: str = "program", prove: Prover | None = None) -> KernelGraph | None:
     """Heavy ops as predefined kernels, each run of other ops between them as its row-wise kernel;
     None when there is no heavy op, or no run of two or more ops has a row-wise kernel (the predefined
-    plan is that plan then)."""
+    plan is that plan then). With ``prove``, each row-wise kernel is proven on its own run (a run
+    whose kernel is not proven keeps its predefined kernels): the plan is then verified part by part,
+    as a stitched plan is, for programs too large to prove whole."""
     if not any(n.kind in HEAVY for n in graph.nodes):
         return None
     try:
@@ -79,6 +87,8 @@ def row_vendor_plan(graph: Graph, program: str = "program") -> KernelGraph | Non
     except IRError:  # an optional candidate: a program partition cannot order has its other plans
         return None
     rows = [None if p.heavy or len(p.nodes) < 2 else row_plan(p.graph, program) for p in parts]
+    if prove is not None:
+        rows = [r if r is None or prove(p.graph, r) else None for p, r in zip(parts, rows, strict=True)]
     if all(r is None for r in rows):
         return None
     plans = [r if r is not None else predefined_plan(p.graph, program) for p, r in zip(parts, rows, strict=True)]

@@ -278,3 +278,60 @@ def test_a_norm_feeding_a_linear_layer_gets_one_norm_kernel_and_the_vendor_gemm(
     if nvcc.nvcc_path() is None:
         pytest.skip("nvcc is not on the PATH")
     assert len(nvcc.compile_check([(plan.kernels[0].entry, library_source(plan))], arch="sm_80")) == 1
+
+
+def _mlp_block() -> Graph:
+    """A residual add, an RMS norm, a gated MLP and the second residual add: 16 primitive ops, more
+    than a whole-program search takes by default."""
+    g = Graph()
+    x, r = g.input((4, 64), name="x"), g.input((4, 64), name="r")
+    wg, wu, wd = g.input((96, 64), name="wg"), g.input((96, 64), name="wu"), g.input((64, 96), name="wd")
+    h = g.add(x, r)
+    n = g.mul(h, g.rsqrt(g.add(g.mean(g.square(h), -1), 1e-5)))
+    y = g.mul(g.silu(g.matmul(n, g.transpose(wg))), g.matmul(n, g.transpose(wu)))
+    g.output(g.add(h, g.matmul(y, g.transpose(wd))), "o")
+    return g
+
+
+def test_a_program_too_large_to_search_whole_gets_the_row_vendor_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vendor GEMMs and one row-wise kernel per run between them, the residual add and the norm run
+    once (the stitched plans repeat the norm in the gate and the up part): each row-wise kernel proven
+    on its own run, the plan right, cached under its own key (read back without the prover), and one
+    of superoptimize's candidates; without the prover or the cache there is none, and no error."""
+    import sys
+
+    from prism.ir import ReduceOp
+    from prism.rowwise import row_vendor_plan
+    from prism.tune.backends import InterpreterBackend
+
+    g = _mlp_block()
+    assert pipeline.primitive_ops(g) > pipeline.WHOLE_PROGRAM_OPS
+    out = pipeline.search_and_verify(g, program="mlp", progress=False)
+    (plan,) = out.of(pipeline.PlanSource.CONSTRUCTED)
+    custom = [k for k in plan.kernels if isinstance(k, CustomKernel)]
+    assert len(custom) == 2 and sum(isinstance(op, ReduceOp) for k in custom for op in k.ops) == 1
+    assert run_plan(g, plan) < 1e-12
+    assert row_vendor_plan(g, "mlp", prove=lambda part, kg: False) is None  # nothing proven: no plan
+
+    with monkeypatch.context() as m:
+        m.setattr("prism.verify.verify_all", lambda *a, **k: (_ for _ in ()).throw(AssertionError("proved")))
+        again = pipeline.search_and_verify(g, program="mlp", progress=False)
+    assert again.of(pipeline.PlanSource.CONSTRUCTED) == (plan,)  # from the cache
+
+    seen: list[list[KernelGraph]] = []
+    real = pipeline.tune
+
+    def spy(graph: Graph, templates: list[KernelGraph], **k):  # type: ignore[no-untyped-def]
+        seen.append(list(templates))
+        return real(graph, templates, **k)
+
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "tune", spy)
+        res = pipeline.superoptimize(g, samples=3, backend=InterpreterBackend(lambda kg: 1.0), progress=False)
+    assert res.summary["rel_err"] < 1e-9
+    assert any(t.kernels == plan.kernels for t in seen[-1])  # among the final choice's candidates
+
+    pipeline.search_cache().path(f"{g.structure_key()}{pipeline.CONSTRUCTED_KEY}").unlink()
+    monkeypatch.setitem(sys.modules, "egglog", None)  # a GPU image: no prover (the parts' plans are cached)
+    bare = pipeline.search_and_verify(g, program="mlp", progress=False)
+    assert bare.of(pipeline.PlanSource.CONSTRUCTED) == () and bare.of(pipeline.PlanSource.STITCHED)
