@@ -276,8 +276,14 @@ def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, 
         return hit.templates
     from prism.verify import verify_all
 
+    def proven(part: Graph, kg: KernelGraph) -> bool:
+        try:
+            return verify_all(part, [kg])[0].proven
+        except VerificationError:  # outside what the prover takes: not proven, the run keeps its predefined kernels
+            return False
+
     try:
-        plan = row_vendor_plan(graph, program, prove=lambda g, kg: verify_all(g, [kg])[0].proven)
+        plan = row_vendor_plan(graph, program, prove=proven)
     except ImportError as e:  # the prover (egglog) is not on every machine
         log.info("%s: no row-vendor plan (its proof needs egglog: %s)", program, e)
         return ()

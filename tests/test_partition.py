@@ -300,6 +300,7 @@ def test_a_program_too_large_to_search_whole_gets_the_row_vendor_plan(monkeypatc
     of superoptimize's candidates; without the prover or the cache there is none, and no error."""
     import sys
 
+    from prism.errors import VerificationError
     from prism.ir import ReduceOp
     from prism.rowwise import row_vendor_plan
     from prism.tune.backends import InterpreterBackend
@@ -312,6 +313,10 @@ def test_a_program_too_large_to_search_whole_gets_the_row_vendor_plan(monkeypatc
     assert len(custom) == 2 and sum(isinstance(op, ReduceOp) for k in custom for op in k.ops) == 1
     assert run_plan(g, plan) < 1e-12
     assert row_vendor_plan(g, "mlp", prove=lambda part, kg: False) is None  # nothing proven: no plan
+    with monkeypatch.context() as m:  # a run the prover cannot take is not proven, not an error
+        m.setattr("prism.verify.verify_all", lambda *a, **k: (_ for _ in ()).throw(VerificationError("ill-typed")))
+        refused = pipeline._constructed(g, "mlp", cache=False)
+    assert refused == ()
 
     with monkeypatch.context() as m:
         m.setattr("prism.verify.verify_all", lambda *a, **k: (_ for _ in ()).throw(AssertionError("proved")))
