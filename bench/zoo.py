@@ -284,6 +284,20 @@ def swiglu_mlp(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
+def llama_mlp_block(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """A decoder layer's second half as the model runs it: nn.Linear weight layouts (out x in)."""
+    g = Graph()
+    x, r = _rows(g, n, d, dtype, "X", "R")
+    w = g.input((1, d), dtype, "G")
+    wg, wu = g.input((f, d), dtype, "Wg"), g.input((f, d), dtype, "Wu")
+    wd = g.input((d, f), dtype, "Wd")
+    h = g.add(x, r)
+    a = g.mul(g.rms_norm(h, EPS), w)
+    y = g.mul(g.silu(g.matmul(a, g.transpose(wg))), g.matmul(a, g.transpose(wu)))
+    g.output(g.add(h, g.matmul(y, g.transpose(wd))), "O")
+    return g
+
+
 def norm_matmul_silu(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     g = Graph()
     (x,) = _rows(g, n, d, dtype, "X")
@@ -434,6 +448,9 @@ _PROGRAMS: list[ZooProgram] = [
                "O = gelu(X @ Wg) * (X @ Wu): the GeGLU gated projection."),
     ZooProgram("swiglu_mlp", "matmul", swiglu_mlp, _ndf(2, 4, 8), _ndf(8, 2048, 8192), _ndf(256, 2048, 8192),
                "O = (silu(X @ Wg) * (X @ Wu)) @ Wd: a whole SwiGLU MLP block."),
+    ZooProgram("llama_mlp_block", "matmul", llama_mlp_block, _ndf(4, 8, 8), _ndf(8, 2048, 8192),
+               _ndf(256, 2048, 8192), "H = X + R; O = H + (silu(rms_norm(H) * G @ Wg^T) * (rms_norm(H) * G @ Wu^T)) "
+               "@ Wd^T: a decoder layer's MLP half, residuals and norm included (too large to search whole)."),
     ZooProgram("norm_matmul_silu", "matmul", norm_matmul_silu, _ndf(4, 8, 8), _ndf(4, 4096, 4096),
                _ndf(1024, 4096, 4096), "O = silu(rms_norm(X) @ W): norm, then matmul, then activation."),
     ZooProgram("norm_matmul_residual", "matmul", norm_matmul_residual, _nd(4, 8), _nd(16, 2048), _nd(2048, 2048),

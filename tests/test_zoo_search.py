@@ -14,7 +14,8 @@ from prism import pipeline
 from prism.ir import CustomKernel
 from tests.test_partition import run_plan
 
-QUICK = ("silu_mul", "bias_gelu", "row_scale", "rms_norm", "softmax", "matmul_residual", "attention_scores")
+QUICK = ("silu_mul", "bias_gelu", "row_scale", "rms_norm", "softmax", "matmul_residual", "attention_scores",
+         "llama_mlp_block")  # the last: too large to search whole (parts and the constructed plan)
 
 
 def _check(name: str) -> None:
