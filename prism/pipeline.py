@@ -454,10 +454,9 @@ def superoptimize(
         _require_gpu(program, outcome)
         backend = CudaBackend(target)
     summary = _search_summary(program, outcome)
-    whole = [(t, s) for t, s in zip(outcome.templates, outcome.sources, strict=True)
-             if s in (PlanSource.SEARCHED, PlanSource.CONSTRUCTED, PlanSource.PREDEFINED)]
-    candidates = [t for t, _ in whole]
-    sources: list[PlanSource] = [s for _, s in whole]
+    whole = (PlanSource.SEARCHED, PlanSource.CONSTRUCTED, PlanSource.PREDEFINED)  # stitched: from the parts' tunings
+    candidates = list(outcome.of(*whole))
+    sources = [s for s in outcome.sources if s in whole]
     t_parts = time.perf_counter()
     stitched = bool(outcome.of(PlanSource.STITCHED))
     weights = _tuning_weights(graph, outcome, cache and not settings().no_cache) if stitched else [1.0]
