@@ -3,7 +3,10 @@ z3/egglog), filling ``PRISM_CACHE_DIR`` so that the GPU machine, given that cach
 plans instead of predefined kernels. One search serves every shape of a region (the cache key is
 the size-free structure), so each distinct structure is searched once.
 
-    PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python scripts/capture_search.py regions.json
+    PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python scripts/capture_search.py regions.json [--rows 1,16]
+
+``--rows`` also binds every region whose inputs include 3-D activations ``[b, s, d]`` at ``[r, 1, d]``
+for each r (decode with r sequences; one row and many rows are different structures).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from prism.pipeline import search_and_verify
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dump")
+    ap.add_argument("--rows", default="", help="comma-separated decode row counts to bind 3-D inputs at")
     ap.add_argument("--budget", type=float, default=None, help="seconds per search (default: superoptimize's)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -28,7 +32,11 @@ def main() -> None:
     seen: set[str] = set()
     for r in regions:
         spec = spec_from_json(r["spec"])
-        for shapes, dtype in r["bound"]:
+        rows = [int(x) for x in args.rows.split(",") if x]
+        bound = [(shapes, dtype) for shapes, dtype in r["bound"]]
+        bound += [([(n, 1, s[2]) if len(s) == 3 else s for s in shapes], dtype) for shapes, dtype in r["bound"]
+                  for n in rows if any(len(s) == 3 for s in shapes)]
+        for shapes, dtype in bound:
             graph = bind(spec, [tuple(s) for s in shapes], dtype).graph
             if graph.structure_key() in seen:
                 continue

@@ -83,7 +83,8 @@ def test_rmsnorm_with_weight_into_linear_as_pytorch_writes_it() -> None:
     shapes = [(2, 3, 16), (16,), (8, 16)]
     program = bind(spec, shapes, "float16")
     assert program.dtype == "float16" and {t.dtype for t in program.graph.inputs} == {"float16"}
-    assert [b.shape for b in program.inputs] == [(2, 3, 16), (1, 1, 16), (8, 16)]
+    assert [b.shape for b in program.inputs] == [(6, 16), (1, 16), (8, 16)]  # [2, 3] rows merged
+    assert program.shapes == ((2, 3, 16), (2, 3, 8))
     xs, ws, wls = _rng_inputs(shapes)
     y = ws * (xs / np.sqrt((xs**2).mean(-1, keepdims=True) + 1e-6))
     got = evaluate(program, [xs, ws, wls])
@@ -258,7 +259,40 @@ def test_an_elementwise_region_of_rank_4_is_bound_without_its_size_1_dims() -> N
     got = evaluate(program, xs)
     np.testing.assert_allclose(got[0], xs[0] * xs[1], rtol=1e-12)
     np.testing.assert_allclose(got[1], xs[0] * xs[1] + xs[2] * xs[3], rtol=1e-12)
-    # a region with a reduction keeps its rank (its dims are named by position)
-    red = (*steps, Captured(7, Step.REDUCE, (Ref(6),), fn=Reduce.SUM, dim=-1))
-    reduced = bind(RegionSpec(red, (q, cos, r, sin), (7,)), shapes, "float16")
-    assert reduced.inputs[0].shape == (1, 32, 1, 64)
+    # with a reduction over the last dim its rows merge; over another dim it keeps its rank
+    for dim, first in ((-1, (32, 64)), (1, (1, 32, 1, 64))):
+        red = (*steps, Captured(7, Step.REDUCE, (Ref(6),), fn=Reduce.SUM, dim=dim))
+        reduced = bind(RegionSpec(red, (q, cos, r, sin), (7,)), shapes, "float16")
+        assert reduced.inputs[0].shape == first and reduced.shapes == ((1, 1 if dim == 1 else 32, 1, 1 if dim == -1 else 64),)
+        want = (xs[0] * xs[1] + xs[2] * xs[3]).sum(dim, keepdims=True)
+        np.testing.assert_allclose(evaluate(reduced, xs)[0], want, rtol=1e-12)
+
+
+def _linear_norm(dim: int, w_shape: tuple[int, ...], batched: bool = False) -> RegionSpec:
+    """x [b, s, d] -> sum over ``dim`` of x * w, and x @ Wᵀ (W [f, d]; a 3-D W [b, d, f] as a batched matmul)."""
+    x, w, wl = 0, 1, 2
+    steps = (Captured(3, Step.BINARY, (Ref(x), Ref(w)), fn=Binary.MUL),
+             Captured(4, Step.REDUCE, (Ref(3),), fn=Reduce.SUM, dim=dim),
+             Captured(5, Step.MATMUL if batched else Step.LINEAR, (Ref(x), Ref(wl))))
+    return RegionSpec(steps, (x, w, wl), (4, 5))
+
+
+@pytest.mark.parametrize(("dim", "w_shape", "wl_shape", "merged"), [
+    (-1, (16,), (8, 16), True),  # decoder rows: [4, 3, 16] @ Wᵀ is one matmul of 12 rows
+    (2, (1, 1, 16), (8, 16), True),
+    (1, (16,), (8, 16), False),  # a reduction over the tokens
+    (-1, (3, 16), (8, 16), False),  # a [s, d] tensor broadcast over the batch: rows differ per token
+    (-1, (16,), (4, 16, 8), False),  # a batched matmul: each batch has its own weight
+])
+def test_leading_dims_merge_into_rows_only_where_the_program_is_the_same(
+        dim: int, w_shape: tuple[int, ...], wl_shape: tuple[int, ...], merged: bool) -> None:
+    shapes = [(4, 3, 16), w_shape, wl_shape]
+    program = bind(_linear_norm(dim, w_shape, batched=len(wl_shape) == 3), shapes, "float16")
+    assert (program.inputs[0].shape == (12, 16)) is merged
+    assert max(len(t.shape) for t in program.graph.inputs) == (2 if merged else 3)
+    xs = _rng_inputs(shapes)
+    prod = xs[0] * xs[1]
+    want = [prod.sum(dim, keepdims=True), xs[0] @ (xs[2] if len(wl_shape) == 3 else xs[2].T)]
+    for got, ref in zip(evaluate(program, xs), want, strict=True):
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=1e-12)

@@ -24,7 +24,7 @@ import numpy as np
 from prism.capture.ir import Captured, Ref, Step
 from prism.errors import GraphError, SerializationError
 from prism.graph import Graph, Tensor
-from prism.ops import Binary, Reduce, Unary
+from prism.ops import Binary, OpKind, Reduce, Unary
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,9 @@ _REDUCE: dict[Reduce, Callable[[Graph, Tensor, int], Tensor]] = {Reduce.SUM: Gra
 
 
 class _Binder:
-    def __init__(self, spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str) -> None:
+    def __init__(self, spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str, rows: bool = False) -> None:
         self.spec, self.shapes, self.dtype = spec, shapes, dtype
+        self.rows = rows  # leading dims merged into rows (``_merged_rows``): every reduction is over the last dim
         self.g = Graph()
         self.values: dict[int, Tensor] = {}
         self.torch_shapes: dict[int, tuple[int, ...]] = {}
@@ -119,11 +120,11 @@ class _Binder:
                 return _UNARY[s.fn](self.g, self.value(refs[0]))
             case Step.REDUCE:
                 assert isinstance(s.fn, Reduce) and s.dim is not None
-                r = self.value(refs[0])
-                return self.g.mean(r, s.dim) if s.mean else _REDUCE[s.fn](self.g, r, s.dim)
+                r, dim = self.value(refs[0]), -1 if self.rows else s.dim
+                return self.g.mean(r, dim) if s.mean else _REDUCE[s.fn](self.g, r, dim)
             case Step.SOFTMAX:
                 assert s.dim is not None
-                return self.g.softmax(self.value(refs[0]), s.dim)
+                return self.g.softmax(self.value(refs[0]), -1 if self.rows else s.dim)
             case Step.TRANSPOSE:
                 return self.g.transpose(self.value(refs[0]))
             case Step.SDPA:
@@ -181,11 +182,10 @@ def bind(spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str) -> Pro
         raise GraphError("capture", f"{len(shapes)} input shapes for {len(spec.inputs)} region inputs")
     shapes = [tuple(int(d) for d in s) for s in shapes]
     squeezed = _squeezed(spec, shapes)
-    b = _Binder(spec, squeezed or shapes, dtype)
-    for s in spec.steps:
-        t = b.step(s)
-        if t is not None:
-            b.values[s.index] = t
+    b = _replayed(_Binder(spec, squeezed or shapes, dtype))
+    if not squeezed and (rows := _merged_rows(b)) is not None:
+        unmerged, b = b, _replayed(_Binder(spec, rows, dtype, rows=True))
+        b.torch_shapes = {n: t.shape for n, t in unmerged.values.items()}
     outputs: list[str | int] = []
     shapes_out: list[tuple[int, ...]] = []
     named: dict[int, str] = {}
@@ -205,6 +205,49 @@ def bind(spec: RegionSpec, shapes: Sequence[tuple[int, ...]], dtype: str) -> Pro
     if not named:
         raise GraphError("capture", "the region computes nothing (only casts of its inputs)")
     return Program(b.g, tuple(b.inputs), tuple(outputs), tuple(shapes_out), dtype)
+
+
+def _replayed(b: _Binder) -> _Binder:
+    for s in b.spec.steps:
+        t = b.step(s)
+        if t is not None:
+            b.values[s.index] = t
+    return b
+
+
+def _merged_rows(b: _Binder) -> list[tuple[int, ...]] | None:
+    """The input shapes with the leading dims of every row tensor merged into one, or None when that
+    would change the program. A decoder's activations ``[batch, tokens, d]`` against 2-D weights are
+    rows: every op is element-wise (parameters broadcast along the leading dims), reduces the last
+    dim, or multiplies rows by a weight matrix. Merged, ``[16, 1, 2048] @ Wᵀ`` is one matmul of 16
+    rows, not 16 matmuls of one row against the same weight (the code generator would give each its
+    own padded mma tile); the same values in the same memory."""
+    nodes = b.g.nodes
+    rank = max((len(n.shape) for n in nodes), default=0)
+    outs = [b.values[n] for n in b.spec.outputs if n in b.values]
+    if rank < 3 or not outs:
+        return None
+    weights = {i for i, n in enumerate(nodes) if len(n.shape) == 2 and n.kind in (OpKind.INPUT, OpKind.TRANSPOSE)}
+    lead: set[tuple[int, ...]] = set()
+    for i, n in enumerate(nodes):
+        if i in weights:
+            continue
+        if len(n.shape) != rank or (n.kind is OpKind.REDUCE and n.dim != rank - 1):
+            return None
+        if n.kind is OpKind.TRANSPOSE or (n.kind is OpKind.MATMUL and n.args[1] not in weights):
+            return None
+        if any(a in weights and not (n.kind is OpKind.MATMUL and a == n.args[1]) for a in n.args):
+            return None
+        if any(x != 1 for x in n.shape[:-1]):
+            lead.add(n.shape[:-1])
+    if len(lead) > 1 or any(t.rank != rank for t in outs):
+        return None
+    if any(n.kind is OpKind.TRANSPOSE and nodes[n.args[0]].kind is not OpKind.INPUT for n in nodes):
+        return None
+    kept = {key.position for key, t in b.inputs.items() if t.index in weights}
+    if any(key.position in kept for key, t in b.inputs.items() if t.index not in weights):
+        return None
+    return [s if len(s) < 2 or pos in kept else (math.prod(s[:-1]), s[-1]) for pos, s in enumerate(b.shapes)]
 
 
 ELEMENTWISE = (Step.IDENTITY, Step.UNARY, Step.BINARY)
