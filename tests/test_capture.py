@@ -263,7 +263,8 @@ def test_an_elementwise_region_of_rank_4_is_bound_without_its_size_1_dims() -> N
     for dim, first in ((-1, (32, 64)), (1, (1, 32, 1, 64))):
         red = (*steps, Captured(7, Step.REDUCE, (Ref(6),), fn=Reduce.SUM, dim=dim))
         reduced = bind(RegionSpec(red, (q, cos, r, sin), (7,)), shapes, "float16")
-        assert reduced.inputs[0].shape == first and reduced.shapes == ((1, 1 if dim == 1 else 32, 1, 1 if dim == -1 else 64),)
+        assert reduced.inputs[0].shape == first
+        assert reduced.shapes == ((1, 1 if dim == 1 else 32, 1, 1 if dim == -1 else 64),)
         want = (xs[0] * xs[1] + xs[2] * xs[3]).sum(dim, keepdims=True)
         np.testing.assert_allclose(evaluate(reduced, xs)[0], want, rtol=1e-12)
 
