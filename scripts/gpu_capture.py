@@ -89,6 +89,22 @@ def graphed(fn: Callable[[], Any]) -> tuple[Callable[[], Any], Any]:
     return g.replay, out
 
 
+def kernel_profile(call: Callable[[], Any], n: int = 10) -> list[dict[str, Any]]:
+    """The GPU kernels of ``n`` calls (torch.profiler; kernels replayed from a CUDA graph included):
+    per kernel name, launches and µs per call, slowest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            call()
+        torch.cuda.synchronize()
+    rows = [{"kernel": e.key[:160], "per_call": e.count / n,
+             "us": getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0.0)) / n}
+            for e in prof.key_averages()]
+    return sorted(rows, key=lambda r: -r["us"])[:60]
+
+
 def build(case: Case, dtype: Any, device: str) -> tuple[Any, tuple[Any, ...]]:
     cfg = LayerConfig()
     torch.manual_seed(0)
@@ -113,7 +129,7 @@ def errors(got: Any, want: Any) -> dict[str, float]:
 
 
 def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: CaptureOptions,
-             dump: list[dict[str, Any]], device: str = "cuda") -> dict[str, Any]:
+             dump: list[dict[str, Any]], device: str = "cuda", profile: bool = False) -> dict[str, Any]:
     model, ins = build(case, dtype, device)
     row: dict[str, Any] = {"case": case.name, **vars(case), "dtype": str(dtype).removeprefix("torch."),
                            "time_us": {}, "error_vs_eager": {}, "compile_s": {}, "failed": {}}
@@ -154,6 +170,8 @@ def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: Cap
                 row["error_vs_eager"][system] = errors(got, want)
                 if device == "cuda":
                     row["time_us"][system] = time_us(call, reps)
+                if profile and device == "cuda":
+                    row.setdefault("kernels", {})[system] = kernel_profile(call)
             except Exception as e:  # one system failing must not lose the others' figures
                 row["failed"][system] = f"{type(e).__name__}: {e}"[:2000]
                 traceback.print_exc()
@@ -175,6 +193,7 @@ def main() -> None:
     ap.add_argument("--fallback", default=CaptureOptions.fallback.value, choices=[f.value for f in Fallback],
                     help="what runs a region Prism does not (and what its kernel is timed against)")
     ap.add_argument("--device", default="cuda", help="cpu: capture and search only (regions run in PyTorch)")
+    ap.add_argument("--profile", action="store_true", help="record each system's GPU kernels (torch.profiler)")
     ap.add_argument("--log", default="WARNING", help="level of prism's log on stderr (DEBUG: every tuning sample)")
     args = ap.parse_args()
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
@@ -193,7 +212,7 @@ def main() -> None:
                            "cases": []}
     for case in cases:
         doc["cases"].append(run_case(case, systems, getattr(torch, args.dtype), args.reps, options, dump,
-                                     args.device))
+                                     args.device, args.profile))
         with open(args.out, "w") as f:  # after every case: a timeout keeps what was measured
             json.dump(doc, f, indent=1)
         if args.dump:
