@@ -193,6 +193,8 @@ def main() -> None:
     ap.add_argument("--fallback", default=CaptureOptions.fallback.value, choices=[f.value for f in Fallback],
                     help="what runs a region Prism does not (and what its kernel is timed against)")
     ap.add_argument("--device", default="cuda", help="cpu: capture and search only (regions run in PyTorch)")
+    ap.add_argument("--no-compare", action="store_true",
+                    help="run every region Prism can (no timing against PyTorch, no whole-graph comparison)")
     ap.add_argument("--profile", action="store_true", help="record each system's GPU kernels (torch.profiler)")
     ap.add_argument("--log", default="WARNING", help="level of prism's log on stderr (DEBUG: every tuning sample)")
     args = ap.parse_args()
@@ -201,7 +203,8 @@ def main() -> None:
     systems = args.systems.split(",")
     by_name = {c.name: c for c in CASES}
     cases = [by_name[n] for n in args.cases.split(",")] if args.cases else CASES  # in the order given
-    options = CaptureOptions(samples=args.samples, time_budget=args.time_budget, fallback=Fallback(args.fallback))
+    options = CaptureOptions(samples=args.samples, time_budget=args.time_budget, fallback=Fallback(args.fallback),
+                             compare=not args.no_compare)
     dump: list[dict[str, Any]] = []
     doc: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                            "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,

@@ -4,6 +4,7 @@
 # (made here by scripts/capture_search.py) and the tuned cache when a tuned.tgz from an earlier
 # call is given. Results, the log and the tuned cache (for the next call) land in $OUT.
 # CACHE_TGZ: the search cache as a tgz (a .prism-cache of JSON is ~60 MB; carried packed it is ~1 MB).
+# NOCOMPARE=1: every region Prism can runs in Prism (not timed against PyTorch).
 # PROFILE=1: each system's GPU kernels per forward (torch.profiler) in the JSON.
 #   usage: TESTS=1 BUDGET=25 SAMPLES=16 [CACHE_TGZ=out/cache.tgz] [FALLBACK=inductor|eager]
 #          bash scripts/gpu_capture.sh CASES SYSTEMS [TAG] [TUNED_TGZ]
@@ -19,6 +20,6 @@ if [ "${TESTS:-0}" = 1 ]; then
 fi
 timeout "${T:-420}" python3 scripts/gpu_capture.py --out "$OUT/$TAG.json" --cases "$1" --systems "$2" \
   --samples "${SAMPLES:-16}" --time-budget "${BUDGET:-25}" --reps "${REPS:-20}" \
-  --fallback "${FALLBACK:-inductor}" --log "${LOG:-WARNING}" ${PROFILE:+--profile} > "$OUT/$TAG.log" 2>&1
+  --fallback "${FALLBACK:-inductor}" --log "${LOG:-WARNING}" ${PROFILE:+--profile} ${NOCOMPARE:+--no-compare} > "$OUT/$TAG.log" 2>&1
 grep -v "^INFO\|^DEBUG\|^  \|^Traceback" "$OUT/$TAG.log" | tail -40
 tar czf "$OUT/tuned-$TAG.tgz" .prism-cache/tuned 2>/dev/null
