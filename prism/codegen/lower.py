@@ -140,13 +140,17 @@ def _tensor_dtypes(kg: KernelGraph) -> tuple[dict[str, str], str, list[str]]:
                            f"got {sorted(half)}")
     dtype = half.pop() if half else "float16"
     outputs = {t.name for t in kg.outputs}
+    generated_reads = {n for k in kg.kernels if isinstance(k, CustomKernel) for n in (ld.tensor for ld in k.loads)}
     intermediates = []
     for k in kg.kernels:
         written = [s.tensor for s in k.saves] if isinstance(k, CustomKernel) else [k.output]
         for name in written:
             if name not in outputs:
-                # generated kernels hand on float32; a predefined op writes the program's dtype, as PyTorch does
-                dtypes[name] = INTERMEDIATE_DTYPE if isinstance(k, CustomKernel) else dtype
+                # generated kernels hand on float32 to generated kernels; a tensor only predefined ops read (a
+                # vendor GEMM's operand) is written in the program's dtype, as PyTorch writes it: no cast
+                # before each GEMM that reads it (measured: docs/capture.md, "Half intermediates")
+                wide = isinstance(k, CustomKernel) and name in generated_reads
+                dtypes[name] = INTERMEDIATE_DTYPE if wide else dtype
                 intermediates.append(name)
     return dtypes, dtype, intermediates
 
