@@ -35,6 +35,7 @@ from prism.partition import (
     with_transposes,
 )
 from prism.reference import relative_error
+from prism.rows import RowsKernel, merge_rows
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
@@ -401,6 +402,7 @@ class Summary(TypedDict, total=False):
     tune_cache_hit: bool
     tuning: dict[str, Any]  # TuneResult.summary
     plan_source: str  # a PlanSource value
+    rows_merged: bool  # leading dims of [batch, tokens, d] activations merged into rows (prism.rows)
 
 
 # what the tuned cache keeps of a Summary
@@ -449,6 +451,13 @@ def superoptimize(
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
     check_seconds("search_budget", search_budget, "superoptimize")
     sampler = input_sampler(graph, example_inputs, scales)
+    if (rows := merge_rows(graph)) is not None:  # [batch, tokens, d] activations: one row dim (prism.rows)
+        inner = superoptimize(rows.graph, target=target, samples=samples, seed=seed, time_budget=time_budget,
+                              cache=cache, program=program, progress=progress, scales=scales,
+                              example_inputs=None if example_inputs is None else rows.view_inputs(example_inputs),
+                              search_budget=search_budget, backend=backend)
+        return Superoptimized(RowsKernel(inner.kernel, rows), {**inner.summary, "rows_merged": True},
+                              inner.kernel_graph)
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)
     if backend is None:  # tests pass the interpreter backend instead
         _require_gpu(program, outcome)

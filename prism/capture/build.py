@@ -24,7 +24,8 @@ import numpy as np
 from prism.capture.ir import Captured, Ref, Step
 from prism.errors import GraphError, SerializationError
 from prism.graph import Graph, Tensor
-from prism.ops import Binary, OpKind, Reduce, Unary
+from prism.ops import Binary, Reduce, Unary
+from prism.rows import row_rank
 
 
 @dataclass(frozen=True)
@@ -216,38 +217,15 @@ def _replayed(b: _Binder) -> _Binder:
 
 
 def _merged_rows(b: _Binder) -> list[tuple[int, ...]] | None:
-    """The input shapes with the leading dims of every row tensor merged into one, or None when that
-    would change the program. A decoder's activations ``[batch, tokens, d]`` against 2-D weights are
-    rows: every op is element-wise (parameters broadcast along the leading dims), reduces the last
-    dim, or multiplies rows by a weight matrix. Merged, ``[16, 1, 2048] @ Wᵀ`` is one matmul of 16
-    rows, not 16 matmuls of one row against the same weight (the code generator would give each its
-    own padded mma tile); the same values in the same memory."""
-    nodes = b.g.nodes
-    rank = max((len(n.shape) for n in nodes), default=0)
-    outs = [b.values[n] for n in b.spec.outputs if n in b.values]
-    if rank < 3 or not outs:
+    """The region's input shapes with the leading dims of its row tensors merged into one
+    (``prism.rows``: where that leaves the program the same), or None. 2-D weights keep theirs."""
+    rank = row_rank(b.g)
+    if rank is None:
         return None
-    weights = {i for i, n in enumerate(nodes) if len(n.shape) == 2 and n.kind in (OpKind.INPUT, OpKind.TRANSPOSE)}
-    lead: set[tuple[int, ...]] = set()
-    for i, n in enumerate(nodes):
-        if i in weights:
-            continue
-        if len(n.shape) != rank or (n.kind is OpKind.REDUCE and n.dim != rank - 1):
-            return None
-        if n.kind is OpKind.TRANSPOSE or (n.kind is OpKind.MATMUL and n.args[1] not in weights):
-            return None
-        if any(a in weights and not (n.kind is OpKind.MATMUL and a == n.args[1]) for a in n.args):
-            return None
-        if any(x != 1 for x in n.shape[:-1]):
-            lead.add(n.shape[:-1])
-    if len(lead) > 1 or any(t.rank != rank for t in outs):
-        return None
-    if any(n.kind is OpKind.TRANSPOSE and nodes[n.args[0]].kind is not OpKind.INPUT for n in nodes):
-        return None
-    kept = {key.position for key, t in b.inputs.items() if t.index in weights}
-    if any(key.position in kept for key, t in b.inputs.items() if t.index not in weights):
-        return None
-    return [s if len(s) < 2 or pos in kept else (math.prod(s[:-1]), s[-1]) for pos, s in enumerate(b.shapes)]
+    weights = {key.position for key, t in b.inputs.items() if len(t.shape) < rank}
+    if any(key.position in weights for key, t in b.inputs.items() if len(t.shape) == rank):
+        return None  # one input read both as a weight and as rows
+    return [s if len(s) < 2 or pos in weights else (math.prod(s[:-1]), s[-1]) for pos, s in enumerate(b.shapes)]
 
 
 ELEMENTWISE = (Step.IDENTITY, Step.UNARY, Step.BINARY)
