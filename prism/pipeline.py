@@ -11,12 +11,14 @@ structure key, so a second shape of the same program does no search; tuned kerne
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
@@ -376,7 +378,23 @@ def _tuned_key(graph: Graph, arch: str) -> tuple[str, dict[str, str]]:
     and the entry's plan is stored under those names. Parts of one structure and shapes share one
     tuning: a gate and an up projection, the residual adds of a block, the same part in every layer."""
     canon, back = canonical(graph)
-    return f"{canon.structure_hash()}-{arch}", {mine: pos for pos, mine in back.items()}
+    return f"{canon.structure_hash()}-{arch}-{codegen_fingerprint()}", {mine: pos for pos, mine in back.items()}
+
+
+# what a tuned entry's choice and timing depend on besides the program: the generated code, how plans run
+_CODEGEN_SOURCES = ("codegen/*.py", "runtime.py", "tune/timing.py")
+
+
+@functools.cache
+def codegen_fingerprint() -> str:
+    """A digest of the sources that generate, launch and time kernels, part of every tuned-cache key: a
+    tuning chosen and timed with other code (a code-generation change makes other plans faster) is a
+    miss, not a stale answer."""
+    root = Path(__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(p for pattern in _CODEGEN_SOURCES for p in root.glob(pattern)):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:8]
 
 
 class Summary(TypedDict, total=False):

@@ -275,3 +275,21 @@ def test_a_cached_plan_that_is_ill_formed_for_some_sizes_is_evicted() -> None:
     cache.put(key, payload)
     hit = cache.get(key, lambda p: pipeline._decode_search(p, key, g))
     assert hit is None or not pipeline._screened(g, hit[0])
+
+
+def test_a_tuning_made_by_other_code_generation_is_a_miss(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tuned key carries a digest of the code that generates, launches and times kernels: after a
+    code-generation change the stored choice and its timing are stale, so the program is tuned again."""
+    g = workloads.rmsnorm_linear(4, 32)
+    _seed("rmsnorm_linear", g)
+    assert not _superoptimize(g).summary["tune_cache_hit"]
+    assert _superoptimize(g).summary["tune_cache_hit"]
+    before = _tuned_key(g)
+    assert before.endswith(pipeline.codegen_fingerprint())
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "_CODEGEN_SOURCES", ("runtime.py",))  # as if the other sources had changed
+        pipeline.codegen_fingerprint.cache_clear()
+        assert _tuned_key(g) != before
+        assert not _superoptimize(g).summary["tune_cache_hit"]
+    pipeline.codegen_fingerprint.cache_clear()
+    assert _tuned_key(g) == before and _superoptimize(g).summary["tune_cache_hit"]
