@@ -298,6 +298,17 @@ def llama_mlp_block(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
+def decoder_norm_linear(b: int, s: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """A projection as a decoder runs it on ``[batch, tokens, d]`` activations (superoptimize merges the
+    leading dims into rows: prism.rows)."""
+    g = Graph()
+    x = g.input((b, s, d), dtype, "X")
+    w = g.input((1, 1, d), dtype, "G")
+    wl = g.input((f, d), dtype, "W")
+    g.output(g.matmul(g.mul(g.rms_norm(x, EPS), w), g.transpose(wl)), "O")
+    return g
+
+
 def norm_matmul_silu(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     g = Graph()
     (x,) = _rows(g, n, d, dtype, "X")
@@ -451,6 +462,9 @@ _PROGRAMS: list[ZooProgram] = [
     ZooProgram("llama_mlp_block", "matmul", llama_mlp_block, _ndf(4, 8, 8), _ndf(8, 2048, 8192),
                _ndf(256, 2048, 8192), "H = X + R; O = H + (silu(rms_norm(H) * G @ Wg^T) * (rms_norm(H) * G @ Wu^T)) "
                "@ Wd^T: a decoder layer's MLP half, residuals and norm included (too large to search whole)."),
+    ZooProgram("decoder_norm_linear", "matmul", decoder_norm_linear, {"b": 2, "s": 2, "d": 8, "f": 8},
+               {"b": 16, "s": 1, "d": 2048, "f": 8192}, {"b": 4, "s": 128, "d": 2048, "f": 8192},
+               "O = (rms_norm(X) * G) @ W^T on X (batch, tokens, d), W (f, d): a decoder's gate projection."),
     ZooProgram("norm_matmul_silu", "matmul", norm_matmul_silu, _ndf(4, 8, 8), _ndf(4, 4096, 4096),
                _ndf(1024, 4096, 4096), "O = silu(rms_norm(X) @ W): norm, then matmul, then activation."),
     ZooProgram("norm_matmul_residual", "matmul", norm_matmul_residual, _nd(4, 8), _nd(16, 2048), _nd(2048, 2048),

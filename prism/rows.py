@@ -105,6 +105,13 @@ def merge_rows(graph: Graph) -> Rows | None:
     return Rows(g, ins, outs)
 
 
+def searched_graph(graph: Graph) -> Graph:
+    """The program ``superoptimize`` searches for ``graph``: its rows merged where they merge. Scripts that
+    fill the search cache ahead of ``superoptimize`` search this one, so that the keys match."""
+    rows = merge_rows(graph)
+    return graph if rows is None else rows.graph
+
+
 class RowsKernel:
     """A compiled merged program called with the original program's shapes: inputs (positional or by
     name, and ``out=``) are viewed at the merged shapes, outputs at the original ones."""

@@ -12,6 +12,7 @@ import pytest
 from bench.zoo import FAMILIES, ZOO, zoo_graph
 from prism.graph import Graph, OpKind
 from prism.ops import Binary, Reduce, Unary
+from prism.rows import searched_graph
 
 NAMES = list(ZOO)
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -45,7 +46,7 @@ def test_program_builds_at_every_size(name: str) -> None:
     p = ZOO[name]
     graphs = _builds(name)
     assert (p.prefill is None) == (p.family == "attention")
-    keys = {g.structure_key() for g in graphs.values()}
+    keys = {searched_graph(g).structure_key() for g in graphs.values()}  # [b, s, d] programs: rows merged
     assert len(keys) == 1, f"{name}: the size sets should share one structure"
     for which, g in graphs.items():
         sizes = p.sizes(which)
@@ -54,7 +55,7 @@ def test_program_builds_at_every_size(name: str) -> None:
         for t in [*g.inputs, *g.outputs]:
             assert t.name.isidentifier() and not INTERNAL.match(t.name), t.name
             assert t.dtype == "float16"
-        rank = 3 if p.family == "attention" else 2
+        rank = 3 if p.family == "attention" or "b" in sizes else 2  # "b": [batch, tokens, d] activations
         assert all(len(t.shape) == rank for t in g.outputs)
         if which == "small":
             assert all(1 <= v <= 8 for v in sizes.values()), sizes
@@ -65,10 +66,10 @@ def test_program_builds_at_every_size(name: str) -> None:
             if p.family == "attention":
                 assert 2 <= sizes["batch"] <= 8 and 4 <= sizes["group"] <= 8
                 assert 1024 <= sizes["kv_len"] <= 8192 and sizes["head_dim"] == 128
-            elif which == "decode":
-                assert 1 <= sizes["n"] <= 16 and 1024 <= sizes["d"] <= 4096
             else:
-                assert 128 <= sizes["n"] <= 2048 and 1024 <= sizes["d"] <= 4096
+                rows = sizes["n"] if "n" in sizes else sizes["b"] * sizes["s"]  # [batch, tokens, d]: b·s rows
+                assert (1 <= rows <= 16) if which == "decode" else (128 <= rows <= 2048)
+                assert 1024 <= sizes["d"] <= 4096
 
 
 @pytest.mark.parametrize("name", NAMES)
