@@ -119,7 +119,24 @@ class RowsKernel:
     def __init__(self, kernel: Any, rows: Rows) -> None:
         self.kernel, self.rows = kernel, rows
 
+    def _check(self, args: Sequence[Any], named: Mapping[str, Any], outs: Sequence[Any] | None) -> None:
+        """The original shapes, named in the error: viewed at the merged shapes, a wrongly shaped input
+        would pass the compiled program's own check."""
+        for name, a in [*zip(self.rows.inputs, args, strict=False), *named.items()]:
+            want = self.rows.inputs[name][0] if name in self.rows.inputs else None
+            if want is not None and hasattr(a, "shape") and tuple(a.shape) != want:
+                raise InputError(f"input {name!r} has shape {list(a.shape)}; the program takes {list(want)}")
+        if outs is None:
+            return
+        if len(outs) != len(self.rows.outputs):
+            raise InputError(f"out= has {len(outs)} buffers for the program's {len(self.rows.outputs)} outputs")
+        for (name, (want, _)), o in zip(self.rows.outputs.items(), outs, strict=True):
+            if tuple(getattr(o, "shape", ())) != want:
+                raise InputError(f"out= buffer for {name!r} has shape {list(getattr(o, 'shape', ()))}; "
+                                 f"the output is {list(want)}")
+
     def __call__(self, *args: Any, out: Any = None, **named: Any) -> Any:
+        self._check(args, named, None if out is None else (out if isinstance(out, tuple | list) else (out,)))
         args = tuple(self.rows.view_inputs(list(args)))
         named = dict(self.rows.view_inputs(named))
         merged = [m for _, m in self.rows.outputs.values()]

@@ -133,6 +133,16 @@ def test_the_returned_callable_takes_and_gives_the_original_shapes() -> None:
             np.testing.assert_allclose(g, want[name], rtol=1e-12)
     with pytest.raises(InputError, match="contiguous"):
         fast(*xs.values(), out=(np.zeros((8, 3, 2)).T, np.zeros((2, 3, 8))))
+    # shapes are checked against the original program (merged, [3, 2, 16] would pass as 6 rows)
+    bad = {**xs, "X": xs["X"].reshape(3, 2, 16)}
+    with pytest.raises(InputError, match=r"input 'X' has shape \[3, 2, 16\]; the program takes \[2, 3, 16\]"):
+        fast(*bad.values())
+    with pytest.raises(InputError, match="input 'X'"):
+        fast(**bad)
+    with pytest.raises(InputError, match="out= buffer for 'P'"):
+        fast(*xs.values(), out=(np.zeros((2, 3, 8)), np.zeros((3, 2, 8))))
+    with pytest.raises(InputError, match="1 buffers"):
+        fast(*xs.values(), out=np.zeros((2, 3, 8)))
 
 
 def _timer(kg: KernelGraph) -> float:
