@@ -546,7 +546,7 @@ def infer(kg: KernelGraph, *, structure: bool = True) -> tuple[dict[str, tuple[i
     per_kernel: list[KernelShapes | None] = []
     for k in kg.kernels:
         if isinstance(k, PredefinedKernel):
-            shapes[k.output] = _predefined_shape(kg, k, [shapes[t] for t in k.inputs])
+            shapes[k.output] = predefined_shape(kg, k, [shapes[t] for t in k.inputs])
             per_kernel.append(None)
             continue
         per_kernel.append(_custom_shapes(kg, k, shapes))
@@ -631,7 +631,8 @@ def _op_shape(kg: KernelGraph, k: CustomKernel, i: int, op: BlockOp, tiles: list
             assert_never(op)
 
 
-def _predefined_shape(kg: KernelGraph, k: PredefinedKernel, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
+def predefined_shape(kg: KernelGraph, k: PredefinedKernel, ins: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape of predefined kernel ``k``'s output from its inputs' (IRError when they do not fit)."""
     shape: tuple[int, ...] | None
     match k.kind:
         case OpKind.UNARY:

@@ -195,3 +195,56 @@ def test_sample_legal_sizes_draws_legal_sizes_without_enumerating(program: str) 
     assert sample_legal_sizes(plans.hand_plans(program, g)[0], arch="sm_80", count=2, resources=counting,
                               max_checks=5) == []
     assert len(calls) <= 5
+
+
+def _decoder_block_rows(n: int = 16, d: int = 2048, f: int = 5632) -> KernelGraph:
+    """The constructed plan of a decoder's MLP half plus the final norm (a transformers region at decode
+    batch 16): row-wise kernels between vendor GEMMs, 4 size symbols of 23 candidate values each."""
+    from prism.graph import Graph
+    from prism.rowwise import row_vendor_plan
+
+    g = Graph()
+    x, r = g.input((n, d), "float16", "X"), g.input((n, d), "float16", "R")
+    gain, last = g.input((1, d), "float16", "G"), g.input((1, d), "float16", "H")
+    wg, wu, wd = g.input((f, d), "float16", "Wg"), g.input((f, d), "float16", "Wu"), g.input((d, f), "float16", "Wd")
+    h = g.add(x, r)
+    a = g.mul(g.rms_norm(h), gain)
+    y = g.mul(g.silu(g.matmul(a, g.transpose(wg))), g.matmul(a, g.transpose(wu)))
+    g.output(g.mul(g.rms_norm(g.add(h, g.matmul(y, g.transpose(wd)))), last), "O")
+    plan = row_vendor_plan(g)
+    assert plan is not None
+    return plan
+
+
+def test_a_sparse_legal_set_still_gets_sizes_to_time() -> None:
+    """Its row-wise kernels read the GEMMs' outputs, whose splits are checked only at the leaves, so
+    random descents rarely reach a legal leaf; the ascending descent backs them up."""
+    from prism.codegen.resources import resources as codegen_resources
+    from prism.tune import tuner
+
+    plan = _decoder_block_rows()
+    assert len(candidate_values(plan)) ** len(plan.symbols) > tuner.FULL_ENUMERATION
+    for got in (tuner._legal(plan, "sm_90", codegen_resources, None),
+                tuner._one_legal(plan, "sm_90", codegen_resources, None)):
+        assert got
+        for sizes in got:  # legal: shapes infer, the generator's resources fit (it raises otherwise)
+            concrete = plan.instantiate(sizes)
+            infer(concrete, structure=False)
+            codegen_resources(concrete, "sm_90")
+
+
+def test_splits_of_a_vendor_gemms_output_are_checked_early() -> None:
+    """A row-wise kernel after a GEMM of inputs: the GEMM's output has a size-free shape, so its split is
+    checked as soon as the kernel's grid symbol is assigned, like the input's."""
+    from prism.codegen.sizes import _splits
+    from prism.graph import Graph
+    from prism.rowwise import row_vendor_plan
+
+    g = Graph()
+    x, w, r = g.input((16, 64), "float16", "X"), g.input((64, 48), "float16", "W"), g.input((16, 48), "float16", "R")
+    g.output(g.rms_norm(g.add(g.matmul(x, w), r)), "O")
+    plan = row_vendor_plan(g)
+    assert plan is not None and len(plan.symbols) == 1
+    loads = [op.tensor for k in plan.kernels if isinstance(k, CustomKernel) for op in k.ops if isinstance(op, Load)]
+    assert len(loads) == 2 and "R" in loads  # the GEMM's output and R
+    assert len(_splits(plan)) == 2

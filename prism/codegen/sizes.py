@@ -17,6 +17,7 @@ divisibility as soon as its factors are known, so it never builds the whole prod
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import random
@@ -29,7 +30,7 @@ from prism.codegen.arch import arch as get_arch
 from prism.codegen.lower import Options
 from prism.codegen.resources import Resources, resources
 from prism.errors import CodegenError, IRError, TuningError
-from prism.ir import CustomKernel, KernelGraph, Load, check_structure, infer
+from prism.ir import CustomKernel, KernelGraph, Load, PredefinedKernel, check_structure, infer, predefined_shape
 
 POW2 = tuple(2**e for e in range(13))  # 1 .. 4096: emit's candidate values
 
@@ -90,14 +91,19 @@ class _Split:
 
 
 def _splits(template: KernelGraph) -> list[_Split]:
+    """Every grid split of a tensor whose shape is size-free: an input, or what a predefined kernel makes
+    of such tensors (a vendor GEMM's output read by a row-wise kernel of a constructed plan)."""
     shapes = {t.name: t.shape for t in template.inputs}
     out = []
     for k in template.kernels:
-        if not isinstance(k, CustomKernel):
+        if isinstance(k, PredefinedKernel):
+            if all(t in shapes for t in k.inputs):
+                with contextlib.suppress(IRError):  # infer() reports it for every assignment
+                    shapes[k.output] = predefined_shape(template, k, [shapes[t] for t in k.inputs])
             continue
         for op in k.ops:
             if not isinstance(op, Load) or op.tensor not in shapes:
-                continue  # intermediates: their shapes depend on the sizes; infer() checks them
+                continue  # a generated kernel's output: its shape depends on the sizes; infer() checks it
             shape = shapes[op.tensor]
             for a, extent in enumerate(shape):
                 factors: list[int | str] = [g for p, g in enumerate(k.grid) if p < len(op.imap) and op.imap[p] == a]

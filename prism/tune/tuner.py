@@ -181,13 +181,26 @@ FULL_ENUMERATION = 20_000
 SIZES_PER_TEMPLATE = 48
 
 
+def _drawn(template: KernelGraph, arch: str, resources: Any, count: int) -> list[dict[str, int]]:
+    """Up to ``count`` legal sizes by random descents (seeded by the template); when those find none,
+    the first ones in ascending order. Random values of a symbol whose splits are only checked at the
+    leaves (a row-wise kernel reading a generated kernel's output) rarely divide, so the random descents
+    can spend their checks without a legal leaf: on the H200 a transformers region's constructed plan
+    (4 symbols, 23 values each) was never timed, though it had legal sizes (docs/capture.md, fifth run)."""
+    rng = random.Random(zlib.crc32(template.dumps().encode()))
+    values = candidate_values(template)
+    for order in (rng, None):
+        drawn = sample_legal_sizes(template, arch=arch, count=count, rng=order, values=values,
+                                   resources=resources, max_checks=4 * SIZES_PER_TEMPLATE)
+        if drawn:
+            return drawn
+    return []
+
+
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
     values = candidate_values(template)
     if len(values) ** len(template.symbols) > FULL_ENUMERATION:
-        rng = random.Random(zlib.crc32(template.dumps().encode()))  # deterministic per template
-        return sample_legal_sizes(template, arch=arch, count=SIZES_PER_TEMPLATE, rng=rng,
-                                  values=values, resources=resources,
-                                  max_checks=4 * SIZES_PER_TEMPLATE)
+        return _drawn(template, arch, resources, SIZES_PER_TEMPLATE)
     legal = legal_sizes(template, arch=arch, resources=resources, limit=cap)
     if cap is not None and len(legal) >= cap:
         log.warning("a template has more than %d legal sizes; enumeration truncated", cap)
@@ -206,10 +219,7 @@ def _one_legal(template: KernelGraph, arch: str, resources: Any, cap: int | None
     template's best, H200). It lowers a few assignments, not all of them (``_legal``: 13-15 s of a
     2-core machine for the 24 templates drawn from a captured GEMV part's 1,404); ``_refine``
     enumerates the fastest templates' sizes."""
-    rng = random.Random(zlib.crc32(template.dumps().encode()))
-    drawn = sample_legal_sizes(template, arch=arch, count=FIRST_ROUND_DRAWS, rng=rng,
-                               values=candidate_values(template), resources=resources,
-                               max_checks=4 * SIZES_PER_TEMPLATE)
+    drawn = _drawn(template, arch, resources, FIRST_ROUND_DRAWS)
     if len(drawn) <= 1 or resources is not codegen_resources:
         return drawn[:1]
     sms = get_arch(arch).sms
