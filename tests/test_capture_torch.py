@@ -244,7 +244,7 @@ class _Exact:
         return outs if len(outs) > 1 else outs[0]
 
 
-@pytest.mark.parametrize(("prism_us", "torch_us", "in_prism"), [(5.0, 9.0, 5), (9.0, 5.0, 0)])
+@pytest.mark.parametrize(("prism_us", "torch_us", "in_prism"), [(5.0, 9.0, 5), (9.0, 5.0, 0), (9.8, 10.0, 0)])
 def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                              prism_us: float, torch_us: float, in_prism: int) -> None:
     """The runner times a checked kernel against the region's PyTorch ops and keeps the faster (no
@@ -264,7 +264,9 @@ def test_each_region_runs_where_it_is_faster(monkeypatch: pytest.MonkeyPatch, ca
     # the stand-in reports a searched plan: what runs in Prism runs in generated kernels
     assert s["flops_fraction_generated"] == s["flops_fraction_prism"] and (s["flops_fraction_prism"] > 0.9) == (in_prism > 0)
     why = [o[1] for r in s["region_outcomes"] for o in r["outcomes"].values()]
-    assert all(f"PyTorch {torch_us:.1f} us" in w if in_prism else "PyTorch is faster" in w for w in why)
+    # a gain under max(0.3 us, 2%) does not pay for the fusion Inductor loses at the region's edges
+    want = "PyTorch is faster" if torch_us < prism_us else "PyTorch is as fast"
+    assert all(f"PyTorch {torch_us:.1f} us" in w if in_prism else want in w for w in why)
     err = capsys.readouterr().err  # a line as each region starts and ends (first calls take minutes)
     assert err.count("searching and tuning") == 5 and err.count("prism: region") == 10
 
