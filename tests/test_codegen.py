@@ -240,3 +240,24 @@ def test_emit_cli(tmp_path: Path) -> None:
     assert [s["name"] for s in doc["steps"]] == ["split+combine"]
     assert main(["emit", "gqa", "--out", str(tmp_path)]) == 1  # a program needs --config
     assert main(["emit", "swiglu", "--config", "gqa_h1024", "--out", str(tmp_path)]) == 1
+
+
+def test_a_kernel_whose_loop_would_do_nothing_has_none() -> None:
+    """An element-wise kernel (loop of one, values read in place) waits for its copies and synchronises
+    once, in the prologue: no main loop, no drain, no epilogue barrier. A kernel that accumulates in
+    its loop keeps all three."""
+    from prism.rowwise import row_plan
+
+    g = Graph()
+    x, y = g.input((8, 64), "float16", "X"), g.input((8, 64), "float16", "Y")
+    g.output(g.mul(g.silu(x), y), "O")
+    kg = row_plan(g)
+    assert kg is not None
+    plan = generate(kg.instantiate(default_sizes(kg, "sm_80")), arch="sm_80")
+    src = plan.kernels[0].source
+    assert "for (int it = 0;" not in src and src.count("__syncthreads();") == 1
+    loop = plans.hand_plans("rmsnorm_linear", workloads.rmsnorm_linear(4, 32))[0]
+    kept = generate(loop.instantiate(default_sizes(loop, "sm_80")), arch="sm_80").kernels[0].source
+    assert "for (int it = 0;" in kept and kept.count("__syncthreads();") >= 3
+    if nvcc_path() is not None:
+        assert len(compile_check([(k.entry, k.source) for k in plan.kernels], "sm_80", jobs=1)) == 1

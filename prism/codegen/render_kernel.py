@@ -246,9 +246,16 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
 
 
 def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
-    """Wait for this iteration's stage, refill the oldest slot, run the loop ops."""
+    """Wait for this iteration's stage, refill the oldest slot, run the loop ops. Nothing when the loop
+    runs once, streams no ring and computes nothing (an element-wise or row-wise kernel whose values
+    are read in place): the prologue has waited for its copies and synchronised, so the loop's wait,
+    barrier and empty commit, and the drain after it, would only lengthen the kernel's critical path."""
     S, P = low.stages, low.prefetch
     ring = [lp for lp in low.loads if lp.buf.ring]
+    computed = [line for i, op in enumerate(low.kernel.ops) if low.phases[i] is Phase.LOOP or isinstance(op, Accum)
+                for line in _compute(low, ex, i)]
+    if low.loop == 1 and not ring and not computed:
+        return []
     body = []
     if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
@@ -262,10 +269,7 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         body += [f"  sb_rd = sb_rd == {S - 1} ? 0 : sb_rd + 1;", f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"]
     else:
         body.append("  cp_async_commit();")
-    for i, op in enumerate(low.kernel.ops):
-        if low.phases[i] is Phase.LOOP or isinstance(op, Accum):
-            body += _indent(_compute(low, ex, i), 2)
-    return [*body, "}", "cp_async_wait<0>();", "__syncthreads();"]
+    return [*body, *_indent(computed, 2), "}", "cp_async_wait<0>();", "__syncthreads();"]
 
 
 def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
@@ -286,7 +290,8 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
                 body += render_red_acc_write(low, j, a.x, op.reduce_dim, a.group, a.count, dst, f"ra{j}")
             case _:
                 assert_never(a.kind)
-    body.append("__syncthreads();")
+    if low.accs:  # the accumulators' tiles are read below; with none, the last barrier already covers the tiles
+        body.append("__syncthreads();")
     for i, op in enumerate(low.kernel.ops):
         if low.phases[i] is Phase.POST and isinstance(op, ReduceOp):
             body += _compute(low, ex, i)
