@@ -1,0 +1,40 @@
+"""Row-wise kernels of the zoo's element-wise and reduction programs on the GPU, at decode sizes, against
+the float64 reference: most have no main loop (one wait and one barrier, docs/codegen.md, "A loop that
+would do nothing is not emitted"); the CPU half of the check is tests/test_codegen.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.zoo import ZOO, zoo_graph
+from prism.codegen import generate
+from prism.codegen.sizes import generated_sizes
+from prism.reference import relative_error
+from prism.rowwise import row_plan
+
+NAMES = [n for n in ZOO if ZOO[n].family in ("elementwise", "reduction")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NAMES)
+def test_row_kernels_compute_their_program_on_the_gpu(name: str) -> None:
+    torch = pytest.importorskip("torch")
+    from prism.runtime import compile_plan
+
+    g = zoo_graph(name, "decode")
+    template = row_plan(g, name)
+    if template is None:
+        pytest.skip(f"{name} has no row-wise plan")
+    legal = [s for s, _ in generated_sizes(template, "sm_90")]
+    assert legal
+    for sizes in legal[:: max(1, len(legal) // 2)][:2]:
+        fn = compile_plan(generate(template.instantiate(sizes), arch="sm_90"))
+        rng = torch.Generator().manual_seed(0)
+        xs = {t.name: torch.randn(t.shape, generator=rng, dtype=torch.float64) for t in g.inputs}
+        want = g.evaluate({k: v.numpy() for k, v in xs.items()})
+        out = fn(*[xs[t.name].to("cuda", torch.float16) for t in g.inputs])
+        torch.cuda.synchronize()
+        outs = out if isinstance(out, tuple) else (out,)
+        for t, o in zip(g.outputs, outs, strict=True):
+            err = relative_error(o.double().cpu().numpy(), want[t.name])
+            assert err < 2e-2, f"{name} sizes {sizes} output {t.name}: relative error {err:.3e}"
