@@ -41,7 +41,7 @@ from prism.rows import RowsKernel, merge_rows
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
-from prism.tune.inputs import InputSampler, check_examples, input_sampler, part_sampler
+from prism.tune.inputs import InputSampler, check_examples, example_values, input_sampler, part_sampler
 from prism.tune.tolerance import tolerance
 from prism.tune.tuner import Stage, tune
 
@@ -469,14 +469,15 @@ def superoptimize(
     check_program(graph, "superoptimize")  # bad options and example inputs fail before the search
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
     check_seconds("search_budget", search_budget, "superoptimize")
-    sampler = input_sampler(graph, example_inputs, scales)
     if (rows := merge_rows(graph)) is not None:  # [batch, tokens, d] activations: one row dim (prism.rows)
+        # example inputs checked against the program's own shapes, read once, viewed as rows
+        examples = None if example_inputs is None else rows.view_inputs(example_values(graph, example_inputs))
         inner = superoptimize(rows.graph, target=target, samples=samples, seed=seed, time_budget=time_budget,
                               cache=cache, program=program, progress=progress, scales=scales,
-                              example_inputs=None if example_inputs is None else rows.view_inputs(example_inputs),
-                              search_budget=search_budget, backend=backend)
+                              example_inputs=examples, search_budget=search_budget, backend=backend)
         return Superoptimized(RowsKernel(inner.kernel, rows), {**inner.summary, "rows_merged": True},
                               inner.kernel_graph)
+    sampler = input_sampler(graph, example_inputs, scales)
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)
     if backend is None:  # tests pass the interpreter backend instead
         _require_gpu(program, outcome)

@@ -54,8 +54,13 @@ def row_rank(graph: Graph) -> int | None:
     return rank
 
 
+def as_rows(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with its leading dims merged into one: ``[b, s, d]`` -> ``[b·s, d]``."""
+    return (math.prod(shape[:-1]), shape[-1])
+
+
 def _merged(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
-    return (math.prod(shape[:-1]), shape[-1]) if len(shape) == rank else shape
+    return as_rows(shape) if len(shape) == rank else shape
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,8 @@ class RowsKernel:
 
     def __init__(self, kernel: Any, rows: Rows) -> None:
         self.kernel, self.rows = kernel, rows
+        self._shapes = [o for o, _ in rows.outputs.values()]  # the program's own output shapes
+        self._merged = [m for _, m in rows.outputs.values()]
 
     def _check(self, args: Sequence[Any], named: Mapping[str, Any], outs: Sequence[Any] | None) -> None:
         """The original shapes, named in the error: viewed at the merged shapes, a wrongly shaped input
@@ -139,17 +146,15 @@ class RowsKernel:
         self._check(args, named, None if out is None else (out if isinstance(out, tuple | list) else (out,)))
         args = tuple(self.rows.view_inputs(list(args)))
         named = dict(self.rows.view_inputs(named))
-        merged = [m for _, m in self.rows.outputs.values()]
         if out is not None:
             outs = out if isinstance(out, tuple | list) else (out,)
-            views = type(outs)(_out_view(o, m) for o, m in zip(outs, merged, strict=True))
+            views = type(outs)(_out_view(o, m) for o, m in zip(outs, self._merged, strict=True))
             res = self.kernel(*args, out=views if isinstance(out, tuple | list) else views[0], **named)
         else:
             res = self.kernel(*args, **named)
-        shapes = [o for o, _ in self.rows.outputs.values()]
         if isinstance(res, tuple | list):
-            return type(res)(_view(r, s) for r, s in zip(res, shapes, strict=True))
-        return _view(res, shapes[0])
+            return type(res)(_view(r, s) for r, s in zip(res, self._shapes, strict=True))
+        return _view(res, self._shapes[0])
 
     def __getattr__(self, name: str) -> Any:  # plan, inputs, ... of the merged program's kernel
         return getattr(self.__dict__["kernel"], name)

@@ -25,7 +25,7 @@ from prism.capture.ir import Captured, Ref, Step
 from prism.errors import GraphError, SerializationError
 from prism.graph import Graph, Tensor
 from prism.ops import Binary, Reduce, Unary
-from prism.rows import row_rank
+from prism.rows import as_rows, row_rank
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ def _merged_rows(b: _Binder) -> list[tuple[int, ...]] | None:
     weights = {key.position for key, t in b.inputs.items() if len(t.shape) < rank}
     if any(key.position in weights for key, t in b.inputs.items() if len(t.shape) == rank):
         return None  # one input read both as a weight and as rows
-    return [s if len(s) < 2 or pos in weights else (math.prod(s[:-1]), s[-1]) for pos, s in enumerate(b.shapes)]
+    return [s if len(s) < 2 or pos in weights else as_rows(s) for pos, s in enumerate(b.shapes)]
 
 
 ELEMENTWISE = (Step.IDENTITY, Step.UNARY, Step.BINARY)

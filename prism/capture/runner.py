@@ -207,12 +207,10 @@ class RegionRunner:
             prism_us, torch_us = times
             detail += f" (PyTorch {torch_us:.1f} us)"
             gain = max(self.options.min_gain_us, self.options.min_gain_fraction * torch_us)
-            if torch_us < prism_us:
-                raise _PyTorchFaster(f"PyTorch is faster: {torch_us:.1f} us against {prism_us:.1f} us "
-                                     f"for the {detail.split(' (')[0]}")
             if prism_us > torch_us - gain:
-                raise _PyTorchFaster(f"PyTorch is as fast: {torch_us:.1f} us against {prism_us:.1f} us for the "
-                                     f"{detail.split(' (')[0]} (a gain under {gain:.1f} us does not pay for the "
+                what = f"{torch_us:.1f} us against {prism_us:.1f} us for the {detail.split(' (')[0]}"
+                raise _PyTorchFaster(f"PyTorch is faster: {what}" if torch_us < prism_us else
+                                     f"PyTorch is as fast: {what} (a gain under {gain:.1f} us does not pay for the "
                                      "fusion Inductor loses at the region's edges)")
         log.info("prism: region %s at %s: %s", self.record.label, shape_key(inputs), detail)
         return entry, detail, source

@@ -31,7 +31,7 @@ def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any
     if example_inputs is None:
         sd = {**default_scales(graph), **dict(scales or {})}
         return lambda seed: random_inputs(graph, sd, seed)
-    values = _example_values(graph, example_inputs)
+    values = example_values(graph, example_inputs)
     stats = {n: (float(np.mean(v)), float(np.std(v)) or 1.0) for n, v in values.items()}
 
     def sample(seed: int) -> dict[str, np.ndarray]:
@@ -42,7 +42,7 @@ def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any
     return sample
 
 
-def _example_values(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
+def example_values(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
     """The user's example inputs (by name or in order; NumPy, torch or CuPy) as float64 arrays."""
     if isinstance(example_inputs, Mapping):
         return bind_inputs(graph, {k: _to_numpy(v) for k, v in example_inputs.items()})
@@ -72,7 +72,7 @@ def part_sampler(graph: Graph, part: Part, program_inputs: InputSampler) -> Inpu
 
 
 def check_examples(graph: Graph, backend: Any, kernel: Any, example_inputs: Any, program: str) -> None:
-    values = _example_values(graph, example_inputs)
+    values = example_values(graph, example_inputs)
     values = {t.name: round_to_dtype(values[t.name], t.dtype) for t in graph.inputs}
     ref = graph.evaluate(values)
     out = backend.run(kernel, values)
