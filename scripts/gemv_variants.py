@@ -33,7 +33,7 @@ from prism.reference import relative_error
 
 ARCH = "sm_90"
 L2_BYTES = 60 * 2**20
-DESTRUCTIVE = {"nocomp", "nox", "nobar", "nopad", "noxpro"}
+DESTRUCTIVE = {"nocomp", "nox", "nobar", "nopad", "noxpro", "nomat"}
 ST = 163840
 
 
@@ -60,6 +60,7 @@ def v(config: str, plan: int, sizes: dict[str, int], options: dict[str, int] | N
 
 
 RL, SW = "rmsnorm_linear_d4096", "swiglu_d4096"
+DNL = "zoo:decoder_norm_linear:decode:stitched"  # 16 rows, d 2048 -> 8192: the gate projection of a decode batch
 SETS: dict[str, list[Variant]] = {
     "diag": [
         *(v(RL, 0, {"x": 128, "i": 32}, {"stage_target": ST}, h) for h in
@@ -123,6 +124,17 @@ SETS: dict[str, list[Variant]] = {
     ],
 }
 
+# issue 14, 16-row GEMVs: decoder_norm_linear at decode (X [16, 2048], W [8192, 2048]); stitched template 1
+# has the grid over W's rows, template 2 over rows and W's rows
+SETS["m16"] = [
+    *(v(DNL, 1, {"p1_k0_x": x, "p1_k0_i": i}) for x in (64, 128, 256) for i in (16, 32)),
+    *(v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 32}, {}, h) for h in (("nocomp",), ("nox",), ("nocomp", "nox"), ("nomat",))),
+    v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 32}, {"stage_target": ST}),
+    v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 32}, {"warps": 8}),
+    v(DNL, 2, {"p1_k0_x": 1, "p1_k0_y": 128, "p1_k0_i": 32}),
+    v(DNL, 2, {"p1_k0_x": 2, "p1_k0_y": 64, "p1_k0_i": 32}),
+]
+
 SETS["a14"] = [
     *SETS["b14"],
     *(v(RL, 0, {"x": 128, "i": 32}, {"rotate": r}) for r in (4, 8, 32)),
@@ -176,11 +188,15 @@ def hack(src: str, h: str) -> str:
             a, b = _loop_span(src)
             return src[:a] + src[b:]
         case "nox":
-            out = re.sub(r"\n        load_s_X\(smem_base \+ sb_wr[^\n]*", "", src)
+            out = re.sub(r"\n        load_s_X\(smem_base \+ (\d+ \+ )?sb_wr[^\n]*", "", src)
             assert out != src
             return out
         case "nobar":
             out = re.sub(r"(\n    cp_async_wait<\d+>\(\);)\n    __syncthreads\(\);", r"\1", src)
+            assert out != src
+            return out
+        case "nomat":  # no materialising pass into a matmul operand tile in the loop, nor its barrier
+            out = re.sub(r"\n    // \w+ = half\(op \d+\).*?__syncthreads\(\);", "", src, count=1, flags=re.S)
             assert out != src
             return out
         case "nopad":  # the [128, 32] weight tiles unpadded (pitch 32, not 40): layout of the copies only
@@ -188,7 +204,7 @@ def hack(src: str, h: str) -> str:
             assert out != src
             return out
         case "noxpro":  # no X copies in the prologue either
-            out = re.sub(r"\n      load_s_X\(smem_base \+ st[^\n]*", "", src)
+            out = re.sub(r"\n      load_s_X\(smem_base \+ (\d+ \+ )?st[^\n]*", "", src)
             assert out != src
             return out
         case "evict":
@@ -203,15 +219,56 @@ def hack(src: str, h: str) -> str:
             raise ValueError(h)
 
 
+# ------------------------------------------------------------------ configs: benchmark workloads or zoo programs
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooConfig:
+    """``zoo:NAME:WHICH:SOURCE``: a zoo program as superoptimize searches it (rows merged), its templates of
+    plan source SOURCE read from the carried search cache (no search runs on the device machine)."""
+
+    name: str
+    which: str
+    source: str
+
+    def build(self) -> Any:
+        from bench.zoo import zoo_graph
+        from prism.rows import searched_graph
+
+        return searched_graph(zoo_graph(self.name, self.which))
+
+    def random_inputs(self, seed: int, g: Any) -> Any:
+        from prism.tune.tuner import default_scales, random_inputs
+
+        return random_inputs(g, default_scales(g), seed)
+
+    def templates(self, g: Any) -> Any:
+        from prism import pipeline
+
+        out = pipeline.search_and_verify(g, program=self.name, progress=False)
+        return out.of(pipeline.PlanSource(self.source))
+
+
+def config(name: str) -> Any:
+    if name.startswith("zoo:"):
+        _, prog, which, source = name.split(":")
+        return ZooConfig(prog, which, source)
+    return workloads.config(name)
+
+
+def templates(cfg: Any, g: Any) -> Any:
+    return cfg.templates(g) if isinstance(cfg, ZooConfig) else plans.codegen_plans(cfg.program, g)
+
+
 # ------------------------------------------------------------------ build, check, time
 
 
 def build(var: Variant) -> tuple[Any, dict[str, Any]]:
     from prism import runtime
 
-    cfg = workloads.config(var.config)
+    cfg = config(var.config)
     g = cfg.build()
-    tmpl = plans.codegen_plans(cfg.program, g)[var.plan]
+    tmpl = templates(cfg, g)[var.plan]
     plan = generate(tmpl.instantiate(dict(var.sizes)), arch=ARCH, options=Options(**dict(var.options)))
     steps = []
     for s in plan.steps:
@@ -237,7 +294,7 @@ def to_torch(x: Any) -> Any:
 def check(var: Variant, fn: Any, seed: int) -> float:
     import torch
 
-    cfg = workloads.config(var.config)
+    cfg = config(var.config)
     g = cfg.build()
     inp = cfg.random_inputs(seed, g)
     ref = g.evaluate(inp)[g.outputs[0].name]
@@ -253,16 +310,16 @@ class Inputs:
     def __init__(self) -> None:
         self.sets: dict[str, list[list[Any]]] = {}
 
-    def of(self, config: str) -> list[list[Any]]:
-        if config not in self.sets:
-            cfg = workloads.config(config)
+    def of(self, name: str) -> list[list[Any]]:
+        if name not in self.sets:
+            cfg = config(name)
             g = cfg.build()
             base = cfg.random_inputs(7, g)
             first = [to_torch(base[t.name]) for t in g.inputs]
             nbytes = sum(math.prod(t.shape) * 2 for t in g.inputs)
             n = max(2, min(20, math.ceil(4 * L2_BYTES / nbytes)))
-            self.sets[config] = [first] + [[t.clone() for t in first] for _ in range(n - 1)]
-        return self.sets[config]
+            self.sets[name] = [first] + [[t.clone() for t in first] for _ in range(n - 1)]
+        return self.sets[name]
 
 
 def time_variant(var: Variant, fn: Any, inputs: Inputs) -> float:
@@ -270,7 +327,7 @@ def time_variant(var: Variant, fn: Any, inputs: Inputs) -> float:
     from gpu_codegen import time_graph
 
     copies = inputs.of(var.config)
-    g = workloads.config(var.config).build()
+    g = config(var.config).build()
     outs = [torch.empty(g.outputs[0].shape, dtype=torch.float16, device="cuda") for _ in copies]
     st = {"j": 0}
 
@@ -279,7 +336,23 @@ def time_variant(var: Variant, fn: Any, inputs: Inputs) -> float:
         st["j"] += 1
         return fn(*a, out=o)
 
-    return time_graph(call, copies)
+    return time_graph(fn if var.plan < 0 else call, copies)
+
+
+def baselines(configs: set[str], start: int) -> list[tuple[dict[str, Any], Any]]:
+    """PyTorch eager and torch.compile (default mode) of each zoo config's program, as rows of the table."""
+    import torch
+
+    from bench.torch_graph import torch_program
+
+    rows = []
+    for c in sorted(x for x in configs if x.startswith("zoo:")):
+        base = torch_program(config(c).build())
+        torch._dynamo.reset()
+        for k, fn in enumerate((base, torch.compile(base, dynamic=False))):
+            rows.append(({"index": start + len(rows), "name": f"{c} {('eager', 'torch.compile')[k]}", "config": c,
+                          "plan": -1, "kernels": [], "us": []}, fn))
+    return rows
 
 
 def main() -> int:
@@ -314,13 +387,14 @@ def main() -> int:
         if not DESTRUCTIVE & set(var.hacks):
             rec["rel_err"] = check(var, fn, 100 + n)
         built.append((rec, fn))
+    built += baselines({var.config for var in variants}, len(built))
     inputs = Inputs()
     for _ in range(args.rounds):
         for rec, fn in built:
             ok = rec.get("rel_err") is None or rec["rel_err"] < 2e-2
             if ok:
-                rec["us"].append(time_variant(Variant(rec["config"], 0, ()), fn, inputs))
-    floors = {c: floor_us(workloads.config(c), ceil)["floor_us"] for c in {r["config"] for r, _ in built}}
+                rec["us"].append(time_variant(Variant(rec["config"], rec["plan"], ()), fn, inputs))
+    floors = {c: floor_us(config(c), ceil)["floor_us"] for c in {r["config"] for r, _ in built}}
     rows = [r for r, _ in built]
     with open(os.path.join(args.out, f"gemv_variants_{args.set}.json"), "w") as f:
         json.dump({"ceilings": ceil, "floors": floors, "rows": rows, "device": torch.cuda.get_device_name()},
