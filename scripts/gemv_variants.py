@@ -345,7 +345,7 @@ def baselines(configs: set[str], start: int) -> list[tuple[dict[str, Any], Any]]
 
     from bench.torch_graph import torch_program
 
-    rows = []
+    rows: list[tuple[dict[str, Any], Any]] = []
     for c in sorted(x for x in configs if x.startswith("zoo:")):
         base = torch_program(config(c).build())
         torch._dynamo.reset()
