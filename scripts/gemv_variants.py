@@ -131,6 +131,9 @@ SETS["m16"] = [
     *(v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 32}, {}, h) for h in (("nocomp",), ("nox",), ("nocomp", "nox"), ("nomat",))),
     v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 32}, {"stage_target": ST}),
     v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 32}, {"warps": 8}),
+    v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 16}, {"warps": 8}),
+    v(DNL, 1, {"p1_k0_x": 256, "p1_k0_i": 32}, {"warps": 8}),
+    v(DNL, 1, {"p1_k0_x": 128, "p1_k0_i": 32}, {"warps": 8}, ("nomat",)),
     v(DNL, 2, {"p1_k0_x": 1, "p1_k0_y": 128, "p1_k0_i": 32}),
     v(DNL, 2, {"p1_k0_x": 2, "p1_k0_y": 64, "p1_k0_i": 32}),
 ]

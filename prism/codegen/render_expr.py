@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import assert_never
 
 from prism.codegen.lowered import Buf, KernelLowering, Storage, Store
@@ -83,18 +82,6 @@ def swizzled_offset(buf: Buf, row: str, col: str) -> str:
     return f"{row} * {buf.pitch} + ({col} ^ (({key} % {keys}) * {buf.chunk}))"
 
 
-@dataclass(frozen=True)
-class Run:
-    """A lane's run of ``width`` consecutive elements along the last dim: index ``var`` goes from
-    ``base`` (a multiple of ``width``) to ``base + width - 1``. A swizzled tile is read at the run's
-    swizzled base plus ``var - base`` (a run of ``width`` | 16-byte chunk never leaves its chunk), so
-    the compiler can read it with one vector load."""
-
-    var: str
-    base: str
-    width: int
-
-
 def decompose(var: str, shape: Sequence[int], prefix: str, vec: int = 1) -> tuple[list[str], list[str]]:
     """Split a flat item index ``var`` over ``shape`` (row-major; the last dim in steps of ``vec``).
 
@@ -138,22 +125,14 @@ def with_last(idx: Sequence[str], add: int) -> list[str]:
 class Exprs:
     """Renders the value of op ``i`` at a tile index as a C float expression."""
 
-    def __init__(self, low: KernelLowering, ptr: dict[str, str] | None = None, run: Run | None = None) -> None:
+    def __init__(self, low: KernelLowering, ptr: dict[str, str] | None = None) -> None:
         self.low = low
         self.ptr = ptr or {}  # buffer name -> C pointer expression (defaults to the name)
-        self.run = run
-
-    def with_run(self, run: Run) -> Exprs:
-        return Exprs(self.low, self.ptr, run)
 
     def tile_offset(self, b: Buf, idx: Sequence[str]) -> str:
         """The element offset of ``idx`` in tile ``b`` (padded rows, or swizzled chunks)."""
         if not b.swizzle:
             return offset(b.strides, idx)
-        run = self.run
-        if run is not None and idx[-1] == run.var:
-            assert b.chunk % run.width == 0, f"{b.name}: a run of {run.width} crosses a 16-byte chunk"
-            return f"{swizzled_offset(b, idx[0], run.base)} + ({run.var} - {run.base})"
         return swizzled_offset(b, idx[0], idx[1])
 
     def buf_read(self, b: Buf, idx: Sequence[str]) -> str:
@@ -205,3 +184,49 @@ class Exprs:
                 return self.read(i, idx)
             case _:
                 assert_never(op)
+
+
+class RunReads(Exprs):
+    """Expressions for a thread's run of ``vec`` consecutive elements along the last dim (index ``var``
+    plus 0 .. vec - 1, as ``with_last`` writes it): a shared-memory tile read along the run is loaded
+    once, all ``vec`` elements in vector loads, into a register array. ``loads`` holds those arrays'
+    declarations and loads, to emit before the expressions that read them."""
+
+    def __init__(self, ex: Exprs, var: str, vec: int, prefix: str) -> None:
+        super().__init__(ex.low, ex.ptr)
+        self.var, self.vec, self.prefix = var, vec, prefix
+        self.arrays: dict[tuple[str, str], str] = {}
+        self.loads: list[str] = []
+
+    def _lane(self, last: str) -> int | None:
+        if last == self.var:
+            return 0
+        if self.var == "0":  # the run is the whole last dim: with_last writes its indices as literals
+            return int(last) if last.isdigit() and int(last) < self.vec else None
+        head, _, k = last.partition(" + ")
+        return int(k) if head == self.var and k.isdigit() else None
+
+    def _vectorisable(self, b: Buf) -> bool:
+        """Every run of ``b`` starts aligned to its loads (a swizzled tile's runs stay in one chunk)."""
+        unit = min(16, self.vec * b.esize)  # bytes each load needs aligned
+        steps = [*b.strides[:-1], *([b.copy_elems] if b.ring else [])]
+        return ((not b.swizzle or b.chunk % self.vec == 0) and (b.ring or b.copies == 1) and b.strides[-1] == 1
+                and b.offset % unit == 0 and all(s * b.esize % unit == 0 for s in steps))
+
+    def buf_read(self, b: Buf, idx: Sequence[str]) -> str:
+        k = self._lane(idx[-1]) if idx else None
+        if k is None or not self._vectorisable(b):
+            return super().buf_read(b, idx)
+        p = self.ptr.get(b.name, b.name)
+        off = self.tile_offset(b, [*idx[:-1], self.var])
+        name = self.arrays.get((p, off))
+        half = b.dtype is Storage.HALF
+        if name is None:  # halves are held in 32-bit words (an array of halves is split into 2-byte loads)
+            name = self.arrays[(p, off)] = f"{self.prefix}{len(self.arrays)}"
+            decl = f"unsigned {name}[{self.vec // 2}];" if half else f"float {name}[{self.vec}];"
+            src = f"reinterpret_cast<const unsigned*>({p} + {off})" if half else f"{p} + {off}"
+            self.loads += [decl, f"ld_run({name}, {src});"]
+        if not half:
+            return f"{name}[{k}]"
+        word = f"{name}[{k // 2}]"
+        return f"hload((half_t)({word} >> 16))" if k % 2 else f"hload((half_t){word})"

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering
-from prism.codegen.render_expr import Exprs, Run, bcast, decompose, offset
+from prism.codegen.render_expr import Exprs, RunReads, bcast, decompose, offset, with_last
 from prism.codegen.render_load import sweep_lines
 from prism.ops import Reduce
 
@@ -52,7 +52,12 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     guard = n_out % (nw * gpw) != 0
     v = run_width(extent, group)
     run = lane_run(low, x, dim, group, dst is not None and acc is None)
-    rex = ex.with_run(Run("r", "r0", run)) if run > 1 else ex
+    if run > 1:  # the run's elements in vector loads (RunReads), then one statement per element
+        rex = RunReads(ex, "r0", run, f"{name}_v")
+        rstmts = [comb.format(v=rex.read(x, with_last([*xidx[:-1], "r0"], k))) for k in range(run)]
+        walk = _lane_runs(lane_r, extent, group, [*rex.loads, *rstmts], run)
+    else:
+        walk = _lane_stride(lane_r, extent, group, comb.format(v=ex.read(x, xidx)), v)
     lines = [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, {group} lanes each",
         "#pragma unroll",
@@ -61,7 +66,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         f"  float p = {init};",
         f"  if (o < {n_out}) {{" if guard else "  {",
         *_indent(decl, 4),
-        *_indent(_lane_stride(lane_r, extent, group, comb.format(v=rex.read(x, xidx)), v), 4),
+        *_indent(walk, 4),
         "  }",
     ]
     if acc is not None and shift is not None:
@@ -117,12 +122,18 @@ def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -
 
 def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, v: int) -> list[str]:
     """The lanes' walk over the reduced dim (index ``r``): each lane takes runs of ``v`` consecutive
-    elements (``run_width``), so the compiler can read a run with one vector shared load (8 bytes of
-    halves) instead of ``v`` scalar ones; else one element per step."""
+    elements (``run_width``; a run along the last dim is ``_lane_runs``'), else one element per step."""
     if v == 1:
         return ["#pragma unroll 4", f"for (int r = {lane_r}; r < {extent}; r += {group}) {stmt}"]
     return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {v}; r0 < {extent}; r0 += {group * v}) {{",
             "#pragma unroll", f"  for (int r = r0; r < r0 + {v}; ++r) {stmt}", "}"]
+
+
+def _lane_runs(lane_r: str, extent: int, group: int, body: list[str], v: int) -> list[str]:
+    """The lanes' walk over the reduced last dim in runs of ``v`` (base ``r0``): ``body`` reads the run's
+    elements from register arrays filled by vector shared loads (``RunReads``)."""
+    return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {v}; r0 < {extent}; r0 += {group * v}) {{",
+            *_indent(body, 2), "}"]
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str) -> list[str]:

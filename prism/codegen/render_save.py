@@ -7,9 +7,11 @@ materialising pass writes a value into a half tile in shared memory (a matmul op
 
 from __future__ import annotations
 
+import math
+
 from prism.codegen.lower import global_strides, ident
-from prism.codegen.lowered import Buf, KernelLowering
-from prism.codegen.render_expr import Exprs, decompose, offset, with_last
+from prism.codegen.lowered import Buf, KernelLowering, sweep
+from prism.codegen.render_expr import Exprs, RunReads, decompose, offset, with_last
 from prism.codegen.render_load import block_origin, sweep_lines
 from prism.ir import Save
 
@@ -40,14 +42,28 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     ]
 
 
+def materialise_vec(tile: tuple[int, ...], dst: Buf) -> int:
+    """Elements per thread of a materialising pass: a run of 8, 4 or 2 along the last dim written with
+    one 16-, 8- or 4-byte store where every row of ``dst`` starts aligned to it (else 1)."""
+    if dst.swizzle or dst.copies > 1 or dst.ring:
+        return 1
+    return next((v for v in (8, 4, 2) if tile[-1] % v == 0 and dst.offset % (2 * v) == 0
+                 and all(s % v == 0 for s in dst.strides[:-1])), 1)
+
+
 def render_materialise(low: KernelLowering, ex: Exprs, i: int, dst: Buf, *, own: bool) -> list[str]:
-    """Write value ``i`` into the half tile ``dst`` (``own``: dst is i's storage, so compute i's op)."""
+    """Write value ``i`` into the half tile ``dst`` (``own``: dst is i's storage, so compute i's op): each
+    thread computes a run of ``materialise_vec`` elements and stores them at once."""
     tile = low.tiles[i]
     assert tile is not None
-    sw = low.elementwise[i]
-    decl, idx = decompose("e", tile, f"m{i}_")
-    val = ex.define(i, idx) if own else ex.read(i, idx)
-    body = [*decl, f"{dst.name}[{offset(dst.strides, idx)}] = hstore({val});"]
-    return [f"// {dst.name} = half(op {i}) [{', '.join(map(str, tile))}]", "#pragma unroll 4",
+    vec = materialise_vec(tile, dst)
+    sw = sweep(math.prod(tile) // vec, low.threads)
+    decl, idx = decompose("e", tile, f"m{i}_", vec)
+    rex = RunReads(ex, idx[-1], vec, f"m{i}_v") if vec > 1 else None
+    value = (rex or ex).define if own else (rex or ex).read
+    vals = [f"const float v{k} = {value(i, with_last(idx, k))};" for k in range(vec)]
+    args = ", ".join(f"v{k}" for k in range(vec))
+    body = [*decl, *(rex.loads if rex else []), *vals, f"st_h{vec}({dst.name} + {offset(dst.strides, idx)}, {args});"]
+    return [f"// {dst.name} = half(op {i}) [{', '.join(map(str, tile))}]: {vec}-element stores", "#pragma unroll 4",
             f"for (int j = 0; j < {sw.per}; ++j) {{", f"  const int e = tid + j * {sw.threads};",
             *sweep_lines(sw, body, pad=2), "}"]

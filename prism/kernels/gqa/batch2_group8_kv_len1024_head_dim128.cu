@@ -102,6 +102,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // Kt[2, 128, 1024] -> tile [1, 128, 32]: 512 copies of 16 B over 128 threads
@@ -272,14 +286,24 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8a2f8f4297(co
     store_3(f, mm3, warp, lane);
   }
   __syncthreads();
-  // ew4 = half(op 4) [1, 8, 32]
+  // ew4 = half(op 4) [1, 8, 32]: 8-element stores
   #pragma unroll 4
-  for (int j = 0; j < 2; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int m4_2 = (e % 32);
-    const int m4_r2 = e / 32;
-    const int m4_1 = m4_r2;
-    ew4[m4_1 * 40 + m4_2] = hstore(__expf((mm3[m4_1 * 36 + m4_2] + mm3[m4_1 * 36 + m4_2 + 288])));
+    if (e < 32) {
+      const int m4_2 = (e % 4) * 8;
+      const int m4_r2 = e / 4;
+      const int m4_1 = m4_r2;
+      const float v0 = __expf((mm3[m4_1 * 36 + m4_2] + mm3[m4_1 * 36 + m4_2 + 288]));
+      const float v1 = __expf((mm3[m4_1 * 36 + (m4_2 + 1)] + mm3[m4_1 * 36 + (m4_2 + 1) + 288]));
+      const float v2 = __expf((mm3[m4_1 * 36 + (m4_2 + 2)] + mm3[m4_1 * 36 + (m4_2 + 2) + 288]));
+      const float v3 = __expf((mm3[m4_1 * 36 + (m4_2 + 3)] + mm3[m4_1 * 36 + (m4_2 + 3) + 288]));
+      const float v4 = __expf((mm3[m4_1 * 36 + (m4_2 + 4)] + mm3[m4_1 * 36 + (m4_2 + 4) + 288]));
+      const float v5 = __expf((mm3[m4_1 * 36 + (m4_2 + 5)] + mm3[m4_1 * 36 + (m4_2 + 5) + 288]));
+      const float v6 = __expf((mm3[m4_1 * 36 + (m4_2 + 6)] + mm3[m4_1 * 36 + (m4_2 + 6) + 288]));
+      const float v7 = __expf((mm3[m4_1 * 36 + (m4_2 + 7)] + mm3[m4_1 * 36 + (m4_2 + 7) + 288]));
+      st_h8(ew4 + m4_1 * 40 + m4_2, v0, v1, v2, v3, v4, v5, v6, v7);
+    }
   }
   __syncthreads();
   // red6: sum over dim 2 of a [1, 8, 32] tile: 8 outputs, 32 lanes each
@@ -458,6 +482,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // t0[32, 8, 256] -> tile [1, 4, 128]: 128 copies of 16 B over 128 threads

@@ -114,6 +114,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 // after a block's saves: every thread's stores made visible device-wide, then one arrival on the
 // combining block's counter; true in every thread of the block that arrived last (then the
 // counter is reset for the next launch: no other block touches it any more)
@@ -299,14 +313,26 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
     store_3(f, mm3, warp, lane);
   }
   __syncthreads();
-  // ew4 = half(op 4) [1, 4, 128]
+  // ew4 = half(op 4) [1, 4, 128]: 8-element stores
   #pragma unroll 4
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int m4_2 = (e % 128);
-    const int m4_r2 = e / 128;
-    const int m4_1 = m4_r2;
-    ew4[m4_1 * 136 + m4_2] = hstore(__expf(mm3[m4_1 * 132 + m4_2]));
+    if (e < 64) {
+      const int m4_2 = (e % 16) * 8;
+      const int m4_r2 = e / 16;
+      const int m4_1 = m4_r2;
+      float m4_v0[8];
+      ld_run(m4_v0, mm3 + m4_1 * 132 + m4_2);
+      const float v0 = __expf(m4_v0[0]);
+      const float v1 = __expf(m4_v0[1]);
+      const float v2 = __expf(m4_v0[2]);
+      const float v3 = __expf(m4_v0[3]);
+      const float v4 = __expf(m4_v0[4]);
+      const float v5 = __expf(m4_v0[5]);
+      const float v6 = __expf(m4_v0[6]);
+      const float v7 = __expf(m4_v0[7]);
+      st_h8(ew4 + m4_1 * 136 + m4_2, v0, v1, v2, v3, v4, v5, v6, v7);
+    }
   }
   __syncthreads();
   for (int it = 0; it < 1; ++it) {
@@ -345,8 +371,12 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       const int red8_o1 = o;
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-      #pragma unroll
-        for (int r = r0; r < r0 + 4; ++r) p += acc6[red8_o1 * 132 + r];
+        float red8_v0[4];
+        ld_run(red8_v0, acc6 + red8_o1 * 132 + r0);
+        p += red8_v0[0];
+        p += red8_v0[1];
+        p += red8_v0[2];
+        p += red8_v0[3];
       }
     }
     p = warp_sum(p, 32);

@@ -102,6 +102,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // Kt[8, 128, 8192] -> tile [1, 128, 16]: 256 copies of 16 B over 128 threads
@@ -286,15 +300,23 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_33d8c02951(co
       store_3(f, mm3, warp, lane);
     }
     __syncthreads();
-    // ew4 = half(op 4) [1, 4, 16]
+    // ew4 = half(op 4) [1, 4, 16]: 8-element stores
     #pragma unroll 4
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      if (e < 64) {
-        const int m4_2 = (e % 16);
-        const int m4_r2 = e / 16;
+      if (e < 8) {
+        const int m4_2 = (e % 2) * 8;
+        const int m4_r2 = e / 2;
         const int m4_1 = m4_r2;
-        ew4[m4_1 * 24 + m4_2] = hstore(__expf((mm3[m4_1 * 20 + m4_2] + mm3[m4_1 * 20 + m4_2 + 80] + mm3[m4_1 * 20 + m4_2 + 160] + mm3[m4_1 * 20 + m4_2 + 240])));
+        const float v0 = __expf((mm3[m4_1 * 20 + m4_2] + mm3[m4_1 * 20 + m4_2 + 80] + mm3[m4_1 * 20 + m4_2 + 160] + mm3[m4_1 * 20 + m4_2 + 240]));
+        const float v1 = __expf((mm3[m4_1 * 20 + (m4_2 + 1)] + mm3[m4_1 * 20 + (m4_2 + 1) + 80] + mm3[m4_1 * 20 + (m4_2 + 1) + 160] + mm3[m4_1 * 20 + (m4_2 + 1) + 240]));
+        const float v2 = __expf((mm3[m4_1 * 20 + (m4_2 + 2)] + mm3[m4_1 * 20 + (m4_2 + 2) + 80] + mm3[m4_1 * 20 + (m4_2 + 2) + 160] + mm3[m4_1 * 20 + (m4_2 + 2) + 240]));
+        const float v3 = __expf((mm3[m4_1 * 20 + (m4_2 + 3)] + mm3[m4_1 * 20 + (m4_2 + 3) + 80] + mm3[m4_1 * 20 + (m4_2 + 3) + 160] + mm3[m4_1 * 20 + (m4_2 + 3) + 240]));
+        const float v4 = __expf((mm3[m4_1 * 20 + (m4_2 + 4)] + mm3[m4_1 * 20 + (m4_2 + 4) + 80] + mm3[m4_1 * 20 + (m4_2 + 4) + 160] + mm3[m4_1 * 20 + (m4_2 + 4) + 240]));
+        const float v5 = __expf((mm3[m4_1 * 20 + (m4_2 + 5)] + mm3[m4_1 * 20 + (m4_2 + 5) + 80] + mm3[m4_1 * 20 + (m4_2 + 5) + 160] + mm3[m4_1 * 20 + (m4_2 + 5) + 240]));
+        const float v6 = __expf((mm3[m4_1 * 20 + (m4_2 + 6)] + mm3[m4_1 * 20 + (m4_2 + 6) + 80] + mm3[m4_1 * 20 + (m4_2 + 6) + 160] + mm3[m4_1 * 20 + (m4_2 + 6) + 240]));
+        const float v7 = __expf((mm3[m4_1 * 20 + (m4_2 + 7)] + mm3[m4_1 * 20 + (m4_2 + 7) + 80] + mm3[m4_1 * 20 + (m4_2 + 7) + 160] + mm3[m4_1 * 20 + (m4_2 + 7) + 240]));
+        st_h8(ew4 + m4_1 * 24 + m4_2, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }
     __syncthreads();
@@ -474,6 +496,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // t0[8, 128, 128] -> tile [8, 4, 16]: 128 copies of 16 B over 128 threads

@@ -119,6 +119,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 // after a block's saves: every thread's stores made visible device-wide, then one arrival on the
 // combining block's counter; true in every thread of the block that arrived last (then the
 // counter is reset for the next launch: no other block touches it any more)
@@ -308,8 +322,12 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       const int red4_o1 = o;
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-      #pragma unroll
-        for (int r = r0; r < r0 + 4; ++r) p += prism_sq(hload(s_Q[red4_o1 * 144 + r]));
+        unsigned red4_v0[2];
+        ld_run(red4_v0, reinterpret_cast<const unsigned*>(s_Q + red4_o1 * 144 + r0));
+        p += prism_sq(hload((half_t)red4_v0[0]));
+        p += prism_sq(hload((half_t)(red4_v0[0] >> 16)));
+        p += prism_sq(hload((half_t)red4_v0[1]));
+        p += prism_sq(hload((half_t)(red4_v0[1] >> 16)));
       }
     }
     p = warp_sum(p, 32);
@@ -319,14 +337,26 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
     }
   }
   __syncthreads();
-  // ew8 = half(op 8) [1, 4, 128]
+  // ew8 = half(op 8) [1, 4, 128]: 8-element stores
   #pragma unroll 4
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int m8_2 = (e % 128);
-    const int m8_r2 = e / 128;
-    const int m8_1 = m8_r2;
-    ew8[m8_1 * 136 + m8_2] = hstore((hload(s_Q[m8_1 * 144 + m8_2]) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f))));
+    if (e < 64) {
+      const int m8_2 = (e % 16) * 8;
+      const int m8_r2 = e / 16;
+      const int m8_1 = m8_r2;
+      unsigned m8_v0[4];
+      ld_run(m8_v0, reinterpret_cast<const unsigned*>(s_Q + m8_1 * 144 + m8_2));
+      const float v0 = (hload((half_t)m8_v0[0]) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      const float v1 = (hload((half_t)(m8_v0[0] >> 16)) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      const float v2 = (hload((half_t)m8_v0[1]) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      const float v3 = (hload((half_t)(m8_v0[1] >> 16)) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      const float v4 = (hload((half_t)m8_v0[2]) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      const float v5 = (hload((half_t)(m8_v0[2] >> 16)) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      const float v6 = (hload((half_t)m8_v0[3]) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      const float v7 = (hload((half_t)(m8_v0[3] >> 16)) * rsqrtf(((red4[m8_1] * 0.0078125f) + 1e-06f)));
+      st_h8(ew8 + m8_1 * 136 + m8_2, v0, v1, v2, v3, v4, v5, v6, v7);
+    }
   }
   __syncthreads();
   {
@@ -335,14 +365,26 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
     store_9(f, mm9, warp, lane);
   }
   __syncthreads();
-  // ew10 = half(op 10) [1, 4, 128]
+  // ew10 = half(op 10) [1, 4, 128]: 8-element stores
   #pragma unroll 4
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int m10_2 = (e % 128);
-    const int m10_r2 = e / 128;
-    const int m10_1 = m10_r2;
-    ew10[m10_1 * 136 + m10_2] = hstore(__expf(mm9[m10_1 * 132 + m10_2]));
+    if (e < 64) {
+      const int m10_2 = (e % 16) * 8;
+      const int m10_r2 = e / 16;
+      const int m10_1 = m10_r2;
+      float m10_v0[8];
+      ld_run(m10_v0, mm9 + m10_1 * 132 + m10_2);
+      const float v0 = __expf(m10_v0[0]);
+      const float v1 = __expf(m10_v0[1]);
+      const float v2 = __expf(m10_v0[2]);
+      const float v3 = __expf(m10_v0[3]);
+      const float v4 = __expf(m10_v0[4]);
+      const float v5 = __expf(m10_v0[5]);
+      const float v6 = __expf(m10_v0[6]);
+      const float v7 = __expf(m10_v0[7]);
+      st_h8(ew10 + m10_1 * 136 + m10_2, v0, v1, v2, v3, v4, v5, v6, v7);
+    }
   }
   __syncthreads();
   for (int it = 0; it < 1; ++it) {
@@ -359,8 +401,12 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
         const int acc12_o1 = o;
         #pragma unroll 4
         for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        #pragma unroll
-          for (int r = r0; r < r0 + 4; ++r) p += hload(ew10[acc12_o1 * 136 + r]);
+          unsigned acc12_v0[2];
+          ld_run(acc12_v0, reinterpret_cast<const unsigned*>(ew10 + acc12_o1 * 136 + r0));
+          p += hload((half_t)acc12_v0[0]);
+          p += hload((half_t)(acc12_v0[0] >> 16));
+          p += hload((half_t)acc12_v0[1]);
+          p += hload((half_t)(acc12_v0[1] >> 16));
         }
       }
       ra12[j] += p;  // lane partial; the lanes are combined once, after the loop

@@ -119,6 +119,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 // after a block's saves: every thread's stores made visible device-wide, then one arrival on the
 // combining block's counter; true in every thread of the block that arrived last (then the
 // counter is reset for the next launch: no other block touches it any more)
@@ -309,8 +323,12 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       const int red5_o1 = o;
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-      #pragma unroll
-        for (int r = r0; r < r0 + 4; ++r) p += (hload(s_Q[red5_o1 * 144 + r]) * hload(s_Q[red5_o1 * 144 + r]));
+        unsigned red5_v0[2];
+        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 144 + r0));
+        p += (hload((half_t)red5_v0[0]) * hload((half_t)red5_v0[0]));
+        p += (hload((half_t)(red5_v0[0] >> 16)) * hload((half_t)(red5_v0[0] >> 16)));
+        p += (hload((half_t)red5_v0[1]) * hload((half_t)red5_v0[1]));
+        p += (hload((half_t)(red5_v0[1] >> 16)) * hload((half_t)(red5_v0[1] >> 16)));
       }
     }
     p = warp_sum(p, 32);
@@ -343,14 +361,26 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       store_4(f, mm4, warp, lane);
     }
     __syncthreads();
-    // ew10 = half(op 10) [1, 4, 128]
+    // ew10 = half(op 10) [1, 4, 128]: 8-element stores
     #pragma unroll 4
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int m10_2 = (e % 128);
-      const int m10_r2 = e / 128;
-      const int m10_1 = m10_r2;
-      ew10[m10_1 * 136 + m10_2] = hstore(__expf((mm4[m10_1 * 132 + m10_2] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f)))));
+      if (e < 64) {
+        const int m10_2 = (e % 16) * 8;
+        const int m10_r2 = e / 16;
+        const int m10_1 = m10_r2;
+        float m10_v0[8];
+        ld_run(m10_v0, mm4 + m10_1 * 132 + m10_2);
+        const float v0 = __expf((m10_v0[0] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v1 = __expf((m10_v0[1] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v2 = __expf((m10_v0[2] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v3 = __expf((m10_v0[3] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v4 = __expf((m10_v0[4] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v5 = __expf((m10_v0[5] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v6 = __expf((m10_v0[6] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v7 = __expf((m10_v0[7] * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        st_h8(ew10 + m10_1 * 136 + m10_2, v0, v1, v2, v3, v4, v5, v6, v7);
+      }
     }
     __syncthreads();
     mma_11(ra13, ew10, s_V, warp, lane);
@@ -363,8 +393,12 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
         const int acc12_o1 = o;
         #pragma unroll 4
         for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        #pragma unroll
-          for (int r = r0; r < r0 + 4; ++r) p += hload(ew10[acc12_o1 * 136 + r]);
+          unsigned acc12_v0[2];
+          ld_run(acc12_v0, reinterpret_cast<const unsigned*>(ew10 + acc12_o1 * 136 + r0));
+          p += hload((half_t)acc12_v0[0]);
+          p += hload((half_t)(acc12_v0[0] >> 16));
+          p += hload((half_t)acc12_v0[1]);
+          p += hload((half_t)(acc12_v0[1] >> 16));
         }
       }
       ra12[j] += p;  // lane partial; the lanes are combined once, after the loop

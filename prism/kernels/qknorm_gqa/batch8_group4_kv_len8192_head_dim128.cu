@@ -107,6 +107,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // Kt[8, 128, 8192] -> tile [1, 128, 32]: 512 copies of 16 B over 128 threads
@@ -284,8 +298,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_e7d4d8e11a(co
       const int red5_o1 = o;
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-      #pragma unroll
-        for (int r = r0; r < r0 + 4; ++r) p += prism_sq(hload(s_Q[red5_o1 * 144 + r]));
+        unsigned red5_v0[2];
+        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 144 + r0));
+        p += prism_sq(hload((half_t)red5_v0[0]));
+        p += prism_sq(hload((half_t)(red5_v0[0] >> 16)));
+        p += prism_sq(hload((half_t)red5_v0[1]));
+        p += prism_sq(hload((half_t)(red5_v0[1] >> 16)));
       }
     }
     p = warp_sum(p, 32);
@@ -318,14 +336,24 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_e7d4d8e11a(co
       store_4(f, mm4, warp, lane);
     }
     __syncthreads();
-    // ew10 = half(op 10) [1, 4, 32]
+    // ew10 = half(op 10) [1, 4, 32]: 8-element stores
     #pragma unroll 4
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int m10_2 = (e % 32);
-      const int m10_r2 = e / 32;
-      const int m10_1 = m10_r2;
-      ew10[m10_1 * 40 + m10_2] = hstore(__expf(((mm4[m10_1 * 36 + m10_2] + mm4[m10_1 * 36 + m10_2 + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f)))));
+      if (e < 16) {
+        const int m10_2 = (e % 4) * 8;
+        const int m10_r2 = e / 4;
+        const int m10_1 = m10_r2;
+        const float v0 = __expf(((mm4[m10_1 * 36 + m10_2] + mm4[m10_1 * 36 + m10_2 + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v1 = __expf(((mm4[m10_1 * 36 + (m10_2 + 1)] + mm4[m10_1 * 36 + (m10_2 + 1) + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v2 = __expf(((mm4[m10_1 * 36 + (m10_2 + 2)] + mm4[m10_1 * 36 + (m10_2 + 2) + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v3 = __expf(((mm4[m10_1 * 36 + (m10_2 + 3)] + mm4[m10_1 * 36 + (m10_2 + 3) + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v4 = __expf(((mm4[m10_1 * 36 + (m10_2 + 4)] + mm4[m10_1 * 36 + (m10_2 + 4) + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v5 = __expf(((mm4[m10_1 * 36 + (m10_2 + 5)] + mm4[m10_1 * 36 + (m10_2 + 5) + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v6 = __expf(((mm4[m10_1 * 36 + (m10_2 + 6)] + mm4[m10_1 * 36 + (m10_2 + 6) + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        const float v7 = __expf(((mm4[m10_1 * 36 + (m10_2 + 7)] + mm4[m10_1 * 36 + (m10_2 + 7) + 144]) * rsqrtf(((red5[m10_1] * 0.0078125f) + 1e-06f))));
+        st_h8(ew10 + m10_1 * 40 + m10_2, v0, v1, v2, v3, v4, v5, v6, v7);
+      }
     }
     __syncthreads();
     mma_11(ra13, ew10, s_V, warp, lane);
@@ -489,6 +517,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // t0[8, 4, 512] -> tile [8, 2, 32]: 128 copies of 16 B over 128 threads

@@ -102,6 +102,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // W[1024, 1024] -> tile [128, 16]: 256 copies of 16 B over 128 threads
@@ -257,8 +271,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_d2da29b431(co
       const int red7_o0 = o;
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-      #pragma unroll
-        for (int r = r0; r < r0 + 4; ++r) p += acc6[red7_o0 * 132 + r];
+        float red7_v0[4];
+        ld_run(red7_v0, acc6 + red7_o0 * 132 + r0);
+        p += red7_v0[0];
+        p += red7_v0[1];
+        p += red7_v0[2];
+        p += red7_v0[3];
       }
     }
     p = warp_sum(p, 32);

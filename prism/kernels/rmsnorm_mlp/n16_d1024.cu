@@ -106,6 +106,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // Wg[1024, 1024] -> tile [64, 16]: 128 copies of 16 B over 128 threads
@@ -295,8 +309,10 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_deed53bbd1(co
         const int acc6_o0 = o;
         #pragma unroll 4
         for (int r0 = lane * 2; r0 < 64; r0 += 64) {
-        #pragma unroll
-          for (int r = r0; r < r0 + 2; ++r) p += prism_sq(hload(s_X[acc6_o0 * 64 + (r0 ^ ((acc6_o0 % 8) * 8)) + (r - r0)]));
+          unsigned acc6_v0[1];
+          ld_run(acc6_v0, reinterpret_cast<const unsigned*>(s_X + acc6_o0 * 64 + (r0 ^ ((acc6_o0 % 8) * 8))));
+          p += prism_sq(hload((half_t)acc6_v0[0]));
+          p += prism_sq(hload((half_t)(acc6_v0[0] >> 16)));
         }
       }
       ra6[j] += p;  // lane partial; the lanes are combined once, after the loop

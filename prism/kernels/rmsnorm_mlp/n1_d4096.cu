@@ -106,6 +106,20 @@ __device__ __forceinline__ void st_f2(float* p, float a, float b) {
   *reinterpret_cast<float2*>(p) = v;
 }
 __device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
+// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
+template <typename T, int N>
+__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
+  constexpr int B = N * (int)sizeof(T);
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
+  } else {
+    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
+    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
+  }
+}
 
 
 // Wg[4096, 4096] -> tile [128, 32]: 512 copies of 16 B over 128 threads
@@ -302,8 +316,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_58b27af9f2(co
       if (o < 1) {
         #pragma unroll 4
         for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        #pragma unroll
-          for (int r = r0; r < r0 + 4; ++r) p += (hload(s_X[r]) * (hload(s_X[r]) * 0.000244140625f));
+          unsigned acc9_v0[2];
+          ld_run(acc9_v0, reinterpret_cast<const unsigned*>(s_X + r0));
+          p += (hload((half_t)acc9_v0[0]) * (hload((half_t)acc9_v0[0]) * 0.000244140625f));
+          p += (hload((half_t)(acc9_v0[0] >> 16)) * (hload((half_t)(acc9_v0[0] >> 16)) * 0.000244140625f));
+          p += (hload((half_t)acc9_v0[1]) * (hload((half_t)acc9_v0[1]) * 0.000244140625f));
+          p += (hload((half_t)(acc9_v0[1] >> 16)) * (hload((half_t)(acc9_v0[1] >> 16)) * 0.000244140625f));
         }
       }
       ra9[j] += p;  // lane partial; the lanes are combined once, after the loop
