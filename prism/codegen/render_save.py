@@ -25,7 +25,8 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     shape = low.tensor_shapes[op.tensor]
     vec, sw = sp.vec, sp.sweep
     decl, idx = decompose("e", tile, f"s{i}_", vec)
-    vals = [f"const float v{k} = {ex.read(op.x, with_last(idx, k))};" for k in range(vec)]
+    rex = RunReads(ex, idx[-1], vec, f"s{i}_v") if vec > 1 else None
+    vals = [f"const float v{k} = {(rex or ex).read(op.x, with_last(idx, k))};" for k in range(vec)]
     fn = ("st_h" if sp.half else "st_f") + str(vec)
     args = ", ".join(f"v{k}" for k in range(vec))
     store = f"{fn}({ident(op.tensor)} + blk_{i} + {offset(global_strides(shape), idx)}, {args});"
@@ -36,7 +37,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
         "#pragma unroll",
         f"  for (int j = 0; j < {sw.per}; ++j) {{",
         f"    const int e = tid + j * {sw.threads};",
-        *sweep_lines(sw, [*decl, *vals, store]),
+        *sweep_lines(sw, [*decl, *(rex.loads if rex else []), *vals, store]),
         "  }",
         "}",
     ]

@@ -360,10 +360,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_d095e1b120(con
         const int s8_2 = (e % 4) * 4;
         const int s8_r2 = e / 4;
         const int s8_1 = s8_r2;
-        const float v0 = acc6[s8_1 * 20 + s8_2];
-        const float v1 = acc6[s8_1 * 20 + (s8_2 + 1)];
-        const float v2 = acc6[s8_1 * 20 + (s8_2 + 2)];
-        const float v3 = acc6[s8_1 * 20 + (s8_2 + 3)];
+        float s8_v0[4];
+        ld_run(s8_v0, acc6 + s8_1 * 20 + s8_2);
+        const float v0 = s8_v0[0];
+        const float v1 = s8_v0[1];
+        const float v2 = s8_v0[2];
+        const float v3 = s8_v0[3];
         st_f4(t_N + blk_8 + s8_1 * 32 + s8_2, v0, v1, v2, v3);
       }
     }
@@ -615,14 +617,16 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_d095e1b120(c
         const int s5_2 = (e % 2) * 8;
         const int s5_r2 = e / 2;
         const int s5_1 = s5_r2;
-        const float v0 = (acc2[s5_1 * 20 + s5_2] / acc3[s5_1]);
-        const float v1 = (acc2[s5_1 * 20 + (s5_2 + 1)] / acc3[s5_1]);
-        const float v2 = (acc2[s5_1 * 20 + (s5_2 + 2)] / acc3[s5_1]);
-        const float v3 = (acc2[s5_1 * 20 + (s5_2 + 3)] / acc3[s5_1]);
-        const float v4 = (acc2[s5_1 * 20 + (s5_2 + 4)] / acc3[s5_1]);
-        const float v5 = (acc2[s5_1 * 20 + (s5_2 + 5)] / acc3[s5_1]);
-        const float v6 = (acc2[s5_1 * 20 + (s5_2 + 6)] / acc3[s5_1]);
-        const float v7 = (acc2[s5_1 * 20 + (s5_2 + 7)] / acc3[s5_1]);
+        float s5_v0[8];
+        ld_run(s5_v0, acc2 + s5_1 * 20 + s5_2);
+        const float v0 = (s5_v0[0] / acc3[s5_1]);
+        const float v1 = (s5_v0[1] / acc3[s5_1]);
+        const float v2 = (s5_v0[2] / acc3[s5_1]);
+        const float v3 = (s5_v0[3] / acc3[s5_1]);
+        const float v4 = (s5_v0[4] / acc3[s5_1]);
+        const float v5 = (s5_v0[5] / acc3[s5_1]);
+        const float v6 = (s5_v0[6] / acc3[s5_1]);
+        const float v7 = (s5_v0[7] / acc3[s5_1]);
         st_h8(t_O + blk_5 + s5_1 * 16 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }

@@ -395,10 +395,12 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       const int s9_2 = (e % 32) * 4;
       const int s9_r2 = e / 32;
       const int s9_1 = s9_r2;
-      const float v0 = acc7[s9_1 * 132 + s9_2];
-      const float v1 = acc7[s9_1 * 132 + (s9_2 + 1)];
-      const float v2 = acc7[s9_1 * 132 + (s9_2 + 2)];
-      const float v3 = acc7[s9_1 * 132 + (s9_2 + 3)];
+      float s9_v0[4];
+      ld_run(s9_v0, acc7 + s9_1 * 132 + s9_2);
+      const float v0 = s9_v0[0];
+      const float v1 = s9_v0[1];
+      const float v2 = s9_v0[2];
+      const float v3 = s9_v0[3];
       st_f4(t_t0 + blk_9 + s9_1 * 1024 + s9_2, v0, v1, v2, v3);
     }
   }
@@ -536,14 +538,16 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
         const int s5_2 = (e % 16) * 8;
         const int s5_r2 = e / 16;
         const int s5_1 = s5_r2;
-        const float v0 = (acc2[s5_1 * 132 + s5_2] / acc3[s5_1]);
-        const float v1 = (acc2[s5_1 * 132 + (s5_2 + 1)] / acc3[s5_1]);
-        const float v2 = (acc2[s5_1 * 132 + (s5_2 + 2)] / acc3[s5_1]);
-        const float v3 = (acc2[s5_1 * 132 + (s5_2 + 3)] / acc3[s5_1]);
-        const float v4 = (acc2[s5_1 * 132 + (s5_2 + 4)] / acc3[s5_1]);
-        const float v5 = (acc2[s5_1 * 132 + (s5_2 + 5)] / acc3[s5_1]);
-        const float v6 = (acc2[s5_1 * 132 + (s5_2 + 6)] / acc3[s5_1]);
-        const float v7 = (acc2[s5_1 * 132 + (s5_2 + 7)] / acc3[s5_1]);
+        float s5_v0[8];
+        ld_run(s5_v0, acc2 + s5_1 * 132 + s5_2);
+        const float v0 = (s5_v0[0] / acc3[s5_1]);
+        const float v1 = (s5_v0[1] / acc3[s5_1]);
+        const float v2 = (s5_v0[2] / acc3[s5_1]);
+        const float v3 = (s5_v0[3] / acc3[s5_1]);
+        const float v4 = (s5_v0[4] / acc3[s5_1]);
+        const float v5 = (s5_v0[5] / acc3[s5_1]);
+        const float v6 = (s5_v0[6] / acc3[s5_1]);
+        const float v7 = (s5_v0[7] / acc3[s5_1]);
         st_h8(t_O + blk_5 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }

@@ -408,10 +408,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b81f63ff2f(co
       const int s15_2 = (e % 32) * 4;
       const int s15_r2 = e / 32;
       const int s15_1 = s15_r2;
-      const float v0 = acc13[s15_1 * 132 + s15_2];
-      const float v1 = acc13[s15_1 * 132 + (s15_2 + 1)];
-      const float v2 = acc13[s15_1 * 132 + (s15_2 + 2)];
-      const float v3 = acc13[s15_1 * 132 + (s15_2 + 3)];
+      float s15_v0[4];
+      ld_run(s15_v0, acc13 + s15_1 * 132 + s15_2);
+      const float v0 = s15_v0[0];
+      const float v1 = s15_v0[1];
+      const float v2 = s15_v0[2];
+      const float v3 = s15_v0[3];
       st_f4(t_t1 + blk_15 + s15_1 * 1024 + s15_2, v0, v1, v2, v3);
     }
   }
@@ -649,14 +651,16 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b81f63ff2f(co
       const int s5_2 = (e % 16) * 8;
       const int s5_r2 = e / 16;
       const int s5_1 = s5_r2;
-      const float v0 = (acc3[s5_1 * 132 + s5_2] / acc2[s5_1]);
-      const float v1 = (acc3[s5_1 * 132 + (s5_2 + 1)] / acc2[s5_1]);
-      const float v2 = (acc3[s5_1 * 132 + (s5_2 + 2)] / acc2[s5_1]);
-      const float v3 = (acc3[s5_1 * 132 + (s5_2 + 3)] / acc2[s5_1]);
-      const float v4 = (acc3[s5_1 * 132 + (s5_2 + 4)] / acc2[s5_1]);
-      const float v5 = (acc3[s5_1 * 132 + (s5_2 + 5)] / acc2[s5_1]);
-      const float v6 = (acc3[s5_1 * 132 + (s5_2 + 6)] / acc2[s5_1]);
-      const float v7 = (acc3[s5_1 * 132 + (s5_2 + 7)] / acc2[s5_1]);
+      float s5_v0[8];
+      ld_run(s5_v0, acc3 + s5_1 * 132 + s5_2);
+      const float v0 = (s5_v0[0] / acc2[s5_1]);
+      const float v1 = (s5_v0[1] / acc2[s5_1]);
+      const float v2 = (s5_v0[2] / acc2[s5_1]);
+      const float v3 = (s5_v0[3] / acc2[s5_1]);
+      const float v4 = (s5_v0[4] / acc2[s5_1]);
+      const float v5 = (s5_v0[5] / acc2[s5_1]);
+      const float v6 = (s5_v0[6] / acc2[s5_1]);
+      const float v7 = (s5_v0[7] / acc2[s5_1]);
       st_h8(t_O + blk_5 + s5_1 * 128 + s5_2, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }

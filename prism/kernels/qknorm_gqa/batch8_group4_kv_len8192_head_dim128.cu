@@ -389,10 +389,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_e7d4d8e11a(co
         const int s14_2 = (e % 8) * 4;
         const int s14_r2 = e / 8;
         const int s14_1 = s14_r2;
-        const float v0 = acc12[s14_1 * 36 + s14_2];
-        const float v1 = acc12[s14_1 * 36 + (s14_2 + 1)];
-        const float v2 = acc12[s14_1 * 36 + (s14_2 + 2)];
-        const float v3 = acc12[s14_1 * 36 + (s14_2 + 3)];
+        float s14_v0[4];
+        ld_run(s14_v0, acc12 + s14_1 * 36 + s14_2);
+        const float v0 = s14_v0[0];
+        const float v1 = s14_v0[1];
+        const float v2 = s14_v0[2];
+        const float v3 = s14_v0[3];
         st_f4(t_t0 + blk_14 + s14_1 * 512 + s14_2, v0, v1, v2, v3);
       }
     }
@@ -406,10 +408,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_e7d4d8e11a(co
       const int s15_2 = (e % 32) * 4;
       const int s15_r2 = e / 32;
       const int s15_1 = s15_r2;
-      const float v0 = acc13[s15_1 * 132 + s15_2];
-      const float v1 = acc13[s15_1 * 132 + (s15_2 + 1)];
-      const float v2 = acc13[s15_1 * 132 + (s15_2 + 2)];
-      const float v3 = acc13[s15_1 * 132 + (s15_2 + 3)];
+      float s15_v0[4];
+      ld_run(s15_v0, acc13 + s15_1 * 132 + s15_2);
+      const float v0 = s15_v0[0];
+      const float v1 = s15_v0[1];
+      const float v2 = s15_v0[2];
+      const float v3 = s15_v0[3];
       st_f4(t_t1 + blk_15 + s15_1 * 2048 + s15_2, v0, v1, v2, v3);
     }
   }
@@ -686,14 +690,16 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_e7d4d8e11a(co
       const int s6_1 = (s6_r2 % 2);
       const int s6_r1 = s6_r2 / 2;
       const int s6_0 = s6_r1;
-      const float v0 = (acc3[s6_0 * 264 + s6_1 * 132 + s6_2] / red4[s6_0 * 2 + s6_1]);
-      const float v1 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 1)] / red4[s6_0 * 2 + s6_1]);
-      const float v2 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 2)] / red4[s6_0 * 2 + s6_1]);
-      const float v3 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 3)] / red4[s6_0 * 2 + s6_1]);
-      const float v4 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 4)] / red4[s6_0 * 2 + s6_1]);
-      const float v5 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 5)] / red4[s6_0 * 2 + s6_1]);
-      const float v6 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 6)] / red4[s6_0 * 2 + s6_1]);
-      const float v7 = (acc3[s6_0 * 264 + s6_1 * 132 + (s6_2 + 7)] / red4[s6_0 * 2 + s6_1]);
+      float s6_v0[8];
+      ld_run(s6_v0, acc3 + s6_0 * 264 + s6_1 * 132 + s6_2);
+      const float v0 = (s6_v0[0] / red4[s6_0 * 2 + s6_1]);
+      const float v1 = (s6_v0[1] / red4[s6_0 * 2 + s6_1]);
+      const float v2 = (s6_v0[2] / red4[s6_0 * 2 + s6_1]);
+      const float v3 = (s6_v0[3] / red4[s6_0 * 2 + s6_1]);
+      const float v4 = (s6_v0[4] / red4[s6_0 * 2 + s6_1]);
+      const float v5 = (s6_v0[5] / red4[s6_0 * 2 + s6_1]);
+      const float v6 = (s6_v0[6] / red4[s6_0 * 2 + s6_1]);
+      const float v7 = (s6_v0[7] / red4[s6_0 * 2 + s6_1]);
       st_h8(t_O + blk_6 + s6_0 * 512 + s6_1 * 128 + s6_2, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }

@@ -272,10 +272,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_0aff4a4c24(co
       const int s7_1 = (e % 64) * 4;
       const int s7_r1 = e / 64;
       const int s7_0 = s7_r1;
-      const float v0 = acc5[s7_0 * 260 + s7_1];
-      const float v1 = acc5[s7_0 * 260 + (s7_1 + 1)];
-      const float v2 = acc5[s7_0 * 260 + (s7_1 + 2)];
-      const float v3 = acc5[s7_0 * 260 + (s7_1 + 3)];
+      float s7_v0[4];
+      ld_run(s7_v0, acc5 + s7_0 * 260 + s7_1);
+      const float v0 = s7_v0[0];
+      const float v1 = s7_v0[1];
+      const float v2 = s7_v0[2];
+      const float v3 = s7_v0[3];
       st_f4(t_t0 + blk_7 + s7_0 * 8192 + s7_1, v0, v1, v2, v3);
     }
   }
@@ -528,14 +530,16 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0aff4a4c24(co
       const int s7_1 = (e % 32) * 8;
       const int s7_r1 = e / 32;
       const int s7_0 = s7_r1;
-      const float v0 = (acc2[s7_0 * 260 + s7_1] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      const float v1 = (acc2[s7_0 * 260 + (s7_1 + 1)] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      const float v2 = (acc2[s7_0 * 260 + (s7_1 + 2)] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      const float v3 = (acc2[s7_0 * 260 + (s7_1 + 3)] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      const float v4 = (acc2[s7_0 * 260 + (s7_1 + 4)] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      const float v5 = (acc2[s7_0 * 260 + (s7_1 + 5)] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      const float v6 = (acc2[s7_0 * 260 + (s7_1 + 6)] * rsqrtf((acc3[s7_0] + 1e-06f)));
-      const float v7 = (acc2[s7_0 * 260 + (s7_1 + 7)] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      float s7_v0[8];
+      ld_run(s7_v0, acc2 + s7_0 * 260 + s7_1);
+      const float v0 = (s7_v0[0] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      const float v1 = (s7_v0[1] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      const float v2 = (s7_v0[2] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      const float v3 = (s7_v0[3] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      const float v4 = (s7_v0[4] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      const float v5 = (s7_v0[5] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      const float v6 = (s7_v0[6] * rsqrtf((acc3[s7_0] + 1e-06f)));
+      const float v7 = (s7_v0[7] * rsqrtf((acc3[s7_0] + 1e-06f)));
       st_h8(t_O + blk_7 + s7_0 * 8192 + s7_1, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }

@@ -283,14 +283,16 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_dfba45dd58(co
       const int e = tid + j * 128;
       if (e < 8) {
         const int s11_1 = e * 8;
-        const float v0 = (acc5[s11_1] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        const float v1 = (acc5[(s11_1 + 1)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        const float v2 = (acc5[(s11_1 + 2)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        const float v3 = (acc5[(s11_1 + 3)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        const float v4 = (acc5[(s11_1 + 4)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        const float v5 = (acc5[(s11_1 + 5)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        const float v6 = (acc5[(s11_1 + 6)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
-        const float v7 = (acc5[(s11_1 + 7)] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        float s11_v0[8];
+        ld_run(s11_v0, acc5 + s11_1);
+        const float v0 = (s11_v0[0] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        const float v1 = (s11_v0[1] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        const float v2 = (s11_v0[2] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        const float v3 = (s11_v0[3] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        const float v4 = (s11_v0[4] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        const float v5 = (s11_v0[5] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        const float v6 = (s11_v0[6] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
+        const float v7 = (s11_v0[7] * rsqrtf(((acc6[0] * 0.000122070312f) + 1e-06f)));
         st_h8(t_O + blk_11 + s11_1, v0, v1, v2, v3, v4, v5, v6, v7);
       }
     }

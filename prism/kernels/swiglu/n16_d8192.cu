@@ -314,10 +314,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_16b580ebe1(co
       const int s7_1 = (e % 16) * 4;
       const int s7_r1 = e / 16;
       const int s7_0 = s7_r1;
-      const float v0 = acc5[s7_0 * 68 + s7_1];
-      const float v1 = acc5[s7_0 * 68 + (s7_1 + 1)];
-      const float v2 = acc5[s7_0 * 68 + (s7_1 + 2)];
-      const float v3 = acc5[s7_0 * 68 + (s7_1 + 3)];
+      float s7_v0[4];
+      ld_run(s7_v0, acc5 + s7_0 * 68 + s7_1);
+      const float v0 = s7_v0[0];
+      const float v1 = s7_v0[1];
+      const float v2 = s7_v0[2];
+      const float v3 = s7_v0[3];
       st_f4(t_t0 + blk_7 + s7_0 * 128 + s7_1, v0, v1, v2, v3);
     }
   }
@@ -330,10 +332,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_16b580ebe1(co
       const int s8_1 = (e % 16) * 4;
       const int s8_r1 = e / 16;
       const int s8_0 = s8_r1;
-      const float v0 = acc6[s8_0 * 68 + s8_1];
-      const float v1 = acc6[s8_0 * 68 + (s8_1 + 1)];
-      const float v2 = acc6[s8_0 * 68 + (s8_1 + 2)];
-      const float v3 = acc6[s8_0 * 68 + (s8_1 + 3)];
+      float s8_v0[4];
+      ld_run(s8_v0, acc6 + s8_0 * 68 + s8_1);
+      const float v0 = s8_v0[0];
+      const float v1 = s8_v0[1];
+      const float v2 = s8_v0[2];
+      const float v3 = s8_v0[3];
       st_f4(t_t1 + blk_8 + s8_0 * 8192 + s8_1, v0, v1, v2, v3);
     }
   }
@@ -572,14 +576,18 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_16b580ebe1(co
       const int s6_1 = (e % 8) * 8;
       const int s6_r1 = e / 8;
       const int s6_0 = s6_r1;
-      const float v0 = (acc3[s6_0 * 68 + s6_1] * prism_silu(acc2[s6_0 * 68 + s6_1]));
-      const float v1 = (acc3[s6_0 * 68 + (s6_1 + 1)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 1)]));
-      const float v2 = (acc3[s6_0 * 68 + (s6_1 + 2)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 2)]));
-      const float v3 = (acc3[s6_0 * 68 + (s6_1 + 3)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 3)]));
-      const float v4 = (acc3[s6_0 * 68 + (s6_1 + 4)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 4)]));
-      const float v5 = (acc3[s6_0 * 68 + (s6_1 + 5)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 5)]));
-      const float v6 = (acc3[s6_0 * 68 + (s6_1 + 6)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 6)]));
-      const float v7 = (acc3[s6_0 * 68 + (s6_1 + 7)] * prism_silu(acc2[s6_0 * 68 + (s6_1 + 7)]));
+      float s6_v0[8];
+      ld_run(s6_v0, acc3 + s6_0 * 68 + s6_1);
+      float s6_v1[8];
+      ld_run(s6_v1, acc2 + s6_0 * 68 + s6_1);
+      const float v0 = (s6_v0[0] * prism_silu(s6_v1[0]));
+      const float v1 = (s6_v0[1] * prism_silu(s6_v1[1]));
+      const float v2 = (s6_v0[2] * prism_silu(s6_v1[2]));
+      const float v3 = (s6_v0[3] * prism_silu(s6_v1[3]));
+      const float v4 = (s6_v0[4] * prism_silu(s6_v1[4]));
+      const float v5 = (s6_v0[5] * prism_silu(s6_v1[5]));
+      const float v6 = (s6_v0[6] * prism_silu(s6_v1[6]));
+      const float v7 = (s6_v0[7] * prism_silu(s6_v1[7]));
       st_h8(t_O + blk_6 + s6_0 * 8192 + s6_1, v0, v1, v2, v3, v4, v5, v6, v7);
     }
   }
