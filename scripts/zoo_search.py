@@ -40,7 +40,8 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
-    names = [n for n in args.only.split(",") if n] or list(ZOO)
+    # every program with sizes of that set (attention programs have no prefill sizes)
+    names = [n for n in args.only.split(",") if n] or [n for n, p in ZOO.items() if getattr(p, args.which) is not None]
     rows = []
     for name in names:
         row = run(name, args.which)
