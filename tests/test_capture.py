@@ -60,6 +60,38 @@ def test_alone_nodes_are_regions_of_their_own_and_small_regions_are_dropped() ->
     assert partition(casts, min_ops=2) == []  # a cast and one op: one op is not worth a kernel
 
 
+def _two_blocks(read_outside: bool, second_matmul: bool = True) -> list[PNode]:
+    """x (0), an MLP-like block (1 linear, 2 silu, 3 linear), the residual add (4 = 3 + x), a norm-like
+    chain (5 square, 6 mean, 7 mul by 4), the next block's projections (8, 9 linear or elementwise), and
+    an unsupported node (10) that reads the residual add when ``read_outside``."""
+    mm = second_matmul
+    spec = [((), N, False), ((0,), F, True), ((1,), F, False), ((2,), F, True), ((3, 0), F, False),
+            ((4,), F, False), ((5,), F, False), ((4, 6), F, False), ((7,), F, mm), ((7,), F, mm),
+            ((4, 8) if read_outside else (8,), N, False)]
+    return [PNode(i, args, s, matmul=m) for i, (args, s, m) in enumerate(spec)]
+
+
+def test_a_region_of_two_blocks_is_cut_at_the_residual_stream() -> None:
+    assert [r.nodes for r in partition(_two_blocks(True), min_ops=2)] == [(1, 2, 3, 4), (5, 6, 7, 8, 9)]
+    assert [r.nodes for r in partition(_two_blocks(True), min_ops=2, split=False)] == [tuple(range(1, 10))]
+
+
+def test_no_cut_without_a_value_read_outside_nor_before_a_block_without_a_matmul() -> None:
+    # the residual add read only inside: cutting there would write a value the region keeps in registers
+    assert [r.nodes for r in partition(_two_blocks(False), min_ops=2)] == [tuple(range(1, 10))]
+    # the second part holds no matmul (a closing norm): it stays with the block before it
+    assert [r.nodes for r in partition(_two_blocks(True, second_matmul=False), min_ops=2)] == [tuple(range(1, 10))]
+
+
+def test_a_block_that_starts_with_the_residual_add_is_not_cut() -> None:
+    # x + attn (1) read by the norm (2, 3) and the closing add (6) and outside (7): a cut after 1 leaves
+    # a side without a matmul
+    spec = [((), N, False), ((0,), F, False), ((1,), F, False), ((2,), F, True), ((3,), F, False),
+            ((4,), F, True), ((5, 1), F, False), ((1, 6), N, False)]
+    nodes = [PNode(i, args, s, matmul=m) for i, (args, s, m) in enumerate(spec)]
+    assert [r.nodes for r in partition(nodes, min_ops=2)] == [(1, 2, 3, 4, 5, 6)]
+
+
 def _rng_inputs(shapes: list[tuple[int, ...]], seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(s) for s in shapes]

@@ -23,7 +23,7 @@ from typing import Any
 
 from prism.capture import aten, outer
 from prism.capture.build import RegionSpec
-from prism.capture.ir import Cost
+from prism.capture.ir import MATMULS, Cost
 from prism.capture.partition import PNode, Region, partition
 from prism.capture.report import CaptureReport, GraphRecord, Outcome, RegionRecord
 from prism.capture.runner import CaptureOptions, CaptureWarning, Fallback, RegionRunner
@@ -57,8 +57,9 @@ def _runners(gm: Any, nodes: list[Any], index: dict[Any, int], options: CaptureO
     mapped = [aten.capture(n, index) for n in nodes]
     costs = [aten.cost(n) for n in nodes]
     pnodes = [PNode(i, tuple(index[a] for a in n.all_input_nodes), m.support,
-                    m.step is not None and m.step.computes) for i, (n, m) in enumerate(zip(nodes, mapped, strict=True))]
-    regions = partition(pnodes, options.min_ops)
+                    m.step is not None and m.step.computes, m.step is not None and m.step.step in MATMULS)
+              for i, (n, m) in enumerate(zip(nodes, mapped, strict=True))]
+    regions = partition(pnodes, options.min_ops, split=options.split_blocks)
     in_region = {m for r in regions for m in r.nodes}
     computing = [i for i, n in enumerate(nodes) if aten.op_name(n) is not None and aten.op_name(n) not in aten.VIEWS]
     record = GraphRecord(len(computing), _sum([costs[i] for i in computing]))

@@ -27,6 +27,9 @@ class Step(enum.Enum):
     SDPA = "sdpa"  # scaled_dot_product_attention without mask (decode: one query row): a region alone
 
 
+MATMULS = frozenset({Step.LINEAR, Step.MATMUL})  # the steps that make a region a model block (partition)
+
+
 class Support(enum.Enum):
     """How the partitioner treats a node."""
 

@@ -4,7 +4,13 @@ Nodes are visited in topological order; a supported node joins the regions of it
 producers when the union stays *convex* (no path leaves the region and comes back: the region must
 run as one call between PyTorch ops), otherwise the largest one it can join, otherwise a new region.
 ``Support.ALONE`` nodes are regions of their own. Regions with fewer than ``min_ops`` arithmetic
-nodes are dropped (one op gains nothing from fusion; PyTorch runs it as fast). Pure Python.
+nodes are dropped (one op gains nothing from fusion; PyTorch runs it as fast).
+
+A region that holds two blocks of a model (a decoder layer's MLP and the next layer's normed
+projections: nothing PyTorch-only lies between them) is split where only one value passes from the
+first block to the second and that value is a region output anyway (the residual stream, which later
+PyTorch ops read), each side holding a matmul (``split_blocks``). Each block is then run in Prism or
+given back to PyTorch on its own: as one region, the two won or lost together. Pure Python.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ class PNode:
     args: tuple[int, ...]
     support: Support
     computes: bool = True
+    matmul: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,8 +57,17 @@ def convex(members: set[int], args: Sequence[tuple[int, ...]]) -> bool:
     return True
 
 
-def partition(nodes: Sequence[PNode], min_ops: int = MIN_OPS) -> list[Region]:
-    """Convex regions of supported nodes; ``nodes[i].index == i`` and args point backwards."""
+def partition(nodes: Sequence[PNode], min_ops: int = MIN_OPS, *, split: bool = True) -> list[Region]:
+    """Convex regions of supported nodes; ``nodes[i].index == i`` and args point backwards; ``split``:
+    regions of several blocks split into blocks (``split_blocks``)."""
+    regions = _regions(nodes, min_ops)
+    if not split:
+        return regions
+    return [r if r.alone else Region(b, False) for r in regions
+            for b in ([r.nodes] if r.alone else split_blocks(nodes, r.nodes, min_ops))]
+
+
+def _regions(nodes: Sequence[PNode], min_ops: int) -> list[Region]:
     args = [n.args for n in nodes]
     regions: list[set[int]] = []
     alone: list[bool] = []
@@ -86,3 +102,29 @@ def _join(node: int, near: list[int], regions: list[set[int]], args: Sequence[tu
     if near and convex(set().union(*(regions[r] for r in near)) | {node}, args):
         return near
     return next(([r] for r in near if convex(regions[r] | {node}, args)), [])
+
+
+def split_blocks(nodes: Sequence[PNode], members: tuple[int, ...], min_ops: int = MIN_OPS) -> list[tuple[int, ...]]:
+    """``members`` (a convex region, in topological order) cut into blocks: at the first position
+    where exactly one value of the prefix is read by the rest of the region, that value is also read
+    outside the region, and both sides hold a matmul and ``min_ops`` arithmetic nodes; the rest is cut
+    again. Both sides of such a cut stay convex (a path between them through outside nodes would have
+    left the region and come back)."""
+    inside = set(members)
+    readers: dict[int, list[int]] = {}
+    for n in nodes:
+        for a in n.args:
+            readers.setdefault(a, []).append(n.index)
+    for p in range(1, len(members)):
+        head, tail = members[:p], members[p:]
+        after = set(tail)
+        crossing = {m for m in head if any(r in after for r in readers.get(m, ()))}
+        if len(crossing) != 1 or not any(r not in inside for r in readers.get(next(iter(crossing)), ())):
+            continue
+        if all(_block(nodes, side, min_ops) for side in (head, tail)):
+            return [head, *split_blocks(nodes, tail, min_ops)]
+    return [members]
+
+
+def _block(nodes: Sequence[PNode], side: tuple[int, ...], min_ops: int) -> bool:
+    return any(nodes[m].matmul for m in side) and sum(nodes[m].computes for m in side) >= min_ops

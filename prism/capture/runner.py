@@ -65,6 +65,9 @@ class CaptureOptions:
     time_budget: float | None = 120.0  # seconds of tuning per region and shape, parts and final choice together
     strict: bool = False  # raise CaptureError instead of leaving a region to PyTorch
     min_ops: int = MIN_OPS  # fewer arithmetic ops than this: the region is not worth a kernel
+    # a region of two model blocks (an MLP and the next layer's projections) is two regions, each run
+    # in Prism or PyTorch on its own (partition.split_blocks)
+    split_blocks: bool = True
     # time the kernel against the region's own PyTorch ops (CUDA-graph replay, as the tuner times) and
     # keep the faster: a region is never slower in Prism than PyTorch runs it
     compare: bool = True
