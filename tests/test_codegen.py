@@ -169,8 +169,11 @@ def test_codegen_errors() -> None:
 def test_accumulator_register_limit() -> None:
     cfg = workloads.config("swiglu_d4096")
     template = plans.hand_plans(cfg.program, cfg.build())[0]
-    with pytest.raises(CodegenError, match="registers"):
-        resources(template.instantiate({"x": 4, "i": 256}), "sm_90")  # two [16, 1024] fragment tiles
+    with pytest.raises(CodegenError, match="registers"):  # two [16, 2048] fragment tiles: over 128 even with 8 warps
+        resources(template.instantiate({"x": 2, "i": 256}), "sm_90")
+    with pytest.raises(CodegenError, match="registers"):  # two [16, 1024] ones: over 128 with 4 warps
+        resources(template.instantiate({"x": 4, "i": 256}), "sm_90", options=Options(warps=4))
+    assert resources(template.instantiate({"x": 4, "i": 256}), "sm_90").kernels[0].threads == 256
 
 
 def test_split_plan_has_float32_buffers_and_json() -> None:
@@ -261,3 +264,26 @@ def test_a_kernel_whose_loop_would_do_nothing_has_none() -> None:
     assert "for (int it = 0;" in kept and kept.count("__syncthreads();") >= 3
     if nvcc_path() is not None:
         assert len(compile_check([(k.entry, k.source) for k in plan.kernels], "sm_80", jobs=1)) == 1
+
+
+def test_a_tile_whose_accumulators_do_not_fit_four_warps_gets_eight() -> None:
+    """A 128x128 matmul tile beside a row reduction needs 136 accumulator registers per thread with 4
+    warps (over the limit of 128): the block gets 8 warps (68 each), and its emulation matches the
+    interpreter; with Options(warps=4) it is refused; a tile that fits 4 warps keeps 4."""
+    from prism.codegen.arch import arch as get_arch
+    from prism.codegen.emulate import emulate
+    from prism.codegen.lower import lower_graph
+
+    g = workloads.program("rmsnorm_linear", n=128, d=256)
+    tmpl = plans.hand_plans("rmsnorm_linear", g)[0]
+    big, small = tmpl.instantiate({"x": 2, "i": 4}), tmpl.instantiate({"x": 4, "i": 4})
+    low = next(k for k in lower_graph(big, get_arch("sm_80")).kernels if k is not None)
+    assert (low.warps, low.threads) == (8, 256)
+    assert next(k for k in lower_graph(small, get_arch("sm_80")).kernels if k is not None).warps == 4
+    with pytest.raises(CodegenError, match="accumulator"):
+        generate(big, arch="sm_80", options=Options(warps=4))
+    rng = np.random.default_rng(5)
+    inputs = {t.name: rng.standard_normal(t.shape) * (0.06 if t.name == "W" else 1.0) for t in g.inputs}
+    got, want = emulate(big, inputs)["O"], interpreter.run(big, inputs)["O"]
+    assert relative_error(got, want) < 1e-12
+    assert generate(big, arch="sm_80").kernels[0].block == (256, 1, 1)

@@ -12,6 +12,7 @@ Ops that depend only on loop-invariant loads are hoisted before the loop (the PR
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -118,13 +119,36 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
     for idx, (k, ks) in enumerate(zip(kg.kernels, per_kernel, strict=True)):
         if isinstance(k, CustomKernel):
             assert ks is not None
-            d = _Draft(kg, idx, k, ks, shapes, dtypes, dtype, scalars, arch, options)
-            for step in PASSES:
-                step(d)
-            lowered.append(_freeze(d))
+            draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, arch, options)
+            lowered.append(_lower_kernel(draft, options))
         else:
             lowered.append(None)
     return GraphLowering(kg, arch, tuple(lowered), shapes, dtypes, tuple(intermediates))
+
+
+# Warps per block: 4, or 8 where the accumulators of 4 warps would exceed MAX_ACC_REGS per thread (a
+# 128x128 matmul tile with a row reduction beside it: issue 14's large prefill tiles). Options.warps fixes it.
+WARPS = (4, 8)
+
+
+class _AccumulatorLimit(CodegenError):
+    """More accumulator registers per thread than MAX_ACC_REGS with the draft's warps."""
+
+
+def _lower_kernel(draft: Callable[..., _Draft], options: Options) -> KernelLowering:
+    """The kernel lowered by ``PASSES`` with the first of ``WARPS`` whose accumulators fit."""
+    counts = (options.warps,) if options.warps else WARPS
+    for n, warps in enumerate(counts):
+        d = draft(warps=warps)
+        try:
+            for step in PASSES:
+                step(d)
+        except _AccumulatorLimit:
+            if n == len(counts) - 1:
+                raise
+            continue
+        return _freeze(d)
+    raise AssertionError("unreachable: the last warp count re-raises")
 
 
 def _tensor_dtypes(kg: KernelGraph) -> tuple[dict[str, str], str, list[str]]:
@@ -222,7 +246,7 @@ def _launch(d: _Draft) -> None:
     for p, g in enumerate(d.grid):
         if g > MAX_GRID[p]:
             raise d.fail(f"grid dim {'xyz'[p]} = {g} exceeds the CUDA limit {MAX_GRID[p]}")
-    d.warps = d.options.warps or 4
+    d.warps = d.options.warps or d.warps
     if d.warps not in (1, 2, 4, 8, 16):
         raise d.fail(f"warps = {d.warps}; use 1, 2, 4, 8 or 16")
     if d.options.l2_prefetch not in (0, 64, 128, 256):
@@ -337,8 +361,8 @@ def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:
             ksplit //= 2
         per_warp = 1
     if per_warp * 8 > MAX_ACC_REGS:
-        raise d.fail(f"matmul tile {list(to)} needs {per_warp * 8} accumulator registers per thread "
-                     f"with {d.warps} warps (at most {MAX_ACC_REGS}); use a smaller tile or more warps", i)
+        raise _AccumulatorLimit(d.fail(f"matmul tile {list(to)} needs {per_warp * 8} accumulator registers per "
+                                       f"thread with {d.warps} warps (at most {MAX_ACC_REGS}); use a smaller tile", i))
     a_b = len(ta) == 3 and ta[0] > 1
     b_b = len(tb) == 3 and tb[0] > 1
     return MmaPlan(op.a, op.b, batch, m, n, kk, int(a_b), int(b_b), mtiles, npairs, ksplit, per_warp,
@@ -372,8 +396,8 @@ def _accs(d: _Draft) -> None:
             d.groups[i] = reduce_group(d.tile(op.x)[op.dim])
     regs = sum(a.regs for a in d.accs.values())
     if regs > MAX_ACC_REGS:
-        raise d.fail(f"accumulators need {regs} registers per thread (at most {MAX_ACC_REGS}); "
-                     f"use smaller tiles or more warps")
+        raise _AccumulatorLimit(d.fail(f"accumulators need {regs} registers per thread with {d.warps} warps "
+                                       f"(at most {MAX_ACC_REGS}); use smaller tiles"))
 
 
 def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Buf | None:
