@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from prism import plans, workloads
-from prism.codegen import fuse
+from prism.codegen import Options, fuse, generate
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import Fusion, fusion, pair_fusion
 from prism.codegen.lower import lower_graph
@@ -139,3 +139,15 @@ def test_a_combine_that_reads_every_partial_in_every_block_does_not_fuse() -> No
     assert a is not None
     assert pair_fusion(gl, a, replace(b, grid=wide)) is None
     assert math.prod(wide) == 2 * b.blocks
+
+
+def test_a_split_kernel_of_eight_warps_fuses_with_its_combine_at_eight() -> None:
+    """rmsnorm_linear_d4096's split-K plan at x=4, y=8, i=16, c=2: one of its two kernels has accumulators
+    that do not fit 4 warps (it gets 8), the other's do; ``generate`` lowers both with 8, so they share
+    one launch."""
+    cfg = workloads.config("rmsnorm_linear_d4096")
+    kg = plans.codegen_plans(cfg.program, cfg.build())[2].instantiate({"x": 4, "y": 8, "i": 16, "c": 2})
+    apart = generate(kg, arch="sm_80", options=Options(fuse=False))
+    assert sorted(k.block[0] for k in apart.kernels) == [128, 256]
+    fused = generate(kg, arch="sm_80")
+    assert [(k.name, k.block[0]) for k in fused.kernels] == [("split+combine", 256)]
