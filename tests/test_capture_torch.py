@@ -431,6 +431,9 @@ def test_a_transformers_llama_is_captured_with_its_regions_named(monkeypatch: py
         ops = [r.ops for g in report.graphs for r in g.regions]
         assert sum(o.count("linear") for o in ops) >= 2 * 7  # q, k, v, o, gate, up, down of both layers
         assert any("silu" in o and "rsqrt" in o for o in ops)
+        # each layer's norm and q/k/v projections are a region of their own (partition.split_blocks): the
+        # second layer's is not merged with the first layer's MLP
+        assert sum(o.count("linear") == 3 and "rsqrt" in o and "silu" not in o for o in ops) == 2, ops
         torch._dynamo.reset()
     assert calls
 
