@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
             for _ in range(args.launches):
                 fn(*inputs)
             torch.cuda.synchronize()
-            us = None if args.no_time else graph_time_us(fn, lambda i: [t.clone() for t in inputs])
+            us = None if args.no_time else graph_time_us(fn, lambda i, xs=inputs: [t.clone() for t in xs])
             print(f"{name} {system}: rel err {err:.1e}" + ("" if us is None else f", {us:.2f} µs graph-timed"), flush=True)
     return 0
 
