@@ -114,6 +114,7 @@ class _Block:
         self.sm = Smem(low.smem_bytes, low.all_bufs(), where)
         self.slots: dict[str, int] = {}  # ring tile -> the slot this iteration reads
         self.held: dict[str, list[int]] = {lp.buf.name: [-1] * lp.buf.copies for lp in low.loads if lp.buf.ring}
+        self.direct = {lp.buf.name: lp for lp in low.loads if lp.buf.direct}  # tiles read in global memory
         self.it = 0
         self.acc: dict[int, np.ndarray] = {}
         self.run_max: dict[int, np.ndarray] = {}
@@ -133,7 +134,7 @@ class _Block:
     def run(self) -> None:
         low, sm = self.low, self.sm
         for lp in low.loads:
-            if not lp.buf.ring:
+            if not lp.buf.ring and not lp.buf.direct:
                 self.copy(lp, 0, 0)
         sm.commit()
         for st in range(low.prefetch):
@@ -213,6 +214,11 @@ class _Block:
         return self.buf_read(self.low.bufs[i], idx, f"read of op {i}")
 
     def buf_read(self, b: Buf, idx: Index, what: str) -> np.ndarray:
+        if b.direct:  # ``Exprs.pointer``: the tile in place in global memory
+            lp = self.direct[b.name]
+            src = self.origin(lp.block_terms) + offset(b.gstrides, idx)
+            g = global_index(self.g[lp.tensor], src, 1, b.esize, what, lp.tensor)
+            return self.g[lp.tensor][g].reshape(np.shape(src))
         off = self.tile_offset(b, idx)
         if b.ring:
             return self.sm.read(b, self.slots.get(b.name, 0), off, what)

@@ -407,6 +407,8 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
         case Load(tensor=t):
             st = Storage.HALF if d.dtypes[t] in HALF_DTYPES else Storage.F32
             name, ring, tr = uniq(f"s_{c_ident(t)}"), op.fmap is not None, op.transposed
+            if _direct(d, i, op):
+                return Buf(name, region, st, tile, tile[-1], direct=True, gstrides=global_strides(d.shapes[t]))
             stored = _transposed_tile(d, i, st, tile) if tr else tile
             if st is Storage.HALF and _mm_operand(d, i) and swizzles(stored, st.esize):
                 return Buf(name, region, st, stored, stored[-1], ring=ring, swizzle=True, transposed=tr)
@@ -432,6 +434,14 @@ def _transposed_tile(d: _Draft, i: int, st: Storage, tile: tuple[int, ...]) -> t
     if not all(isinstance(r, MatmulOp) and r.b == i and r.a != i for r in readers):
         raise d.fail("a transposed load is read only as a matmul's B operand", i)
     return (*tile[:-2], tile[-1], tile[-2])
+
+
+def _direct(d: _Draft, i: int, op: Load) -> bool:
+    """``Options.direct_loads``: a Load of a program input in a kernel without a main loop, which no
+    matmul reads (ldmatrix needs shared memory), is read in place in global memory. Not a tensor
+    another kernel writes: in a fused split + combine launch those are read past L1 (``fuse``)."""
+    inputs = {t.name for t in d.kg.inputs}
+    return d.options.direct_loads and d.loop == 1 and not op.transposed and op.tensor in inputs and not _mm_operand(d, i)
 
 
 def _mm_operand(d: _Draft, i: int) -> bool:
@@ -482,9 +492,9 @@ def _dedup(bs: list[Buf]) -> list[Buf]:
 
 
 def _live(d: _Draft, region: Phase, ring: bool = False) -> list[Buf]:
-    """The distinct tiles of a region (POST: value tiles only); ring tiles apart from the rest."""
+    """The distinct shared-memory tiles of a region (POST: value tiles only); ring tiles apart from the rest."""
     both = (*d.bufs.values(), *d.operands.values()) if region is not Phase.POST else tuple(d.bufs.values())
-    return _dedup([b for b in both if b.region is region and b.ring == ring])
+    return _dedup([b for b in both if b.region is region and b.ring == ring and not b.direct])
 
 
 def _stages(d: _Draft) -> None:
@@ -528,7 +538,7 @@ def _place(d: _Draft) -> None:
         if b.region is Phase.POST:
             placed[b.name] = replace(b, offset=off)
             off += b.nbytes
-    d.bufs = {i: placed[b.name] for i, b in d.bufs.items()}
+    d.bufs = {i: placed.get(b.name, b) for i, b in d.bufs.items()}  # a direct Load's tile has no place
     d.operands = {i: placed[b.name] for i, b in d.operands.items()}
 
 
@@ -549,6 +559,9 @@ def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
                 size //= g
                 terms.append((p, size * gst[a]))
     iter_stride = tile[op.fmap] * gst[op.fmap] if op.fmap is not None else 0
+    if buf.direct:  # rows start aligned to the gcd of the 16-byte base and every element stride
+        strides = [t for _, t in terms] + list(gst[:-1])
+        buf = d.bufs[i] = replace(buf, galign=math.gcd(16, *(t * buf.esize for t in strides)))
     vec = next((v for v in (16 // buf.esize, 8 // buf.esize, 4 // buf.esize)
                 if v >= 1 and buf.shape[-1] % v == 0 and stored[-1] % v == 0 and buf.pitch % v == 0), 1)
     return LoadPlan(i, op.tensor, buf, f"load_{buf.name}", tuple(terms), iter_stride, vec,

@@ -92,6 +92,10 @@ class Options:
     rotate: int = 0
     # one launch for a split kernel and the kernel that combines its partials (prism.codegen.fuse)
     fuse: bool = True
+    # a kernel without a main loop reads the Loads no matmul reads straight from global memory into
+    # registers: no cp.async, shared tile or barrier for them (``lower._direct``). Off by default: not
+    # yet timed (docs/codegen.md, "Element-wise kernels")
+    direct_loads: bool = False
     # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)
     inline_accums: bool = True
 
@@ -138,6 +142,11 @@ class Buf:
     # the tile of a transposed load (``Load.transposed``): ``shape`` is as stored, the transpose of
     # the value's tile (rows along the tensor's contiguous dim); only ldmatrix reads it, as a B operand
     transposed: bool = False
+    # a Load's tile read in place in global memory (``Options.direct_loads``): no shared memory; element
+    # idx is at ``g_<name>[Σ idx·gstrides]``, and every row of it starts ``galign``-byte aligned
+    direct: bool = False
+    gstrides: tuple[int, ...] = ()
+    galign: int = 0
 
     @property
     def esize(self) -> int:
@@ -345,7 +354,7 @@ class KernelLowering:
 
     def all_bufs(self) -> dict[str, Buf]:
         """Every shared-memory tile by name (a tile may be both a value's storage and an operand)."""
-        return {b.name: b for b in (*self.bufs.values(), *self.operands.values())}
+        return {b.name: b for b in (*self.bufs.values(), *self.operands.values()) if not b.direct}
 
 
 @dataclass(frozen=True)

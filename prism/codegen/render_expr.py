@@ -130,13 +130,20 @@ class Exprs:
         self.ptr = ptr or {}  # buffer name -> C pointer expression (defaults to the name)
 
     def tile_offset(self, b: Buf, idx: Sequence[str]) -> str:
-        """The element offset of ``idx`` in tile ``b`` (padded rows, or swizzled chunks)."""
+        """The element offset of ``idx`` in tile ``b`` (padded rows, swizzled chunks, or in place in
+        global memory)."""
+        if b.direct:
+            return offset(b.gstrides, idx)
         if not b.swizzle:
             return offset(b.strides, idx)
         return swizzled_offset(b, idx[0], idx[1])
 
+    def pointer(self, b: Buf) -> str:
+        """The C pointer tile ``b`` is indexed from (a direct Load's: its tile origin in global memory)."""
+        return f"g_{b.name}" if b.direct else self.ptr.get(b.name, b.name)
+
     def buf_read(self, b: Buf, idx: Sequence[str]) -> str:
-        p = self.ptr.get(b.name, b.name)
+        p = self.pointer(b)
         off = self.tile_offset(b, idx)
         reads = []
         for c in range(1 if b.ring else b.copies):
@@ -209,6 +216,8 @@ class RunReads(Exprs):
     def _vectorisable(self, b: Buf) -> bool:
         """Every run of ``b`` starts aligned to its loads (a swizzled tile's runs stay in one chunk)."""
         unit = min(16, self.vec * b.esize)  # bytes each load needs aligned
+        if b.direct:
+            return b.gstrides[-1] == 1 and b.galign % unit == 0
         steps = [*b.strides[:-1], *([b.copy_elems] if b.ring else [])]
         return ((not b.swizzle or b.chunk % self.vec == 0) and (b.ring or b.copies == 1) and b.strides[-1] == 1
                 and b.offset % unit == 0 and all(s * b.esize % unit == 0 for s in steps))
@@ -217,7 +226,7 @@ class RunReads(Exprs):
         k = self._lane(idx[-1]) if idx else None
         if k is None or not self._vectorisable(b):
             return super().buf_read(b, idx)
-        p = self.ptr.get(b.name, b.name)
+        p = self.pointer(b)
         off = self.tile_offset(b, [*idx[:-1], self.var])
         name = self.arrays.get((p, off))
         half = b.dtype is Storage.HALF

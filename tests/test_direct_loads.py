@@ -1,0 +1,84 @@
+"""``Options(direct_loads=True)``: a kernel without a main loop reads the Loads of program inputs that no
+matmul reads in place in global memory (no cp.async copy, shared tile or barrier for them). Checked by
+the lowered-IR emulator against the interpreter, by the source, and by nvcc where installed."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from prism import interpreter, plans, workloads
+from prism.codegen import Options, generate
+from prism.codegen.arch import arch as get_arch
+from prism.codegen.emulate import emulate
+from prism.codegen.lower import lower_graph
+from prism.codegen.nvcc import compile_check, nvcc_path
+from prism.graph import Graph
+from prism.ir import KernelGraph
+from prism.reference import relative_error
+from prism.rowwise import row_plan
+
+DIRECT = Options(direct_loads=True)
+
+
+def _row_kernel(g: Graph) -> KernelGraph:
+    """The row-wise plan with one block per row (grid x over the rows, y = 1)."""
+    kg = row_plan(g)
+    assert kg is not None
+    sizes = {s: (g.inputs[0].shape[0] if s.endswith("_x") else 1) for s in kg.symbols}
+    return kg.instantiate(sizes)
+
+
+def _matches(kg: KernelGraph, g: Graph) -> None:
+    rng = np.random.default_rng(2)
+    inputs = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
+    got, want = emulate(kg, inputs, options=DIRECT), interpreter.run(kg, inputs)
+    assert all(relative_error(got[k], want[k]) < 1e-12 for k in want)
+
+
+def test_an_elementwise_kernel_reads_its_inputs_in_place() -> None:
+    g = Graph()
+    x, y = g.input((8, 64), "float16", "X"), g.input((8, 64), "float16", "Y")
+    g.output(g.mul(g.silu(x), y), "O")
+    kg = _row_kernel(g)
+    _matches(kg, g)
+    k = generate(kg, arch="sm_80", options=DIRECT).kernels[0]
+    assert k.smem_bytes == 0 and "load_s_" not in k.source and "__syncthreads();" not in k.source
+    assert "reinterpret_cast<const unsigned*>(g_s_X" in k.source  # a run of 8 halves, one 16-byte load
+    default = generate(kg, arch="sm_80").kernels[0]
+    assert "load_s_X(" in default.source and default.smem_bytes > 0
+    if nvcc_path() is not None:
+        assert len(compile_check([(k.entry, k.source)], "sm_80", jobs=1)) == 1
+
+
+def test_a_norm_reads_its_row_twice_from_global_memory() -> None:
+    g = Graph()
+    x, w = g.input((4, 128), "float16", "X"), g.input((1, 128), "float16", "W")
+    g.output(g.mul(g.rms_norm(x), w), "O")
+    kg = _row_kernel(g)
+    _matches(kg, g)
+    low = next(k for k in lower_graph(kg, get_arch("sm_80"), DIRECT).kernels if k is not None)
+    assert all(b.direct for i, b in low.bufs.items() if i in {lp.op for lp in low.loads})
+    assert not any(b.direct for b in low.all_bufs().values())  # the reduction's tile stays in shared memory
+
+
+def test_runs_are_only_as_wide_as_the_rows_are_aligned() -> None:
+    g = Graph()
+    x = g.input((8, 6), "float16", "X")  # rows of 12 bytes start 4-byte aligned: runs of 2 halves
+    g.output(g.silu(x), "O")
+    kg = _row_kernel(g)
+    _matches(kg, g)
+    low = next(k for k in lower_graph(kg, get_arch("sm_80"), DIRECT).kernels if k is not None)
+    assert [b.galign for b in low.bufs.values() if b.direct] == [4]
+    src = generate(kg, arch="sm_80", options=DIRECT).kernels[0].source
+    assert re.search(r"unsigned s\d+_v0\[1\];", src) and not re.search(r"unsigned \w+\[[24]\];", src)
+
+
+@pytest.mark.parametrize("sizes", [{"x": 2, "i": 2}])
+def test_a_kernel_with_a_main_loop_or_a_matmul_keeps_its_copies(sizes: dict[str, int]) -> None:
+    g = workloads.program("rmsnorm_linear", n=8, d=64)
+    kg = plans.hand_plans("rmsnorm_linear", g)[0].instantiate(sizes)
+    low = next(k for k in lower_graph(kg, get_arch("sm_80"), DIRECT).kernels if k is not None)
+    assert low.loop > 1 and not any(b.direct for b in low.bufs.values())
