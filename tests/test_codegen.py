@@ -287,3 +287,18 @@ def test_a_tile_whose_accumulators_do_not_fit_four_warps_gets_eight() -> None:
     got, want = emulate(big, inputs)["O"], interpreter.run(big, inputs)["O"]
     assert relative_error(got, want) < 1e-12
     assert generate(big, arch="sm_80").kernels[0].block == (256, 1, 1)
+
+
+def test_entry_names_depend_only_on_options_that_differ_from_the_defaults() -> None:
+    """A kernel's entry name hashes the μGraph, the target and the non-default options only, so adding
+    an option (with a default) renames no kernel; the snapshots above pin the default names."""
+    from prism.codegen.arch import arch as get_arch
+    from prism.codegen.generate import entry_name
+    from prism.codegen.lower import lower_graph
+
+    g = workloads.program("rmsnorm_linear", n=8, d=64)
+    kg = plans.hand_plans("rmsnorm_linear", g)[0].instantiate({"x": 2, "i": 2})
+    gl = lower_graph(kg, get_arch("sm_80"))
+    k = next(k for k in gl.kg.kernels if isinstance(k, CustomKernel))
+    names = {o: entry_name(gl, k, o) for o in (Options(), Options(fuse=True), Options(direct_loads=True))}
+    assert names[Options()] == names[Options(fuse=True)] != names[Options(direct_loads=True)]

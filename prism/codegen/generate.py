@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import Fusion, fusion
@@ -18,8 +18,11 @@ from prism.names import c_ident, c_label, show
 
 
 def entry_name(gl: GraphLowering, kernel: CustomKernel, options: Options) -> str:
-    """A C symbol unique to the μGraph, its sizes, the target and the options (deterministic)."""
-    key = f"{gl.kg.dumps()}|{gl.arch.name}|{options}"
+    """A C symbol unique to the μGraph, its sizes, the target and the options (deterministic; only the
+    options that differ from the defaults count, so a new option renames no kernel)."""
+    changed = {f.name: getattr(options, f.name) for f in fields(options)
+               if getattr(options, f.name) != getattr(DEFAULT_OPTIONS, f.name)}
+    key = f"{gl.kg.dumps()}|{gl.arch.name}|{sorted(changed.items())}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return f"prism_{c_label(gl.kg.program)}_{c_ident(kernel.name)}_{digest}"
 

@@ -1,4 +1,4 @@
-// Prism generated kernel prism_gqa_split_aad17147db (deterministic output; do not edit)
+// Prism generated kernel prism_gqa_split_2282c7f305 (deterministic output; do not edit)
 // program gqa, kernel 'split' (1 of 2 custom), target sm_80
 // sizes: grid (x=2, y=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 3328 B dynamic shared memory
 // tensors: Q[2, 8, 16] float16 (input), Kt[2, 16, 64] float16 (input), V[2, 64, 16] float16 (input), N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate)
@@ -242,7 +242,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_aad17147db(const half_t* __restrict__ t_Q, const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_V, float* __restrict__ t_N, float* __restrict__ t_D) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_2282c7f305(const half_t* __restrict__ t_Q, const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_V, float* __restrict__ t_N, float* __restrict__ t_D) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -385,7 +385,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_aad17147db(con
   }
 }
 
-// Prism generated kernel prism_gqa_combine_aad17147db (deterministic output; do not edit)
+// Prism generated kernel prism_gqa_combine_2282c7f305 (deterministic output; do not edit)
 // program gqa, kernel 'combine' (2 of 2 custom), target sm_80
 // sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 1792 B dynamic shared memory
 // tensors: N[2, 8, 32] float32 (intermediate), D[2, 8, 2] float32 (intermediate), O[2, 8, 16] float16 (output)
@@ -525,7 +525,7 @@ __device__ __forceinline__ void load_s_D(unsigned dst, const float* __restrict__
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_aad17147db(const float* __restrict__ t_N, const float* __restrict__ t_D, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_2282c7f305(const float* __restrict__ t_N, const float* __restrict__ t_D, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

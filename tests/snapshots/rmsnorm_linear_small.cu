@@ -1,4 +1,4 @@
-// Prism generated kernel prism_rmsnorm_linear_k0_6ede53be3b (deterministic output; do not edit)
+// Prism generated kernel prism_rmsnorm_linear_k0_ada6290a7e (deterministic output; do not edit)
 // program rmsnorm_linear, kernel 'k0' (1 of 1 custom), target sm_80
 // sizes: grid (x=2), for-loop 2; block 128 threads; 2 pipeline stage(s); 5120 B dynamic shared memory
 // tensors: X[8, 64] float16 (input), W[64, 64] float16 (input), O[8, 64] float16 (output)
@@ -186,7 +186,7 @@ __device__ __forceinline__ void store_2(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_6ede53be3b(const half_t* __restrict__ t_X, const half_t* __restrict__ t_W, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_ada6290a7e(const half_t* __restrict__ t_X, const half_t* __restrict__ t_W, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

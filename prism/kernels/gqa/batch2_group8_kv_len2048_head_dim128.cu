@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_059e651f62 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_fed5f1926a (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=16, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 82432 B dynamic shared memory
 // tensors: Kt[2, 128, 2048] float16 (input), Q[2, 8, 128] float16 (input), V[2, 2048, 128] float16 (input), t0[2, 128, 1] float32 (intermediate), t1[2, 128, 128] float32 (intermediate)
@@ -241,7 +241,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_059e651f62(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_fed5f1926a(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -390,7 +390,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_059e651f62(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_059e651f62 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_fed5f1926a (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=2), for-loop 16; block 128 threads; 16 pipeline stage(s); 75776 B dynamic shared memory
 // tensors: t0[2, 128, 1] float32 (intermediate), t1[2, 128, 128] float32 (intermediate), O[2, 8, 128] float16 (output)
@@ -532,7 +532,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_059e651f62(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_fed5f1926a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_97de616902 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_f991b2bbc0 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=32, y=8), for-loop 16; block 128 threads; 11 pipeline stage(s); 98432 B dynamic shared memory
 // tensors: Kt[8, 128, 8192] float16 (input), Q[8, 4, 128] float16 (input), V[8, 8192, 128] float16 (input), t0[8, 128, 128] float32 (intermediate), t1[8, 128, 1] float32 (intermediate)
@@ -241,7 +241,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_97de616902(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_f991b2bbc0(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -400,7 +400,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_97de616902(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_97de616902 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_f991b2bbc0 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=8), for-loop 32; block 128 threads; 16 pipeline stage(s); 51200 B dynamic shared memory
 // tensors: t0[8, 128, 128] float32 (intermediate), t1[8, 128, 1] float32 (intermediate), O[8, 4, 128] float16 (output)
@@ -542,7 +542,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_97de616902(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f991b2bbc0(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

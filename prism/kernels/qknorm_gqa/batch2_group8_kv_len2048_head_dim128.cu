@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_ea09c2ac72 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_ebb872150d (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=16, y=2, z=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 79488 B dynamic shared memory
 // tensors: Kt[2, 128, 2048] float16 (input), Q[2, 8, 128] float16 (input), V[2, 2048, 128] float16 (input), t0[2, 8, 16] float32 (intermediate), t1[2, 8, 2048] float32 (intermediate)
@@ -596,7 +596,7 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
 
 }  // namespace combine
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_ea09c2ac72(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_ebb872150d(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
   split::run(t_Kt, t_Q, t_V, t_t0, t_t1, blockIdx);
   const uint3 cb = make_uint3(blockIdx.z, blockIdx.y, 0);
   const unsigned cb_lin = cb.x + 2u * (cb.y + 2u * cb.z);

@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_26c2c73686 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_c958010982 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=16, y=8), for-loop 2; block 128 threads; 2 pipeline stage(s); 152064 B dynamic shared memory
 // tensors: Kt[8, 128, 4096] float16 (input), Q[8, 4, 128] float16 (input), V[8, 4096, 128] float16 (input), t0[8, 64, 1] float32 (intermediate), t1[16, 4, 1024] float32 (intermediate)
@@ -588,7 +588,7 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
 
 }  // namespace combine
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_26c2c73686(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_c958010982(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
   split::run(t_Kt, t_Q, t_V, t_t0, t_t1, blockIdx);
   const uint3 cb = make_uint3(blockIdx.y, 0, 0);
   const unsigned cb_lin = cb.x + 8u * (cb.y + 1u * cb.z);

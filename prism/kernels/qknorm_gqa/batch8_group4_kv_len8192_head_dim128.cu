@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_4fece6d556 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_7354911604 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=16, y=8), for-loop 16; block 128 threads; 4 pipeline stage(s); 88832 B dynamic shared memory
 // tensors: Kt[8, 128, 8192] float16 (input), Q[8, 4, 128] float16 (input), V[8, 8192, 128] float16 (input), t0[8, 4, 512] float32 (intermediate), t1[8, 4, 2048] float32 (intermediate)
@@ -252,7 +252,7 @@ __device__ __forceinline__ void store_11(const float (&acc)[2][2][4], float* D, 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_4fece6d556(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7354911604(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -422,7 +422,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_4fece6d556(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_4fece6d556 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_7354911604 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=2), for-loop 16; block 128 threads; 8 pipeline stage(s); 90112 B dynamic shared memory
 // tensors: t0[8, 4, 512] float32 (intermediate), t1[8, 4, 2048] float32 (intermediate), O[8, 4, 128] float16 (output)
@@ -565,7 +565,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_4fece6d556(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7354911604(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_3f631dd280 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_b2f05523ab (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=8, y=32), for-loop 4; block 128 threads; 2 pipeline stage(s); 73728 B dynamic shared memory
 // tensors: W[4096, 4096] float16 (input), X[16, 4096] float16 (input), t0[128, 4096] float32 (intermediate), t1[128, 32] float32 (intermediate)
@@ -186,7 +186,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3f631dd280(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b2f05523ab(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -317,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3f631dd280(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_3f631dd280 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_b2f05523ab (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 70656 B dynamic shared memory
 // tensors: t0[128, 4096] float32 (intermediate), t1[128, 32] float32 (intermediate), O[16, 4096] float16 (output)
@@ -458,7 +458,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_3f631dd280(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b2f05523ab(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_21f32c7f0b (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_51c0872e2c (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=16, y=16), for-loop 8; block 128 threads; 5 pipeline stage(s); 82560 B dynamic shared memory
 // tensors: W[4096, 4096] float16 (input), X[1, 4096] float16 (input), t0[16, 4096] float32 (intermediate), t1[16, 16] float32 (intermediate)
@@ -185,7 +185,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[4][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_21f32c7f0b(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_51c0872e2c(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -306,7 +306,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_21f32c7f0b(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_21f32c7f0b (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_51c0872e2c (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=16), for-loop 16; block 128 threads; 16 pipeline stage(s); 18432 B dynamic shared memory
 // tensors: t0[16, 4096] float32 (intermediate), t1[16, 16] float32 (intermediate), O[1, 4096] float16 (output)
@@ -445,7 +445,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_21f32c7f0b(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_51c0872e2c(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_ff95951c46 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_3923402b4d (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
 // sizes: grid (x=128, y=1), for-loop 16; block 128 threads; 2 pipeline stage(s); 133248 B dynamic shared memory
 // tensors: W[8192, 8192] float16 (input), X[1, 8192] float16 (input), O[1, 8192] float16 (output)
@@ -186,7 +186,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_ff95951c46(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3923402b4d(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_ff3c466251 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_a7221a36e2 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
 // sizes: grid (x=64, y=1), for-loop 8; block 128 threads; 8 pipeline stage(s); 49152 B dynamic shared memory
 // tensors: W[1024, 1024] float16 (input), X[8, 1024] float16 (input), O[8, 1024] float16 (output)
@@ -191,7 +191,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_ff3c466251(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_a7221a36e2(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_752c913d16 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_f652af3aed (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=4, y=64), for-loop 8; block 128 threads; 5 pipeline stage(s); 92160 B dynamic shared memory
 // tensors: W[4096, 4096] float16 (input), X[8, 4096] float16 (input), t0[512, 256] float32 (intermediate), t1[512, 4] float32 (intermediate)
@@ -187,7 +187,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_752c913d16(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_f652af3aed(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -318,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_752c913d16(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_752c913d16 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_f652af3aed (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=64), for-loop 4; block 128 threads; 4 pipeline stage(s); 9728 B dynamic shared memory
 // tensors: t0[512, 256] float32 (intermediate), t1[512, 4] float32 (intermediate), O[8, 4096] float16 (output)
@@ -458,7 +458,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_752c913d16(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f652af3aed(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

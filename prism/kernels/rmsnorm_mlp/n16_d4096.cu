@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_3a667c0f36 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_6c8fde34f4 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
 // sizes: grid (x=128), for-loop 32; block 128 threads; 4 pipeline stage(s); 81920 B dynamic shared memory
 // tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[16, 4096] float16 (input), O[16, 4096] float16 (output)
@@ -256,7 +256,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3a667c0f36(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_6c8fde34f4(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

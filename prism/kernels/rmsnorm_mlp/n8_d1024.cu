@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_17276a3e30 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_14ea50b0d9 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 1 custom), target sm_80
 // sizes: grid (x=64), for-loop 8; block 128 threads; 8 pipeline stage(s); 81920 B dynamic shared memory
 // tensors: Wg[1024, 1024] float16 (input), Wu[1024, 1024] float16 (input), X[8, 1024] float16 (input), O[8, 1024] float16 (output)
@@ -256,7 +256,7 @@ __device__ __forceinline__ void store_5(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_17276a3e30(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_14ea50b0d9(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_6fdeedbf45 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_376fcc3cb7 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=2, y=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 81920 B dynamic shared memory
 // tensors: Wg[1024, 1024] float16 (input), Wu[1024, 1024] float16 (input), X[16, 1024] float16 (input), t0[32, 1024] float32 (intermediate), t1[32, 1024] float32 (intermediate)
@@ -511,7 +511,7 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
 
 }  // namespace combine
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_6fdeedbf45(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_376fcc3cb7(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
   split::run(t_Wg, t_Wu, t_X, t_t0, t_t1, blockIdx);
   const uint3 cb = make_uint3(blockIdx.y / 2, 0, 0);
   const unsigned cb_lin = cb.x + 16u * (cb.y + 1u * cb.z);

@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_8293e008bd (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_a700b8600e (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=2, y=128), for-loop 32; block 128 threads; 2 pipeline stage(s); 73728 B dynamic shared memory
 // tensors: Wg[8192, 8192] float16 (input), Wu[8192, 8192] float16 (input), X[16, 8192] float16 (input), t0[2048, 128] float32 (intermediate), t1[32, 8192] float32 (intermediate)
@@ -244,7 +244,7 @@ __device__ __forceinline__ void store_4(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8293e008bd(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_a700b8600e(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -346,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_8293e008bd(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_8293e008bd (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_a700b8600e (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=128), for-loop 2; block 128 threads; 2 pipeline stage(s); 18432 B dynamic shared memory
 // tensors: t0[2048, 128] float32 (intermediate), t1[32, 8192] float32 (intermediate), O[16, 8192] float16 (output)
@@ -485,7 +485,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_8293e008bd(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_a700b8600e(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

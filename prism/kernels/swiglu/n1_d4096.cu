@@ -1,5 +1,5 @@
 namespace prism_0 {
-// Prism generated kernel prism_program_k0_cc71414b61 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_0af30b80d1 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=8, y=32), for-loop 16; block 128 threads; 5 pipeline stage(s); 82560 B dynamic shared memory
 // tensors: Wg[4096, 4096] float16 (input), Wu[4096, 4096] float16 (input), X[1, 4096] float16 (input), t0[32, 1024] float32 (intermediate), t1[8, 4096] float32 (intermediate)
@@ -240,7 +240,7 @@ __device__ __forceinline__ void store_4(const float (&acc)[2][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_cc71414b61(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_0af30b80d1(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
@@ -342,7 +342,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_cc71414b61(co
 }  // namespace prism_0
 
 namespace prism_1 {
-// Prism generated kernel prism_program_k1_cc71414b61 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k1_0af30b80d1 (deterministic output; do not edit)
 // program program, kernel 'k1' (2 of 2 custom), target sm_80
 // sizes: grid (x=32), for-loop 8; block 128 threads; 8 pipeline stage(s); 8192 B dynamic shared memory
 // tensors: t0[32, 1024] float32 (intermediate), t1[8, 4096] float32 (intermediate), O[1, 4096] float16 (output)
@@ -481,7 +481,7 @@ __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict_
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_cc71414b61(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0af30b80d1(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
   const uint3 bid = blockIdx;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;

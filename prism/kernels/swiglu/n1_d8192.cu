@@ -1,4 +1,4 @@
-// Prism generated kernel prism_program_k0_a3d0c96eaa (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_3826c1c809 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=2, y=128), for-loop 64; block 128 threads; 5 pipeline stage(s); 82560 B dynamic shared memory
 // tensors: Wg[8192, 8192] float16 (input), Wu[8192, 8192] float16 (input), X[1, 8192] float16 (input), t0[2, 8192] float32 (intermediate), t1[2, 8192] float32 (intermediate)
@@ -491,7 +491,7 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
 
 }  // namespace combine
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_a3d0c96eaa(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3826c1c809(const half_t* __restrict__ t_Wg, const half_t* __restrict__ t_Wu, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
   split::run(t_Wg, t_Wu, t_X, t_t0, t_t1, blockIdx);
   const uint3 cb = make_uint3(blockIdx.y / 32, 0, 0);
   const unsigned cb_lin = cb.x + 4u * (cb.y + 1u * cb.z);
