@@ -110,11 +110,16 @@ def split_blocks(nodes: Sequence[PNode], members: tuple[int, ...], min_ops: int 
     outside the region, and both sides hold a matmul and ``min_ops`` arithmetic nodes; the rest is cut
     again. Both sides of such a cut stay convex (a path between them through outside nodes would have
     left the region and come back)."""
-    inside = set(members)
     readers: dict[int, list[int]] = {}
     for n in nodes:
         for a in n.args:
             readers.setdefault(a, []).append(n.index)
+    return _cut(nodes, readers, members, min_ops)
+
+
+def _cut(nodes: Sequence[PNode], readers: dict[int, list[int]], members: tuple[int, ...],
+         min_ops: int) -> list[tuple[int, ...]]:
+    inside = set(members)
     for p in range(1, len(members)):
         head, tail = members[:p], members[p:]
         after = set(tail)
@@ -122,7 +127,7 @@ def split_blocks(nodes: Sequence[PNode], members: tuple[int, ...], min_ops: int 
         if len(crossing) != 1 or not any(r not in inside for r in readers.get(next(iter(crossing)), ())):
             continue
         if all(_block(nodes, side, min_ops) for side in (head, tail)):
-            return [head, *split_blocks(nodes, tail, min_ops)]
+            return [head, *_cut(nodes, readers, tail, min_ops)]
     return [members]
 
 

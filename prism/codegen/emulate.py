@@ -133,8 +133,8 @@ class _Block:
 
     def run(self) -> None:
         low, sm = self.low, self.sm
-        for lp in low.loads:
-            if not lp.buf.ring and not lp.buf.direct:
+        for lp in low.copied_loads:
+            if not lp.buf.ring:
                 self.copy(lp, 0, 0)
         sm.commit()
         for st in range(low.prefetch):

@@ -136,19 +136,21 @@ class _AccumulatorLimit(CodegenError):
 
 
 def _lower_kernel(draft: Callable[..., _Draft], options: Options) -> KernelLowering:
-    """The kernel lowered by ``PASSES`` with the first of ``WARPS`` whose accumulators fit."""
-    counts = (options.warps,) if options.warps else WARPS
-    for n, warps in enumerate(counts):
-        d = draft(warps=warps)
+    """The kernel lowered by ``PASSES`` with the first of ``WARPS`` whose accumulators fit (the last
+    count's error is the kernel's)."""
+    *first, last = (options.warps,) if options.warps else WARPS
+    for warps in first:
         try:
-            for step in PASSES:
-                step(d)
+            return _passes(draft(warps=warps))
         except _AccumulatorLimit:
-            if n == len(counts) - 1:
-                raise
             continue
-        return _freeze(d)
-    raise AssertionError("unreachable: the last warp count re-raises")
+    return _passes(draft(warps=last))
+
+
+def _passes(d: _Draft) -> KernelLowering:
+    for step in PASSES:
+        step(d)
+    return _freeze(d)
 
 
 def _tensor_dtypes(kg: KernelGraph) -> tuple[dict[str, str], str, list[str]]:

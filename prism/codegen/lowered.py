@@ -352,6 +352,11 @@ class KernelLowering:
         """The tensors this kernel writes, in op order."""
         return tuple(dict.fromkeys(sp.tensor for sp in self.saves.values()))
 
+    @property
+    def copied_loads(self) -> tuple[LoadPlan, ...]:
+        """The Loads copied into shared memory: all but those read in place in global memory (``Buf.direct``)."""
+        return tuple(lp for lp in self.loads if not lp.buf.direct)
+
     def all_bufs(self) -> dict[str, Buf]:
         """Every shared-memory tile by name (a tile may be both a value's storage and an operand)."""
         return {b.name: b for b in (*self.bufs.values(), *self.operands.values()) if not b.direct}

@@ -206,6 +206,8 @@ class RunReads(Exprs):
         self.loads: list[str] = []
 
     def _lane(self, last: str) -> int | None:
+        if self.vec == 1:  # no run: every element is read on its own
+            return None
         if last == self.var:
             return 0
         if self.var == "0":  # the run is the whole last dim: with_last writes its indices as literals
@@ -239,3 +241,12 @@ class RunReads(Exprs):
             return f"{name}[{k}]"
         word = f"{name}[{k // 2}]"
         return f"hload((half_t)({word} >> 16))" if k % 2 else f"hload((half_t){word})"
+
+
+def run_values(ex: Exprs, i: int, idx: Sequence[str], vec: int, prefix: str, *, own: bool = False) -> list[str]:
+    """C lines that set ``v0`` .. ``v{vec-1}`` to value ``i`` at the run ``idx`` .. ``idx + vec - 1`` along the
+    last dim: the run's vector loads (``RunReads``), then one float each (``own``: compute i's op)."""
+    rex = RunReads(ex, idx[-1], vec, prefix)
+    value = rex.define if own else rex.read
+    vals = [f"const float v{k} = {value(i, with_last(idx, k))};" for k in range(vec)]
+    return [*rex.loads, *vals]

@@ -106,7 +106,7 @@ def header(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
 
 def device_functions(low: KernelLowering) -> list[str]:
     """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale."""
-    parts = [render_loader(low, lp) for lp in low.loads if not lp.buf.direct]
+    parts = [render_loader(low, lp) for lp in low.copied_loads]
     for i in sorted(low.mmas):
         parts.append(render_mma(low, i))
         acc = low.frag_acc(i)
@@ -180,7 +180,7 @@ def _declarations(low: KernelLowering) -> list[str]:
         c = b.dtype.ctype
         body.append(f"{c}* const {name} = reinterpret_cast<{c}*>(smem + {b.offset});"
                     f"  // {b.region.value} [{', '.join(map(str, b.shape))}] pitch {b.pitch} {what}".rstrip())
-    if any(shared_address(lp) for lp in low.loads if not lp.buf.direct):
+    if any(shared_address(lp) for lp in low.copied_loads):
         body.append("const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses")
     body.append("// this block's tile origins in global memory")
     for lp in low.loads:
@@ -230,7 +230,7 @@ def _tile_iter(low: KernelLowering, it: str, name: str) -> tuple[list[str], str]
 def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     """Loop-invariant tiles, the first ring stages, then the hoisted ops."""
     body = ["// prologue: loop-invariant tiles, then the first stages"]
-    fixed = [lp for lp in low.loads if not lp.buf.ring and not lp.buf.direct]
+    fixed = [lp for lp in low.copied_loads if not lp.buf.ring]
     ring = [lp for lp in low.loads if lp.buf.ring]
     if fixed or ring:  # (tiles read in place in global memory need no copy, wait or barrier)
         body += [f"{lp.fn}({_load_dst(lp, None)}, g_{lp.buf.name}, tid);" for lp in fixed]

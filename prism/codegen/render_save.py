@@ -11,7 +11,7 @@ import math
 
 from prism.codegen.lower import global_strides, ident
 from prism.codegen.lowered import Buf, KernelLowering, sweep
-from prism.codegen.render_expr import Exprs, RunReads, decompose, offset, with_last
+from prism.codegen.render_expr import Exprs, decompose, offset, run_values
 from prism.codegen.render_load import block_origin, sweep_lines
 from prism.ir import Save
 
@@ -25,8 +25,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     shape = low.tensor_shapes[op.tensor]
     vec, sw = sp.vec, sp.sweep
     decl, idx = decompose("e", tile, f"s{i}_", vec)
-    rex = RunReads(ex, idx[-1], vec, f"s{i}_v") if vec > 1 else None
-    vals = [f"const float v{k} = {(rex or ex).read(op.x, with_last(idx, k))};" for k in range(vec)]
+    vals = run_values(ex, op.x, idx, vec, f"s{i}_v")
     fn = ("st_h" if sp.half else "st_f") + str(vec)
     args = ", ".join(f"v{k}" for k in range(vec))
     store = f"{fn}({ident(op.tensor)} + blk_{i} + {offset(global_strides(shape), idx)}, {args});"
@@ -37,7 +36,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
         "#pragma unroll",
         f"  for (int j = 0; j < {sw.per}; ++j) {{",
         f"    const int e = tid + j * {sw.threads};",
-        *sweep_lines(sw, [*decl, *(rex.loads if rex else []), *vals, store]),
+        *sweep_lines(sw, [*decl, *vals, store]),
         "  }",
         "}",
     ]
@@ -60,11 +59,9 @@ def render_materialise(low: KernelLowering, ex: Exprs, i: int, dst: Buf, *, own:
     vec = materialise_vec(tile, dst)
     sw = sweep(math.prod(tile) // vec, low.threads)
     decl, idx = decompose("e", tile, f"m{i}_", vec)
-    rex = RunReads(ex, idx[-1], vec, f"m{i}_v") if vec > 1 else None
-    value = (rex or ex).define if own else (rex or ex).read
-    vals = [f"const float v{k} = {value(i, with_last(idx, k))};" for k in range(vec)]
+    vals = run_values(ex, i, idx, vec, f"m{i}_v", own=own)
     args = ", ".join(f"v{k}" for k in range(vec))
-    body = [*decl, *(rex.loads if rex else []), *vals, f"st_h{vec}({dst.name} + {offset(dst.strides, idx)}, {args});"]
+    body = [*decl, *vals, f"st_h{vec}({dst.name} + {offset(dst.strides, idx)}, {args});"]
     return [f"// {dst.name} = half(op {i}) [{', '.join(map(str, tile))}]: {vec}-element stores", "#pragma unroll 4",
             f"for (int j = 0; j < {sw.per}; ++j) {{", f"  const int e = tid + j * {sw.threads};",
             *sweep_lines(sw, body, pad=2), "}"]
