@@ -1,13 +1,14 @@
 """A/B of one code-generation option on searched plans of zoo programs (run on the device machine).
 
-    PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--which decode]
-        [--only a,b] [--sizes 3] [--out FILE]
+    PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--values A,B,...]
+        [--which decode] [--only a,b] [--sizes 3] [--out FILE]
 
 For each program: its searched templates (from the carried search cache; no search runs here), up to
 ``--sizes`` legal size choices each (spread over the first 200 legal ones), each generated with
-``Options(OPTION=True)`` and ``Options(OPTION=False)``, checked against the float64 reference
+``Options(OPTION=value)`` for each of ``--values`` (default True,False; an int, None, or the name
+of a member of the option's enum, e.g. ``direct_loads --values ELEMENTWISE,NEVER``), checked against the float64 reference
 (relative error < 2e-2, output poisoned first) and timed with the bench protocol
-(``graph_time_us``). Prints and writes per program the best time of each side.
+(``graph_time_us``). Prints and writes per program the best time of each value.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import torch
 from bench.zoo import zoo_graph
 from prism import pipeline, runtime
 from prism.codegen import Options, generate
+from prism.codegen.lower import DEFAULT_OPTIONS
 from prism.codegen.sizes import generated_sizes
 from prism.errors import CodegenError
 from prism.reference import relative_error
@@ -51,7 +53,17 @@ def _variant(kg: Any, options: Options, args: list[Any], ref: Any) -> dict[str, 
     return {"us": us, "rel_err": err}
 
 
-def run(name: str, which: str, option: str, n_sizes: int) -> dict[str, Any]:
+def option_value(option: str, text: str) -> Any:
+    """``text`` as a value of ``Options.<option>``: True/False, None, an int, or an enum member's name."""
+    default = getattr(DEFAULT_OPTIONS, option)
+    if text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return type(default)[text]
+
+
+def run(name: str, which: str, option: str, values: list[Any], n_sizes: int) -> dict[str, Any]:
     graph = zoo_graph(name, which)
     out = pipeline.search_and_verify(graph, program=name, progress=False)
     inputs = random_inputs(graph, default_scales(graph), 0)
@@ -59,37 +71,39 @@ def run(name: str, which: str, option: str, n_sizes: int) -> dict[str, Any]:
     # the float64 reference on the inputs as rounded to their dtype: once for every variant
     halves = {t.name: a.double().cpu().numpy() for t, a in zip(graph.inputs, args, strict=True)}
     ref = graph.evaluate(halves)[graph.outputs[0].name]
-    best: dict[bool, float] = {}
+    best: dict[str, float] = {}
     rows = []
     for ti, t in enumerate(out.of(pipeline.PlanSource.SEARCHED)):
         legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80"), 200)]
         picks = sorted({round(k * (len(legal) - 1) / max(1, n_sizes - 1)) for k in range(n_sizes)}) if legal else []
         for sizes in (legal[k] for k in picks):
             kg = t.instantiate(sizes)
-            for on in (True, False):
-                rec = _variant(kg, Options(**{option: on}), args, ref)
-                rows.append({"template": ti, "sizes": sizes, option: on, **rec})
+            for value in values:
+                rec = _variant(kg, Options(**{option: value}), args, ref)
+                rows.append({"template": ti, "sizes": sizes, option: str(value), **rec})
                 if "us" in rec:
-                    best[on] = min(best.get(on, float("inf")), rec["us"])
-    return {"program": name, "which": which, "best_on_us": best.get(True), "best_off_us": best.get(False),
-            "variants": rows}
+                    best[str(value)] = min(best.get(str(value), float("inf")), rec["us"])
+    return {"program": name, "which": which, "best_us": best, "variants": rows}
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("option")
+    ap.add_argument("--values", default="True,False")
     ap.add_argument("--which", default="decode")
     ap.add_argument("--only", default=",".join(DEFAULT))
     ap.add_argument("--sizes", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "option_ab.json"))
     args = ap.parse_args(argv)
+    values = [option_value(args.option, v) for v in args.values.split(",")]
     results = []
     for name in [n for n in args.only.split(",") if n]:
         t0 = time.perf_counter()
-        r = run(name, args.which, args.option, args.sizes)
+        r = run(name, args.which, args.option, values, args.sizes)
         results.append(r)
-        print(f"{name}: {args.option}=True {r['best_on_us']} µs, False {r['best_off_us']} µs "
-              f"({len(r['variants'])} variants, {time.perf_counter() - t0:.0f} s)", flush=True)
+        best = ", ".join(f"{v} {us:.3f}" for v, us in r["best_us"].items())
+        print(f"{name}: {args.option} {best} µs ({len(r['variants'])} variants, {time.perf_counter() - t0:.0f} s)",
+              flush=True)
         with open(args.out, "w") as f:
             json.dump({"option": args.option, "which": args.which, "results": results}, f, indent=1, default=str)
     return 0

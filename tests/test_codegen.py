@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from prism import interpreter, plans, workloads
-from prism.codegen import CodegenError, LaunchPlan, Options, generate, resources
+from prism.codegen import CodegenError, DirectLoads, LaunchPlan, Options, generate, resources
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.codegen.sizes import default_sizes, generated_sizes
 from prism.errors import CompileError
@@ -246,9 +246,10 @@ def test_emit_cli(tmp_path: Path) -> None:
 
 
 def test_a_kernel_whose_loop_would_do_nothing_has_none() -> None:
-    """An element-wise kernel (loop of one, values read in place) waits for its copies and synchronises
-    once, in the prologue: no main loop, no drain, no epilogue barrier. A kernel that accumulates in
-    its loop keeps all three."""
+    """An element-wise kernel (loop of one, values read in place) copying its inputs to shared memory
+    waits for its copies and synchronises once, in the prologue: no main loop, no drain, no epilogue
+    barrier; reading them in place (the default for it) it has no barrier at all. A kernel that
+    accumulates in its loop keeps all three."""
     from prism.rowwise import row_plan
 
     g = Graph()
@@ -256,14 +257,16 @@ def test_a_kernel_whose_loop_would_do_nothing_has_none() -> None:
     g.output(g.mul(g.silu(x), y), "O")
     kg = row_plan(g)
     assert kg is not None
-    plan = generate(kg.instantiate(default_sizes(kg, "sm_80")), arch="sm_80")
-    src = plan.kernels[0].source
-    assert "for (int it = 0;" not in src and src.count("__syncthreads();") == 1
+    sized = kg.instantiate(default_sizes(kg, "sm_80"))
+    copied = generate(sized, arch="sm_80", options=Options(direct_loads=DirectLoads.NEVER)).kernels[0]
+    assert "for (int it = 0;" not in copied.source and copied.source.count("__syncthreads();") == 1
+    direct = generate(sized, arch="sm_80").kernels[0]
+    assert "for (int it = 0;" not in direct.source and "__syncthreads();" not in direct.source
     loop = plans.hand_plans("rmsnorm_linear", workloads.rmsnorm_linear(4, 32))[0]
     kept = generate(loop.instantiate(default_sizes(loop, "sm_80")), arch="sm_80").kernels[0].source
     assert "for (int it = 0;" in kept and kept.count("__syncthreads();") >= 3
     if nvcc_path() is not None:
-        assert len(compile_check([(k.entry, k.source) for k in plan.kernels], "sm_80", jobs=1)) == 1
+        assert len(compile_check([(k.entry, k.source) for k in (direct, copied)], "sm_80", jobs=1)) == 2
 
 
 def test_a_tile_whose_accumulators_do_not_fit_four_warps_gets_eight() -> None:
@@ -300,5 +303,5 @@ def test_entry_names_depend_only_on_options_that_differ_from_the_defaults() -> N
     kg = plans.hand_plans("rmsnorm_linear", g)[0].instantiate({"x": 2, "i": 2})
     gl = lower_graph(kg, get_arch("sm_80"))
     k = next(k for k in gl.kg.kernels if isinstance(k, CustomKernel))
-    names = {o: entry_name(gl, k, o) for o in (Options(), Options(fuse=True), Options(direct_loads=True))}
-    assert names[Options()] == names[Options(fuse=True)] != names[Options(direct_loads=True)]
+    names = {o: entry_name(gl, k, o) for o in (Options(), Options(fuse=True), Options(direct_loads=DirectLoads.NEVER))}
+    assert names[Options()] == names[Options(fuse=True)] != names[Options(direct_loads=DirectLoads.NEVER)]

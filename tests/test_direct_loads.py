@@ -1,4 +1,4 @@
-"""``Options(direct_loads=True)``: a kernel without a main loop reads the Loads of program inputs that no
+"""``Options.direct_loads``: a kernel without a main loop reads the Loads of program inputs that no
 matmul reads in place in global memory (no cp.async copy, shared tile or barrier for them). Checked by
 the lowered-IR emulator against the interpreter, by the source, and by nvcc where installed."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from prism import interpreter, plans, workloads
-from prism.codegen import Options, generate
+from prism.codegen import DirectLoads, Options, generate
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.emulate import emulate
 from prism.codegen.lower import lower_graph
@@ -20,7 +20,7 @@ from prism.ir import KernelGraph
 from prism.reference import relative_error
 from prism.rowwise import row_plan
 
-DIRECT = Options(direct_loads=True)
+DIRECT = Options(direct_loads=DirectLoads.ALWAYS)
 
 
 def _row_kernel(g: Graph) -> KernelGraph:
@@ -47,8 +47,10 @@ def test_an_elementwise_kernel_reads_its_inputs_in_place() -> None:
     k = generate(kg, arch="sm_80", options=DIRECT).kernels[0]
     assert k.smem_bytes == 0 and "load_s_" not in k.source and "__syncthreads();" not in k.source
     assert "reinterpret_cast<const unsigned*>(g_s_X" in k.source  # a run of 8 halves, one 16-byte load
-    default = generate(kg, arch="sm_80").kernels[0]
-    assert "load_s_X(" in default.source and default.smem_bytes > 0
+    default = generate(kg, arch="sm_80").kernels[0]  # the default reads an element-wise kernel's inputs in place
+    assert default.source.replace(default.entry, k.entry) == k.source
+    never = generate(kg, arch="sm_80", options=Options(direct_loads=DirectLoads.NEVER)).kernels[0]
+    assert "load_s_X(" in never.source and never.smem_bytes > 0
     if nvcc_path() is not None:
         assert len(compile_check([(k.entry, k.source)], "sm_80", jobs=1)) == 1
 
@@ -62,6 +64,8 @@ def test_a_norm_reads_its_row_twice_from_global_memory() -> None:
     low = next(k for k in lower_graph(kg, get_arch("sm_80"), DIRECT).kernels if k is not None)
     assert all(b.direct for i, b in low.bufs.items() if i in {lp.op for lp in low.loads})
     assert not any(b.direct for b in low.all_bufs().values())  # the reduction's tile stays in shared memory
+    default = next(k for k in lower_graph(kg, get_arch("sm_80")).kernels if k is not None)
+    assert not any(b.direct for b in default.bufs.values())  # by default a kernel that reduces copies its rows
 
 
 def test_runs_are_only_as_wide_as_the_rows_are_aligned() -> None:

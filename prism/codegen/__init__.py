@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from prism.codegen.arch import ARCHS, Arch
 from prism.codegen.generate import generate
-from prism.codegen.lower import Options
+from prism.codegen.lower import DirectLoads, Options
 from prism.codegen.plan import BufferSpec, KernelLaunch, LaunchPlan, PredefinedOp
 from prism.codegen.resources import KernelResources, Resources, resources
 from prism.errors import CodegenError
@@ -21,6 +21,7 @@ __all__ = [
     "Arch",
     "BufferSpec",
     "CodegenError",
+    "DirectLoads",
     "KernelLaunch",
     "KernelResources",
     "LaunchPlan",

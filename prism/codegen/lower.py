@@ -16,6 +16,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import assert_never
 
 from prism.codegen.arch import MAX_GRID, Arch
 from prism.codegen.fold import fold_transposes
@@ -29,6 +30,7 @@ from prism.codegen.lowered import (
     AccKind,
     AccPlan,
     Buf,
+    DirectLoads,
     GraphLowering,
     KernelLowering,
     LoadPlan,
@@ -62,7 +64,7 @@ from prism.ir import (
 from prism.names import c_ident
 from prism.ops import Reduce
 
-__all__ = ["DEFAULT_OPTIONS", "PASSES", "Options", "ident", "lower_graph", "reduce_group"]
+__all__ = ["DEFAULT_OPTIONS", "PASSES", "DirectLoads", "Options", "ident", "lower_graph", "reduce_group"]
 
 
 def _pow2_floor(n: int) -> int:
@@ -441,9 +443,21 @@ def _transposed_tile(d: _Draft, i: int, st: Storage, tile: tuple[int, ...]) -> t
 def _direct(d: _Draft, i: int, op: Load) -> bool:
     """``Options.direct_loads``: a Load of a program input in a kernel without a main loop, which no
     matmul reads (ldmatrix needs shared memory), is read in place in global memory. Not a tensor
-    another kernel writes: in a fused split + combine launch those are read past L1 (``fuse``)."""
+    another kernel writes: in a fused split + combine launch those are read past L1 (``fuse``).
+    ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices."""
+    match d.options.direct_loads:
+        case DirectLoads.NEVER:
+            return False
+        case DirectLoads.ELEMENTWISE:
+            if any(isinstance(o, ReduceOp | MatmulOp) or (isinstance(o, Accum) and o.reduce_dim is not None)
+                   for o in d.ops):
+                return False
+        case DirectLoads.ALWAYS:
+            pass
+        case unreachable:
+            assert_never(unreachable)
     inputs = {t.name for t in d.kg.inputs}
-    return d.options.direct_loads and d.loop == 1 and not op.transposed and op.tensor in inputs and not _mm_operand(d, i)
+    return d.loop == 1 and not op.transposed and op.tensor in inputs and not _mm_operand(d, i)
 
 
 def _mm_operand(d: _Draft, i: int) -> bool:

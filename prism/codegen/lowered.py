@@ -79,6 +79,16 @@ class Store(enum.Enum):
     SAVE = "save"
 
 
+class DirectLoads(enum.Enum):
+    """Which loop-free kernels read their program-input Loads in place in global memory. On an H200
+    (decode sizes) element-wise kernels ran 4-6% faster so, kernels that reduce 4-50% slower
+    (docs/codegen.md, "Loads read in place"): ELEMENTWISE, kernels without a reduction or a matmul."""
+
+    NEVER = "never"
+    ELEMENTWISE = "elementwise"
+    ALWAYS = "always"
+
+
 @dataclass(frozen=True)
 class Options:
     """Knobs of the generator that are not μGraph sizes. None: the built-in heuristic."""
@@ -92,10 +102,9 @@ class Options:
     rotate: int = 0
     # one launch for a split kernel and the kernel that combines its partials (prism.codegen.fuse)
     fuse: bool = True
-    # a kernel without a main loop reads the Loads no matmul reads straight from global memory into
-    # registers: no cp.async, shared tile or barrier for them (``lower._direct``). Off by default: not
-    # yet timed (docs/codegen.md, "Element-wise kernels")
-    direct_loads: bool = False
+    # which kernels without a main loop read the Loads no matmul reads straight from global memory
+    # into registers: no cp.async, shared tile or barrier for them (``lower._direct``)
+    direct_loads: DirectLoads = DirectLoads.ELEMENTWISE
     # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)
     inline_accums: bool = True
 
