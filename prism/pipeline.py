@@ -189,9 +189,10 @@ def search_and_verify(
 
     The plans are the whole program's verified sGraphs (searched when it has at most
     ``WHOLE_PROGRAM_OPS`` primitive ops or a ``config`` is given; for a larger program, taken
-    from the cache when a whole-program search was run, e.g. ``prism search --whole``), stitched plans of its parts
-    (``partitioned``: each part searched and cached on its own, falling back to its predefined
-    kernels; at most ``part_ops`` ops a part) and the all-predefined plan, which is always last.
+    from the cache when a whole-program search was run, e.g. ``prism search --whole``), with
+    ``partitioned`` its row-vendor plan (vendor GEMMs, the ops between them one row-wise kernel each)
+    and stitched plans of its parts (each part searched and cached on its own, falling back to its
+    predefined kernels; at most ``part_ops`` ops a part), and the all-predefined plan, always last.
     ``time_budget`` bounds each search (seconds; the default is ``DEFAULT_SEARCH_BUDGET_S``).
     """
     check_program(graph, "search_and_verify")
@@ -211,9 +212,9 @@ def search_and_verify(
         except (SearchError, VerificationError) as e:  # outside what the search or prover handle
             log.warning("%s: no whole-program search (%s); parts and predefined kernels remain", program, e)
             whole = SearchOutcome(program, graph.structure_key(), (), False, {"whole_program_error": str(e)})
-    else:  # too large to search by default: a search someone ran, and the plan built by rule
-        if cache and not settings().no_cache:
-            whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
+    elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
+        whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
+    if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
         constructed = _constructed(graph, program, cache)
     searched = whole.templates if whole is not None else ()
     templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
@@ -434,6 +435,7 @@ class _TuneRequest:
     templates: list[KernelGraph]
     sampler: InputSampler
     program: str
+    always: tuple[int, ...] = ()  # templates timed whatever the draw (``tune``'s ``always``)
 
 
 def superoptimize(
@@ -500,8 +502,9 @@ def superoptimize(
         candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
         sources.append(PlanSource.STITCHED)
     summary["parts_tune_s"] = time.perf_counter() - t_parts
-    kernel, summary, concrete = _tune_cached(_TuneRequest(graph, candidates, sampler, program), backend, target,
-                                             samples, seed, budget.next(), cache, summary)
+    built = tuple(i for i, s in enumerate(sources) if s is PlanSource.CONSTRUCTED)  # a floor: always timed
+    kernel, summary, concrete = _tune_cached(_TuneRequest(graph, candidates, sampler, program, built), backend,
+                                             target, samples, seed, budget.next(), cache, summary)
     summary["plan_source"] = sources[int(summary["template"])].value
     if example_inputs is not None:
         check_examples(graph, backend, kernel, example_inputs, program)
@@ -579,7 +582,7 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
         return kernel, summary, kg
     log.info("%s: tuning %d templates", req.program, len(req.templates))
     result = tune(graph, req.templates, samples=samples, seed=seed, time_budget=time_budget, arch=target,
-                  backend=backend, inputs=req.sampler)
+                  backend=backend, inputs=req.sampler, always=req.always)
     distinct = {(r.template, tuple(sorted(r.sizes.items()))) for r in result.records if r.stage is None}
     summary.update({
         "tune_s": result.seconds.get("total", 0.0),

@@ -163,6 +163,27 @@ def test_the_predefined_plan_is_always_timed_and_answers_an_unseen_program() -> 
     assert fast.summary["rel_err"] < 1e-9 and fast.summary["plan_source"] in ("searched", "predefined")
 
 
+def test_a_searched_program_with_a_matmul_has_its_row_vendor_plan_timed() -> None:
+    """The row-vendor plan (Inductor's structure: the norm one row-wise kernel before the vendor GEMM)
+    is built for every program with a matmul, not only those too large to search whole, and the tuner
+    times it whatever its draw: a floor under the searched plans."""
+    from prism.tune.tuner import tune
+
+    g = workloads.rmsnorm_linear(4, 32)
+    _seed_search_cache("rmsnorm_linear", g)
+    out = pipeline.search_and_verify(g, program="rmsnorm_linear", progress=False)
+    built = [i for i, s in enumerate(out.sources) if s is pipeline.PlanSource.CONSTRUCTED]
+    assert pipeline.primitive_ops(g) <= pipeline.WHOLE_PROGRAM_OPS and len(built) == 1
+    plan = out.templates[built[0]]
+    assert [isinstance(k, CustomKernel) for k in plan.kernels] == [True, False]  # row kernel, vendor GEMM
+    backend = InterpreterBackend(_timer)
+    plain = tune(g, list(out.templates), samples=1, refine=0, backend=backend)
+    timed = tune(g, list(out.templates), samples=1, refine=0, backend=backend, always=built)
+    assert built[0] not in {r.template for r in plain.records}  # one uniform draw misses it
+    assert any(r.template == built[0] and r.time_us is not None for r in timed.records)
+    assert len(timed.records) == len(plain.records) + 1
+
+
 def test_a_program_over_the_whole_search_bound_uses_a_whole_search_that_was_run(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Over WHOLE_PROGRAM_OPS the default is parts only, but a whole-program search someone ran

@@ -122,7 +122,7 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
         if isinstance(k, CustomKernel):
             assert ks is not None
             draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, arch, options)
-            lowered.append(_lower_kernel(draft, options))
+            lowered.append(_lower_kernel(draft, _warps_to_try(kg, k, ks, options)))
         else:
             lowered.append(None)
     return GraphLowering(kg, arch, tuple(lowered), shapes, dtypes, tuple(intermediates))
@@ -137,10 +137,47 @@ class _AccumulatorLimit(CodegenError):
     """More accumulator registers per thread than MAX_ACC_REGS with the draft's warps."""
 
 
-def _lower_kernel(draft: Callable[..., _Draft], options: Options) -> KernelLowering:
-    """The kernel lowered by ``PASSES`` with the first of ``WARPS`` whose accumulators fit (the last
-    count's error is the kernel's)."""
-    *first, last = (options.warps,) if options.warps else WARPS
+# A row kernel (``_row_warps``) gets a thread per run of this many halves of its largest loaded tile
+# (one 16-byte load each), between 4 and ROW_MAX_WARPS warps.
+ROW_RUN = 8
+ROW_MAX_WARPS = 16
+
+
+def _row_warps(kg: KernelGraph, k: CustomKernel, ks: KernelShapes) -> int | None:
+    """Warps of a latency-bound row kernel: no main loop, no matmul, every Load a program input (a
+    split kernel's combine reads partials and shares its split kernel's launch, so it keeps ``WARPS``).
+    A thread per run of ``ROW_RUN`` elements of the largest loaded tile, 4 to ``ROW_MAX_WARPS`` warps,
+    and where the kernel reduces several rows, at most one warp per row (beyond that each row's
+    block-wide reduction runs in turn). Fitted to the H200 A/B of 2026-12-02 (docs/codegen.md,
+    "Warps of row kernels"): 16 warps made 4096-wide norms 5-6% faster, and slowed 1024-wide
+    softmax rows (the rule keeps those at 4). None: not a row kernel."""
+    if k.loop != 1 or any(isinstance(op, MatmulOp) for op in k.ops):
+        return None
+    inputs = {t.name for t in kg.inputs}
+    loads = [(i, op.tensor) for i, op in enumerate(k.ops) if isinstance(op, Load)]
+    if not loads or any(tensor not in inputs for _, tensor in loads):
+        return None
+    elems = max(math.prod(ks.tiles[i] or (1,)) for i, _ in loads)
+    warps = min(ROW_MAX_WARPS, max(WARPS[0], _pow2_floor(elems // (ROW_RUN * 32))))
+    rows = [math.prod(ks.tiles[i] or (1,)) for i, op in enumerate(k.ops)
+            if isinstance(op, ReduceOp) or (isinstance(op, Accum) and op.reduce_dim is not None)]
+    if rows and max(rows) > 1:
+        warps = min(warps, max(WARPS[0], _pow2_floor(max(rows))))
+    return warps
+
+
+def _warps_to_try(kg: KernelGraph, k: CustomKernel, ks: KernelShapes, options: Options) -> tuple[int, ...]:
+    """``Options.warps`` when set; else a row kernel's own count first (``Options.row_warps``), then ``WARPS``."""
+    if options.warps:
+        return (options.warps,)
+    row = _row_warps(kg, k, ks) if options.row_warps else None
+    return tuple(dict.fromkeys((row, *WARPS) if row is not None else WARPS))
+
+
+def _lower_kernel(draft: Callable[..., _Draft], counts: tuple[int, ...]) -> KernelLowering:
+    """The kernel lowered by ``PASSES`` with the first of ``counts`` (warps) whose accumulators fit
+    (the last count's error is the kernel's)."""
+    *first, last = counts
     for warps in first:
         try:
             return _passes(draft(warps=warps))

@@ -105,6 +105,9 @@ class Options:
     # which kernels without a main loop read the Loads no matmul reads straight from global memory
     # into registers: no cp.async, shared tile or barrier for them (``lower._direct``)
     direct_loads: DirectLoads = DirectLoads.ELEMENTWISE
+    # a row kernel (no loop, no matmul, program inputs only) gets a warp count sized to its tile
+    # (``lower._row_warps``) instead of 4; ignored when ``warps`` is set
+    row_warps: bool = True
     # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)
     inline_accums: bool = True
 

@@ -22,7 +22,7 @@ import pickle
 import random
 import time
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
@@ -291,18 +291,20 @@ def _round_robin(templates: Sequence[KernelGraph], rng: random.Random) -> list[i
 
 
 def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, int]]], chosen: Sequence[Sample],
-                   arch: str, resources: Any) -> list[Sample]:
-    """A sample for every size-free template (predefined or stitched plan) not drawn already: the
-    plan made of predefined kernels is always timed, so the winner is never slower than it."""
+                   arch: str, resources: Any, always: Collection[int]) -> list[Sample]:
+    """A sample for every size-free template (predefined or stitched plan) and every template in
+    ``always`` (a plan built by rule) not drawn already: the plan made of predefined kernels is always
+    timed, so the winner is never slower than it. A template in ``always`` is timed at the assignment
+    ``_one_legal`` picks (``space`` keeps what was enumerated of it, for ``_refine``)."""
     drawn = {s.template for s in chosen}
     extra = []
     for t, tpl in enumerate(templates):
-        if tpl.symbols or t in drawn:
+        if (tpl.symbols and t not in always) or t in drawn:
             continue
-        if not space[t]:
-            space[t] = _legal(tpl, arch, resources, None)
-        if space[t]:
-            extra.append(Sample(t, ()))
+        pick = _one_legal(tpl, arch, resources, None) if tpl.symbols else space[t] or _legal(tpl, arch, resources, None)
+        space[t] = space[t] or pick
+        if pick:
+            extra.append(Sample(t, tuple(pick[0].items())))
     return extra
 
 
@@ -389,6 +391,7 @@ def tune(
     inputs: Callable[[int], Mapping[str, np.ndarray]] | None = None,
     max_legal_per_template: int | None = 100_000,
     refine: int | None = None,
+    always: Collection[int] = (),
 ) -> TuneResult:
     """Tune ``templates`` (sGraphs with symbolic sizes, shapes of ``graph``) and return the checked winner.
 
@@ -400,8 +403,8 @@ def tune(
     ``time_budget`` (seconds, whole call) stops new compiles and timings once at least one sample
     has a time; the rest are recorded as skipped. ``jobs`` compile threads (default: CPU count).
     ``inputs(seed)`` draws fresh inputs (default: ``random_inputs`` with ``scales``, whose default
-    is ``default_scales``). Templates with no symbolic size (predefined or stitched plans) are
-    always timed, on top of the samples.
+    is ``default_scales``). Templates with no symbolic size (predefined or stitched plans) and the
+    templates at the indices in ``always`` are always timed, on top of the samples.
     """
     t_start = time.perf_counter()
     check_tuning("tune", samples=samples, seed=seed, time_budget=time_budget, target=arch)
@@ -411,7 +414,8 @@ def tune(
     draw = inputs if inputs is not None else (lambda seed: random_inputs(graph, sd, seed))
     if not templates:
         raise TuningError("no templates to tune")
-    space, chosen = _draw(graph, templates, samples, seed, arch, backend.resources(), max_legal_per_template, jobs)
+    space, chosen = _draw(graph, templates, samples, seed, arch, backend.resources(), max_legal_per_template, jobs,
+                          always)
     t_enum = time.perf_counter()
     log.info("tuning: %d templates, %d legal size assignments found, %d samples on %s",
              len(templates), sum(len(s) for s in space), len(chosen), arch)
@@ -449,8 +453,9 @@ def tune(
 
 
 def _draw(graph: Graph, templates: Sequence[KernelGraph], samples: int, seed: int, arch: str, resources: Any,
-          max_legal: int | None, jobs: int | None) -> tuple[list[list[dict[str, int]]], list[Sample]]:
-    """1. the legal sizes of every template, 2. the sample (plus every size-free template)."""
+          max_legal: int | None, jobs: int | None,
+          always: Collection[int] = ()) -> tuple[list[list[dict[str, int]]], list[Sample]]:
+    """1. the legal sizes of every template, 2. the sample (plus every size-free template and ``always``)."""
     if len(templates) <= samples:
         space = _legal_space(templates, arch, resources, max_legal, jobs)
         found = any(space)
@@ -460,7 +465,7 @@ def _draw(graph: Graph, templates: Sequence[KernelGraph], samples: int, seed: in
         found = bool(chosen)
     if not found:
         raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
-    chosen.extend(_fixed_samples(templates, space, chosen, arch, resources))
+    chosen.extend(_fixed_samples(templates, space, chosen, arch, resources, always))
     return space, chosen
 
 
