@@ -86,3 +86,25 @@ def test_a_kernel_with_a_main_loop_or_a_matmul_keeps_its_copies(sizes: dict[str,
     kg = plans.hand_plans("rmsnorm_linear", g)[0].instantiate(sizes)
     low = next(k for k in lower_graph(kg, get_arch("sm_80"), DIRECT).kernels if k is not None)
     assert low.loop > 1 and not any(b.direct for b in low.bufs.values())
+
+
+def test_a_vendor_gemms_output_is_read_in_place_too() -> None:
+    """A tensor a predefined kernel (the vendor GEMM) wrote in an earlier launch is settled: the
+    element-wise kernel after it reads it in place, as it reads a program input; emulation matches."""
+    from prism.ir import CustomKernel
+    from prism.rowwise import row_vendor_plan
+
+    g = Graph()
+    y = g.matmul(g.input((8, 32), "float16", "X"), g.input((32, 64), "float16", "W"))
+    g.output(g.mul(g.silu(y), g.input((8, 64), "float16", "Y")), "O")
+    plan = row_vendor_plan(g)
+    assert plan is not None
+    kg = plan.instantiate({s: (8 if s.endswith("_x") else 1) for s in plan.symbols})
+    (k,) = [k for k in kg.kernels if isinstance(k, CustomKernel)]
+    assert {op.tensor for op in k.loads} - {t.name for t in kg.inputs}  # the GEMM's output
+    low = next(x for x in lower_graph(kg, get_arch("sm_80")).kernels if x is not None)
+    assert low.bufs and all(b.direct for b in low.bufs.values())
+    rng = np.random.default_rng(4)
+    inputs = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
+    got, want = emulate(kg, inputs), interpreter.run(kg, inputs)
+    assert relative_error(got["O"], want["O"]) < 1e-12

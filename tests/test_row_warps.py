@@ -73,11 +73,13 @@ def test_row_kernels_at_their_warp_counts_match_the_interpreter() -> None:
         assert len(compile_check(sources, "sm_80", jobs=1)) == len(sources)
 
 
-def test_a_kernel_that_reads_another_kernels_output_keeps_four_warps() -> None:
-    """Only kernels that read program inputs count as row kernels (a split kernel's combine reads its
-    partials and must share the split kernel's block size to share its launch): the norm after a
-    vendor GEMM, reading the GEMM's output, keeps 4 warps at a width where reading an input gets 16."""
+def test_a_kernel_that_reads_a_generated_kernels_output_keeps_four_warps() -> None:
+    """Only kernels whose loads are settled (program inputs, or outputs of predefined kernels such as
+    a vendor GEMM's) count as row kernels: a generated kernel's output may be read by a combine fused
+    into its launch, which shares its block size. The norm after a vendor GEMM gets its row's count;
+    the second of two generated row kernels, reading the first's output, keeps 4."""
     from prism.ir import CustomKernel
+    from prism.partition import partition, stitch
     from prism.rowwise import row_vendor_plan
 
     g = Graph()
@@ -85,8 +87,22 @@ def test_a_kernel_that_reads_another_kernels_output_keeps_four_warps() -> None:
     g.output(g.mul(g.rms_norm(y), g.input((1, 4096), "float16", "G")), "O")
     plan = row_vendor_plan(g)
     assert plan is not None
-    kg = plan.instantiate({s: (4 if s.endswith("_x") else 1) for s in plan.symbols})
-    (norm,) = [k for k in kg.kernels if isinstance(k, CustomKernel)]
-    assert any(op.tensor not in {t.name for t in kg.inputs} for op in norm.loads)
-    assert _warps(kg) == 4
-    assert _warps(_rows_per_block(_norm(4, 4096), 1)) == 16  # the same row read from an input
+    after_gemm = plan.instantiate({s: (4 if s.endswith("_x") else 1) for s in plan.symbols})
+    assert _warps(after_gemm) == 16
+
+    g = Graph()
+    v = g.rms_norm(g.input((4, 4096), "float16", "X"))
+    g.output(g.mul(g.silu(v), v), "O")
+    parts = partition(g, max_ops=5)
+    rows = [row_plan(p.graph) for p in parts]
+    assert len(parts) == 2 and all(r is not None for r in rows)
+    two = stitch(g, parts, rows, "two")  # type: ignore[arg-type]
+    kg = two.instantiate({s: (4 if s.endswith("_x") else 1) for s in two.symbols})
+    _, second = [k for k in kg.kernels if isinstance(k, CustomKernel)]
+    assert {op.tensor for op in second.loads} - {t.name for t in kg.inputs}  # reads the first's output
+    warps = [low.warps for low in lower_graph(kg, get_arch("sm_80")).kernels if low is not None]
+    assert warps == [16, 4]
+    rng = np.random.default_rng(3)
+    inputs = {"X": rng.standard_normal((4, 4096))}
+    got, want = emulate(kg, inputs), interpreter.run(kg, inputs)
+    assert relative_error(got["O"], want["O"]) < 1e-12

@@ -54,6 +54,7 @@ from prism.ir import (
     KernelShapes,
     Load,
     MatmulOp,
+    PredefinedKernel,
     ReduceOp,
     Save,
     UnaryOp,
@@ -144,8 +145,9 @@ ROW_MAX_WARPS = 16
 
 
 def _row_warps(kg: KernelGraph, k: CustomKernel, ks: KernelShapes) -> int | None:
-    """Warps of a latency-bound row kernel: no main loop, no matmul, every Load a program input (a
-    split kernel's combine reads partials and shares its split kernel's launch, so it keeps ``WARPS``).
+    """Warps of a latency-bound row kernel: no main loop, no matmul, every Load a settled tensor
+    (``settled_tensors``: a split kernel's combine reads partials and shares its split kernel's
+    launch, so it keeps ``WARPS``).
     A thread per run of ``ROW_RUN`` elements of the largest loaded tile, 4 to ``ROW_MAX_WARPS`` warps,
     and where the kernel reduces several rows, at most one warp per row (beyond that each row's
     block-wide reduction runs in turn). Fitted to the H200 A/B of 2026-12-02 (docs/codegen.md,
@@ -153,9 +155,9 @@ def _row_warps(kg: KernelGraph, k: CustomKernel, ks: KernelShapes) -> int | None
     softmax rows (the rule keeps those at 4). None: not a row kernel."""
     if k.loop != 1 or any(isinstance(op, MatmulOp) for op in k.ops):
         return None
-    inputs = {t.name for t in kg.inputs}
+    settled = settled_tensors(kg)
     loads = [(i, op.tensor) for i, op in enumerate(k.ops) if isinstance(op, Load)]
-    if not loads or any(tensor not in inputs for _, tensor in loads):
+    if not loads or any(tensor not in settled for _, tensor in loads):
         return None
     elems = max(math.prod(ks.tiles[i] or (1,)) for i, _ in loads)
     warps = min(ROW_MAX_WARPS, max(WARPS[0], _pow2_floor(elems // (ROW_RUN * 32))))
@@ -259,6 +261,10 @@ class _Draft:
     @property
     def tiles(self) -> tuple[tuple[int, ...] | None, ...]:
         return self.ks.tiles
+
+    @functools.cached_property
+    def settled(self) -> set[str]:
+        return settled_tensors(self.kg)
 
     @property
     def threads(self) -> int:
@@ -477,11 +483,17 @@ def _transposed_tile(d: _Draft, i: int, st: Storage, tile: tuple[int, ...]) -> t
     return (*tile[:-2], tile[-1], tile[-2])
 
 
+def settled_tensors(kg: KernelGraph) -> set[str]:
+    """Tensors no generated kernel writes: the program's inputs and the outputs of predefined kernels
+    (a vendor GEMM's, written by an earlier launch). A generated kernel's output may be read by a
+    combine fused into the same launch (``fuse``), which must read it past L1 and share its block."""
+    return {t.name for t in kg.inputs} | {k.output for k in kg.kernels if isinstance(k, PredefinedKernel)}
+
+
 def _direct(d: _Draft, i: int, op: Load) -> bool:
-    """``Options.direct_loads``: a Load of a program input in a kernel without a main loop, which no
-    matmul reads (ldmatrix needs shared memory), is read in place in global memory. Not a tensor
-    another kernel writes: in a fused split + combine launch those are read past L1 (``fuse``).
-    ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices."""
+    """``Options.direct_loads``: a Load of a settled tensor (``settled_tensors``) in a kernel without a
+    main loop, which no matmul reads (ldmatrix needs shared memory), is read in place in global
+    memory. ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices."""
     match d.options.direct_loads:
         case DirectLoads.NEVER:
             return False
@@ -493,8 +505,7 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
             pass
         case unreachable:
             assert_never(unreachable)
-    inputs = {t.name for t in d.kg.inputs}
-    return d.loop == 1 and not op.transposed and op.tensor in inputs and not _mm_operand(d, i)
+    return d.loop == 1 and not op.transposed and op.tensor in d.settled and not _mm_operand(d, i)
 
 
 def _mm_operand(d: _Draft, i: int) -> bool:
