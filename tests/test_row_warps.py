@@ -5,6 +5,8 @@ emulator against the interpreter at those counts, and by nvcc where installed.""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,30 @@ def test_a_kernel_that_reads_a_generated_kernels_output_keeps_four_warps() -> No
     inputs = {"X": rng.standard_normal((4, 4096))}
     got, want = emulate(kg, inputs), interpreter.run(kg, inputs)
     assert relative_error(got["O"], want["O"]) < 1e-12
+
+
+@pytest.mark.parametrize(("d", "rows", "opts", "run"), [
+    (4096, 1, DEFAULT_OPTIONS, 8),          # 16 warps: one run of 8 a thread
+    (4096, 1, Options(row_warps=False), 8),  # 4 warps: four runs of 8 a thread
+    (1536, 1, DEFAULT_OPTIONS, 4),          # 1536 = 128 threads x 12: runs of 4
+    (1000, 1, DEFAULT_OPTIONS, 1),          # no whole runs: element by element, as before
+])
+def test_the_block_wide_reduction_reads_runs(d: int, rows: int, opts: Options, run: int) -> None:
+    """A block-wide reduction (one row, every thread striding it) reads each thread's run of ``run``
+    elements with one vector load (``render_reduce.block_run``) where every thread gets whole runs."""
+    kg = _rows_per_block(_norm(4, d), rows)
+    src = generate(kg, arch="sm_80", options=opts).kernels[0].source
+    walk = next(line for line in src.splitlines() if "the whole block on each" in line)
+    assert "sum over dim 1" in walk
+    if run > 1:
+        assert f"for (int r0 = tid * {run}; r0 < {d}; r0 += {_warps(kg, opts) * 32 * run})" in src
+        assert re.search(rf"unsigned red\d+_v0\[{run // 2}\];", src)
+    else:
+        assert f"for (int r = tid; r < {d}; r += " in src and not re.search(r"red\d+_v0", src)
+    rng = np.random.default_rng(6)
+    inputs = {"X": rng.standard_normal((4, d)), "W": rng.standard_normal((1, d))}
+    got, want = emulate(kg, inputs, options=opts), interpreter.run(kg, inputs)
+    assert relative_error(got["O"], want["O"]) < 1e-12
+    if nvcc_path() is not None:
+        k = generate(kg, arch="sm_80", options=opts).kernels[0]
+        assert len(compile_check([(k.entry, k.source)], "sm_80", jobs=1)) == 1

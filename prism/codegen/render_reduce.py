@@ -109,13 +109,25 @@ def block_reduces(low: KernelLowering, x: int, dim: int) -> bool:
     return low.warps > 1 and n_out < low.warps and tile_x[dim] >= 32 * low.warps
 
 
-def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -> int:
-    """Elements per run that a lane reads at its run's base (``Run``) in a reduction of ``x`` over
-    ``dim`` (``to_tile``: a ReduceOp, not an accumulator): runs along the last dim of the lane walk;
-    1 for the block-wide walk and for other dims."""
+def block_run(low: KernelLowering, x: int, dim: int) -> int:
+    """Elements per run of a thread in the block-wide walk (``_block_reduce``) over the last dim: 8,
+    4 or 2 when every thread gets whole runs (8 halves: one 16-byte load); 1 for other dims."""
     tile_x = low.tiles[x]
     assert tile_x is not None
-    if (to_tile and block_reduces(low, x, dim)) or dim != len(tile_x) - 1:
+    if dim != len(tile_x) - 1:
+        return 1
+    return next((v for v in (8, 4, 2) if tile_x[dim] % (low.threads * v) == 0), 1)
+
+
+def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -> int:
+    """Elements per run that a lane reads at its run's base (``Run``) in a reduction of ``x`` over
+    ``dim`` (``to_tile``: a ReduceOp, not an accumulator): runs along the last dim of the lane walk
+    or of the block-wide walk (``block_run``); 1 for other dims."""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    if to_tile and block_reduces(low, x, dim):
+        return block_run(low, x, dim)
+    if dim != len(tile_x) - 1:
         return 1
     return run_width(tile_x[dim], group)
 
@@ -150,6 +162,14 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
     init = "0.0f" if fn is Reduce.SUM else NEG_INF
     comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
     warp_op = "warp_sum" if fn is Reduce.SUM else "warp_max"
+    run = block_run(low, x, dim)
+    if run > 1:  # each thread's run in vector loads (RunReads), then one statement per element
+        rex = RunReads(ex, "r0", run, f"{name}_v")
+        stmts = [comb.format(v=rex.read(x, with_last([*xidx[:-1], "r0"], k))) for k in range(run)]
+        walk = [f"for (int r0 = tid * {run}; r0 < {tile_x[dim]}; r0 += {nt * run}) {{",
+                *_indent([*rex.loads, *stmts], 2), "}"]  # the reads above filled rex.loads
+    else:
+        walk = [f"for (int r = tid; r < {tile_x[dim]}; r += {nt}) " + comb.format(v=ex.read(x, xidx))]
     return [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, the whole block on each",
         "{",
@@ -160,7 +180,7 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
         *_indent(decl, 4),
         f"    float p = {init};",
         "#pragma unroll 4",
-        f"    for (int r = tid; r < {tile_x[dim]}; r += {nt}) " + comb.format(v=ex.read(x, xidx)),
+        *_indent(walk, 4),
         f"    p = {warp_op}(p, 32);",
         f"    if (lane == 0) {name}_part[warp] = p;",
         "    __syncthreads();",
