@@ -345,16 +345,26 @@ def _decode_search(payload: Any, key: str, graph: Graph) -> tuple[list[KernelGra
     return _fitting([KernelGraph.from_json(t) for t in payload["templates"]], graph), stats
 
 
+# digests of (program, cached plans) that passed ``_screened`` in this process: the same plans loaded
+# again (a region repeated in every layer, a second call at the same shapes) are not screened again
+_SCREENED: set[str] = set()
+
+
 def _screened(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
     """Do cached plans still compute the program: well-formed for every size (symbolic shapes) and
-    right at the search's numeric screen (small, on the CPU)?"""
+    right at the search's numeric screen (small, on the CPU)? Once per process for the same plans."""
     from prism.verify.check import ill_formed
     from prism.verify.screen import screen
 
+    digest = hashlib.sha256("\n".join([graph.structure_hash(), *(t.dumps() for t in templates)]).encode()).hexdigest()
+    if digest in _SCREENED:
+        return True
     bound = [bind_shapes(t, graph) for t in templates]
-    if any(why is not None for why in ill_formed(graph, bound)):
-        return False
-    return all(ok is not False for ok in screen(graph, bound))
+    ok = not any(why is not None for why in ill_formed(graph, bound)) and all(
+        ok is not False for ok in screen(graph, bound))
+    if ok:
+        _SCREENED.add(digest)
+    return ok
 
 
 def _require_gpu(program: str, outcome: SearchOutcome) -> None:

@@ -62,6 +62,29 @@ def test_corrupt_search_cache_is_not_trusted(monkeypatch: pytest.MonkeyPatch) ->
     assert calls == ["search"] and not path.exists()
 
 
+def test_cached_plans_are_screened_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second load of the same cached plans at the same shapes skips the numeric screen (a region
+    repeated in every layer); other shapes are screened again."""
+    import prism.verify.screen as screen_mod
+
+    g = workloads.swiglu(4, 32)
+    _seed_search_cache("swiglu", g)
+    calls: list[int] = []
+    real = screen_mod.screen
+
+    def counting(graph: object, plans: object) -> object:
+        calls.append(1)
+        return real(graph, plans)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(screen_mod, "screen", counting)
+    monkeypatch.setattr(pipeline, "_SCREENED", set())
+    for _ in range(2):
+        assert pipeline.search_and_verify(g, program="swiglu", partitioned=False).cached
+    assert len(calls) == 1
+    assert pipeline.search_and_verify(workloads.swiglu(8, 32), program="swiglu", partitioned=False).cached
+    assert len(calls) == 2
+
+
 def test_superoptimize_tunes_then_hits_the_tuned_cache() -> None:
     g = workloads.rmsnorm_linear(4, 32)
     templates = _seed_search_cache("rmsnorm_linear", g)
