@@ -63,8 +63,10 @@ def partition(nodes: Sequence[PNode], min_ops: int = MIN_OPS, *, split: bool = T
     regions = _regions(nodes, min_ops)
     if not split:
         return regions
-    return [r if r.alone else Region(b, False) for r in regions
-            for b in ([r.nodes] if r.alone else split_blocks(nodes, r.nodes, min_ops))]
+    out: list[Region] = []
+    for r in regions:
+        out += [r] if r.alone else [Region(b, False) for b in split_blocks(nodes, r.nodes, min_ops)]
+    return out
 
 
 def _regions(nodes: Sequence[PNode], min_ops: int) -> list[Region]:

@@ -118,12 +118,13 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
         if math.prod(shp) > MAX_ELEMS:
             raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
     scalars = {t.name: t.shape for t in kg.inputs}
+    settled = settled_tensors(kg)
     lowered: list[KernelLowering | None] = []
     for idx, (k, ks) in enumerate(zip(kg.kernels, per_kernel, strict=True)):
         if isinstance(k, CustomKernel):
             assert ks is not None
-            draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, arch, options)
-            lowered.append(_lower_kernel(draft, _warps_to_try(kg, k, ks, options)))
+            draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, settled, arch, options)
+            lowered.append(_lower_kernel(draft, _warps_to_try(k, ks, settled, options)))
         else:
             lowered.append(None)
     return GraphLowering(kg, arch, tuple(lowered), shapes, dtypes, tuple(intermediates))
@@ -144,7 +145,12 @@ ROW_RUN = 8
 ROW_MAX_WARPS = 16
 
 
-def _row_warps(kg: KernelGraph, k: CustomKernel, ks: KernelShapes) -> int | None:
+def _reduces(op: BlockOp) -> bool:
+    """``op`` reduces a dim: a ReduceOp, or an accumulator over a dim."""
+    return isinstance(op, ReduceOp) or (isinstance(op, Accum) and op.reduce_dim is not None)
+
+
+def _row_warps(k: CustomKernel, ks: KernelShapes, settled: set[str]) -> int | None:
     """Warps of a latency-bound row kernel: no main loop, no matmul, every Load a settled tensor
     (``settled_tensors``: a split kernel's combine reads partials and shares its split kernel's
     launch, so it keeps ``WARPS``).
@@ -155,24 +161,22 @@ def _row_warps(kg: KernelGraph, k: CustomKernel, ks: KernelShapes) -> int | None
     softmax rows (the rule keeps those at 4). None: not a row kernel."""
     if k.loop != 1 or any(isinstance(op, MatmulOp) for op in k.ops):
         return None
-    settled = settled_tensors(kg)
     loads = [(i, op.tensor) for i, op in enumerate(k.ops) if isinstance(op, Load)]
     if not loads or any(tensor not in settled for _, tensor in loads):
         return None
     elems = max(math.prod(ks.tiles[i] or (1,)) for i, _ in loads)
     warps = min(ROW_MAX_WARPS, max(WARPS[0], _pow2_floor(elems // (ROW_RUN * 32))))
-    rows = [math.prod(ks.tiles[i] or (1,)) for i, op in enumerate(k.ops)
-            if isinstance(op, ReduceOp) or (isinstance(op, Accum) and op.reduce_dim is not None)]
+    rows = [math.prod(ks.tiles[i] or (1,)) for i, op in enumerate(k.ops) if _reduces(op)]
     if rows and max(rows) > 1:
         warps = min(warps, max(WARPS[0], _pow2_floor(max(rows))))
     return warps
 
 
-def _warps_to_try(kg: KernelGraph, k: CustomKernel, ks: KernelShapes, options: Options) -> tuple[int, ...]:
+def _warps_to_try(k: CustomKernel, ks: KernelShapes, settled: set[str], options: Options) -> tuple[int, ...]:
     """``Options.warps`` when set; else a row kernel's own count first (``Options.row_warps``), then ``WARPS``."""
     if options.warps:
         return (options.warps,)
-    row = _row_warps(kg, k, ks) if options.row_warps else None
+    row = _row_warps(k, ks, settled) if options.row_warps else None
     return tuple(dict.fromkeys((row, *WARPS) if row is not None else WARPS))
 
 
@@ -234,6 +238,7 @@ class _Draft:
     dtypes: Mapping[str, str]
     dtype: str
     scalars: Mapping[str, tuple[int, ...]]
+    settled: set[str]  # ``settled_tensors``: what a row kernel may read and a direct Load read in place
     arch: Arch
     options: Options
     grid: tuple[int, ...] = ()
@@ -261,10 +266,6 @@ class _Draft:
     @property
     def tiles(self) -> tuple[tuple[int, ...] | None, ...]:
         return self.ks.tiles
-
-    @functools.cached_property
-    def settled(self) -> set[str]:
-        return settled_tensors(self.kg)
 
     @property
     def threads(self) -> int:
@@ -371,7 +372,7 @@ def _is_its_value(d: _Draft, i: int, op: Accum) -> bool:
     docs/codegen.md, "One-iteration accumulators")."""
     if not (d.options.inline_accums and d.loop == 1 and op.reduce_dim is None and d.stores[op.x] is not Store.FRAG):
         return False
-    reduces = any(isinstance(o, ReduceOp) or (isinstance(o, Accum) and o.reduce_dim is not None) for o in d.ops)
+    reduces = any(_reduces(o) for o in d.ops)
     size = math.prod(d.tile(i))
     special = any(isinstance(o, UnaryOp) and o.fn.transcendental and math.prod(d.tile(j)) >= size
                   for j, o in enumerate(d.ops))
@@ -498,8 +499,7 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
         case DirectLoads.NEVER:
             return False
         case DirectLoads.ELEMENTWISE:
-            if any(isinstance(o, ReduceOp | MatmulOp) or (isinstance(o, Accum) and o.reduce_dim is not None)
-                   for o in d.ops):
+            if any(isinstance(o, MatmulOp) or _reduces(o) for o in d.ops):
                 return False
         case DirectLoads.ALWAYS:
             pass

@@ -80,8 +80,9 @@ class Store(enum.Enum):
 
 
 class DirectLoads(enum.Enum):
-    """Which loop-free kernels read their program-input Loads in place in global memory. On an H200
-    (decode sizes) element-wise kernels ran 4-6% faster so, kernels that reduce 4-50% slower
+    """Which loop-free kernels read their Loads of settled tensors (program inputs, vendor-GEMM
+    outputs: ``lower.settled_tensors``) in place in global memory. On an H200 (decode sizes)
+    element-wise kernels ran 4-6% faster that way and kernels that reduce 4-50% slower
     (docs/codegen.md, "Loads read in place"): ELEMENTWISE, kernels without a reduction or a matmul."""
 
     NEVER = "never"
@@ -105,7 +106,7 @@ class Options:
     # which kernels without a main loop read the Loads no matmul reads straight from global memory
     # into registers: no cp.async, shared tile or barrier for them (``lower._direct``)
     direct_loads: DirectLoads = DirectLoads.ELEMENTWISE
-    # a row kernel (no loop, no matmul, program inputs only) gets a warp count sized to its tile
+    # a row kernel (no loop, no matmul, settled tensors only) gets a warp count sized to its tile
     # (``lower._row_warps``) instead of 4; ignored when ``warps`` is set
     row_warps: bool = True
     # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)

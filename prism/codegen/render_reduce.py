@@ -50,14 +50,8 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
     o_expr = f"(j * {nw} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
     guard = n_out % (nw * gpw) != 0
-    v = run_width(extent, group)
     run = lane_run(low, x, dim, group, dst is not None and acc is None)
-    if run > 1:  # the run's elements in vector loads (RunReads), then one statement per element
-        rex = RunReads(ex, "r0", run, f"{name}_v")
-        rstmts = [comb.format(v=rex.read(x, with_last([*xidx[:-1], "r0"], k))) for k in range(run)]
-        walk = _lane_runs(lane_r, extent, group, [*rex.loads, *rstmts], run)
-    else:
-        walk = _lane_stride(lane_r, extent, group, comb.format(v=ex.read(x, xidx)), v)
+    walk = _walk(ex, x, xidx, comb, name, lane_r, extent, group, run, run_width(extent, group))
     lines = [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, {group} lanes each",
         "#pragma unroll",
@@ -120,7 +114,7 @@ def block_run(low: KernelLowering, x: int, dim: int) -> int:
 
 
 def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -> int:
-    """Elements per run that a lane reads at its run's base (``Run``) in a reduction of ``x`` over
+    """Elements per run that a lane reads at once (``RunReads``) in a reduction of ``x`` over
     ``dim`` (``to_tile``: a ReduceOp, not an accumulator): runs along the last dim of the lane walk
     or of the block-wide walk (``block_run``); 1 for other dims."""
     tile_x = low.tiles[x]
@@ -134,18 +128,24 @@ def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -
 
 def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, v: int) -> list[str]:
     """The lanes' walk over the reduced dim (index ``r``): each lane takes runs of ``v`` consecutive
-    elements (``run_width``; a run along the last dim is ``_lane_runs``'), else one element per step."""
+    elements (``run_width``; runs read by vector loads are ``_walk``'s), else one element per step."""
     if v == 1:
         return ["#pragma unroll 4", f"for (int r = {lane_r}; r < {extent}; r += {group}) {stmt}"]
     return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {v}; r0 < {extent}; r0 += {group * v}) {{",
             "#pragma unroll", f"  for (int r = r0; r < r0 + {v}; ++r) {stmt}", "}"]
 
 
-def _lane_runs(lane_r: str, extent: int, group: int, body: list[str], v: int) -> list[str]:
-    """The lanes' walk over the reduced last dim in runs of ``v`` (base ``r0``): ``body`` reads the run's
-    elements from register arrays filled by vector shared loads (``RunReads``)."""
-    return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {v}; r0 < {extent}; r0 += {group * v}) {{",
-            *_indent(body, 2), "}"]
+def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str, extent: int, group: int,
+          run: int, v: int) -> list[str]:
+    """The walk of ``group`` threads (``lane_r``: this one's index) over the reduced dim, ``comb``
+    taking each element: in runs of ``run`` along the last dim (base ``r0``), each run read once into
+    registers by vector loads (``RunReads``); else ``_lane_stride``."""
+    if run == 1:
+        return _lane_stride(lane_r, extent, group, comb.format(v=ex.read(x, xidx)), v)
+    rex = RunReads(ex, "r0", run, f"{name}_v")
+    stmts = [comb.format(v=rex.read(x, with_last([*xidx[:-1], "r0"], k))) for k in range(run)]
+    return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {run}; r0 < {extent}; r0 += {group * run}) {{",
+            *_indent([*rex.loads, *stmts], 2), "}"]  # the reads above filled rex.loads
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str) -> list[str]:
@@ -162,14 +162,8 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
     init = "0.0f" if fn is Reduce.SUM else NEG_INF
     comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
     warp_op = "warp_sum" if fn is Reduce.SUM else "warp_max"
-    run = block_run(low, x, dim)
-    if run > 1:  # each thread's run in vector loads (RunReads), then one statement per element
-        rex = RunReads(ex, "r0", run, f"{name}_v")
-        stmts = [comb.format(v=rex.read(x, with_last([*xidx[:-1], "r0"], k))) for k in range(run)]
-        walk = [f"for (int r0 = tid * {run}; r0 < {tile_x[dim]}; r0 += {nt * run}) {{",
-                *_indent([*rex.loads, *stmts], 2), "}"]  # the reads above filled rex.loads
-    else:
-        walk = [f"for (int r = tid; r < {tile_x[dim]}; r += {nt}) " + comb.format(v=ex.read(x, xidx))]
+    # the whole block is the walk's group; the walk's pragma stays at the block's indentation
+    pragma, *walk = _walk(ex, x, xidx, comb, name, "tid", tile_x[dim], nt, block_run(low, x, dim), 1)
     return [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, the whole block on each",
         "{",
@@ -179,7 +173,7 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
         "    const int o = j;",
         *_indent(decl, 4),
         f"    float p = {init};",
-        "#pragma unroll 4",
+        pragma,
         *_indent(walk, 4),
         f"    p = {warp_op}(p, 32);",
         f"    if (lane == 0) {name}_part[warp] = p;",
