@@ -105,7 +105,9 @@ def main(argv: list[str]) -> int:
         print(f"{name}: {args.option} {best} µs ({len(r['variants'])} variants, {time.perf_counter() - t0:.0f} s)",
               flush=True)
         with open(args.out, "w") as f:
-            json.dump({"option": args.option, "which": args.which, "results": results}, f, indent=1, default=str)
+            json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": torch.cuda.get_device_name(),
+                       "torch": torch.__version__, "command": " ".join(sys.argv), "option": args.option,
+                       "which": args.which, "results": results}, f, indent=1, default=str)
     return 0
 
 
