@@ -53,7 +53,7 @@ class Case:
 CASES = [
     *(Case("layer", "decode", b, 1, 512) for b in (1, 4, 16)),
     *(Case("layer", "prefill", 1, n, 0) for n in (128, 512)),
-    *(Case("hf", "decode", b, 1, 0) for b in (1, 16)),  # one token, no KV cache (see docs/capture.md)
+    *(Case("hf", "decode", b, 1, 0) for b in (1, 4, 16)),  # one token, no KV cache (see docs/capture.md)
     *(Case("hf", "prefill", 1, n, 0) for n in (128, 512)),
 ]
 
