@@ -34,7 +34,8 @@ from prism.capture.build import spec_to_json
 
 # compile-cudagraph: default torch.compile (Inductor's kernels, no CUDA graphs of its own) replayed
 # from a CUDA graph of ours, the like-for-like GPU-only figure beside prism-cudagraph
-SYSTEMS = ("eager", "compile", "reduce-overhead", "max-autotune", "compile-cudagraph", "prism", "prism-cudagraph")
+SYSTEMS = ("eager", "compile", "reduce-overhead", "max-autotune", "compile-cudagraph", "max-autotune-cudagraph", "prism",
+           "prism-cudagraph")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ CASES = [
     *(Case("hf", "decode", b, 1, 0) for b in (1, 4, 16)),  # one token, no KV cache (see docs/capture.md)
     *(Case("hf", "prefill", 1, n, 0) for n in (128, 512)),
 ]
+
+
+# torch.compile's mode per system; the "-cudagraph" systems replay one CUDA graph of the compiled forward
+# (graphed below), so max-autotune's own CUDA graphs are turned off there
+COMPILE_MODES = {"reduce-overhead": "reduce-overhead", "max-autotune": "max-autotune",
+                 "max-autotune-cudagraph": "max-autotune-no-cudagraphs"}
 
 
 def time_us(fn: Callable[[], Any], reps: int) -> float:
@@ -143,8 +150,9 @@ def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: Cap
             try:
                 if system == "eager":
                     fn = model
-                elif system in ("compile", "reduce-overhead", "max-autotune", "compile-cudagraph"):
-                    fn = torch.compile(model, mode=system if system in ("reduce-overhead", "max-autotune") else None)
+                elif system in ("compile", "reduce-overhead", "max-autotune", "compile-cudagraph",
+                                "max-autotune-cudagraph"):
+                    fn = torch.compile(model, mode=COMPILE_MODES.get(system))
                     fn(*ins)
                 elif system == "prism-cudagraph" and prism_fn is not None:
                     fn = prism_fn  # the same compiled forward, replayed from a CUDA graph
