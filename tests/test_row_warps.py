@@ -14,7 +14,7 @@ from prism import interpreter
 from prism.codegen import Options, generate
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.emulate import emulate
-from prism.codegen.lower import DEFAULT_OPTIONS, lower_graph
+from prism.codegen.lower import DEFAULT_OPTIONS, DirectLoads, lower_graph
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.graph import Graph
 from prism.ir import KernelGraph
@@ -135,3 +135,13 @@ def test_the_block_wide_reduction_reads_runs(d: int, rows: int, opts: Options, r
     if nvcc_path() is not None:
         k = generate(kg, arch="sm_80", options=opts).kernels[0]
         assert len(compile_check([(k.entry, k.source)], "sm_80", jobs=1)) == 1
+
+
+def test_a_block_wide_reduction_is_followed_by_one_barrier() -> None:
+    """The block-wide reduction ends with the barrier that publishes its result; the op after it adds
+    none (a one-row norm: the load's barrier, the partials' barrier and the result's barrier)."""
+    kg = _rows_per_block(_norm(4, 4096), 1)
+    src = generate(kg, arch="sm_80", options=Options(direct_loads=DirectLoads.NEVER)).kernels[0].source
+    assert "the whole block on each" in src
+    assert src.count("__syncthreads();") == 3
+    assert not re.search(r"__syncthreads\(\);\s*\}\s*\}\s*__syncthreads\(\);", src)

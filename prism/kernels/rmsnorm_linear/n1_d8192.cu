@@ -261,7 +261,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3923402b4d(co
         __syncthreads();
       }
     }
-    __syncthreads();
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
