@@ -195,6 +195,35 @@ def test_a_graph_that_writes_in_place_is_not_run_twice(monkeypatch: pytest.Monke
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("writes_outside", [True, False])
+def test_compiling_with_example_inputs_says_when_that_call_wrote_in_place(monkeypatch: pytest.MonkeyPatch,
+                                                                          writes_outside: bool) -> None:
+    """``prism.compile(fn, example_inputs)`` calls ``fn``: where it writes a tensor from outside the
+    graph in place (here a cache, through a view), a CaptureWarning names the write; an in-place op on a
+    tensor the function made is no effect and gets none. The report lists the writes."""
+    _fake_pipeline(monkeypatch, lambda graph, **kw: (_ for _ in ()).throw(DeviceError("no CUDA device (test)")))
+    torch._dynamo.reset()
+    w = torch.randn(16, 16)
+
+    def step(x: Any, cache: Any) -> Any:
+        h = torch.nn.functional.silu(x @ w) * 2.0 + 1.0
+        if writes_outside:
+            cache[:, :16].add_(h)
+            return cache * 0.5
+        h.mul_(0.5)
+        return h + cache[:, :16]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CaptureWarning)
+        fast = compile(step, example_inputs=(torch.randn(4, 16), torch.zeros(4, 32)))
+    said = [str(c.message) for c in caught if "writes in place" in str(c.message)]
+    if writes_outside:
+        assert len(said) == 1 and "add_ of" in said[0] and "cache" in said[0]
+        assert any("cache" in x for x in fast.summary()["writes_in_place"])
+    else:
+        assert said == [] and fast.summary()["writes_in_place"] == []
+
+
 def test_python_operators_named_like_in_place_ones_do_not_stop_the_first_run() -> None:
     """``operator.and_`` (a transformers model's attention mask) ends in "_" only to avoid a keyword:
     it writes nothing, so the graph still runs first and the regions PyTorch wins are inlined;
@@ -208,7 +237,7 @@ def test_python_operators_named_like_in_place_ones_do_not_stop_the_first_run() -
     nodes = [g.call_function(operator.and_, (a, b)), g.call_function(operator.or_, (a, b)),
              g.call_function(operator.iand, (a, b)), g.call_function(operator.setitem, (a, 0, b)),
              g.call_method("add_", (a, 1)), g.call_function(torch.add, (a, b))]
-    assert [outer._writes_in_place(n) for n in nodes] == [False, False, True, True, True, False]
+    assert [outer.writes_in_place(n) for n in nodes] == [False, False, True, True, True, False]
 
 
 def test_a_kernel_that_disagrees_with_pytorch_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,7 +62,9 @@ def _runners(gm: Any, nodes: list[Any], index: dict[Any, int], options: CaptureO
     regions = partition(pnodes, options.min_ops, split=options.split_blocks)
     in_region = {m for r in regions for m in r.nodes}
     computing = [i for i, n in enumerate(nodes) if aten.op_name(n) is not None and aten.op_name(n) not in aten.VIEWS]
-    record = GraphRecord(len(computing), _sum([costs[i] for i in computing]))
+    record = GraphRecord(len(computing), _sum([costs[i] for i in computing]),
+                         writes_in_place=[f"{aten.op_name(n) or n.target} of {w}" for n in nodes
+                                          if (w := outer.external_write(n)) is not None])
     for i in computing:
         if i not in in_region:
             why = mapped[i].why or f"{aten.op_name(nodes[i])}: in no region of {options.min_ops}+ ops"
@@ -195,7 +197,9 @@ def compile(fn: Callable[..., Any], example_inputs: Sequence[Any] | None = None,
             options: CaptureOptions | None = None, dynamic: bool | None = None) -> Compiled:
     """Capture ``fn`` (a function or ``nn.Module``) with Dynamo and run its supported regions as Prism
     kernels. With ``example_inputs``, the first call runs now (under ``torch.no_grad``): capture,
-    superoptimize and the check against PyTorch happen here, not at the first real call."""
+    superoptimize and the check against PyTorch happen here, not at the first real call. That call
+    is a real call: where the function writes in place (a module's buffer, a KV cache it appends to,
+    an input) the write happens, and a ``CaptureWarning`` says so."""
     import torch  # optional dependency: prism.compile needs torch
 
     report = CaptureReport()
@@ -204,6 +208,12 @@ def compile(fn: Callable[..., Any], example_inputs: Sequence[Any] | None = None,
     if example_inputs is not None:
         with torch.no_grad():
             compiled(*example_inputs)
+        if writes := list(dict.fromkeys(w for g in report.graphs for w in g.writes_in_place)):
+            named = ", ".join(writes[:4]) + (", ..." if len(writes) > 4 else "")
+            warnings.warn(f"prism.compile called the function once on the example inputs, and it writes in place "
+                          f"({named}): those writes (to a buffer, a cache, an input) have happened once already; "
+                          "to avoid them, compile without example_inputs (the first real call compiles)",
+                          CaptureWarning, stacklevel=2)
     return Compiled(compiled, report)
 
 

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from prism.capture.aten import VIEWS, op_name
 from prism.errors import CaptureError
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def first_run(fn: Callable[..., Any], nodes: Sequence[Any], example_inputs: Sequ
     from torch._subclasses.fake_tensor import is_fake
     from torch.fx.experimental.symbolic_shapes import size_hint
 
-    if any(_writes_in_place(n) for n in nodes) or any(isinstance(t, torch.Tensor) and is_fake(t) for t in example_inputs):
+    if any(writes_in_place(n) for n in nodes) or any(isinstance(t, torch.Tensor) and is_fake(t) for t in example_inputs):
         return None
     try:  # Dynamo passes a dynamic size as a SymInt: its hint is the value seen
         args = [size_hint(a) if isinstance(a, torch.SymInt) else a for a in example_inputs]
@@ -148,7 +149,20 @@ _OPERATOR_IN_PLACE = frozenset({"setitem", "iadd", "isub", "imul", "itruediv", "
                                 "imatmul", "iand", "ior", "ixor", "ilshift", "irshift"})
 
 
-def _writes_in_place(node: Any) -> bool:
+def external_write(node: Any) -> str | None:
+    """What an in-place write of ``node`` reaches outside the graph: the name of the graph input or
+    attribute (a parameter, a buffer, a cache tensor) it writes, through views; None where it writes
+    only a tensor the graph made."""
+    if not writes_in_place(node):
+        return None
+    target: Any = node.kwargs["out"] if "out" in node.kwargs else (node.args[0] if node.args else None)
+    while getattr(target, "op", None) in ("call_function", "call_method") and op_name(target) in VIEWS:
+        target = target.args[0] if target.args else None
+    return str(target.target) if getattr(target, "op", None) in ("placeholder", "get_attr") else None
+
+
+def writes_in_place(node: Any) -> bool:
+    """Whether an FX node writes a tensor in place (``add_``, ``x[i] = v``, ``out=``, ``inplace=True``)."""
     if node.op not in ("call_function", "call_method"):
         return False
     if node.op == "call_function" and getattr(node.target, "__module__", None) in ("_operator", "operator"):

@@ -57,6 +57,9 @@ class GraphRecord:
     # µs per call at the example inputs, by CUDA-graph replay: the graph with Prism's regions and
     # Inductor's graph alone (the faster runs); empty when not compared
     times_us: dict[str, float] = field(default_factory=dict)
+    # in-place writes to tensors from outside the graph (a buffer, a cache, an input): "add_ of L_x_";
+    # running the graph has effects there
+    writes_in_place: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +89,7 @@ class CaptureReport:
             "bytes_fraction_generated": sum(r.cost.bytes for r in generated) / moved if moved else 0.0,
             "left_to_pytorch": dict(sorted(refused.items(), key=lambda kv: -kv[1])),
             "graph_times_us": [g.times_us for g in self.graphs if g.times_us],
+            "writes_in_place": [w for g in self.graphs for w in g.writes_in_place],
             "region_outcomes": [
                 {"label": r.label, "nodes": r.nodes, "ops": list(r.ops), "flops": r.cost.flops, "bytes": r.cost.bytes,
                  "outcomes": {k: [o.value, d] for k, (o, d) in r.outcomes.items()}}
