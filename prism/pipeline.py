@@ -361,7 +361,7 @@ def _screened(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
         return True
     bound = [bind_shapes(t, graph) for t in templates]
     ok = not any(why is not None for why in ill_formed(graph, bound)) and all(
-        ok is not False for ok in screen(graph, bound))
+        right is not False for right in screen(graph, bound))
     if ok:
         _SCREENED.add(digest)
     return ok

@@ -61,8 +61,9 @@ CASES = [
 
 # torch.compile's mode per system; the "-cudagraph" systems replay one CUDA graph of the compiled forward
 # (graphed below), so max-autotune's own CUDA graphs are turned off there
-COMPILE_MODES = {"reduce-overhead": "reduce-overhead", "max-autotune": "max-autotune",
-                 "max-autotune-cudagraph": "max-autotune-no-cudagraphs"}
+COMPILE_MODES: dict[str, str | None] = {"compile": None, "reduce-overhead": "reduce-overhead",
+                                         "max-autotune": "max-autotune", "compile-cudagraph": None,
+                                         "max-autotune-cudagraph": "max-autotune-no-cudagraphs"}
 
 
 def time_us(fn: Callable[[], Any], reps: int) -> float:
@@ -150,9 +151,8 @@ def run_case(case: Case, systems: list[str], dtype: Any, reps: int, options: Cap
             try:
                 if system == "eager":
                     fn = model
-                elif system in ("compile", "reduce-overhead", "max-autotune", "compile-cudagraph",
-                                "max-autotune-cudagraph"):
-                    fn = torch.compile(model, mode=COMPILE_MODES.get(system))
+                elif system in COMPILE_MODES:
+                    fn = torch.compile(model, mode=COMPILE_MODES[system])
                     fn(*ins)
                 elif system == "prism-cudagraph" and prism_fn is not None:
                     fn = prism_fn  # the same compiled forward, replayed from a CUDA graph

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from row_cases import at_rows, row_vendor_at
 
 from prism import interpreter, plans, workloads
 from prism.codegen import DirectLoads, Options, generate
@@ -27,8 +28,7 @@ def _row_kernel(g: Graph) -> KernelGraph:
     """The row-wise plan with one block per row (grid x over the rows, y = 1)."""
     kg = row_plan(g)
     assert kg is not None
-    sizes = {s: (g.inputs[0].shape[0] if s.endswith("_x") else 1) for s in kg.symbols}
-    return kg.instantiate(sizes)
+    return at_rows(kg, g.inputs[0].shape[0])
 
 
 def _matches(kg: KernelGraph, g: Graph) -> None:
@@ -92,14 +92,11 @@ def test_a_vendor_gemms_output_is_read_in_place_too() -> None:
     """A tensor a predefined kernel (the vendor GEMM) wrote in an earlier launch is settled: the
     element-wise kernel after it reads it in place, as it reads a program input; emulation matches."""
     from prism.ir import CustomKernel
-    from prism.rowwise import row_vendor_plan
 
     g = Graph()
     y = g.matmul(g.input((8, 32), "float16", "X"), g.input((32, 64), "float16", "W"))
     g.output(g.mul(g.silu(y), g.input((8, 64), "float16", "Y")), "O")
-    plan = row_vendor_plan(g)
-    assert plan is not None
-    kg = plan.instantiate({s: (8 if s.endswith("_x") else 1) for s in plan.symbols})
+    kg = row_vendor_at(g, 8)
     (k,) = [k for k in kg.kernels if isinstance(k, CustomKernel)]
     assert {op.tensor for op in k.loads} - {t.name for t in kg.inputs}  # the GEMM's output
     low = next(x for x in lower_graph(kg, get_arch("sm_80")).kernels if x is not None)

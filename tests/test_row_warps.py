@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from row_cases import at_rows, row_vendor_at
 
 from prism import interpreter
 from prism.codegen import Options, generate
@@ -27,7 +28,7 @@ def _rows_per_block(g: Graph, rows: int) -> KernelGraph:
     kg = row_plan(g)
     assert kg is not None
     n = g.inputs[0].shape[0]
-    return kg.instantiate({s: (n // rows if s.endswith("_x") else 1) for s in kg.symbols})
+    return at_rows(kg, n // rows)
 
 
 def _warps(kg: KernelGraph, options: Options = DEFAULT_OPTIONS) -> int:
@@ -82,14 +83,11 @@ def test_a_kernel_that_reads_a_generated_kernels_output_keeps_four_warps() -> No
     the second of two generated row kernels, reading the first's output, keeps 4."""
     from prism.ir import CustomKernel
     from prism.partition import partition, stitch
-    from prism.rowwise import row_vendor_plan
 
     g = Graph()
     y = g.matmul(g.input((4, 64), "float16", "X"), g.input((64, 4096), "float16", "W"))
     g.output(g.mul(g.rms_norm(y), g.input((1, 4096), "float16", "G")), "O")
-    plan = row_vendor_plan(g)
-    assert plan is not None
-    after_gemm = plan.instantiate({s: (4 if s.endswith("_x") else 1) for s in plan.symbols})
+    after_gemm = row_vendor_at(g, 4)
     assert _warps(after_gemm) == 16
 
     g = Graph()
@@ -99,7 +97,7 @@ def test_a_kernel_that_reads_a_generated_kernels_output_keeps_four_warps() -> No
     rows = [row_plan(p.graph) for p in parts]
     assert len(parts) == 2 and all(r is not None for r in rows)
     two = stitch(g, parts, rows, "two")  # type: ignore[arg-type]
-    kg = two.instantiate({s: (4 if s.endswith("_x") else 1) for s in two.symbols})
+    kg = at_rows(two, 4)
     _, second = [k for k in kg.kernels if isinstance(k, CustomKernel)]
     assert {op.tensor for op in second.loads} - {t.name for t in kg.inputs}  # reads the first's output
     warps = [low.warps for low in lower_graph(kg, get_arch("sm_80")).kernels if low is not None]

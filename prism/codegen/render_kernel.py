@@ -22,7 +22,6 @@ from prism.codegen.render_mma import render_frag_rescale, render_frag_store, ren
 from prism.codegen.render_prelude import prelude
 from prism.codegen.render_reduce import (
     _indent,
-    block_reduces,
     render_acc_decl,
     render_ew_acc,
     render_red_acc_write,
@@ -146,8 +145,6 @@ def _compute(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
             g = low.groups[i]
             out += render_reduce_pass(low, ex, x, dim, fn, g, -(-_numel(low, i) // (low.warps * (32 // g))),
                                       dst=low.bufs[i], acc=None, name=f"red{i}")
-            if not block_reduces(low, x, dim):  # the block-wide reduction ends with its own barrier
-                out.append("__syncthreads();")
         case Accum(x, reduce_dim) if i in low.accs:  # (an inline one is read in place)
             out += _accumulate(low, ex, i, x, reduce_dim)
     if i in low.operands and low.operands[i] is not low.bufs.get(i):

@@ -32,8 +32,9 @@ def _red_outputs(tile_x: tuple[int, ...], dim: int) -> tuple[tuple[int, ...], in
 def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, group: int, count: int,
                        *, dst: Buf | None, acc: str | None, name: str, shift: int | None = None,
                        running: str = "") -> list[str]:
-    """Reduce value ``x`` over ``dim``: write to ``dst`` (a ReduceOp) and/or add into register array ``acc``
-    (rescaled by the shift value ``shift`` against the running maxes ``running``: the online softmax)."""
+    """Reduce value ``x`` over ``dim``: write to ``dst`` (a ReduceOp; the pass ends with the barrier that
+    publishes the tile) and/or add into register array ``acc`` (rescaled by the shift value ``shift``
+    against the running maxes ``running``: the online softmax)."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
@@ -87,7 +88,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         lines.append(f"    {dst.name}[{offset(dst.strides, idx)}] = p;")
         lines.append("  }")
     lines.append("}")
-    return lines
+    return [*lines, "__syncthreads();"] if dst is not None else lines
 
 
 def run_width(extent: int, group: int) -> int:
