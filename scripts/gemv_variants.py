@@ -165,6 +165,22 @@ SETS["x2"] = [
     v(SW, 0, {"x": 128, "i": 32}), v("swiglu_d1024", 0, {"x": 32, "i": 32}),
 ]
 
+# issue 14, the latency-bound configurations: where their time goes (timing-only hacks) and the sizes
+# around the ones the tuner picks; run with --floor for the hand-written calibration kernels beside them
+_RL1, _MLP8, _SW1 = "rmsnorm_linear_d1024", "rmsnorm_mlp_n8", "swiglu_d1024"
+SETS["lat"] = [
+    *(v(_RL1, 0, {"x": 64, "i": 8}, {}, h) for h in
+      ((), ("nocomp",), ("nobar",), ("nox", "noxpro"), ("nocomp", "nox", "noxpro"), ("nocomp", "nobar", "nox", "noxpro"))),
+    *(v(_RL1, 0, {"x": x, "i": i}) for x, i in ((64, 4), (64, 2), (32, 8))),
+    *(v(_RL1, 2, {"x": 64, "y": y, "i": 8 // y, "c": 64}) for y in (2, 4)),
+    v(_RL1, 0, {"x": 64, "i": 8}, {"warps": 8}),
+    *(v(_MLP8, 0, {"x": 64, "i": i}, {}, h) for i in (2, 8) for h in ((), ("nocomp",), ("nox", "noxpro"))),
+    *(v(_SW1, 0, {"x": 32, "i": 32}, {}, h) for h in ((), ("nocomp",), ("nox", "noxpro"))),
+    *(v(_SW1, 0, {"x": x, "i": i}) for x, i in ((64, 8), (64, 16))),
+    *(v(_SW1, 1, {"x": 64, "y": y, "i": 16 // y, "c": 64}) for y in (2, 4)),
+    v("gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}), v("qknorm_gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}),
+]
+
 
 # ------------------------------------------------------------------ source hacks
 
@@ -365,6 +381,7 @@ def main() -> int:
     p.add_argument("--set", default="diag")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--only", default="", help="ncu mode: comma-separated indices into the set")
+    p.add_argument("--floor", action="store_true", help="also time bench.latency_floor's calibration kernels")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import torch
@@ -398,9 +415,11 @@ def main() -> int:
             if ok:
                 rec["us"].append(time_variant(Variant(rec["config"], rec["plan"], ()), fn, inputs))
     floors = {c: floor_us(config(c), ceil)["floor_us"] for c in {r["config"] for r, _ in built}}
+    calib = _calibration() if args.floor else []
     rows = [r for r, _ in built]
     with open(os.path.join(args.out, f"gemv_variants_{args.set}.json"), "w") as f:
-        json.dump({"ceilings": ceil, "floors": floors, "rows": rows, "device": torch.cuda.get_device_name()},
+        json.dump({"ceilings": ceil, "floors": floors, "rows": rows, "calibration": calib,
+                   "device": torch.cuda.get_device_name()},
                   f, indent=1, default=str)
     for r in rows:
         us = " / ".join(f"{u:.2f}" for u in r["us"])
@@ -408,7 +427,26 @@ def main() -> int:
         pct = f"{100 * floors[r['config']] / min(r['us']):.0f}%" if r["us"] else "-"
         print(f"{r['index']:>2} {r['name']:<62} {[(k['grid'][0], k['smem'], k['stages']) for k in r['kernels']]!s:<28}"
               f" {us:<16} {pct:>4} {err}", flush=True)
+    for c in calib:
+        print(f"   {c['name']:<62} {c.get('us', c.get('error'))!s:<24} {c.get('rel_err', '')}", flush=True)
     return 0
+
+
+def _calibration() -> list[dict[str, Any]]:
+    """bench.latency_floor's kernels, each timed twice (a failing one is recorded, not raised)."""
+    from gpu_codegen import time_graph
+
+    from bench.latency_floor import PROBES, time_probe
+
+    out = []
+    for p in PROBES:
+        try:
+            rec = time_probe(p, time_graph)
+            rec["us"] = [rec["us"], time_probe(p, time_graph)["us"]]
+        except Exception as e:
+            rec = {"name": p.name, "error": f"{type(e).__name__}: {e}"[:300]}
+        out.append(rec)
+    return out
 
 
 if __name__ == "__main__":
