@@ -178,7 +178,7 @@ def _kernel(probe: Probe) -> Any:
     mod = cupy.RawModule(code=probe.defines() + SOURCE, options=("--std=c++17",))
     fn = mod.get_function(entry)
     if _smem(probe) > 48 * 1024:
-        fn.max_dynamic_shared_memory_size = _smem(probe)
+        fn.max_dynamic_shared_size_bytes = _smem(probe)
     return fn
 
 
