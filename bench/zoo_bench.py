@@ -28,10 +28,10 @@ import numpy as np
 
 from bench import report
 from bench.programs import roofline
-from bench.torch_graph import torch_program
 from bench.zoo import ZOO, zoo_graph
 from prism.graph import Graph
 from prism.reference import relative_error
+from prism.torch_program import torch_program
 
 log = logging.getLogger("bench.zoo")
 TOLERANCE = 2e-2
@@ -61,7 +61,9 @@ class Runner:
             rec.update({"prism_setup_s": time.perf_counter() - t0, "plan_source": s.get("plan_source"),
                         "tuner_us": s.get("best_us"), "tune_s": s.get("tune_s"), "parts": s["search"].get("parts"),
                         "verified": s["search"].get("verified_by_source"),
-                        "kernels": [getattr(k, "name", "?") for k in fast.kernel_graph.kernels]})
+                        "kernels": [getattr(k, "name", "?") for k in fast.kernel_graph.kernels],
+                        # the generated plan's own time when superoptimize compared it with torch.compile's
+                        "generated_us": (s.get("inductor") or {}).get("generated_us")})
             return fast
         base = torch_program(graph)
         if system == "eager":
@@ -121,6 +123,8 @@ def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _note(r: dict[str, Any]) -> str:
     parts = [f"{s}: {msg}" for s, msg in (r.get("errors") or {}).items()]
     parts += [f"plan {r['plan_source']}"] if r.get("plan_source") else []
+    if r.get("plan_source") == "inductor" and r.get("generated_us"):
+        parts[-1] += f" (generated {r['generated_us']:.2f} µs)"
     text = "; ".join(parts).replace("|", "/").replace("\n", " ")
     return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"
 

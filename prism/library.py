@@ -392,7 +392,7 @@ def library_optimizer(samples: int = 48, seed: int = 0, backend: Any = None) -> 
 
     def optimize(graph: Graph, entry: Entry, arch: str) -> Built:
         kernel = superoptimize(graph, target=arch, samples=samples, seed=seed, program=entry.program,
-                               progress=False, scales=entry.scales(), backend=backend)
+                               progress=False, scales=entry.scales(), backend=backend, inductor=False)
         plan = codegen.generate(kernel.kernel_graph, arch=arch)
         source = library_source(plan)
         return Built(kernel.kernel_graph, source, plan.to_json(), kernel.summary.get("best_us"), _gpu_name())

@@ -41,6 +41,7 @@ from prism.rows import RowsKernel, merge_rows
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
+from prism.tune.inductor import InductorKernel, Timer, compare
 from prism.tune.inputs import InputSampler, check_examples, example_values, input_sampler, part_sampler
 from prism.tune.tolerance import tolerance
 from prism.tune.tuner import Stage, tune
@@ -71,6 +72,7 @@ class PlanSource(enum.Enum):
     CONSTRUCTED = "constructed"
     STITCHED = "stitched"  # one plan per part of the partitioned program (parts' search or predefined)
     PREDEFINED = "predefined"  # predefined kernels only: always present
+    INDUCTOR = "inductor"  # torch.compile of the program, faster than every generated plan (prism.tune.inductor)
 
 
 @dataclass(frozen=True)
@@ -432,6 +434,7 @@ class Summary(TypedDict, total=False):
     tune_cache_hit: bool
     tuning: dict[str, Any]  # TuneResult.summary
     plan_source: str  # a PlanSource value
+    inductor: dict[str, Any]  # the comparison with torch.compile's kernels (prism.tune.inductor.Verdict)
     rows_merged: bool  # leading dims of [batch, tokens, d] activations merged into rows (prism.rows)
 
 
@@ -462,6 +465,7 @@ def superoptimize(
     example_inputs: Mapping[str, Any] | Sequence[Any] | None = None,
     search_budget: float | None = None,
     backend: Backend | None = None,
+    inductor: bool = True,
 ) -> Superoptimized:
     """Search, verify, tune and compile ``graph``; return the fastest verified plan as a callable.
 
@@ -476,7 +480,11 @@ def superoptimize(
     The returned ``Superoptimized`` is callable on torch tensors / CuPy arrays and carries a
     ``summary`` dict (stage times, counts, best time, plan source, cache hits). Every plan returned
     has passed a check against the float64 reference on fresh random inputs on the device (and on
-    ``example_inputs`` when given). Raises DeviceError after verification when no GPU is present.
+    ``example_inputs`` when given). With ``inductor`` (the default) and PyTorch's compiler at hand, the
+    chosen plan is timed against ``torch.compile``'s kernels for the same program, and those are
+    returned when faster (``summary["plan_source"] == "inductor"``, both times in
+    ``summary["inductor"]``; ``prism.tune.inductor``). Raises DeviceError after verification when no
+    GPU is present.
     """
     check_program(graph, "superoptimize")  # bad options and example inputs fail before the search
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
@@ -486,7 +494,8 @@ def superoptimize(
         examples = None if example_inputs is None else rows.view_inputs(example_values(graph, example_inputs))
         inner = superoptimize(rows.graph, target=target, samples=samples, seed=seed, time_budget=time_budget,
                               cache=cache, program=program, progress=progress, scales=scales,
-                              example_inputs=examples, search_budget=search_budget, backend=backend)
+                              example_inputs=examples, search_budget=search_budget, backend=backend,
+                              inductor=inductor)
         return Superoptimized(RowsKernel(inner.kernel, rows), {**inner.summary, "rows_merged": True},
                               inner.kernel_graph)
     sampler = input_sampler(graph, example_inputs, scales)
@@ -516,9 +525,27 @@ def superoptimize(
     kernel, summary, concrete = _tune_cached(_TuneRequest(graph, candidates, sampler, program, built), backend,
                                              target, samples, seed, budget.next(), cache, summary)
     summary["plan_source"] = sources[int(summary["template"])].value
+    if inductor and isinstance(backend, CudaBackend):
+        kernel = _versus_inductor(graph, backend, kernel, summary, sampler, seed)
     if example_inputs is not None:
         check_examples(graph, backend, kernel, example_inputs, program)
     return Superoptimized(kernel, summary, concrete)
+
+
+def _versus_inductor(graph: Graph, backend: Timer, kernel: Any, summary: Summary, sampler: InputSampler,
+                     seed: int, build: Callable[[Graph, Any], Any] = InductorKernel) -> Any:
+    """The faster of the chosen plan's ``kernel`` and torch.compile's (``prism.tune.inductor.compare``),
+    recorded in ``summary``."""
+    chosen, v = compare(graph, backend, kernel, sampler, seed, build)
+    summary["inductor"] = {"generated_us": v.generated_us, "inductor_us": v.inductor_us, "rel_err": v.rel_err,
+                           "why": v.why}
+    if v.inductor_wins:
+        log.info("%s: torch.compile's kernels %.2f µs, the generated plan %.2f µs: returning Inductor's",
+                 summary.get("program"), v.inductor_us, v.generated_us)
+        summary["plan_source"] = PlanSource.INDUCTOR.value
+        summary["best_us"] = cast(float, v.inductor_us)
+        summary["rel_err"] = cast(float, v.rel_err)
+    return chosen
 
 
 def _search_summary(program: str, outcome: SearchOutcome) -> Summary:

@@ -395,7 +395,7 @@ def baselines(configs: set[str], start: int) -> list[tuple[dict[str, Any], Any]]
     """PyTorch eager and torch.compile (default mode) of each zoo config's program, as rows of the table."""
     import torch
 
-    from bench.torch_graph import torch_program
+    from prism.torch_program import torch_program
 
     rows: list[tuple[dict[str, Any], Any]] = []
     for c in sorted(x for x in configs if x.startswith("zoo:")):

@@ -64,8 +64,8 @@ def _errors(backend: Any, kernel: Any, graph: Any) -> list[float]:
 def _eager(graph: Any) -> list[float]:
     import torch
 
-    from bench.torch_graph import torch_program
     from prism.reference import relative_error
+    from prism.torch_program import torch_program
     from prism.tune.tuner import default_scales, random_inputs
 
     fn = torch_program(graph)

@@ -5,7 +5,7 @@
         smsp__inst_executed.sum,dram__bytes_read.sum python3 scripts/zoo_ncu.py --only ... --launches 3
 
 Per program: ``prism.superoptimize`` (search cache carried; tuning runs here) and ``torch.compile`` of the same
-program (``bench.torch_graph.torch_program``), each checked against the float64 reference and called
+program (``prism.torch_program.torch_program``), each checked against the float64 reference and called
 ``--launches`` times after a warm-up, so ncu sees each system's kernels (names ``prism_*`` and ``triton_*``)
 with the same inputs. Without ncu it prints each system's graph-timed µs (the bench protocol) as well, so a
 gap between kernel durations (ncu) and graph times says whether the kernel or what surrounds it differs.
@@ -23,9 +23,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torch
 
 import prism
-from bench.torch_graph import torch_program
 from bench.zoo import zoo_graph
 from prism.reference import relative_error
+from prism.torch_program import torch_program
 from prism.tune.timing import graph_time_us
 from prism.tune.tuner import default_scales, random_inputs
 

@@ -1,12 +1,16 @@
 """Any prism Graph as the PyTorch function a user would write (eager ops in the program's dtype).
 
-``torch_program(graph)`` returns ``fn(*tensors)`` (inputs in the Graph's order, returning its
-first output): the "PyTorch eager" baseline of zoo programs, and what ``torch.compile`` compiles.
-torch is imported when the function runs, so this module imports without it.
+``torch_program(graph)`` returns ``fn(*tensors)`` (inputs in the Graph's order, returning its output,
+or a tuple of its outputs in order when it has several): the "PyTorch eager" baseline of the bench,
+what the bench's ``torch.compile`` baselines compile, and the function behind superoptimize's
+Inductor candidate (``prism.tune.inductor``). torch is imported when the function runs, so this
+module imports without it. Each call returns a function with a code object of its own: torch.compile
+keeps its compiled variants per code object, so graphs never share (or exhaust) one cache.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -55,7 +59,7 @@ def torch_program(graph: Graph) -> Callable[..., Any]:
     """``graph`` as eager PyTorch: one torch op per primitive, in the inputs' dtype."""
     nodes = list(graph.nodes)
     shapes = {t.name: t.shape for t in graph.inputs}
-    out_index = graph.output_indices[0][1]
+    outs = [i for _, i in graph.output_indices]
 
     def fn(*args: Any) -> Any:
         import torch
@@ -78,6 +82,7 @@ def torch_program(graph: Graph) -> Callable[..., Any]:
                     vals.append(a[0] @ a[1])
                 case OpKind.TRANSPOSE:
                     vals.append(a[0].transpose(-1, -2))
-        return vals[out_index]
+        return vals[outs[0]] if len(outs) == 1 else tuple(vals[i] for i in outs)
 
-    return fn
+    # a fresh code object: torch.compile's per-code cache then holds this graph alone
+    return types.FunctionType(fn.__code__.replace(), fn.__globals__, "prism_program", fn.__defaults__, fn.__closure__)

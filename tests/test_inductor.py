@@ -1,0 +1,118 @@
+"""superoptimize's comparison with torch.compile's kernels (prism.tune.inductor), on the CPU: a fake
+backend times and runs fake kernels, so the decision, the reference check and the summary are tested
+without torch; the GPU path is the same code with CudaBackend and InductorKernel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from prism import pipeline
+from prism.graph import Graph
+from prism.torch_program import torch_program
+from prism.tune.inductor import Verdict, compare
+from prism.tune.inputs import input_sampler
+
+
+def _graph() -> Graph:
+    g = Graph()
+    x = g.input((4, 16), dtype="float16", name="X")
+    g.output(g.mul(g.silu(x), x), name="O")
+    return g
+
+
+class _Kernel:
+    """A fake compiled kernel: its outputs are the reference's times ``(1 + skew)``."""
+
+    def __init__(self, graph: Graph, us: float, skew: float = 0.0) -> None:
+        self.graph, self.us, self.skew = graph, us, skew
+
+    def outputs(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {k: v * (1.0 + self.skew) for k, v in self.graph.evaluate(inputs).items()}
+
+
+class _Backend:
+    def __init__(self) -> None:
+        self.setups = 0
+        self.timed: list[float] = []
+
+    def setup(self, graph: Graph, inputs: Mapping[str, np.ndarray]) -> None:
+        self.setups += 1
+
+    def time_us(self, kernel: Any) -> float:
+        self.timed.append(kernel.us)
+        return float(kernel.us)
+
+    def run(self, kernel: Any, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return kernel.outputs(inputs)
+
+
+def _compare(gen_us: float, ind_us: float, skew: float = 0.0) -> tuple[Any, Any, Verdict, _Backend]:
+    g = _graph()
+    gen = _Kernel(g, gen_us)
+    be = _Backend()
+    chosen, v = compare(g, be, gen, input_sampler(g), 0, lambda graph, generated: _Kernel(graph, ind_us, skew))
+    return gen, chosen, v, be
+
+
+def test_inductor_is_returned_only_when_faster() -> None:
+    gen, chosen, v, be = _compare(5.0, 3.0)
+    assert chosen is not gen and v.inductor_wins
+    assert (v.generated_us, v.inductor_us, v.why) == (5.0, 3.0, None)
+    assert be.timed == [5.0, 3.0] and be.setups == 1  # both timed, on one setup
+    gen, chosen, v, _ = _compare(2.0, 3.0)
+    assert chosen is gen and not v.inductor_wins and v.inductor_us == 3.0
+
+
+def test_a_wrong_inductor_kernel_is_never_returned() -> None:
+    gen, chosen, v, be = _compare(5.0, 1.0, skew=0.5)  # faster but 50% off the float64 reference
+    assert chosen is gen and not v.inductor_wins
+    assert v.why is not None and "relative error" in v.why and be.timed == []
+
+
+def test_a_failing_build_keeps_the_generated_plan() -> None:
+    g = _graph()
+    gen = _Kernel(g, 5.0)
+
+    def broken(graph: Graph, generated: Any) -> Any:
+        raise RuntimeError("no triton here")
+
+    chosen, v = compare(g, _Backend(), gen, input_sampler(g), 0, broken)
+    assert chosen is gen and v.why is not None and "no triton here" in v.why
+
+
+def test_the_summary_names_inductor_when_it_wins() -> None:
+    g = _graph()
+    summary = pipeline.Summary(plan_source="searched", best_us=5.0, rel_err=1e-4)
+    out = pipeline._versus_inductor(g, _Backend(), _Kernel(g, 5.0), summary, input_sampler(g), 0,
+                                    lambda graph, generated: _Kernel(graph, 2.5))
+    assert isinstance(out, _Kernel) and out.us == 2.5
+    assert summary["plan_source"] == "inductor" and summary["best_us"] == 2.5
+    assert summary["inductor"]["generated_us"] == 5.0
+    summary = pipeline.Summary(plan_source="searched", best_us=5.0, rel_err=1e-4)
+    pipeline._versus_inductor(g, _Backend(), _Kernel(g, 5.0), summary, input_sampler(g), 0,
+                              lambda graph, generated: _Kernel(graph, 7.0))
+    assert summary["plan_source"] == "searched" and summary["best_us"] == 5.0
+    assert summary["inductor"]["inductor_us"] == 7.0
+
+
+def test_the_interpreter_backend_never_builds_an_inductor_candidate(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Any) -> None:
+    from prism.tune.backends import InterpreterBackend
+
+    def boom(*a: Any, **k: Any) -> Any:
+        raise AssertionError("compared with Inductor on the interpreter backend")
+
+    monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(pipeline, "compare", boom)
+    fast = pipeline.superoptimize(_graph(), samples=2, progress=False, backend=InterpreterBackend(lambda kg: 1.0))
+    assert fast.summary["plan_source"] != "inductor" and "inductor" not in fast.summary
+
+
+def test_every_torch_program_has_its_own_code_object() -> None:
+    # torch.compile caches per code object: graphs must not share one (nor its recompile limit)
+    f, h = torch_program(_graph()), torch_program(_graph())
+    assert f.__code__ is not h.__code__ and f.__code__.co_code == h.__code__.co_code

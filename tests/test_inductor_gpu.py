@@ -1,0 +1,58 @@
+"""torch.compile's kernels as superoptimize's candidate, on the GPU (marked; skipped without one):
+InductorKernel's calling convention, and the comparison through CudaBackend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prism.graph import Graph
+from prism.reference import relative_error
+from prism.tune.backends import CudaBackend
+from prism.tune.inductor import InductorKernel, compare
+from prism.tune.inputs import input_sampler
+
+pytestmark = pytest.mark.gpu
+
+
+def _two_outputs() -> Graph:
+    g = Graph()
+    x = g.input((8, 256), dtype="float16", name="X")
+    y = g.input((8, 256), dtype="float16", name="Y")
+    g.output(g.mul(g.silu(x), y), name="A")
+    g.output(g.add(x, y), name="B")
+    return g
+
+
+def test_inductor_kernel_takes_what_an_optimized_graph_takes() -> None:
+    import torch
+
+    from prism.errors import InputError
+
+    g = _two_outputs()
+    k = InductorKernel(g)
+    vals = input_sampler(g)(3)
+    x, y = (torch.from_numpy(vals[n]).to("cuda", torch.float16) for n in ("X", "Y"))
+    ref = g.evaluate(vals)
+    a, b = k(x, Y=y)  # positional, then by name
+    assert relative_error(a.double().cpu().numpy(), ref["A"]) < 1e-2
+    assert relative_error(b.double().cpu().numpy(), ref["B"]) < 1e-2
+    outs = (torch.full_like(x, float("nan")), torch.full_like(x, float("nan")))
+    k(x, y, out=outs)
+    assert torch.equal(outs[0], a) and torch.equal(outs[1], b)
+    with pytest.raises(InputError, match="'X'"):
+        k(x[:4], y)
+    cupy = pytest.importorskip("cupy")
+    ca = k(cupy.asarray(x), cupy.asarray(y))[0]
+    assert isinstance(ca, cupy.ndarray) and np.array_equal(cupy.asnumpy(ca), a.cpu().numpy())
+
+
+def test_the_comparison_times_both_and_keeps_a_correct_winner() -> None:
+    g = _two_outputs()
+    be = CudaBackend()
+    sampler = input_sampler(g)
+    be.setup(g, sampler(0))
+    generated = InductorKernel(g)  # stands in for a generated plan: any callable the backend can time
+    chosen, v = compare(g, be, generated, sampler, 0)
+    assert v.why is None and v.generated_us and v.inductor_us and v.rel_err is not None and v.rel_err < 1e-2
+    assert (chosen is generated) == (v.inductor_us >= v.generated_us)
