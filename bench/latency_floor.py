@@ -168,6 +168,8 @@ PROBES = (
     *(Probe("cols", 1024, 1024, m=m, cols=c) for m in (8, 16) for c in (8, 16)),
     *(Probe("gemv", 1024, 1024, m=8, cols=c) for c in (8, 16)),
     Probe("gemv", 1024, 2048, m=16, cols=8),
+    # one or two blocks reading 16-128 KiB: one SM's intake (a fused combine reads its partials this way)
+    *(Probe("stream", k, 1024, cols=1024 // b) for k in (8, 32, 64) for b in (1, 2)),
 )
 
 

@@ -100,7 +100,7 @@ class SearchOutcome:
         return tuple(t for t, s in zip(self.templates, self.sources, strict=True) if s in sources)
 
     def to_json(self) -> dict[str, Any]:
-        counts = {s.value: sum(1 for x in self.sources if x is s) for s in PlanSource}
+        counts = {s.value: sum(1 for x in self.sources if x is s) for s in PlanSource if s is not PlanSource.INDUCTOR}
         return {
             "program": self.program,
             "structure_key": self.structure_key,
