@@ -33,7 +33,7 @@ from prism.reference import relative_error
 
 ARCH = "sm_90"
 L2_BYTES = 60 * 2**20
-DESTRUCTIVE = {"nocomp", "nox", "nobar", "nopad", "noxpro", "nomat", "nocomb"}
+DESTRUCTIVE = {"nocomp", "nox", "nobar", "nopad", "noxpro", "nomat", "nocomb", "combD", "comb1"}
 ST = 163840
 
 
@@ -193,6 +193,9 @@ SETS["lat2"] = [
     *(v(_MLP8, 0, {"x": 64, "i": i}, {}, h) for i in (8, 2) for h in ((), ("onewait",))),
     *(v(_SW1, 0, {"x": 64, "i": 8}, {}, h) for h in ((), ("onewait",))),
 ]
+# the third: what in the fused combine costs ~0.12 µs a partial (its D copies; distinct partial tiles)
+SETS["comb"] = [v("gqa_h1024", 2, {"x": 2, "s": s, "i": 1}, {}, h) for s in (16, 32)
+                for h in ((), ("nocomb",), ("combD",), ("comb1",), ("combD", "comb1"))]
 
 
 # ------------------------------------------------------------------ source hacks
@@ -259,6 +262,15 @@ def hack(src: str, h: str) -> str:
             out = re.sub(r"\n  combine::run\([^\n]*\);", "", src)
             assert out != src
             return out
+        case "combD" | "comb1":  # the fused combine without its D copies / reading one partial tile s times
+            at = src.index("namespace combine {")
+            head, comb = src[:at], src[at:]
+            if h == "combD":
+                out = re.sub(r"\n\s*load_s_D\([^\n]*", "", comb)
+            else:
+                out = re.sub(r"g_s_N \+ (st|nx) \* \d+", "g_s_N", comb)
+            assert out != comb
+            return head + out
         case "evict":
             at = src.index("__device__ __forceinline__ void cp_async8")
             src = src[:at] + EVICT_HELPER + src[at:]
