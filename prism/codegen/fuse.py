@@ -3,10 +3,11 @@
 A two-kernel plan (split-K GEMV, split-KV attention) launches a *split* kernel A whose blocks write
 partial results (intermediate tensors) and a *combine* kernel B whose blocks read them. When every
 block of A writes into the tiles of exactly one block of B, the two run as one kernel of A's grid:
-each A block saves its partials, makes them visible (``__threadfence``), and counts itself in on its
-B block's counter; the block that counts in last (all partials of that B block are written) resets
-the counter and runs B's block. Nothing waits on another block, so any block schedule completes, and
-the second launch with its gap (about 1 µs in a CUDA graph on an H200) is gone.
+each A block saves its partials and counts itself in on its B block's counter with one acq_rel atomic
+(release: its saves are visible first; acquire: the last block reads the others' after); the block
+that counts in last (all partials of that B block are written) resets the counter and runs B's block.
+Nothing waits on another block, so any block schedule completes, and the second launch with its gap
+(about 1 µs in a CUDA graph on an H200) is gone.
 
 :func:`fusion` decides whether a pair of consecutive custom kernels has that shape and, if so, how a
 block of A finds its B block: per grid dim q of B, ``b_q = a_p // ratio`` for one grid dim p of A.

@@ -128,19 +128,18 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
     *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
   }
 }
-// after a block's saves: every thread's stores made visible device-wide, then one arrival on the
-// combining block's counter; true in every thread of the block that arrived last (then the
-// counter is reset for the next launch: no other block touches it any more)
+// after a block's saves: one arrival on the combining block's counter by thread 0, an acq_rel atomic
+// after the block barrier (the pattern of CUTLASS's split-K semaphore): the release makes the block's
+// saves visible device-wide before the count (the barrier orders every thread's saves before thread
+// 0's release, and release is cumulative), the acquire orders the last block's reads of every other
+// block's partials after it; true in every thread of the block that arrived last, which resets the
+// counter for the next launch (no other block touches it any more; the launch's end orders the reset)
 __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
-  __threadfence();
   __syncthreads();
   unsigned old = 0;
-  if (tid == 0) old = atomicAdd(counter, 1u);
+  if (tid == 0) asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
   const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
-  if (last) {
-    if (tid == 0) *counter = 0u;
-    __threadfence();
-  }
+  if (last && tid == 0) *counter = 0u;
   return last;
 }
 
