@@ -56,3 +56,28 @@ def test_the_comparison_times_both_and_keeps_a_correct_winner() -> None:
     chosen, v = compare(g, be, generated, sampler, 0)
     assert v.why is None and v.generated_us and v.inductor_us and v.rel_err is not None and v.rel_err < 1e-2
     assert (chosen is generated) == (v.inductor_us >= v.generated_us)
+
+
+def test_superoptimize_returns_a_correct_capturable_answer_either_way() -> None:
+    import torch
+
+    from prism import pipeline
+
+    g = Graph()
+    x = g.input((16, 512), dtype="float16", name="X")
+    w = g.input((512, 512), dtype="float16", name="W")
+    g.output(g.gelu(g.matmul(x, w)), name="O")
+    fast = pipeline.superoptimize(g, samples=4, progress=False)
+    v = fast.summary["inductor"]
+    assert v["why"] is None and v["generated_us"] > 0 and v["inductor_us"] > 0
+    assert (fast.summary["plan_source"] == "inductor") == (v["inductor_us"] < v["generated_us"])
+    vals = input_sampler(g)(11)
+    args = [torch.from_numpy(vals[t.name]).to("cuda", torch.float16) for t in g.inputs]
+    ref = g.evaluate(vals)["O"]
+    fast(*args)  # warm
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fast(*args)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert relative_error(out.double().cpu().numpy(), ref) < 1e-2
