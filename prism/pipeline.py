@@ -36,6 +36,7 @@ from prism.partition import (
     stitch,
     with_transposes,
 )
+from prism.progress import StageBar
 from prism.reference import relative_error
 from prism.rows import RowsKernel, merge_rows
 from prism.rowwise import row_vendor_plan
@@ -526,17 +527,21 @@ def superoptimize(
                                              target, samples, seed, budget.next(), cache, summary)
     summary["plan_source"] = sources[int(summary["template"])].value
     if inductor and isinstance(backend, CudaBackend):
-        kernel = _versus_inductor(graph, backend, kernel, summary, sampler, seed)
+        kernel = _versus_inductor(graph, backend, kernel, summary, sampler, seed, progress=progress)
     if example_inputs is not None:
         check_examples(graph, backend, kernel, example_inputs, program)
     return Superoptimized(kernel, summary, concrete)
 
 
 def _versus_inductor(graph: Graph, backend: Timer, kernel: Any, summary: Summary, sampler: InputSampler,
-                     seed: int, build: Callable[[Graph, Any], Any] = InductorKernel) -> Any:
+                     seed: int, build: Callable[[Graph, Any], Any] = InductorKernel, *, progress: bool = False) -> Any:
     """The faster of the chosen plan's ``kernel`` and torch.compile's (``prism.tune.inductor.compare``),
     recorded in ``summary``."""
-    chosen, v = compare(graph, backend, kernel, sampler, seed, build)
+    log.info("%s: compiling torch.compile's kernels of the program as a candidate", summary.get("program"))
+    with StageBar(f"{summary.get('program')}: torch.compile candidate", total=1, unit=" compile",
+                  enabled=progress) as bar:
+        chosen, v = compare(graph, backend, kernel, sampler, seed, build)
+        bar.advance(1)
     summary["inductor"] = {"generated_us": v.generated_us, "inductor_us": v.inductor_us, "rel_err": v.rel_err,
                            "why": v.why}
     if v.inductor_wins:
