@@ -42,6 +42,8 @@ def test_inductor_kernel_takes_what_an_optimized_graph_takes() -> None:
     assert torch.equal(outs[0], a) and torch.equal(outs[1], b)
     with pytest.raises(InputError, match="'X'"):
         k(x[:4], y)
+    with pytest.raises(InputError, match="'B'"):  # copy_ would broadcast into a larger buffer silently
+        k(x, y, out=(outs[0], torch.empty((2, 8, 256), device="cuda", dtype=torch.float16)))
     cupy = pytest.importorskip("cupy")
     ca = k(cupy.asarray(x), cupy.asarray(y))[0]
     assert isinstance(ca, cupy.ndarray) and np.array_equal(cupy.asnumpy(ca), a.cpu().numpy())

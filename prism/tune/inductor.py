@@ -57,9 +57,15 @@ class InductorKernel:
         res = self._fn(*vals)
         if out is None:
             return _like(given[0], res)
-        several = isinstance(out, tuple | list)
-        for d, r in zip(out if several else (out,), res if isinstance(res, tuple) else (res,), strict=True):
-            torch.as_tensor(d, device="cuda").copy_(r)
+        dsts = list(out) if isinstance(out, tuple | list) else [out]
+        if len(dsts) != len(self.outputs):
+            raise InputError(f"out= has {len(dsts)} buffers for the program's {len(self.outputs)} outputs")
+        for spec, d, r in zip(self.graph.outputs, dsts, res if isinstance(res, tuple) else (res,), strict=True):
+            dst = torch.as_tensor(d, device="cuda")
+            if tuple(dst.shape) != spec.shape or dst.dtype != r.dtype:
+                raise InputError(f"out= buffer for {spec.name!r} is {list(dst.shape)} {dst.dtype}; the output is "
+                                 f"{list(spec.shape)} {r.dtype}")
+            dst.copy_(r)
         return out
 
     def __repr__(self) -> str:
