@@ -33,7 +33,7 @@ from prism.tune.tuner import default_scales, random_inputs
 def systems(name: str, which: str, samples: int) -> tuple[Any, dict[str, Any]]:
     graph = zoo_graph(name, which)
     torch._dynamo.reset()
-    fns = {"prism": prism.superoptimize(graph, samples=samples, program=name, progress=False),
+    fns = {"prism": prism.superoptimize(graph, samples=samples, program=name, progress=False, inductor=False),
            "compile": torch.compile(torch_program(graph), dynamic=False)}
     return graph, fns
 
