@@ -16,7 +16,8 @@ from prism.tune import cli as tune_cli
 class FakeOptimized:
     summary: ClassVar[dict[str, Any]] = {
         "search_s": 12.5, "verify_s": 3.25, "tune_s": 40.0, "verified_sgraphs": 3, "samples": 64,
-        "compiled": 60, "failed": 4, "best_us": 4.321, "rel_err": 1.5e-3,
+        "compiled": 60, "failed": 4, "best_us": 4.321, "rel_err": 1.5e-3, "plan_source": "searched",
+        "inductor": {"generated_us": 4.321, "inductor_us": 5.5, "rel_err": 2e-4, "why": None},
     }
 
 
@@ -43,6 +44,7 @@ def test_optimize_prints_stages_and_best_time(monkeypatch: pytest.MonkeyPatch, c
                       "seed": 3, "time_budget": 60.0, "cache": False, "program": "swiglu"}]
     out = capsys.readouterr().out
     assert "swiglu_d4096" in out and "4.32 µs" in out and "12.5 s" in out and "verified sGraphs" in out
+    assert "plan source" in out and "5.50 / 4.32 µs" in out  # torch.compile's time beside the generated plan's
 
 
 def test_optimize_json_and_default_config(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

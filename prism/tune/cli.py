@@ -34,6 +34,7 @@ SHOWN = [
     ("search_cache_hit", "search cache hit", "{}"),
     ("tune_cache_hit", "tuning cache hit", "{}"),
     ("best_us", "best kernel", "{:.2f} µs"),
+    ("plan_source", "plan source", "{}"),
     ("rel_err", "rel. error vs float64 reference", "{:.1e}"),
 ]
 
@@ -110,4 +111,6 @@ def run(args: argparse.Namespace) -> int:
             except (TypeError, ValueError):
                 value = str(summary[key])
             print(f"  {label:<32} {value}")
+    if (ind := summary.get("inductor")) and ind.get("inductor_us") is not None:
+        print(f"  {'torch.compile / generated':<32} {ind['inductor_us']:.2f} / {ind['generated_us']:.2f} µs")
     return 0
