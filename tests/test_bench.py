@@ -166,3 +166,16 @@ def test_the_mma_sync_ceiling_is_reported_when_measured() -> None:
     assert mma_note({"copy_tb_per_s": 4.2, "matmul_tflop_per_s": 700.0}) == ""
     assert mma_note({"mma_sync_tflop_per_s": None}) == ""
     assert "412 TFLOP/s fp16 mma.sync" in mma_note({"mma_sync_tflop_per_s": 412.3})
+
+
+def test_latency_floor_probes_fit_one_block() -> None:
+    # every calibration kernel's copies cover its bytes exactly and fit one block's shared memory on sm_80
+    from bench.latency_floor import PROBES, _smem
+
+    for p in PROBES:
+        assert _smem(p) <= 163 * 1024, p.name
+        if p.kind == "stream":
+            sper = int(p.defines().split("#define SPER ")[1].split()[0])
+            assert sper * 16 * p.threads * p.blocks == p.weight_bytes, p.name
+        if p.kind in ("cols", "gemv"):
+            assert p.n % p.cols == 0 and (p.k * (p.cols // 8)) % p.threads == 0, p.name
