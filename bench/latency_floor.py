@@ -198,8 +198,9 @@ def _smem(p: Probe) -> int:
     return 0
 
 
-def time_probe(probe: Probe, time_graph: Any, copies: int = 20) -> dict[str, Any]:
-    """µs per launch (graph-timed, ``copies`` rotating weight copies) and, for ``gemv``, its error."""
+def time_probe(probe: Probe, time_graph: Any, copies: int = 20, rounds: int = 2) -> dict[str, Any]:
+    """µs per launch, one figure per round (graph-timed, ``copies`` rotating weight copies) and, for
+    ``gemv``, its error."""
     import cupy
     import torch
 
@@ -230,5 +231,6 @@ def time_probe(probe: Probe, time_graph: Any, copies: int = 20) -> dict[str, Any
         torch.cuda.synchronize()
         ref = xs[0].double().view(probe.m, probe.k) @ ws[0].double().view(probe.k, probe.n)
         rec["rel_err"] = float((o16.double().view(probe.m, probe.n) - ref).norm() / ref.norm())
-    rec["us"] = time_graph(launch, [[w, x] for w, x in zip(ws, xs, strict=True)])
+    args = [[w, x] for w, x in zip(ws, xs, strict=True)]
+    rec["us"] = [time_graph(launch, args) for _ in range(rounds)]
     return rec

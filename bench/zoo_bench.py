@@ -32,6 +32,7 @@ from bench.zoo import ZOO, zoo_graph
 from prism.graph import Graph
 from prism.reference import relative_error
 from prism.torch_program import torch_program
+from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
 
 log = logging.getLogger("bench.zoo")
 TOLERANCE = 2e-2
@@ -123,7 +124,7 @@ def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _note(r: dict[str, Any]) -> str:
     parts = [f"{s}: {msg}" for s, msg in (r.get("errors") or {}).items()]
     parts += [f"plan {r['plan_source']}"] if r.get("plan_source") else []
-    if r.get("plan_source") == "inductor" and r.get("generated_us"):
+    if r.get("plan_source") == INDUCTOR_SOURCE and r.get("generated_us"):
         parts[-1] += f" (generated {r['generated_us']:.2f} µs)"
     text = "; ".join(parts).replace("|", "/").replace("\n", " ")
     return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"

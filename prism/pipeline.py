@@ -17,7 +17,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
@@ -37,15 +37,15 @@ from prism.partition import (
     with_transposes,
 )
 from prism.progress import StageBar
-from prism.reference import relative_error
 from prism.rows import RowsKernel, merge_rows
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
+from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
 from prism.tune.inductor import InductorKernel, Timer, compare
 from prism.tune.inputs import InputSampler, check_examples, example_values, input_sampler, part_sampler
 from prism.tune.tolerance import tolerance
-from prism.tune.tuner import Stage, tune
+from prism.tune.tuner import Stage, reference_error, tune
 
 if TYPE_CHECKING:
     from prism.search.config import SearchConfig
@@ -73,7 +73,6 @@ class PlanSource(enum.Enum):
     CONSTRUCTED = "constructed"
     STITCHED = "stitched"  # one plan per part of the partitioned program (parts' search or predefined)
     PREDEFINED = "predefined"  # predefined kernels only: always present
-    INDUCTOR = "inductor"  # torch.compile of the program, faster than every generated plan (prism.tune.inductor)
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class SearchOutcome:
         return tuple(t for t, s in zip(self.templates, self.sources, strict=True) if s in sources)
 
     def to_json(self) -> dict[str, Any]:
-        counts = {s.value: sum(1 for x in self.sources if x is s) for s in PlanSource if s is not PlanSource.INDUCTOR}
+        counts = {s.value: sum(1 for x in self.sources if x is s) for s in PlanSource}
         return {
             "program": self.program,
             "structure_key": self.structure_key,
@@ -434,7 +433,7 @@ class Summary(TypedDict, total=False):
     sizes: dict[str, int]
     tune_cache_hit: bool
     tuning: dict[str, Any]  # TuneResult.summary
-    plan_source: str  # a PlanSource value
+    plan_source: str  # a PlanSource value, or prism.tune.inductor.SOURCE when torch.compile's kernels won
     inductor: dict[str, Any]  # the comparison with torch.compile's kernels (prism.tune.inductor.Verdict)
     rows_merged: bool  # leading dims of [batch, tokens, d] activations merged into rows (prism.rows)
 
@@ -542,12 +541,11 @@ def _versus_inductor(graph: Graph, backend: Timer, kernel: Any, summary: Summary
                   enabled=progress) as bar:
         chosen, v = compare(graph, backend, kernel, sampler, seed, build)
         bar.advance(1)
-    summary["inductor"] = {"generated_us": v.generated_us, "inductor_us": v.inductor_us, "rel_err": v.rel_err,
-                           "why": v.why}
+    summary["inductor"] = asdict(v)
     if v.inductor_wins:
         log.info("%s: torch.compile's kernels %.2f µs, the generated plan %.2f µs: returning Inductor's",
                  summary.get("program"), v.inductor_us, v.generated_us)
-        summary["plan_source"] = PlanSource.INDUCTOR.value
+        summary["plan_source"] = INDUCTOR_SOURCE
         summary["best_us"] = cast(float, v.inductor_us)
         summary["rel_err"] = cast(float, v.rel_err)
     return chosen
@@ -665,10 +663,7 @@ def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str, 
         kernel = backend.compile(kg)
         backend.setup(graph, req.sampler(seed))
         # never trust a cache blindly: check the kernel against the float64 reference again
-        inputs = req.sampler(seed + 0xCAC4E)
-        ref = graph.evaluate(inputs)
-        out = backend.run(kernel, inputs)
-        err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+        err = reference_error(backend, kernel, graph, req.sampler(seed + 0xCAC4E))
     except (PrismError, KeyError, ValueError, TypeError) as e:  # decoded, but not a working plan
         kernel, err = None, math.inf
         log.warning("cached tuned kernel %s does not run (%s)", key, e)

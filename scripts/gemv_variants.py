@@ -193,14 +193,6 @@ SETS["lat2"] = [
     *(v(_MLP8, 0, {"x": 64, "i": i}, {}, h) for i in (8, 2) for h in ((), ("onewait",))),
     *(v(_SW1, 0, {"x": 64, "i": 8}, {}, h) for h in ((), ("onewait",))),
 ]
-# the fourth: the arrival of a fused split + combine (fences), on every fused plan of the suite's small configurations
-SETS["arrive"] = [
-    v(c, p, sz, {}, h)
-    for c, p, sz in (("gqa_h1024", 2, {"x": 2, "s": 8, "i": 1}), ("gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}),
-                     ("gqa_h2048", 2, {"x": 2, "s": 16, "i": 1}), ("qknorm_gqa_h1024", 2, {"x": 2, "s": 16, "i": 1}),
-                     (_RL1, 2, {"x": 64, "y": 2, "i": 4, "c": 16}), (_SW1, 1, {"x": 64, "y": 2, "i": 8, "c": 16}))
-    for h in ((), ("fence2",), ("acqrel",))
-]
 # the third: what in the fused combine costs ~0.12 µs a partial (its D copies; distinct partial tiles)
 SETS["comb"] = [v("gqa_h1024", 2, {"x": 2, "s": s, "i": 1}, {}, h) for s in (16, 32)
                 for h in ((), ("nocomb",), ("combD",), ("comb1",), ("combD", "comb1"))]
@@ -237,17 +229,6 @@ def _one_wait(m: re.Match[str]) -> str:
     return f"cp_async_wait<0>();\n{m.group(2)}__syncthreads();{m.group(3)}"
 
 
-ACQREL = r"""__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
-  __syncthreads();
-  unsigned old = 0;
-  if (tid == 0) asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
-  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
-  if (last && tid == 0) *counter = 0u;
-  return last;
-}
-"""
-
-
 def hack(src: str, h: str) -> str:
     match h:
         case "nocomp":
@@ -281,15 +262,6 @@ def hack(src: str, h: str) -> str:
             out = re.sub(r"\n  combine::run\([^\n]*\);", "", src)
             assert out != src
             return out
-        case "fence2":  # no fence after the last block resets its counter (kernel end orders the reset)
-            reset = "    if (tid == 0) *counter = 0u;\n"
-            out = src.replace(reset + "    __threadfence();\n", reset)
-            assert out != src
-            return out
-        case "acqrel":  # the arrival as one acq_rel atomic of thread 0 after the barrier (CUTLASS's semaphore)
-            at = src.index("__device__ __forceinline__ bool arrive_last(")
-            end = src.index("\n}\n", at) + 3
-            return src[:at] + ACQREL + src[end:]
         case "combD" | "comb1":  # the fused combine without its D copies / reading one partial tile s times
             at = src.index("namespace combine {")
             head, comb = src[:at], src[at:]
@@ -506,7 +478,7 @@ def main() -> int:
 
 
 def _calibration() -> list[dict[str, Any]]:
-    """bench.latency_floor's kernels, each timed twice (a failing one is recorded, not raised)."""
+    """bench.latency_floor's kernels, each timed in two rounds (a failing one is recorded, not raised)."""
     from gpu_codegen import time_graph
 
     from bench.latency_floor import PROBES, time_probe
@@ -515,7 +487,6 @@ def _calibration() -> list[dict[str, Any]]:
     for p in PROBES:
         try:
             rec = time_probe(p, time_graph)
-            rec["us"] = [rec["us"], time_probe(p, time_graph)["us"]]
         except Exception as e:
             rec = {"name": p.name, "error": f"{type(e).__name__}: {e}"[:300]}
         out.append(rec)

@@ -24,11 +24,13 @@ import numpy as np
 
 from prism.errors import InputError
 from prism.graph import Graph
-from prism.reference import relative_error
 from prism.torch_program import torch_program
 from prism.tune.tolerance import tolerance
+from prism.tune.tuner import reference_error
 
 log = logging.getLogger(__name__)
+
+SOURCE = "inductor"  # summary["plan_source"] when torch.compile's kernels are returned
 
 
 class InductorKernel:
@@ -124,10 +126,7 @@ def compare(graph: Graph, backend: Timer, generated: Any, inputs: Callable[[int]
     (``inputs(seed)``-style draws); anything else keeps ``generated`` and says why."""
     try:
         cand = build(graph, generated)
-        fresh = inputs(seed + 0x1D0C)
-        ref = graph.evaluate(fresh)
-        out = backend.run(cand, fresh)
-        err = max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+        err = reference_error(backend, cand, graph, inputs(seed + 0x1D0C))
     except Exception as e:  # torch/triton missing, a compile or launch failure: Prism's own plan stands
         log.warning("Inductor candidate left out: %s: %s", type(e).__name__, str(e)[:200])
         return generated, Verdict(None, why=f"{type(e).__name__}: {str(e)[:200]}")

@@ -147,13 +147,19 @@ def random_inputs(graph: Graph, scales: Mapping[str, float], seed: int) -> dict[
             for t in graph.inputs}
 
 
+def reference_error(backend: Any, kernel: Any, graph: Graph, inputs: Mapping[str, np.ndarray]) -> float:
+    """The largest relative error of one call of ``kernel`` (through ``backend.run``) against the float64
+    reference on ``inputs``, over the outputs; raises what the call raises."""
+    ref = evaluate(graph, inputs)
+    out = backend.run(kernel, dict(inputs))
+    return max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs)
+
+
 def _check(backend: Backend, kernel: Any, graph: Graph, inputs: Mapping[str, np.ndarray]) -> tuple[float, str | None]:
     """The kernel's relative error against the float64 reference on ``inputs`` (inf and the error
     text when it does not run)."""
-    ref = evaluate(graph, inputs)
     try:
-        out = backend.run(kernel, dict(inputs))
-        return max(relative_error(out[t.name], ref[t.name]) for t in graph.outputs), None
+        return reference_error(backend, kernel, graph, inputs), None
     except Exception as e:
         return math.inf, _error(e)
 
