@@ -198,6 +198,16 @@ SETS["comb"] = [v("gqa_h1024", 2, {"x": 2, "s": s, "i": 1}, {}, h) for s in (16,
                 for h in ((), ("nocomb",), ("combD",), ("comb1",), ("combD", "comb1"))]
 
 
+# the fourth: combines that read their partials in place (``Options.direct_loops``) or add the elements
+# their thread copied, with no barrier per iteration (``Options.own_copies``), against the default
+_DL, _OWN = {"direct_loops": 1}, {"own_copies": 1}
+SETS["stream"] = [
+    *(v(c, 2, {"x": 2, "s": s, "i": 1}, o) for c in _GQ for s in (8, 16, 32) for o in ({}, _OWN, _DL)),
+    *(v(_RL1, 2, {"x": 64, "y": y, "i": 8 // y, "c": 64}, o) for y in (2, 4, 8) for o in ({}, _OWN, _DL)),
+    *(v(_SW1, 1, {"x": 64, "y": y, "i": 16 // y, "c": 64}, o) for y in (2, 4, 8) for o in ({}, _OWN, _DL)),
+]
+
+
 # ------------------------------------------------------------------ source hacks
 
 

@@ -1,12 +1,14 @@
 """A fused split + combine kernel under compute-sanitizer (run on the device machine).
 
-    PYTHONPATH=. compute-sanitizer --tool memcheck python3 scripts/gpu_fused_check.py [CONFIG] [SIZES-JSON] [STRESS]
+    PYTHONPATH=. compute-sanitizer --tool memcheck python3 scripts/gpu_fused_check.py \
+        [CONFIG] [SIZES-JSON] [STRESS] [OPTIONS-JSON]
 
 Builds the split plan of a configuration (default gqa_h1024, x=2 s=16 i=2), checks that it is one
 fused launch, runs it several times (the arrival counters must reset themselves between calls, also
 inside a replayed CUDA graph) and compares every call with the float64 reference. STRESS (default 0):
 that many more launches back to back on one input, each output compared bit for bit with the first
 (the combine sums the partials in a fixed order, so a partial read before it was visible shows).
+OPTIONS-JSON: ``prism.codegen.Options`` fields (e.g. ``{"direct_loops": true}``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torch
 
 from prism import plans, runtime, workloads
-from prism.codegen import generate
+from prism.codegen import Options, generate
 from prism.reference import relative_error
 from prism.tune.tuner import default_scales, random_inputs
 
@@ -31,7 +33,8 @@ def main(argv: list[str]) -> int:
     cfg = workloads.config(cid)
     g = cfg.build()
     template = next(t for t in plans.codegen_plans(cfg.program, g) if len(t.kernels) == 2)
-    plan = generate(template.instantiate(sizes), arch="sm_80")
+    opts = Options(**json.loads(argv[3])) if len(argv) > 3 else Options()
+    plan = generate(template.instantiate(sizes), arch="sm_80", options=opts)
     assert len(plan.kernels) == 1 and "+" in plan.kernels[0].name, [k.name for k in plan.kernels]
     fn = runtime.compile_plan(plan)
     worst = 0.0

@@ -155,6 +155,9 @@ class _Block:
     def iteration(self, it: int) -> None:
         low, sm = self.low, self.sm
         self.it = it
+        if low.streamed:  # ``render_kernel._streamed_loop``: no wait, refill or commit
+            self.loop_ops()
+            return
         sm.wait(low.prefetch - 1)
         nx = it + low.prefetch
         if nx < low.loop:
@@ -167,8 +170,11 @@ class _Block:
             if held[sb] != it:
                 raise sm.fail(f"iteration {it} reads ring slot {sb} of {name}, which holds iteration {held[sb]}")
             self.slots[name] = sb
-        for i, op in enumerate(low.kernel.ops):
-            if low.phases[i] is Phase.LOOP or isinstance(op, Accum):
+        self.loop_ops()
+
+    def loop_ops(self) -> None:
+        for i, op in enumerate(self.low.kernel.ops):
+            if self.low.phases[i] is Phase.LOOP or isinstance(op, Accum):
                 self.compute(i)
 
     # ---- global memory
@@ -216,7 +222,8 @@ class _Block:
     def buf_read(self, b: Buf, idx: Index, what: str) -> np.ndarray:
         if b.direct:  # ``Exprs.pointer``: the tile in place in global memory
             lp = self.direct[b.name]
-            src = self.origin(lp.block_terms) + offset(b.gstrides, idx)
+            kt = (self.it + self.rot) % self.low.loop  # a streamed tile: this iteration's (``gi_<tile>``)
+            src = self.origin(lp.block_terms) + kt * b.gstep + offset(b.gstrides, idx)
             g = global_index(self.g[lp.tensor], src, 1, b.esize, what, lp.tensor)
             return self.g[lp.tensor][g].reshape(np.shape(src))
         off = self.tile_offset(b, idx)
@@ -338,10 +345,19 @@ class _Block:
                 self.red_accumulate(i, ap.x, op.reduce_dim)
 
     def ew_accumulate(self, i: int, x: int) -> None:
-        ap = self.low.accs[i]
+        for e, idx in self.ew_items(i):
+            self.ew_add(i, x, e, idx)
+
+    def ew_items(self, i: int) -> list[tuple[np.ndarray, Index]]:
+        """(register slots, element indices) of accumulator i's items: runs of ``vec`` elements
+        (``render_ew_acc``), slot ``item * vec + k`` for element k of a run."""
+        ap, tile = self.low.accs[i], self.tile(i)
         e = active(self.low.elementwise[i])
-        tile = self.tile(i)
-        idx = decompose(e, tile)
+        idx = decompose(e, tile, ap.vec)
+        return [(e * ap.vec + k, [*idx[:-1], idx[-1] + k]) for k in range(ap.vec)]
+
+    def ew_add(self, i: int, x: int, e: np.ndarray, idx: Index) -> None:
+        ap, tile = self.low.accs[i], self.tile(i)
         v = self.read(x, bcast(idx, self.tile(x), tile)) * np.ones(e.shape)
         acc = self.acc[i]
         if ap.rescale is not None:
@@ -400,8 +416,8 @@ class _Block:
                     us = _all_units(low, ap.x)
                     frag_store(low, self.sm, ap.x, us, self.acc[j][us.warp, us.slot], dst)
                 case AccKind.EW:
-                    e = active(low.elementwise[j])
-                    self.sm.write(dst, 0, offset(dst.strides, decompose(e, self.tile(j))), self.acc[j][e], what)
+                    for e, idx in self.ew_items(j):
+                        self.sm.write(dst, 0, offset(dst.strides, idx), self.acc[j][e], what)
                 case AccKind.RED:
                     op = low.kernel.ops[j]
                     assert isinstance(op, Accum) and op.reduce_dim is not None

@@ -456,7 +456,8 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
             st = Storage.HALF if d.dtypes[t] in HALF_DTYPES else Storage.F32
             name, ring, tr = uniq(f"s_{c_ident(t)}"), op.fmap is not None, op.transposed
             if _direct(d, i, op):
-                return Buf(name, region, st, tile, tile[-1], direct=True, gstrides=global_strides(d.shapes[t]))
+                return Buf(name, region, st, tile, tile[-1], direct=True, gstrides=global_strides(d.shapes[t]),
+                           l2=d.loop > 1 and t not in d.settled)
             stored = _transposed_tile(d, i, st, tile) if tr else tile
             if st is Storage.HALF and _mm_operand(d, i) and swizzles(stored, st.esize):
                 return Buf(name, region, st, stored, stored[-1], ring=ring, swizzle=True, transposed=tr)
@@ -494,7 +495,10 @@ def settled_tensors(kg: KernelGraph) -> set[str]:
 def _direct(d: _Draft, i: int, op: Load) -> bool:
     """``Options.direct_loads``: a Load of a settled tensor (``settled_tensors``) in a kernel without a
     main loop, which no matmul reads (ldmatrix needs shared memory), is read in place in global
-    memory. ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices."""
+    memory. ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices.
+    In a loop kernel: ``_streamed``."""
+    if d.loop > 1:
+        return _streamed(d, op)
     match d.options.direct_loads:
         case DirectLoads.NEVER:
             return False
@@ -506,6 +510,18 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
         case unreachable:
             assert_never(unreachable)
     return d.loop == 1 and not op.transposed and op.tensor in d.settled and not _mm_operand(d, i)
+
+
+def _streamed(d: _Draft, op: Load) -> bool:
+    """``Options.direct_loops``: a loop-varying Load in a kernel without matmuls whose loop writes no
+    shared tile (its accumulators are registers: element-wise or lane partials; a split kernel's
+    combine) is read in place, each thread its own elements of every iteration, so the loop holds no
+    copy, wait or barrier. A tensor another kernel writes (perhaps this launch's split blocks) is read
+    past L1 (``Buf.l2``)."""
+    if not d.options.direct_loops or op.fmap is None or op.transposed:
+        return False
+    return not any(isinstance(o, MatmulOp) or (isinstance(o, ReduceOp) and d.phases[j] is Phase.LOOP)
+                   for j, o in enumerate(d.ops))
 
 
 def _mm_operand(d: _Draft, i: int) -> bool:
@@ -624,8 +640,8 @@ def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
                 terms.append((p, size * gst[a]))
     iter_stride = tile[op.fmap] * gst[op.fmap] if op.fmap is not None else 0
     if buf.direct:  # rows start aligned to the gcd of the 16-byte base and every element stride
-        strides = [t for _, t in terms] + list(gst[:-1])
-        buf = d.bufs[i] = replace(buf, galign=math.gcd(16, *(t * buf.esize for t in strides)))
+        strides = [t for _, t in terms] + list(gst[:-1]) + [iter_stride]
+        buf = d.bufs[i] = replace(buf, galign=math.gcd(16, *(t * buf.esize for t in strides)), gstep=iter_stride)
     vec = next((v for v in (16 // buf.esize, 8 // buf.esize, 4 // buf.esize)
                 if v >= 1 and buf.shape[-1] % v == 0 and stored[-1] % v == 0 and buf.pitch % v == 0), 1)
     return LoadPlan(i, op.tensor, buf, f"load_{buf.name}", tuple(terms), iter_stride, vec,
@@ -653,9 +669,25 @@ def _copies(d: _Draft) -> None:
     d.elementwise = {i: sweep(math.prod(t), d.threads) for i, t in enumerate(d.tiles) if t is not None}
 
 
+def _own_copies(d: _Draft) -> None:
+    """``Options.own_copies``: an element-wise sum or max of a copied Load's whole tile takes the
+    loader's items (its sweep and vector width), so each thread adds exactly the elements it copied
+    (``AccPlan.own``; with every stage copied before the loop, ``KernelLowering.private_loop``)."""
+    if not d.options.own_copies or d.loop == 1:
+        return
+    copies = {lp.op: lp for lp in d.loads if not lp.buf.direct and not lp.buf.transposed}
+    for i, a in list(d.accs.items()):
+        lp = copies.get(a.x)
+        if a.kind is not AccKind.EW or a.rescale is not None or lp is None or d.tile(a.x) != d.tile(i):
+            continue
+        own = replace(a, count=lp.sweep.per * lp.vec, vec=lp.vec, own=True)
+        if sum(b.regs for b in d.accs.values()) - a.regs + own.regs <= MAX_ACC_REGS:
+            d.accs[i], d.elementwise[i] = own, lp.sweep
+
+
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.
 PASSES: tuple[Callable[[_Draft], None], ...] = (
-    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _place, _copies,
+    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _place, _copies, _own_copies,
 )
 
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prism.codegen.arch import Arch
-from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, op_args
+from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, op_args
 from prism.ops import Reduce
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -106,6 +106,13 @@ class Options:
     # which kernels without a main loop read the Loads no matmul reads straight from global memory
     # into registers: no cp.async, shared tile or barrier for them (``lower._direct``)
     direct_loads: DirectLoads = DirectLoads.ELEMENTWISE
+    # an element-wise accumulator of a copied loop tile adds the elements its thread copied, and a loop
+    # that reads nothing else needs no barrier per iteration once every stage is in flight (``private_loop``)
+    own_copies: bool = False
+    # a loop kernel without matmuls or reductions (a split kernel's combine) reads its loop-varying
+    # Loads in place, past L1 where another kernel writes them: no ring, no per-iteration wait or
+    # barrier, every iteration's loads in flight at once (``lower._streamed``)
+    direct_loops: bool = False
     # a row kernel (no loop, no matmul, settled tensors only) gets a warp count sized to its tile
     # (``lower._row_warps``) instead of 4; ignored when ``warps`` is set
     row_warps: bool = True
@@ -160,6 +167,10 @@ class Buf:
     direct: bool = False
     gstrides: tuple[int, ...] = ()
     galign: int = 0
+    # a direct tile of a loop-varying Load (``Options.direct_loops``): iteration it's tile starts
+    # ``it * gstep`` elements on; ``l2``: read past L1 (a tensor some kernel writes, perhaps this launch)
+    gstep: int = 0
+    l2: bool = False
 
     @property
     def esize(self) -> int:
@@ -248,6 +259,11 @@ class AccPlan:
     group: int = 1
     fn: Reduce = Reduce.SUM
     rescale: int | None = None
+    # EW: each item is a run of ``vec`` consecutive elements along the last dim; ``own``: the items
+    # are those of the loader of the accumulated Load's tile (``lower._own_copies``), so every thread
+    # adds exactly the elements it copied itself
+    vec: int = 1
+    own: bool = False
 
     @property
     def regs(self) -> int:
@@ -369,6 +385,24 @@ class KernelLowering:
     def copied_loads(self) -> tuple[LoadPlan, ...]:
         """The Loads copied into shared memory: all but those read in place in global memory (``Buf.direct``)."""
         return tuple(lp for lp in self.loads if not lp.buf.direct)
+
+    @property
+    def streamed(self) -> bool:
+        """A loop with nothing in shared memory: every loop-varying Load is read in place
+        (``Options.direct_loops``), so an iteration needs no wait and no barrier."""
+        return self.loop > 1 and any(lp.buf.gstep for lp in self.loads) and not any(lp.buf.ring for lp in self.loads)
+
+    @property
+    def private_loop(self) -> bool:
+        """Every stage is copied before the loop (no refill) and each loop op is a ring Load or an
+        accumulator of its own copies (``AccPlan.own``): a thread reads only what it copied and waited
+        for itself, so the loop needs no barrier."""
+        if self.loop == 1 or self.prefetch < self.loop or self.streamed:
+            return False
+        ops = self.kernel.ops
+        return all(
+            (isinstance(op, Load) and self.bufs[i].ring) or (i in self.accs and self.accs[i].own)
+            for i, op in enumerate(ops) if self.phases[i] is Phase.LOOP or isinstance(op, Accum))
 
     def all_bufs(self) -> dict[str, Buf]:
         """Every shared-memory tile by name (a tile may be both a value's storage and an operand)."""

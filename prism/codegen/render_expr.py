@@ -139,8 +139,11 @@ class Exprs:
         return swizzled_offset(b, idx[0], idx[1])
 
     def pointer(self, b: Buf) -> str:
-        """The C pointer tile ``b`` is indexed from (a direct Load's: its tile origin in global memory)."""
-        return f"g_{b.name}" if b.direct else self.ptr.get(b.name, b.name)
+        """The C pointer tile ``b`` is indexed from (a direct Load's: its tile origin in global memory,
+        of this iteration's tile when it streams: ``gi_<name>``, set in the loop)."""
+        if b.direct:
+            return f"gi_{b.name}" if b.gstep else f"g_{b.name}"
+        return self.ptr.get(b.name, b.name)
 
     def buf_read(self, b: Buf, idx: Sequence[str]) -> str:
         p = self.pointer(b)
@@ -148,7 +151,7 @@ class Exprs:
         reads = []
         for c in range(1 if b.ring else b.copies):
             o = off if c == 0 else (f"{off} + {c * b.copy_elems}" if off != "0" else str(c * b.copy_elems))
-            reads.append(f"{p}[{o}]")
+            reads.append(f"ld_l2({p} + {o})" if b.l2 else f"{p}[{o}]")
         if b.dtype is Storage.HALF:
             reads = [f"hload({r})" for r in reads]
         return reads[0] if len(reads) == 1 else "(" + " + ".join(reads) + ")"
@@ -218,6 +221,8 @@ class RunReads(Exprs):
     def _vectorisable(self, b: Buf) -> bool:
         """Every run of ``b`` starts aligned to its loads (a swizzled tile's runs stay in one chunk)."""
         unit = min(16, self.vec * b.esize)  # bytes each load needs aligned
+        if b.l2:  # (read one element at a time: ``ld_l2``)
+            return False
         if b.direct:
             return b.gstrides[-1] == 1 and b.galign % unit == 0
         steps = [*b.strides[:-1], *([b.copy_elems] if b.ring else [])]

@@ -11,13 +11,14 @@ Kernel shape::
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import assert_never
 
 from prism.codegen.lower import ident
 from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPlan, Phase, Store
 from prism.codegen.render_expr import Exprs
-from prism.codegen.render_load import block_origin, render_loader, shared_address
+from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import prelude
 from prism.codegen.render_reduce import (
@@ -28,6 +29,7 @@ from prism.codegen.render_reduce import (
     render_reduce_pass,
 )
 from prism.codegen.render_save import render_materialise, render_save
+from prism.codegen.render_stream import render_streamed_loop
 from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
 from prism.ops import Reduce, scalar_to_json
 
@@ -203,29 +205,6 @@ def _ring_copy(lp: LoadPlan, slot: str, it: str) -> str:
     return f"{lp.fn}({_load_dst(lp, slot)}, g_{lp.buf.name} + {it} * {lp.iter_stride}, tid);"
 
 
-def _rotation(low: KernelLowering) -> list[str]:
-    """``rot``: the first iteration whose tiles this block loads (``KernelLowering.rotation``)."""
-    if low.rotate == 1:
-        return []
-    terms, stride = [], 1
-    for p, g in enumerate(low.grid):
-        if g > 1:
-            terms.append(f"{stride}ull * bid.{'xyz'[p]}" if stride > 1 else f"(unsigned long long)bid.{'xyz'[p]}")
-        stride *= g
-    bid = " + ".join(terms) or "0ull"
-    r = low.rotate
-    return [f"// loop order rotated over {r} phases of blocks: tiles of iteration (it + rot) % {low.loop}",
-            f"const int rot = (int)(({bid}) * {r} / {low.blocks}) * {low.loop} / {r};"]
-
-
-def _tile_iter(low: KernelLowering, it: str, name: str) -> tuple[list[str], str]:
-    """(declarations, index): the loop iteration whose tiles are loaded as stage ``it`` (``it`` itself
-    unless the loop order is rotated; then ``name``)."""
-    if low.rotate == 1:
-        return [], it
-    return [f"const int {name} = {it} + rot < {low.loop} ? {it} + rot : {it} + rot - {low.loop};"], name
-
-
 def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     """Loop-invariant tiles, the first ring stages, then the hoisted ops."""
     body = ["// prologue: loop-invariant tiles, then the first stages"]
@@ -233,10 +212,10 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     ring = [lp for lp in low.loads if lp.buf.ring]
     if fixed or ring:  # (tiles read in place in global memory need no copy, wait or barrier)
         body += [f"{lp.fn}({_load_dst(lp, None)}, g_{lp.buf.name}, tid);" for lp in fixed]
-        body += [*(_rotation(low) if ring else []), "cp_async_commit();", "#pragma unroll",
+        body += [*(rotation_decl(low) if ring else []), "cp_async_commit();", "#pragma unroll",
                  f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
         if ring:
-            decl, kt = _tile_iter(low, "st", "kt")
+            decl, kt = tile_iter(low, "st", "kt")
             body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *[f"    {_ring_copy(lp, 'st', kt)}" for lp in ring],
                      "  }"]
         body += ["  cp_async_commit();", "}", f"cp_async_wait<{low.prefetch}>();", "__syncthreads();"]
@@ -252,6 +231,8 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     runs once, streams no ring and computes nothing (an element-wise or row-wise kernel whose values
     are read in place): the prologue has waited for its copies and synchronised, so the loop's wait,
     barrier and empty commit, and the drain after it, would only lengthen the kernel's critical path."""
+    if low.streamed:
+        return render_streamed_loop(low, ex, functools.partial(_compute, low, ex))
     S, P = low.stages, low.prefetch
     ring = [lp for lp in low.loads if lp.buf.ring]
     computed = [line for i, op in enumerate(low.kernel.ops) if low.phases[i] is Phase.LOOP or isinstance(op, Accum)
@@ -261,9 +242,10 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     body = []
     if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
-    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();", "  __syncthreads();"]
+    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();",
+             *([] if low.private_loop else ["  __syncthreads();"])]
     if ring:
-        decl, kx = _tile_iter(low, "nx", "kx")
+        decl, kx = tile_iter(low, "nx", "kx")
         body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{", *_indent(decl, 6),
                  *[f"      {_ring_copy(lp, 'sb_wr', kx)}" for lp in ring], "    }", "    cp_async_commit();", "  }",
                  "  const int sb = sb_rd;"]
@@ -328,9 +310,15 @@ def block_code(low: KernelLowering) -> list[str]:
 def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     kernel = [f'extern "C" __global__ void __launch_bounds__({low.threads}) {entry}({", ".join(params(low))}) {{',
               "  const uint3 bid = blockIdx;", *_indent(block_code(low), 2), "}"]
-    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch), *device_functions(low),
+    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low)),
+             *device_functions(low),
              "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"
+
+
+def reads_past_l1(*lows: KernelLowering) -> bool:
+    """Whether a kernel reads a tile in place past L1 (its prelude needs ``ld_l2``)."""
+    return any(b.l2 for low in lows for b in low.bufs.values())
 
 
 def _numel(low: KernelLowering, i: int) -> int:

@@ -29,6 +29,29 @@ def sweep_lines(sw: Sweep, body: list[str], var: str = "e", pad: int = 4) -> lis
     return [f"{ind}if ({var} < {sw.bound}) {{", *[f"{ind}  {b}" for b in body], f"{ind}}}"]
 
 
+def rotation_decl(low: KernelLowering) -> list[str]:
+    """``rot``: the first iteration whose tiles this block loads (``KernelLowering.rotation``)."""
+    if low.rotate == 1:
+        return []
+    terms, stride = [], 1
+    for p, g in enumerate(low.grid):
+        if g > 1:
+            terms.append(f"{stride}ull * bid.{'xyz'[p]}" if stride > 1 else f"(unsigned long long)bid.{'xyz'[p]}")
+        stride *= g
+    bid = " + ".join(terms) or "0ull"
+    r = low.rotate
+    return [f"// loop order rotated over {r} phases of blocks: tiles of iteration (it + rot) % {low.loop}",
+            f"const int rot = (int)(({bid}) * {r} / {low.blocks}) * {low.loop} / {r};"]
+
+
+def tile_iter(low: KernelLowering, it: str, name: str) -> tuple[list[str], str]:
+    """(declarations, index): the loop iteration whose tiles are loaded as stage ``it`` (``it`` itself
+    unless the loop order is rotated; then ``name``)."""
+    if low.rotate == 1:
+        return [], it
+    return [f"const int {name} = {it} + rot < {low.loop} ? {it} + rot : {it} + rot - {low.loop};"], name
+
+
 def shared_address(info: LoadPlan) -> bool:
     """Whether the loader copies with cp.async and takes its tile as a 32-bit shared-memory byte address
     (``smem_u32``; the address arithmetic stays 32-bit), else as a pointer (element-wise copies)."""

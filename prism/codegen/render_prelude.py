@@ -145,9 +145,25 @@ __device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, i
 """
 
 
-def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False) -> str:
+_L2_LOADS = r"""// a tensor another kernel writes, read in place past L1 (``Buf.l2``): ld.global.cg, volatile so
+// that no load moves above the acquire of a fused combine's arrival
+__device__ __forceinline__ float ld_l2(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ half_t ld_l2(const half_t* p) {
+  half_t v;
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+"""
+
+
+def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False, l2_loads: bool = False) -> str:
     """Helpers for a kernel whose half tensors have ``dtype`` (float16 or bfloat16); ``l2_prefetch``
     adds an ``.L2::<n>B`` prefetch hint to the 16-byte copies; ``fused``: a split kernel fused with
-    its combine (``arrive_last``)."""
+    its combine (``arrive_last``); ``l2_loads``: tiles read in place past L1 (``ld_l2``)."""
     common = _COMMON.replace("{L2}", f".L2::{l2_prefetch}B" if l2_prefetch else "")
-    return common + (_BF16 if dtype == "bfloat16" else _F16) + _STORES + (_FUSED if fused else "")
+    return (common + (_BF16 if dtype == "bfloat16" else _F16) + _STORES + (_FUSED if fused else "")
+            + (_L2_LOADS if l2_loads else ""))

@@ -218,35 +218,48 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, ac
     """Each thread adds its elements of value ``x`` into ``acc`` (or, after the loop, writes them out).
     A max accumulator keeps the running max; a rescaled one (the online softmax) keeps the running
     max of its shift in ``rm<i>`` and rescales: ``acc·e^(m−m') + x·e^(c−m')`` (a factor is 1 where
-    its max did not change: one exp per element while the max is steady)."""
+    its max did not change: one exp per element while the max is steady). With ``vec`` > 1 each item
+    is a run of that many elements (register ``j * vec + k``), read in vector loads."""
     tile = low.tiles[i]
     tile_x = low.tiles[x]
     assert tile is not None and tile_x is not None
     ap = low.accs[i]
-    decl, idx = decompose("e", tile, f"a{i}_e")
-    v = ex.read(x, bcast(idx, tile_x, tile))
-    stmts: list[str]
-    if write is not None:
-        stmts = [f"{write.name}[{offset(write.strides, idx)}] = {acc}[j];"]
-    elif ap.rescale is not None:
-        tile_c = low.tiles[ap.rescale]
-        assert tile_c is not None
-        m = f"rm{i}[j]"
-        stmts = [
-            f"const float c = {ex.read(ap.rescale, bcast(idx, tile_c, tile))};",
-            f"const float mn = fmaxf({m}, c);",
-            f"{acc}[j] = {acc}[j] * ({m} == mn ? 1.0f : __expf({m} - mn)) + ({v}) * (c == mn ? 1.0f : __expf(c - mn));",
-            f"{m} = mn;",
-        ]
-    elif ap.fn is Reduce.MAX:
-        stmts = [f"{acc}[j] = fmaxf({acc}[j], {v});"]
-    else:
-        stmts = [f"{acc}[j] += {v};"]
+    v = ap.vec
+    decl, idx = decompose("e", tile, f"a{i}_e", v)
+    rex = RunReads(ex, idx[-1], v, f"a{i}_v") if v > 1 else ex
+    stmts: list[str] = []
+    for k in range(v):
+        at, ik = (f"{acc}[j * {v} + {k}]" if v > 1 else f"{acc}[j]"), with_last(idx, k)
+        stmts += _ew_step(low, rex, i, x, ik, at, write)
     sw = low.elementwise[i]
-    lines = ["#pragma unroll", f"for (int j = 0; j < {count}; ++j) {{", f"  const int e = tid + j * {sw.threads};"]
-    lines += sweep_lines(sw, [*decl, *stmts], pad=2)
+    lines = ["#pragma unroll", f"for (int j = 0; j < {-(-count // v)}; ++j) {{", f"  const int e = tid + j * {sw.threads};"]
+    loads = rex.loads if isinstance(rex, RunReads) else []
+    lines += sweep_lines(sw, [*decl, *loads, *stmts], pad=2)
     lines.append("}")
     return lines
+
+
+def _ew_step(low: KernelLowering, ex: Exprs, i: int, x: int, idx: list[str], at: str, write: Buf | None) -> list[str]:
+    """One element of ``render_ew_acc``: register ``at`` and element ``idx`` of the tile."""
+    tile, tile_x, ap = low.tiles[i], low.tiles[x], low.accs[i]
+    assert tile is not None and tile_x is not None
+    if write is not None:
+        return [f"{write.name}[{offset(write.strides, idx)}] = {at};"]
+    v = ex.read(x, bcast(idx, tile_x, tile))
+    if ap.rescale is not None:
+        tile_c = low.tiles[ap.rescale]
+        assert tile_c is not None
+        assert ap.vec == 1, "a rescaled accumulator keeps one element per item"
+        m = f"rm{i}[j]"
+        return [
+            f"const float c = {ex.read(ap.rescale, bcast(idx, tile_c, tile))};",
+            f"const float mn = fmaxf({m}, c);",
+            f"{at} = {at} * ({m} == mn ? 1.0f : __expf({m} - mn)) + ({v}) * (c == mn ? 1.0f : __expf(c - mn));",
+            f"{m} = mn;",
+        ]
+    if ap.fn is Reduce.MAX:
+        return [f"{at} = fmaxf({at}, {v});"]
+    return [f"{at} += {v};"]
 
 
 def render_acc_decl(j: int, acc: AccPlan) -> list[str]:
