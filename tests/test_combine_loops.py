@@ -66,11 +66,11 @@ def test_combines_read_their_partials_in_place_and_emulate_like_the_interpreter(
 
 def test_the_partials_are_read_past_l1_and_the_split_kernel_is_unchanged() -> None:
     """The fused split-KV launch: the combine has no copy, ring or wait, reads the partials with
-    ``ld_l2`` (ld.global.cg) and the split kernel's code is that of the default."""
+    ``ld_l2`` (ld.global.cg) and the split kernel's code is that of the ring-copy combine."""
     g = workloads.program("gqa", batch=2, group=8, kv_len=1024, head_dim=128)
     kg = plans.gqa_split_plan(g).instantiate({"x": 2, "s": 16, "i": 1})
     fused = generate(kg, arch="sm_80", options=STREAM).kernels
-    default = generate(kg, arch="sm_80").kernels
+    default = generate(kg, arch="sm_80", options=Options(own_copies=False)).kernels
     assert len(fused) == len(default) == 1
     src, base = fused[0].source, default[0].source
     split, combine = src.split("namespace combine {")
@@ -150,8 +150,9 @@ def test_accumulators_of_own_copies_emulate_like_the_interpreter(name: str) -> N
 def test_a_private_loop_has_no_barrier_and_adds_in_vector_runs() -> None:
     g = workloads.program("gqa", batch=2, group=8, kv_len=1024, head_dim=128)
     kg = plans.gqa_split_plan(g).instantiate({"x": 2, "s": 16, "i": 1})
-    src = generate(kg, arch="sm_80", options=OWN).kernels[0].source
-    base = generate(kg, arch="sm_80").kernels[0].source
+    src = generate(kg, arch="sm_80").kernels[0].source  # the default
+    assert src == generate(kg, arch="sm_80", options=OWN).kernels[0].source
+    base = generate(kg, arch="sm_80", options=Options(own_copies=False)).kernels[0].source
     loop, base_loop = (s.split("namespace combine {")[1].split("for (int it = 0;")[1].split("// epilogue")[0]
                        for s in (src, base))
     assert "__syncthreads" not in loop.split("cp_async_wait<0>")[0] and "__syncthreads" in base_loop

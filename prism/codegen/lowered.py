@@ -106,12 +106,16 @@ class Options:
     # which kernels without a main loop read the Loads no matmul reads straight from global memory
     # into registers: no cp.async, shared tile or barrier for them (``lower._direct``)
     direct_loads: DirectLoads = DirectLoads.ELEMENTWISE
-    # an element-wise accumulator of a copied loop tile adds the elements its thread copied, and a loop
-    # that reads nothing else needs no barrier per iteration once every stage is in flight (``private_loop``)
-    own_copies: bool = False
+    # an element-wise accumulator of a copied loop tile adds the elements its thread copied (vector
+    # reads), and a loop that reads nothing else needs no barrier per iteration once every stage is in
+    # flight (``private_loop``); split-KV combines 0.2-4.4 µs faster on an H200 (docs/codegen.md,
+    # "Combines that add their own copies")
+    own_copies: bool = True
     # a loop kernel without matmuls or reductions (a split kernel's combine) reads its loop-varying
     # Loads in place, past L1 where another kernel writes them: no ring, no per-iteration wait or
-    # barrier, every iteration's loads in flight at once (``lower._streamed``)
+    # barrier, a chunk of iterations' loads in flight at once (``lower._streamed``). Off: on an H200 a
+    # fused split-KV combine ran 0.5-6 µs slower this way, the split-K combines 0-0.2 µs faster
+    # (docs/codegen.md, "Combines that add their own copies")
     direct_loops: bool = False
     # a row kernel (no loop, no matmul, settled tensors only) gets a warp count sized to its tile
     # (``lower._row_warps``) instead of 4; ignored when ``warps`` is set

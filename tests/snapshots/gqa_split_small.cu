@@ -539,7 +539,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_2282c7f305(c
   const float* const g_s_N = t_N + (int)bid.x * 256;
   const float* const g_s_D = t_D + (int)bid.x * 16;
   // accumulators (registers)
-  float ra2[1] = {};
+  float ra2[4] = {};
   float ra3[1] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
@@ -556,7 +556,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_2282c7f305(c
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
-    __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
@@ -573,10 +572,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_2282c7f305(c
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e2 = (e % 16);
-      const int a2_er2 = e / 16;
-      const int a2_e1 = a2_er2;
-      ra2[j] += s_N[a2_e1 * 24 + a2_e2];
+      if (e < 32) {
+        const int a2_e2 = (e % 4) * 4;
+        const int a2_er2 = e / 4;
+        const int a2_e1 = a2_er2;
+        float a2_v0[4];
+        ld_run(a2_v0, s_N + a2_e1 * 24 + a2_e2);
+        ra2[j * 4 + 0] += a2_v0[0];
+        ra2[j * 4 + 1] += a2_v0[1];
+        ra2[j * 4 + 2] += a2_v0[2];
+        ra2[j * 4 + 3] += a2_v0[3];
+      }
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -593,10 +599,15 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_combine_2282c7f305(c
   #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e2 = (e % 16);
-    const int a2_er2 = e / 16;
-    const int a2_e1 = a2_er2;
-    acc2[a2_e1 * 20 + a2_e2] = ra2[j];
+    if (e < 32) {
+      const int a2_e2 = (e % 4) * 4;
+      const int a2_er2 = e / 4;
+      const int a2_e1 = a2_er2;
+      acc2[a2_e1 * 20 + a2_e2] = ra2[j * 4 + 0];
+      acc2[a2_e1 * 20 + (a2_e2 + 1)] = ra2[j * 4 + 1];
+      acc2[a2_e1 * 20 + (a2_e2 + 2)] = ra2[j * 4 + 2];
+      acc2[a2_e1 * 20 + (a2_e2 + 3)] = ra2[j * 4 + 3];
+    }
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {

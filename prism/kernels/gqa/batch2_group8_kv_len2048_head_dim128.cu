@@ -563,7 +563,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_fed5f1926a(co
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 16: it % 16, (it + 16) % 16
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<15>();
-    __syncthreads();
     {
       const int nx = it + 16;
       if (nx < 16) {
@@ -588,14 +587,19 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_fed5f1926a(co
       }
     }
     #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
-      const int a3_e2 = (e % 64);
-      const int a3_er2 = e / 64;
+      const int a3_e2 = (e % 16) * 4;
+      const int a3_er2 = e / 16;
       const int a3_e1 = (a3_er2 % 8);
       const int a3_er1 = a3_er2 / 8;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 576 + a3_e1 * 72 + a3_e2];
+      float a3_v0[4];
+      ld_run(a3_v0, s_t1 + a3_e0 * 576 + a3_e1 * 72 + a3_e2);
+      ra3[j * 4 + 0] += a3_v0[0];
+      ra3[j * 4 + 1] += a3_v0[1];
+      ra3[j * 4 + 2] += a3_v0[2];
+      ra3[j * 4 + 3] += a3_v0[3];
     }
   }
   cp_async_wait<0>();
@@ -612,14 +616,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_fed5f1926a(co
     }
   }
   #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int a3_e2 = (e % 64);
-    const int a3_er2 = e / 64;
+    const int a3_e2 = (e % 16) * 4;
+    const int a3_er2 = e / 16;
     const int a3_e1 = (a3_er2 % 8);
     const int a3_er1 = a3_er2 / 8;
     const int a3_e0 = a3_er1;
-    acc3[a3_e0 * 544 + a3_e1 * 68 + a3_e2] = ra3[j];
+    acc3[a3_e0 * 544 + a3_e1 * 68 + a3_e2] = ra3[j * 4 + 0];
+    acc3[a3_e0 * 544 + a3_e1 * 68 + (a3_e2 + 1)] = ra3[j * 4 + 1];
+    acc3[a3_e0 * 544 + a3_e1 * 68 + (a3_e2 + 2)] = ra3[j * 4 + 2];
+    acc3[a3_e0 * 544 + a3_e1 * 68 + (a3_e2 + 3)] = ra3[j * 4 + 3];
   }
   __syncthreads();
   // save O[2, 8, 128] <- tile [2, 8, 64], omap (2,): 8-element stores

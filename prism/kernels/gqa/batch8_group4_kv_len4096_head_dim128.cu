@@ -491,12 +491,17 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
     sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e2 = (e % 128);
-      const int a2_er2 = e / 128;
+      const int a2_e2 = (e % 32) * 4;
+      const int a2_er2 = e / 32;
       const int a2_e1 = a2_er2;
-      ra2[j] += s_t0[a2_e1 * 136 + a2_e2];
+      float a2_v0[4];
+      ld_run(a2_v0, s_t0 + a2_e1 * 136 + a2_e2);
+      ra2[j * 4 + 0] += a2_v0[0];
+      ra2[j * 4 + 1] += a2_v0[1];
+      ra2[j * 4 + 2] += a2_v0[2];
+      ra2[j * 4 + 3] += a2_v0[3];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -511,12 +516,15 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e2 = (e % 128);
-    const int a2_er2 = e / 128;
+    const int a2_e2 = (e % 32) * 4;
+    const int a2_er2 = e / 32;
     const int a2_e1 = a2_er2;
-    acc2[a2_e1 * 132 + a2_e2] = ra2[j];
+    acc2[a2_e1 * 132 + a2_e2] = ra2[j * 4 + 0];
+    acc2[a2_e1 * 132 + (a2_e2 + 1)] = ra2[j * 4 + 1];
+    acc2[a2_e1 * 132 + (a2_e2 + 2)] = ra2[j * 4 + 2];
+    acc2[a2_e1 * 132 + (a2_e2 + 3)] = ra2[j * 4 + 3];
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {

@@ -588,14 +588,19 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f991b2bbc0(co
     sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e2 = (e % 16);
-      const int a2_er2 = e / 16;
+      const int a2_e2 = (e % 4) * 4;
+      const int a2_er2 = e / 4;
       const int a2_e1 = (a2_er2 % 4);
       const int a2_er1 = a2_er2 / 4;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 96 + a2_e1 * 24 + a2_e2];
+      float a2_v0[4];
+      ld_run(a2_v0, s_t0 + a2_e0 * 96 + a2_e1 * 24 + a2_e2);
+      ra2[j * 4 + 0] += a2_v0[0];
+      ra2[j * 4 + 1] += a2_v0[1];
+      ra2[j * 4 + 2] += a2_v0[2];
+      ra2[j * 4 + 3] += a2_v0[3];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -612,14 +617,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f991b2bbc0(co
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e2 = (e % 16);
-    const int a2_er2 = e / 16;
+    const int a2_e2 = (e % 4) * 4;
+    const int a2_er2 = e / 4;
     const int a2_e1 = (a2_er2 % 4);
     const int a2_er1 = a2_er2 / 4;
     const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 80 + a2_e1 * 20 + a2_e2] = ra2[j];
+    acc2[a2_e0 * 80 + a2_e1 * 20 + a2_e2] = ra2[j * 4 + 0];
+    acc2[a2_e0 * 80 + a2_e1 * 20 + (a2_e2 + 1)] = ra2[j * 4 + 1];
+    acc2[a2_e0 * 80 + a2_e1 * 20 + (a2_e2 + 2)] = ra2[j * 4 + 2];
+    acc2[a2_e0 * 80 + a2_e1 * 20 + (a2_e2 + 3)] = ra2[j * 4 + 3];
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {

@@ -591,7 +591,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_69b82ee972(co
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<7>();
-    __syncthreads();
     {
       const int nx = it + 8;
       if (nx < 8) {
@@ -614,12 +613,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_69b82ee972(co
       }
     }
     #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
-      const int a3_e2 = (e % 128);
-      const int a3_er2 = e / 128;
+      const int a3_e2 = (e % 32) * 4;
+      const int a3_er2 = e / 32;
       const int a3_e1 = a3_er2;
-      ra3[j] += s_t1[a3_e1 * 136 + a3_e2];
+      float a3_v0[4];
+      ld_run(a3_v0, s_t1 + a3_e1 * 136 + a3_e2);
+      ra3[j * 4 + 0] += a3_v0[0];
+      ra3[j * 4 + 1] += a3_v0[1];
+      ra3[j * 4 + 2] += a3_v0[2];
+      ra3[j * 4 + 3] += a3_v0[3];
     }
   }
   cp_async_wait<0>();
@@ -634,12 +638,15 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_69b82ee972(co
     }
   }
   #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int a3_e2 = (e % 128);
-    const int a3_er2 = e / 128;
+    const int a3_e2 = (e % 32) * 4;
+    const int a3_er2 = e / 32;
     const int a3_e1 = a3_er2;
-    acc3[a3_e1 * 132 + a3_e2] = ra3[j];
+    acc3[a3_e1 * 132 + a3_e2] = ra3[j * 4 + 0];
+    acc3[a3_e1 * 132 + (a3_e2 + 1)] = ra3[j * 4 + 1];
+    acc3[a3_e1 * 132 + (a3_e2 + 2)] = ra3[j * 4 + 2];
+    acc3[a3_e1 * 132 + (a3_e2 + 3)] = ra3[j * 4 + 3];
   }
   __syncthreads();
   // save O[2, 8, 128] <- tile [1, 8, 128], omap (0,): 8-element stores

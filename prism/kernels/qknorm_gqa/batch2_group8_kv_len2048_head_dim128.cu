@@ -516,7 +516,6 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 16: it % 16, (it + 16) % 16
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<15>();
-    __syncthreads();
     {
       const int nx = it + 16;
       if (nx < 16) {
@@ -539,12 +538,17 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
       }
     }
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a3_e2 = (e % 128);
-      const int a3_er2 = e / 128;
+      const int a3_e2 = (e % 32) * 4;
+      const int a3_er2 = e / 32;
       const int a3_e1 = a3_er2;
-      ra3[j] += s_t1[a3_e1 * 136 + a3_e2];
+      float a3_v0[4];
+      ld_run(a3_v0, s_t1 + a3_e1 * 136 + a3_e2);
+      ra3[j * 4 + 0] += a3_v0[0];
+      ra3[j * 4 + 1] += a3_v0[1];
+      ra3[j * 4 + 2] += a3_v0[2];
+      ra3[j * 4 + 3] += a3_v0[3];
     }
   }
   cp_async_wait<0>();
@@ -559,12 +563,15 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
     }
   }
   #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a3_e2 = (e % 128);
-    const int a3_er2 = e / 128;
+    const int a3_e2 = (e % 32) * 4;
+    const int a3_er2 = e / 32;
     const int a3_e1 = a3_er2;
-    acc3[a3_e1 * 132 + a3_e2] = ra3[j];
+    acc3[a3_e1 * 132 + a3_e2] = ra3[j * 4 + 0];
+    acc3[a3_e1 * 132 + (a3_e2 + 1)] = ra3[j * 4 + 1];
+    acc3[a3_e1 * 132 + (a3_e2 + 2)] = ra3[j * 4 + 2];
+    acc3[a3_e1 * 132 + (a3_e2 + 3)] = ra3[j * 4 + 3];
   }
   __syncthreads();
   // save O[2, 8, 128] <- tile [1, 4, 128], omap (0, 1): 8-element stores

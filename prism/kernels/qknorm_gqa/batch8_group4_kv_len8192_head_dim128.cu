@@ -614,48 +614,64 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7354911604(co
     sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e2 = (e % 32);
-      const int a2_er2 = e / 32;
+      const int a2_e2 = (e % 8) * 4;
+      const int a2_er2 = e / 8;
       const int a2_e1 = (a2_er2 % 2);
       const int a2_er1 = a2_er2 / 2;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 80 + a2_e1 * 40 + a2_e2];
+      float a2_v0[4];
+      ld_run(a2_v0, s_t0 + a2_e0 * 80 + a2_e1 * 40 + a2_e2);
+      ra2[j * 4 + 0] += a2_v0[0];
+      ra2[j * 4 + 1] += a2_v0[1];
+      ra2[j * 4 + 2] += a2_v0[2];
+      ra2[j * 4 + 3] += a2_v0[3];
     }
     #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
-      const int a3_e2 = (e % 128);
-      const int a3_er2 = e / 128;
+      const int a3_e2 = (e % 32) * 4;
+      const int a3_er2 = e / 32;
       const int a3_e1 = (a3_er2 % 2);
       const int a3_er1 = a3_er2 / 2;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 272 + a3_e1 * 136 + a3_e2];
+      float a3_v0[4];
+      ld_run(a3_v0, s_t1 + a3_e0 * 272 + a3_e1 * 136 + a3_e2);
+      ra3[j * 4 + 0] += a3_v0[0];
+      ra3[j * 4 + 1] += a3_v0[1];
+      ra3[j * 4 + 2] += a3_v0[2];
+      ra3[j * 4 + 3] += a3_v0[3];
     }
   }
   cp_async_wait<0>();
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e2 = (e % 32);
-    const int a2_er2 = e / 32;
+    const int a2_e2 = (e % 8) * 4;
+    const int a2_er2 = e / 8;
     const int a2_e1 = (a2_er2 % 2);
     const int a2_er1 = a2_er2 / 2;
     const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 72 + a2_e1 * 36 + a2_e2] = ra2[j];
+    acc2[a2_e0 * 72 + a2_e1 * 36 + a2_e2] = ra2[j * 4 + 0];
+    acc2[a2_e0 * 72 + a2_e1 * 36 + (a2_e2 + 1)] = ra2[j * 4 + 1];
+    acc2[a2_e0 * 72 + a2_e1 * 36 + (a2_e2 + 2)] = ra2[j * 4 + 2];
+    acc2[a2_e0 * 72 + a2_e1 * 36 + (a2_e2 + 3)] = ra2[j * 4 + 3];
   }
   #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
-    const int a3_e2 = (e % 128);
-    const int a3_er2 = e / 128;
+    const int a3_e2 = (e % 32) * 4;
+    const int a3_er2 = e / 32;
     const int a3_e1 = (a3_er2 % 2);
     const int a3_er1 = a3_er2 / 2;
     const int a3_e0 = a3_er1;
-    acc3[a3_e0 * 264 + a3_e1 * 132 + a3_e2] = ra3[j];
+    acc3[a3_e0 * 264 + a3_e1 * 132 + a3_e2] = ra3[j * 4 + 0];
+    acc3[a3_e0 * 264 + a3_e1 * 132 + (a3_e2 + 1)] = ra3[j * 4 + 1];
+    acc3[a3_e0 * 264 + a3_e1 * 132 + (a3_e2 + 2)] = ra3[j * 4 + 2];
+    acc3[a3_e0 * 264 + a3_e1 * 132 + (a3_e2 + 3)] = ra3[j * 4 + 3];
   }
   __syncthreads();
   // red4: sum over dim 2 of a [8, 2, 32] tile: 16 outputs, 32 lanes each

@@ -485,12 +485,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_24d789e4f4(co
     sb_rd = sb_rd == 4 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 4 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < 8; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = (e % 256);
-      const int a2_er1 = e / 256;
+      const int a2_e1 = (e % 64) * 4;
+      const int a2_er1 = e / 64;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 264 + a2_e1];
+      float a2_v0[4];
+      ld_run(a2_v0, s_t0 + a2_e0 * 264 + a2_e1);
+      ra2[j * 4 + 0] += a2_v0[0];
+      ra2[j * 4 + 1] += a2_v0[1];
+      ra2[j * 4 + 2] += a2_v0[2];
+      ra2[j * 4 + 3] += a2_v0[3];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -505,12 +510,15 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_24d789e4f4(co
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 32; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = (e % 256);
-    const int a2_er1 = e / 256;
+    const int a2_e1 = (e % 64) * 4;
+    const int a2_er1 = e / 64;
     const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 260 + a2_e1] = ra2[j];
+    acc2[a2_e0 * 260 + a2_e1] = ra2[j * 4 + 0];
+    acc2[a2_e0 * 260 + (a2_e1 + 1)] = ra2[j * 4 + 1];
+    acc2[a2_e0 * 260 + (a2_e1 + 2)] = ra2[j * 4 + 2];
+    acc2[a2_e0 * 260 + (a2_e1 + 3)] = ra2[j * 4 + 3];
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {

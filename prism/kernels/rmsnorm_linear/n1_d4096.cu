@@ -459,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_51c0872e2c(co
   const float* const g_s_t0 = t_t0 + (int)bid.x * 4096;
   const float* const g_s_t1 = t_t1 + (int)bid.x * 16;
   // accumulators (registers)
-  float ra2[2] = {};
+  float ra2[4] = {};
   float ra3[1] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
@@ -476,7 +476,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_51c0872e2c(co
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 16: it % 16, (it + 16) % 16
   for (int it = 0; it < 16; ++it) {
     cp_async_wait<15>();
-    __syncthreads();
     {
       const int nx = it + 16;
       if (nx < 16) {
@@ -491,10 +490,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_51c0872e2c(co
     sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = e;
-      ra2[j] += s_t0[a2_e1];
+      if (e < 64) {
+        const int a2_e1 = e * 4;
+        float a2_v0[4];
+        ld_run(a2_v0, s_t0 + a2_e1);
+        ra2[j * 4 + 0] += a2_v0[0];
+        ra2[j * 4 + 1] += a2_v0[1];
+        ra2[j * 4 + 2] += a2_v0[2];
+        ra2[j * 4 + 3] += a2_v0[3];
+      }
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -508,10 +514,15 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_51c0872e2c(co
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 2; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = e;
-    acc2[a2_e1] = ra2[j];
+    if (e < 64) {
+      const int a2_e1 = e * 4;
+      acc2[a2_e1] = ra2[j * 4 + 0];
+      acc2[(a2_e1 + 1)] = ra2[j * 4 + 1];
+      acc2[(a2_e1 + 2)] = ra2[j * 4 + 2];
+      acc2[(a2_e1 + 3)] = ra2[j * 4 + 3];
+    }
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {

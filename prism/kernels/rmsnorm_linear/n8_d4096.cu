@@ -489,7 +489,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f652af3aed(co
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 4: it % 4, (it + 4) % 4
   for (int it = 0; it < 4; ++it) {
     cp_async_wait<3>();
-    __syncthreads();
     {
       const int nx = it + 4;
       if (nx < 4) {
@@ -504,12 +503,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f652af3aed(co
     sb_rd = sb_rd == 3 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 3 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = (e % 64);
-      const int a2_er1 = e / 64;
+      const int a2_e1 = (e % 16) * 4;
+      const int a2_er1 = e / 16;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 72 + a2_e1];
+      float a2_v0[4];
+      ld_run(a2_v0, s_t0 + a2_e0 * 72 + a2_e1);
+      ra2[j * 4 + 0] += a2_v0[0];
+      ra2[j * 4 + 1] += a2_v0[1];
+      ra2[j * 4 + 2] += a2_v0[2];
+      ra2[j * 4 + 3] += a2_v0[3];
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
@@ -524,12 +528,15 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f652af3aed(co
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = (e % 64);
-    const int a2_er1 = e / 64;
+    const int a2_e1 = (e % 16) * 4;
+    const int a2_er1 = e / 16;
     const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 68 + a2_e1] = ra2[j];
+    acc2[a2_e0 * 68 + a2_e1] = ra2[j * 4 + 0];
+    acc2[a2_e0 * 68 + (a2_e1 + 1)] = ra2[j * 4 + 1];
+    acc2[a2_e0 * 68 + (a2_e1 + 2)] = ra2[j * 4 + 2];
+    acc2[a2_e0 * 68 + (a2_e1 + 3)] = ra2[j * 4 + 3];
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {

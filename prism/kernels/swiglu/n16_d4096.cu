@@ -503,8 +503,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_a4b6f1c878(co
   const float* const g_s_t0 = t_t0 + (int)bid.x * 16;
   const float* const g_s_t1 = t_t1 + (int)bid.x * 16;
   // accumulators (registers)
-  float ra2[2] = {};
-  float ra3[2] = {};
+  float ra2[4] = {};
+  float ra3[4] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
@@ -520,7 +520,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_a4b6f1c878(co
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<7>();
-    __syncthreads();
     {
       const int nx = it + 8;
       if (nx < 8) {
@@ -535,40 +534,64 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_a4b6f1c878(co
     sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = (e % 16);
-      const int a2_er1 = e / 16;
-      const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 24 + a2_e1];
+      if (e < 64) {
+        const int a2_e1 = (e % 4) * 4;
+        const int a2_er1 = e / 4;
+        const int a2_e0 = a2_er1;
+        float a2_v0[4];
+        ld_run(a2_v0, s_t0 + a2_e0 * 24 + a2_e1);
+        ra2[j * 4 + 0] += a2_v0[0];
+        ra2[j * 4 + 1] += a2_v0[1];
+        ra2[j * 4 + 2] += a2_v0[2];
+        ra2[j * 4 + 3] += a2_v0[3];
+      }
     }
     #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a3_e1 = (e % 16);
-      const int a3_er1 = e / 16;
-      const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 24 + a3_e1];
+      if (e < 64) {
+        const int a3_e1 = (e % 4) * 4;
+        const int a3_er1 = e / 4;
+        const int a3_e0 = a3_er1;
+        float a3_v0[4];
+        ld_run(a3_v0, s_t1 + a3_e0 * 24 + a3_e1);
+        ra3[j * 4 + 0] += a3_v0[0];
+        ra3[j * 4 + 1] += a3_v0[1];
+        ra3[j * 4 + 2] += a3_v0[2];
+        ra3[j * 4 + 3] += a3_v0[3];
+      }
     }
   }
   cp_async_wait<0>();
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 2; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = (e % 16);
-    const int a2_er1 = e / 16;
-    const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 20 + a2_e1] = ra2[j];
+    if (e < 64) {
+      const int a2_e1 = (e % 4) * 4;
+      const int a2_er1 = e / 4;
+      const int a2_e0 = a2_er1;
+      acc2[a2_e0 * 20 + a2_e1] = ra2[j * 4 + 0];
+      acc2[a2_e0 * 20 + (a2_e1 + 1)] = ra2[j * 4 + 1];
+      acc2[a2_e0 * 20 + (a2_e1 + 2)] = ra2[j * 4 + 2];
+      acc2[a2_e0 * 20 + (a2_e1 + 3)] = ra2[j * 4 + 3];
+    }
   }
   #pragma unroll
-  for (int j = 0; j < 2; ++j) {
+  for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a3_e1 = (e % 16);
-    const int a3_er1 = e / 16;
-    const int a3_e0 = a3_er1;
-    acc3[a3_e0 * 20 + a3_e1] = ra3[j];
+    if (e < 64) {
+      const int a3_e1 = (e % 4) * 4;
+      const int a3_er1 = e / 4;
+      const int a3_e0 = a3_er1;
+      acc3[a3_e0 * 20 + a3_e1] = ra3[j * 4 + 0];
+      acc3[a3_e0 * 20 + (a3_e1 + 1)] = ra3[j * 4 + 1];
+      acc3[a3_e0 * 20 + (a3_e1 + 2)] = ra3[j * 4 + 2];
+      acc3[a3_e0 * 20 + (a3_e1 + 3)] = ra3[j * 4 + 3];
+    }
   }
   __syncthreads();
   // save O[16, 4096] <- tile [16, 16], omap (1,): 8-element stores

@@ -516,7 +516,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_a700b8600e(co
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
-    __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
@@ -531,40 +530,56 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_a700b8600e(co
     sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = (e % 64);
-      const int a2_er1 = e / 64;
+      const int a2_e1 = (e % 16) * 4;
+      const int a2_er1 = e / 16;
       const int a2_e0 = a2_er1;
-      ra2[j] += s_t0[a2_e0 * 72 + a2_e1];
+      float a2_v0[4];
+      ld_run(a2_v0, s_t0 + a2_e0 * 72 + a2_e1);
+      ra2[j * 4 + 0] += a2_v0[0];
+      ra2[j * 4 + 1] += a2_v0[1];
+      ra2[j * 4 + 2] += a2_v0[2];
+      ra2[j * 4 + 3] += a2_v0[3];
     }
     #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 2; ++j) {
       const int e = tid + j * 128;
-      const int a3_e1 = (e % 64);
-      const int a3_er1 = e / 64;
+      const int a3_e1 = (e % 16) * 4;
+      const int a3_er1 = e / 16;
       const int a3_e0 = a3_er1;
-      ra3[j] += s_t1[a3_e0 * 72 + a3_e1];
+      float a3_v0[4];
+      ld_run(a3_v0, s_t1 + a3_e0 * 72 + a3_e1);
+      ra3[j * 4 + 0] += a3_v0[0];
+      ra3[j * 4 + 1] += a3_v0[1];
+      ra3[j * 4 + 2] += a3_v0[2];
+      ra3[j * 4 + 3] += a3_v0[3];
     }
   }
   cp_async_wait<0>();
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = (e % 64);
-    const int a2_er1 = e / 64;
+    const int a2_e1 = (e % 16) * 4;
+    const int a2_er1 = e / 16;
     const int a2_e0 = a2_er1;
-    acc2[a2_e0 * 68 + a2_e1] = ra2[j];
+    acc2[a2_e0 * 68 + a2_e1] = ra2[j * 4 + 0];
+    acc2[a2_e0 * 68 + (a2_e1 + 1)] = ra2[j * 4 + 1];
+    acc2[a2_e0 * 68 + (a2_e1 + 2)] = ra2[j * 4 + 2];
+    acc2[a2_e0 * 68 + (a2_e1 + 3)] = ra2[j * 4 + 3];
   }
   #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    const int a3_e1 = (e % 64);
-    const int a3_er1 = e / 64;
+    const int a3_e1 = (e % 16) * 4;
+    const int a3_er1 = e / 16;
     const int a3_e0 = a3_er1;
-    acc3[a3_e0 * 68 + a3_e1] = ra3[j];
+    acc3[a3_e0 * 68 + a3_e1] = ra3[j * 4 + 0];
+    acc3[a3_e0 * 68 + (a3_e1 + 1)] = ra3[j * 4 + 1];
+    acc3[a3_e0 * 68 + (a3_e1 + 2)] = ra3[j * 4 + 2];
+    acc3[a3_e0 * 68 + (a3_e1 + 3)] = ra3[j * 4 + 3];
   }
   __syncthreads();
   // save O[16, 8192] <- tile [16, 64], omap (1,): 8-element stores

@@ -495,8 +495,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0af30b80d1(co
   const float* const g_s_t0 = t_t0 + (int)bid.x * 1024;
   const float* const g_s_t1 = t_t1 + (int)bid.x * 128;
   // accumulators (registers)
-  float ra2[1] = {};
-  float ra3[1] = {};
+  float ra2[4] = {};
+  float ra3[4] = {};
   // prologue: loop-invariant tiles, then the first stages
   cp_async_commit();
   #pragma unroll
@@ -512,7 +512,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0af30b80d1(co
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
   for (int it = 0; it < 8; ++it) {
     cp_async_wait<7>();
-    __syncthreads();
     {
       const int nx = it + 8;
       if (nx < 8) {
@@ -529,14 +528,28 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0af30b80d1(co
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = e;
-      ra2[j] += s_t0[a2_e1];
+      if (e < 32) {
+        const int a2_e1 = e * 4;
+        float a2_v0[4];
+        ld_run(a2_v0, s_t0 + a2_e1);
+        ra2[j * 4 + 0] += a2_v0[0];
+        ra2[j * 4 + 1] += a2_v0[1];
+        ra2[j * 4 + 2] += a2_v0[2];
+        ra2[j * 4 + 3] += a2_v0[3];
+      }
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
       const int e = tid + j * 128;
-      const int a3_e1 = e;
-      ra3[j] += s_t1[a3_e1];
+      if (e < 32) {
+        const int a3_e1 = e * 4;
+        float a3_v0[4];
+        ld_run(a3_v0, s_t1 + a3_e1);
+        ra3[j * 4 + 0] += a3_v0[0];
+        ra3[j * 4 + 1] += a3_v0[1];
+        ra3[j * 4 + 2] += a3_v0[2];
+        ra3[j * 4 + 3] += a3_v0[3];
+      }
     }
   }
   cp_async_wait<0>();
@@ -545,14 +558,24 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0af30b80d1(co
   #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = e;
-    acc2[a2_e1] = ra2[j];
+    if (e < 32) {
+      const int a2_e1 = e * 4;
+      acc2[a2_e1] = ra2[j * 4 + 0];
+      acc2[(a2_e1 + 1)] = ra2[j * 4 + 1];
+      acc2[(a2_e1 + 2)] = ra2[j * 4 + 2];
+      acc2[(a2_e1 + 3)] = ra2[j * 4 + 3];
+    }
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {
     const int e = tid + j * 128;
-    const int a3_e1 = e;
-    acc3[a3_e1] = ra3[j];
+    if (e < 32) {
+      const int a3_e1 = e * 4;
+      acc3[a3_e1] = ra3[j * 4 + 0];
+      acc3[(a3_e1 + 1)] = ra3[j * 4 + 1];
+      acc3[(a3_e1 + 2)] = ra3[j * 4 + 2];
+      acc3[(a3_e1 + 3)] = ra3[j * 4 + 3];
+    }
   }
   __syncthreads();
   // save O[1, 4096] <- tile [1, 128], omap (1,): 8-element stores

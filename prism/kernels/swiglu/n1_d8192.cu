@@ -421,7 +421,6 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 2: it % 2, (it + 2) % 2
   for (int it = 0; it < 2; ++it) {
     cp_async_wait<1>();
-    __syncthreads();
     {
       const int nx = it + 2;
       if (nx < 2) {
@@ -436,32 +435,48 @@ __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float*
     sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
-      const int a2_e1 = e;
-      ra2[j] += s_t0[a2_e1];
+      const int a2_e1 = e * 4;
+      float a2_v0[4];
+      ld_run(a2_v0, s_t0 + a2_e1);
+      ra2[j * 4 + 0] += a2_v0[0];
+      ra2[j * 4 + 1] += a2_v0[1];
+      ra2[j * 4 + 2] += a2_v0[2];
+      ra2[j * 4 + 3] += a2_v0[3];
     }
     #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < 4; ++j) {
       const int e = tid + j * 128;
-      const int a3_e1 = e;
-      ra3[j] += s_t1[a3_e1];
+      const int a3_e1 = e * 4;
+      float a3_v0[4];
+      ld_run(a3_v0, s_t1 + a3_e1);
+      ra3[j * 4 + 0] += a3_v0[0];
+      ra3[j * 4 + 1] += a3_v0[1];
+      ra3[j * 4 + 2] += a3_v0[2];
+      ra3[j * 4 + 3] += a3_v0[3];
     }
   }
   cp_async_wait<0>();
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
-    const int a2_e1 = e;
-    acc2[a2_e1] = ra2[j];
+    const int a2_e1 = e * 4;
+    acc2[a2_e1] = ra2[j * 4 + 0];
+    acc2[(a2_e1 + 1)] = ra2[j * 4 + 1];
+    acc2[(a2_e1 + 2)] = ra2[j * 4 + 2];
+    acc2[(a2_e1 + 3)] = ra2[j * 4 + 3];
   }
   #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < 4; ++j) {
     const int e = tid + j * 128;
-    const int a3_e1 = e;
-    acc3[a3_e1] = ra3[j];
+    const int a3_e1 = e * 4;
+    acc3[a3_e1] = ra3[j * 4 + 0];
+    acc3[(a3_e1 + 1)] = ra3[j * 4 + 1];
+    acc3[(a3_e1 + 2)] = ra3[j * 4 + 2];
+    acc3[(a3_e1 + 3)] = ra3[j * 4 + 3];
   }
   __syncthreads();
   // save O[1, 8192] <- tile [1, 2048], omap (1,): 8-element stores
