@@ -140,7 +140,8 @@ def _searched(g: Graph, program: str) -> list[tuple[str, KernelGraph]]:
 
 # zoo programs with a matmul: their small sizes (dims of 8) admit no mma tile (k a multiple of 16),
 # so they run at these instead
-EMULATOR_SIZES = {"n": 8, "d": 64, "f": 64, "r": 16, "batch": 1, "group": 8, "kv_len": 64, "head_dim": 32}
+EMULATOR_SIZES = {"n": 8, "d": 64, "f": 64, "r": 16, "b": 2, "s": 4, "batch": 1, "group": 8, "kv_len": 64,
+                  "head_dim": 32}
 
 
 def _graph(name: str) -> Graph:
