@@ -108,7 +108,7 @@ class Options:
     direct_loads: DirectLoads = DirectLoads.ELEMENTWISE
     # an element-wise accumulator of a copied loop tile adds the elements its thread copied (vector
     # reads), and a loop that reads nothing else needs no barrier per iteration once every stage is in
-    # flight (``private_loop``); split-KV combines 0.2-4.4 µs faster on an H200 (docs/codegen.md,
+    # flight (``private_loop``); split-KV combines 0.2-4.3 µs faster on an H200 (docs/codegen.md,
     # "Combines that add their own copies")
     own_copies: bool = True
     # a loop kernel without matmuls or reductions (a split kernel's combine) reads its loop-varying

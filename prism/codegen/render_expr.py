@@ -122,6 +122,11 @@ def with_last(idx: Sequence[str], add: int) -> list[str]:
     return [*idx[:-1], str(add) if last == "0" else f"{last} + {add}"]
 
 
+def element_read(b: Buf, p: str, off: str) -> str:
+    """One element of tile ``b`` at pointer ``p`` plus ``off``, as stored (past L1 where ``Buf.l2``)."""
+    return f"ld_l2({p} + {off})" if b.l2 else f"{p}[{off}]"
+
+
 class Exprs:
     """Renders the value of op ``i`` at a tile index as a C float expression."""
 
@@ -151,7 +156,7 @@ class Exprs:
         reads = []
         for c in range(1 if b.ring else b.copies):
             o = off if c == 0 else (f"{off} + {c * b.copy_elems}" if off != "0" else str(c * b.copy_elems))
-            reads.append(f"ld_l2({p} + {o})" if b.l2 else f"{p}[{o}]")
+            reads.append(element_read(b, p, o))
         if b.dtype is Storage.HALF:
             reads = [f"hload({r})" for r in reads]
         return reads[0] if len(reads) == 1 else "(" + " + ".join(reads) + ")"

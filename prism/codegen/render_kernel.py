@@ -158,7 +158,7 @@ def _accumulate(low: KernelLowering, ex: Exprs, i: int, x: int, reduce_dim: int 
     ap = low.accs[i]
     match ap.kind:
         case AccKind.EW:
-            return render_ew_acc(low, ex, i, x, ap.count, f"ra{i}", write=None)
+            return render_ew_acc(low, ex, i, x, f"ra{i}", write=None)
         case AccKind.RED:
             assert reduce_dim is not None
             return render_reduce_pass(low, ex, x, reduce_dim, Reduce.SUM, ap.group, ap.count, dst=None,
@@ -267,7 +267,7 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
             case AccKind.FRAG:
                 body.append(f"store_{a.x}(ra{j}, {dst.name}, warp, lane);")
             case AccKind.EW:
-                body += render_ew_acc(low, ex, j, a.x, a.count, f"ra{j}", write=dst)
+                body += render_ew_acc(low, ex, j, a.x, f"ra{j}", write=dst)
             case AccKind.RED:
                 op = low.kernel.ops[j]
                 assert isinstance(op, Accum) and op.reduce_dim is not None

@@ -214,29 +214,36 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
     ]
 
 
-def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, count: int, acc: str, *, write: Buf | None) -> list[str]:
+def ew_item_index(low: KernelLowering, i: int) -> tuple[list[str], list[str]]:
+    """Accumulator i's item ``e`` as a tile index (runs of ``vec`` along the last dim): the declarations
+    of ``a<i>_e…`` and the index strings."""
+    tile = low.tiles[i]
+    assert tile is not None
+    return decompose("e", tile, f"a{i}_e", low.accs[i].vec)
+
+
+def ew_item_loop(low: KernelLowering, i: int, body: list[str]) -> list[str]:
+    """``body`` for each item ``e = tid + j * threads`` of accumulator i a thread owns (guarded)."""
+    sw, ap = low.elementwise[i], low.accs[i]
+    return ["#pragma unroll", f"for (int j = 0; j < {-(-ap.count // ap.vec)}; ++j) {{",
+            f"  const int e = tid + j * {sw.threads};", *sweep_lines(sw, body, pad=2), "}"]
+
+
+def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, acc: str, *, write: Buf | None) -> list[str]:
     """Each thread adds its elements of value ``x`` into ``acc`` (or, after the loop, writes them out).
     A max accumulator keeps the running max; a rescaled one (the online softmax) keeps the running
     max of its shift in ``rm<i>`` and rescales: ``acc·e^(m−m') + x·e^(c−m')`` (a factor is 1 where
     its max did not change: one exp per element while the max is steady). With ``vec`` > 1 each item
     is a run of that many elements (register ``j * vec + k``), read in vector loads."""
-    tile = low.tiles[i]
-    tile_x = low.tiles[x]
-    assert tile is not None and tile_x is not None
-    ap = low.accs[i]
-    v = ap.vec
-    decl, idx = decompose("e", tile, f"a{i}_e", v)
+    v = low.accs[i].vec
+    decl, idx = ew_item_index(low, i)
     rex = RunReads(ex, idx[-1], v, f"a{i}_v") if v > 1 else ex
     stmts: list[str] = []
     for k in range(v):
         at, ik = (f"{acc}[j * {v} + {k}]" if v > 1 else f"{acc}[j]"), with_last(idx, k)
         stmts += _ew_step(low, rex, i, x, ik, at, write)
-    sw = low.elementwise[i]
-    lines = ["#pragma unroll", f"for (int j = 0; j < {-(-count // v)}; ++j) {{", f"  const int e = tid + j * {sw.threads};"]
     loads = rex.loads if isinstance(rex, RunReads) else []
-    lines += sweep_lines(sw, [*decl, *loads, *stmts], pad=2)
-    lines.append("}")
-    return lines
+    return ew_item_loop(low, i, [*decl, *loads, *stmts])
 
 
 def _ew_step(low: KernelLowering, ex: Exprs, i: int, x: int, idx: list[str], at: str, write: Buf | None) -> list[str]:

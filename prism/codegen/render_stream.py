@@ -13,8 +13,8 @@ accumulation, in the order of the ops::
 
 Written as one iteration's loads then its adds, the first add waits for its load before the next
 iteration's loads issue: ptxas kept about a dozen loads in flight, and a fused split-KV combine of 16
-partials took 9.6 µs against 5.15 with its copied ring (H200, docs/codegen.md, "Combines that read
-their partials in place").
+partials took 9.6 µs against 5.15 with its copied ring (H200, docs/codegen.md, "Combines that add
+their own copies").
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from prism.codegen.lowered import AccKind, Buf, KernelLowering, Phase, Storage
-from prism.codegen.render_expr import Exprs, decompose
-from prism.codegen.render_load import rotation_decl, sweep_lines, tile_iter
-from prism.codegen.render_reduce import _indent, render_ew_acc
+from prism.codegen.render_expr import Exprs, element_read
+from prism.codegen.render_load import rotation_decl, tile_iter
+from prism.codegen.render_reduce import _indent, ew_item_index, ew_item_loop, render_ew_acc
 from prism.ir import Accum
 
 PREFETCH_REGS = 160  # registers per thread one chunk's prefetched values may take
@@ -50,7 +50,7 @@ class Prefetched(Exprs):
         if name is None:  # halves stay raw bits until the add (no conversion between the loads)
             name = self.names[(p, off)] = f"{self.prefix}{len(self.names)}"
             self.arrays.append((b.dtype.ctype, name))
-            self.loads.append(f"{name}[u][j] = {f'ld_l2({p} + {off})' if b.l2 else f'{p}[{off}]'};")
+            self.loads.append(f"{name}[u][j] = {element_read(b, p, off)};")
         return f"hload({name}[u][j])" if b.dtype is Storage.HALF else f"{name}[u][j]"
 
 
@@ -60,16 +60,6 @@ def _chunk(low: KernelLowering, per_iteration: int) -> int:
     while u * 2 <= low.loop and u * 2 * per_iteration <= PREFETCH_REGS:
         u *= 2
     return u
-
-
-def _item_loop(low: KernelLowering, i: int, body: list[str]) -> list[str]:
-    """``body`` in accumulator i's item loop (``render_ew_acc``'s indices ``a<i>_e…`` declared)."""
-    tile = low.tiles[i]
-    assert tile is not None
-    decl, _ = decompose("e", tile, f"a{i}_e")
-    sw = low.elementwise[i]
-    return ["#pragma unroll", f"for (int j = 0; j < {low.accs[i].count}; ++j) {{",
-            f"  const int e = tid + j * {sw.threads};", *sweep_lines(sw, [*decl, *body], pad=2), "}"]
 
 
 def render_streamed_loop(low: KernelLowering, ex: Exprs, compute: Callable[[int], list[str]]) -> list[str]:
@@ -84,12 +74,13 @@ def render_streamed_loop(low: KernelLowering, ex: Exprs, compute: Callable[[int]
     for i, op in enumerate(ops):
         if i in pre:
             assert isinstance(op, Accum)
-            adds += render_ew_acc(low, pre[i], i, op.x, low.accs[i].count, f"ra{i}", write=None)
+            adds += render_ew_acc(low, pre[i], i, op.x, f"ra{i}", write=None)
         elif low.phases[i] is Phase.LOOP or isinstance(op, Accum):
             adds += compute(i)
     u = _chunk(low, sum(low.accs[i].count * len(p.arrays) for i, p in pre.items()))
     arrays = [f"{c} {name}[{u}][{low.accs[i].count}];" for i, p in pre.items() for c, name in p.arrays]
-    loads = [line for i, p in pre.items() if p.loads for line in _item_loop(low, i, p.loads)]
+    loads = [line for i, p in pre.items() if p.loads
+             for line in ew_item_loop(low, i, [*ew_item_index(low, i)[0], *p.loads])]
     decl, kt = tile_iter(low, "it", "kt")
     ptrs = [f"const {lp.ctype}* const gi_{lp.buf.name} = g_{lp.buf.name} + {kt} * {lp.buf.gstep};"
             for lp in low.loads if lp.buf.gstep]
