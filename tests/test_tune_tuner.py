@@ -260,3 +260,32 @@ def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
     assert tuner._one_legal(template, "sm_90", None, None) == sample_legal_sizes(
         template, arch="sm_90", count=tuner.FIRST_ROUND_DRAWS, rng=random.Random(zlib.crc32(template.dumps().encode())),
         values=candidate_values(template), resources=None)[:1]
+
+
+def test_no_more_templates_than_samples_times_each_templates_prior_best_first() -> None:
+    """Every template's sizes enumerated: ``_legal`` puts the best by ``size_score`` first (the rest in
+    enumeration order), and the first round times that size of up to half the samples' templates
+    before drawing the other half uniformly from the remaining pairs (distinct, all legal)."""
+    from prism.codegen.arch import arch as get_arch
+    from prism.codegen.resources import resources
+    from prism.codegen.sizes import legal_sizes, size_score
+    from prism.tune import tuner
+
+    g = workloads.rmsnorm_linear(n=1, d=4096)
+    templates = [plans.rmsnorm_linear_plan(g), plans.rmsnorm_linear_2d_plan(g)]
+    sms = get_arch("sm_90").sms
+    space = [tuner._legal(t, "sm_90", resources, None) for t in templates]
+    for t, got in zip(templates, space, strict=True):
+        every = legal_sizes(t, arch="sm_90", resources=resources)
+        scores = [size_score(resources(t.instantiate(sz), "sm_90"), sms) for sz in every]
+        assert got[0] == every[scores.index(max(scores))]
+        assert sorted(map(str, got)) == sorted(map(str, every)) and got[1:] == [sz for sz in every if sz != got[0]]
+    for seed in range(3):
+        chosen = tuner._first_round(templates, space, 6, seed)
+        assert {(s.template, s.sizes) for s in chosen[:2]} == {(0, tuple(space[0][0].items())),
+                                                               (1, tuple(space[1][0].items()))}
+        assert len({(s.template, s.sizes) for s in chosen}) == 6
+        assert all(s.size_map in space[s.template] for s in chosen)
+    # one sample: one template's prior best (its class first in the round-robin)
+    (only,) = tuner._first_round(templates, space, 1, 0)
+    assert only.size_map == space[only.template][0]

@@ -1,0 +1,90 @@
+"""Device probe (issue 14): how close Prism's generated GEMMs come to the sm_80 mma.sync ceiling on
+compute-bound zoo entries, whether or not the tuner picks them (the vendor GEMM usually wins there).
+
+    PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gemm_probe.py [--which prefill]
+        [--only a,b] [--samples 32] [--budget 60] [--out FILE] [--dry-run]
+
+For each entry: the searched templates (from the carried search cache; no search runs here) of the
+whole program and of each part that has a matmul, only those made of generated kernels alone; each
+group tuned on its own (``prism.tune.tune``, the bench protocol's timing), the best time turned into
+TFLOP/s (matmul flops only, ``bench.programs.roofline``) and a share of the mma.sync rate measured in
+the same call (``bench.mma_ceiling``). ``--dry-run`` lists the groups without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bench.programs import roofline
+from bench.zoo import ZOO, zoo_graph
+from prism.graph import Graph
+from prism.ir import CustomKernel, KernelGraph
+from prism.pipeline import PlanSource, search_and_verify
+
+DEFAULT_ONLY = "matmul_residual,matmul_col_scale,norm_matmul_silu,lora_linear,sum_of_matmuls,mlp_silu,geglu"
+
+
+def _generated(templates: tuple[KernelGraph, ...]) -> list[KernelGraph]:
+    return [t for t in templates if all(isinstance(k, CustomKernel) for k in t.kernels)]
+
+
+def groups(name: str, which: str) -> list[tuple[str, Graph, list[KernelGraph]]]:
+    """(label, graph, generated searched templates) of the whole program and of its matmul parts."""
+    graph = zoo_graph(name, which)
+    outcome = search_and_verify(graph, program=name, progress=False)
+    out = [(name, graph, _generated(outcome.of(PlanSource.SEARCHED)))]
+    for po in outcome.parts:
+        out.append((f"{name}.p{po.part.index}", po.part.graph, _generated(po.outcome.of(PlanSource.SEARCHED))))
+    return [(label, g, ts) for label, g, ts in out if ts and roofline(g).flops]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--which", default="prefill")
+    ap.add_argument("--only", default=DEFAULT_ONLY)
+    ap.add_argument("--samples", type=int, default=32)
+    ap.add_argument("--budget", type=float, default=60.0)
+    ap.add_argument("--out")
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args()
+    names = [n for n in args.only.split(",") if n] or [p.name for p in ZOO]
+    todo = [grp for n in names for grp in groups(n, args.which)]
+    for label, g, ts in todo:
+        print(f"{label}: {len(ts)} generated templates, {roofline(g).flops / 1e9:.1f} GFLOP", flush=True)
+    if args.dry_run:
+        return
+    from bench.mma_ceiling import mma_sync_rate
+    from prism.tune import tune
+
+    ceiling = mma_sync_rate()
+    print(f"mma.sync ceiling {ceiling / 1e12:.0f} TFLOP/s", flush=True)
+    rows: list[dict[str, Any]] = []
+    for label, g, ts in todo:
+        t0 = time.perf_counter()
+        row: dict[str, Any] = {"group": label, "templates": len(ts), "gflop": roofline(g).flops / 1e9}
+        try:
+            res = tune(g, ts, samples=args.samples, time_budget=args.budget)
+        except Exception as e:  # a probe: report and go on
+            row["error"] = f"{type(e).__name__}: {e}"[:300]
+        else:
+            rate = roofline(g).flops / (res.time_us * 1e-6)
+            row.update({"us": res.time_us, "tflops": rate / 1e12, "of_mma": rate / ceiling,
+                        "template": res.template_index, "sizes": res.sizes, "rel_err": res.rel_err,
+                        "timed": res.counts.get("timed")})
+        row["seconds"] = time.perf_counter() - t0
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"mma_sync_tflop_per_s": ceiling / 1e12, "which": args.which, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
