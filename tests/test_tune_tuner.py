@@ -289,3 +289,28 @@ def test_no_more_templates_than_samples_times_each_templates_prior_best_first() 
     # one sample: one template's prior best (its class first in the round-robin)
     (only,) = tuner._first_round(templates, space, 1, 0)
     assert only.size_map == space[only.template][0]
+
+
+def test_refinement_walks_from_the_runner_up_structure_class_too() -> None:
+    """The 2-D plan is faster at every size but one neighbour of the 1-D plan's first-round size: the
+    walk from the fastest sample alone (the 2-D plan's) never reaches it; the walk from the 1-D class's
+    fastest sample does, in the walk's rounds (before the uniform draws)."""
+    from prism.tune import tuner
+
+    first = tune(GRAPH, [GOOD_1D, GOOD_2D], samples=4, seed=0, backend=backend(), jobs=1, refine=0)
+    one_d = next(r for r in first.records if r.template == 0)
+    start = tuner.Sample(0, tuple(one_d.sizes.items()))
+    near = tuner._neighbours(GOOD_1D, start, lambda sz: tuner.is_legal(GOOD_1D.instantiate(sz), "sm_80"))
+    target = near[0].size_map
+
+    def timed(kg: KernelGraph) -> float:
+        k = _kernel(kg)
+        if len(k.grid) == 2:
+            return 5.0 + 0.01 * int(k.loop)
+        return 1.0 if {"x": int(k.grid[0]), "i": int(k.loop)} == target else 6.0
+
+    res = tune(GRAPH, [GOOD_1D, GOOD_2D], samples=4, seed=0, backend=InterpreterBackend(timed), jobs=1, refine=8)
+    assert [r.sizes for r in res.records[:4]] == [r.sizes for r in first.records[:4]]
+    assert res.template_index == 0 and res.sizes == target and res.time_us == 1.0
+    walked = [r for r in res.records[4:] if r.template == 0 and r.sizes == target]
+    assert walked and walked[0].index < 4 + 8 // 2
