@@ -3,12 +3,15 @@ compute-bound zoo entries, whether or not the tuner picks them (the vendor GEMM 
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gemm_probe.py [--which prefill]
         [--only a,b] [--samples 32] [--budget 60] [--out FILE] [--dry-run]
+        [--at GROUP:TEMPLATE:'[{"k0_x": 4, ...}, ...]' [--launches 3]]
 
 For each entry: the searched templates (from the carried search cache; no search runs here) of the
 whole program and of each part that has a matmul, only those made of generated kernels alone; each
 group tuned on its own (``prism.tune.tune``, the bench protocol's timing), the best time turned into
 TFLOP/s (matmul flops only, ``bench.programs.roofline``) and a share of the mma.sync rate measured in
-the same call (``bench.mma_ceiling``). ``--dry-run`` lists the groups without a GPU.
+the same call (``bench.mma_ceiling``). ``--dry-run`` lists the groups without a GPU. ``--at`` times the
+given sizes of one group's template instead of tuning (each checked against float64, graph-timed, then
+launched ``--launches`` times (under ``ncu -k regex:prism_`` with ``--no-time``, to profile them).
 """
 
 from __future__ import annotations
@@ -45,6 +48,28 @@ def groups(name: str, which: str) -> list[tuple[str, Graph, list[KernelGraph]]]:
     return [(label, g, ts) for label, g, ts in out if ts and roofline(g).flops]
 
 
+def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches: int, timed: bool) -> None:
+    """Template ``index`` of group ``label`` at each of ``sizes``: checked, launched ``launches`` times,
+    then graph-timed (unless not ``timed``: under ncu)."""
+    from prism.tune import CudaBackend
+    from prism.tune.tuner import default_scales, random_inputs, reference_error
+
+    label_, graph, templates = next(grp for grp in groups(label.split(".")[0], which) if grp[0] == label)
+    backend = CudaBackend()
+    inputs = random_inputs(graph, default_scales(graph), 1)
+    backend.setup(graph, inputs)
+    for sz in sizes:
+        kernel = backend.compile(templates[index].instantiate(sz))
+        err = reference_error(backend, kernel, graph, random_inputs(graph, default_scales(graph), 2))
+        for _ in range(launches):
+            backend.run(kernel, inputs)
+        row: dict[str, Any] = {"group": label_, "template": index, "sizes": sz, "rel_err": err}
+        if timed:
+            row["us"] = backend.time_us(kernel)
+            row["tflops"] = roofline(graph).flops / (row["us"] * 1e-6) / 1e12
+        print(json.dumps(row), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--which", default="prefill")
@@ -53,8 +78,15 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--out")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--at")
+    ap.add_argument("--launches", type=int, default=3)
+    ap.add_argument("--no-time", action="store_true", help="with --at: no graph timing (under ncu)")
     args = ap.parse_args()
-    names = [n for n in args.only.split(",") if n] or [p.name for p in ZOO]
+    if args.at:
+        label, index, sizes = args.at.split(":", 2)
+        at(label, int(index), json.loads(sizes), args.which, args.launches, not args.no_time)
+        return
+    names = [n for n in args.only.split(",") if n] or list(ZOO)
     todo = [grp for n in names for grp in groups(n, args.which)]
     for label, g, ts in todo:
         print(f"{label}: {len(ts)} generated templates, {roofline(g).flops / 1e9:.1f} GFLOP", flush=True)
