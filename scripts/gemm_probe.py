@@ -3,7 +3,7 @@ compute-bound zoo entries, whether or not the tuner picks them (the vendor GEMM 
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gemm_probe.py [--which prefill]
         [--only a,b] [--samples 32] [--budget 60] [--out FILE] [--dry-run]
-        [--at GROUP:TEMPLATE:'[{"k0_x": 4, ...}, ...]' [--launches 3]]
+        [--at GROUP:TEMPLATE:'[{"k0_x": 4, ...}, ...]' [--launches 3] [--options '{"warps": 8}']]
 
 For each entry: the searched templates (from the carried search cache; no search runs here) of the
 whole program and of each part that has a matmul, only those made of generated kernels alone; each
@@ -48,14 +48,21 @@ def groups(name: str, which: str) -> list[tuple[str, Graph, list[KernelGraph]]]:
     return [(label, g, ts) for label, g, ts in out if ts and roofline(g).flops]
 
 
-def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches: int, timed: bool) -> None:
-    """Template ``index`` of group ``label`` at each of ``sizes``: checked, launched ``launches`` times,
-    then graph-timed (unless not ``timed``: under ncu)."""
+def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches: int, timed: bool,
+       options: dict[str, Any]) -> None:
+    """Template ``index`` of group ``label`` at each of ``sizes``, generated with ``Options(**options)``:
+    checked, launched ``launches`` times, then graph-timed (unless not ``timed``: under ncu)."""
+    from prism import runtime
+    from prism.codegen import Options, generate
     from prism.tune import CudaBackend
     from prism.tune.tuner import default_scales, random_inputs, reference_error
 
+    class Backend(CudaBackend):
+        def compile(self, kg: KernelGraph) -> Any:
+            return runtime.compile_plan(generate(kg, arch=self.arch(), options=Options(**options)))
+
     label_, graph, templates = next(grp for grp in groups(label.split(".")[0], which) if grp[0] == label)
-    backend = CudaBackend()
+    backend = Backend()
     inputs = random_inputs(graph, default_scales(graph), 1)
     backend.setup(graph, inputs)
     for sz in sizes:
@@ -63,7 +70,7 @@ def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches
         err = reference_error(backend, kernel, graph, random_inputs(graph, default_scales(graph), 2))
         for _ in range(launches):
             backend.run(kernel, inputs)
-        row: dict[str, Any] = {"group": label_, "template": index, "sizes": sz, "rel_err": err}
+        row: dict[str, Any] = {"group": label_, "template": index, "sizes": sz, "options": options, "rel_err": err}
         if timed:
             row["us"] = backend.time_us(kernel)
             row["tflops"] = roofline(graph).flops / (row["us"] * 1e-6) / 1e12
@@ -81,10 +88,11 @@ def main() -> None:
     ap.add_argument("--at")
     ap.add_argument("--launches", type=int, default=3)
     ap.add_argument("--no-time", action="store_true", help="with --at: no graph timing (under ncu)")
+    ap.add_argument("--options", default="{}", help="with --at: codegen Options as JSON, e.g. '{\"warps\": 8}'")
     args = ap.parse_args()
     if args.at:
         label, index, sizes = args.at.split(":", 2)
-        at(label, int(index), json.loads(sizes), args.which, args.launches, not args.no_time)
+        at(label, int(index), json.loads(sizes), args.which, args.launches, not args.no_time, json.loads(args.options))
         return
     names = [n for n in args.only.split(",") if n] or list(ZOO)
     todo = [grp for n in names for grp in groups(n, args.which)]
@@ -115,7 +123,8 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"mma_sync_tflop_per_s": ceiling / 1e12, "which": args.which, "rows": rows}, f, indent=1)
+            json.dump({"command": " ".join(sys.argv), "mma_sync_tflop_per_s": ceiling / 1e12, "which": args.which,
+                       "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
