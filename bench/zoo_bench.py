@@ -64,7 +64,8 @@ class Runner:
                         "verified": s["search"].get("verified_by_source"),
                         "kernels": [getattr(k, "name", "?") for k in fast.kernel_graph.kernels],
                         # the generated plan's own time when superoptimize compared it with torch.compile's
-                        "generated_us": (s.get("inductor") or {}).get("generated_us")})
+                        "generated_us": (s.get("inductor") or {}).get("generated_us"),
+                        "inductor_verdict": s.get("inductor")})  # both times, or why Inductor's was left out
             return fast
         base = torch_program(graph)
         if system == "eager":

@@ -292,6 +292,36 @@ def test_a_tile_whose_accumulators_do_not_fit_four_warps_gets_eight() -> None:
     assert generate(big, arch="sm_80").kernels[0].block == (256, 1, 1)
 
 
+def test_a_tile_whose_fragments_would_spill_at_four_warps_gets_eight() -> None:
+    """A 128x128 mma tile needs 128 fragment registers per thread at 4 warps (within the accumulator
+    limit, but 255 registers and spills on the H200): it gets 8 warps (64 each) and its emulation
+    matches the interpreter; a 128x64 tile (64 at 4 warps) keeps 4; Options(warps=4) still gives 4."""
+    from prism.codegen.arch import arch as get_arch
+    from prism.codegen.emulate import emulate
+    from prism.codegen.lower import FRAG_REGS, _frag_regs, lower_graph
+    from prism.codegen.lowered import KernelLowering
+
+    def matmul(cols: int) -> KernelGraph:  # O = X @ W, blocks of 128 x ``cols``, K in two steps
+        ops = (Load("X", (0, None), 1), Load("W", (None, 1), 0), MatmulOp(0, 1), Accum(2), Save(3, "O", (0, 1)))
+        return KernelGraph("mm", (TensorSpec("X", (256, 64), "float16"), TensorSpec("W", (64, 256), "float16")),
+                           (TensorSpec("O", (256, 256), "float16"),),
+                           (CustomKernel("k0", (2, 256 // cols), 2, ops),))
+
+    def kernel(kg: KernelGraph, options: Options | None = None) -> KernelLowering:
+        low = lower_graph(kg, get_arch("sm_80"), options or Options()).kernels[0]
+        assert low is not None
+        return low
+
+    wide, narrow = matmul(128), matmul(64)
+    assert (kernel(wide).warps, _frag_regs(kernel(wide))) == (8, FRAG_REGS)
+    assert (kernel(narrow).warps, _frag_regs(kernel(narrow))) == (4, FRAG_REGS)
+    forced = kernel(wide, Options(warps=4))
+    assert (forced.warps, _frag_regs(forced)) == (4, 2 * FRAG_REGS)
+    rng = np.random.default_rng(6)
+    inputs = {t.name: rng.standard_normal(t.shape) for t in wide.inputs}
+    assert relative_error(emulate(wide, inputs)["O"], interpreter.run(wide, inputs)["O"]) < 1e-12
+
+
 def test_entry_names_depend_only_on_options_that_differ_from_the_defaults() -> None:
     """A kernel's entry name hashes the μGraph, the target and the non-default options only, so adding
     an option (with a default) renames no kernel; the snapshots above pin the default names."""

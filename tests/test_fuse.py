@@ -142,11 +142,11 @@ def test_a_combine_that_reads_every_partial_in_every_block_does_not_fuse() -> No
 
 
 def test_a_split_kernel_of_eight_warps_fuses_with_its_combine_at_eight() -> None:
-    """rmsnorm_linear_d4096's split-K plan at x=4, y=8, i=16, c=2: one of its two kernels has accumulators
-    that do not fit 4 warps (it gets 8), the other's do; ``generate`` lowers both with 8, so they share
-    one launch."""
+    """rmsnorm_linear_d4096's split-K plan at x=4, y=4, i=32, c=4: the split kernel's mma fragments (a
+    16x1024 tile: 128 registers at 4 warps, over ``lower.FRAG_REGS``) get 8 warps, the combine keeps 4;
+    ``generate`` lowers both with 8, so they share one launch."""
     cfg = workloads.config("rmsnorm_linear_d4096")
-    kg = plans.codegen_plans(cfg.program, cfg.build())[2].instantiate({"x": 4, "y": 8, "i": 16, "c": 2})
+    kg = plans.codegen_plans(cfg.program, cfg.build())[2].instantiate({"x": 4, "y": 4, "i": 32, "c": 4})
     apart = generate(kg, arch="sm_80", options=Options(fuse=False))
     assert sorted(k.block[0] for k in apart.kernels) == [128, 256]
     fused = generate(kg, arch="sm_80")

@@ -131,7 +131,8 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
 
 
 # Warps per block: 4, or 8 where the accumulators of 4 warps would exceed MAX_ACC_REGS per thread (a
-# 128x128 matmul tile with a row reduction beside it: issue 14's large prefill tiles). Options.warps fixes it.
+# 128x128 matmul tile with a row reduction beside it: issue 14's large prefill tiles) or their mma
+# fragments FRAG_REGS. Options.warps fixes it.
 WARPS = (4, 8)
 
 
@@ -180,16 +181,37 @@ def _warps_to_try(k: CustomKernel, ks: KernelShapes, settled: set[str], options:
     return tuple(dict.fromkeys((row, *WARPS) if row is not None else WARPS))
 
 
+# mma fragment registers per thread above which a kernel takes the next warp count: on the H200 a
+# 128x128 or 64x256 tile at 4 warps (128 fragment registers) used 255 registers and spilled; at 8
+# warps it ran 1.3-1.6x faster, and a 64x128 tile (64 at 4 warps) was 1.2x slower at 8 (docs/codegen.md,
+# "Generated GEMMs against the mma.sync ceiling").
+FRAG_REGS = 64
+
+
+def _frag_regs(low: KernelLowering) -> int:
+    return sum(a.regs for a in low.accs.values() if a.kind is AccKind.FRAG)
+
+
 def _lower_kernel(draft: Callable[..., _Draft], counts: tuple[int, ...]) -> KernelLowering:
-    """The kernel lowered by ``PASSES`` with the first of ``counts`` (warps) whose accumulators fit
-    (the last count's error is the kernel's)."""
+    """The kernel lowered by ``PASSES`` with the first of ``counts`` (warps) whose accumulators fit,
+    its mma fragments in ``FRAG_REGS`` registers per thread but with the last count (the last count's
+    error is the kernel's, unless an earlier count lowered with more fragment registers)."""
     *first, last = counts
+    fallback: KernelLowering | None = None
     for warps in first:
         try:
-            return _passes(draft(warps=warps))
+            low = _passes(draft(warps=warps))
         except _AccumulatorLimit:
             continue
-    return _passes(draft(warps=last))
+        if _frag_regs(low) <= FRAG_REGS:
+            return low
+        fallback = fallback or low
+    try:
+        return _passes(draft(warps=last))
+    except CodegenError:
+        if fallback is None:
+            raise
+        return fallback
 
 
 def _passes(d: _Draft) -> KernelLowering:
