@@ -397,46 +397,57 @@ def _walk_starts(prof: _Profiler) -> list[Sample]:
     return list(starts.values())[:WALK_CLASSES]
 
 
-def _refine(prof: _Profiler, sizes_of: Callable[[int], Sequence[Mapping[str, int]]], count: int, seed: int,
-            legal: Callable[[int, dict[str, int]], bool]) -> None:
-    """Up to ``count`` more samples: first greedy walks to neighbouring sizes (``_neighbours``) from
-    the fastest sample of each of the fastest structure classes (``_walk_starts``), a round of each in
-    turn, a walk going on while its round finds a faster one for it and half the count is left; then
-    uniform draws from the legal sizes (``sizes_of``) of the three fastest templates (a local search
-    where the first round found the good templates)."""
-    chosen = prof.chosen
-    taken = {(s.template, s.sizes) for s in chosen}
-    left = max(count, 0)
+class _Refiner:
+    """The refinement's state: the samples taken so far and how many more may be timed."""
 
-    def run(batch: Sequence[Sample]) -> None:
-        nonlocal left
+    def __init__(self, prof: _Profiler, count: int) -> None:
+        self.prof, self.left = prof, max(count, 0)
+        self.taken = {(s.template, s.sizes) for s in prof.chosen}
+
+    def new(self, samples: Sequence[Sample]) -> list[Sample]:
+        return [s for s in samples if (s.template, s.sizes) not in self.taken]
+
+    def run(self, batch: Sequence[Sample]) -> None:
+        chosen = self.prof.chosen
         start = len(chosen)
         chosen.extend(batch)
-        taken.update((s.template, s.sizes) for s in batch)
-        left -= len(batch)
-        prof.run([(start + i, s) for i, s in enumerate(batch)])
+        self.taken.update((s.template, s.sizes) for s in batch)
+        self.left -= len(batch)
+        self.prof.run([(start + i, s) for i, s in enumerate(batch)])
 
-    walks = _walk_starts(prof)
-    while walks and left > count // 2 and not prof.over_budget():
-        best = walks.pop(0)
-        near = _neighbours(prof.templates[best.template], best, functools.partial(legal, best.template))
-        batch = [s for s in near if (s.template, s.sizes) not in taken][:left - count // 2]
-        if not batch:
-            continue
-        run(batch)
-        mine = [i for i, s in enumerate(chosen) if s.template == best.template]
-        new = _fastest({i: prof.records[i] for i in mine if i in prof.records}, chosen)
-        if new is not None and new != best:
-            walks.append(new)  # this walk goes on after the others' next round
-    if left <= 0 or prof.over_budget():
+    def walk(self, legal: Callable[[int, dict[str, int]], bool], keep: int) -> None:
+        """Greedy walks to neighbouring sizes (``_neighbours``) from ``_walk_starts``, a round of each
+        in turn, a walk going on while its round finds a faster one for it and more than ``keep`` of
+        the count is left."""
+        prof, walks = self.prof, _walk_starts(self.prof)
+        while walks and self.left > keep and not prof.over_budget():
+            best = walks.pop(0)
+            near = _neighbours(prof.templates[best.template], best, functools.partial(legal, best.template))
+            batch = self.new(near)[:self.left - keep]
+            if not batch:
+                continue
+            self.run(batch)
+            mine = {i: r for i, r in prof.records.items() if r.template == best.template}
+            new = _fastest(mine, prof.chosen)
+            if new is not None and new != best:
+                walks.append(new)  # this walk goes on after the others' next round
+
+
+def _refine(prof: _Profiler, sizes_of: Callable[[int], Sequence[Mapping[str, int]]], count: int, seed: int,
+            legal: Callable[[int, dict[str, int]], bool]) -> None:
+    """Up to ``count`` more samples: first the neighbour walks of ``_Refiner.walk`` while half the
+    count is left; then uniform draws from the legal sizes (``sizes_of``) of the three fastest
+    templates (a local search where the first round found the good templates)."""
+    ref = _Refiner(prof, count)
+    ref.walk(legal, count // 2)
+    if ref.left <= 0 or prof.over_budget():
         return
     fastest = _timed_best(prof.records)
     top = sorted(fastest, key=lambda t: (fastest[t], t))[:3]
-    pairs = [(t, tuple(sz.items())) for t in top for sz in sizes_of(t)]
-    pairs = [p for p in pairs if p not in taken]
-    picks = random.Random(seed + 1).sample(pairs, min(left, len(pairs)))
+    pairs = ref.new([Sample(t, tuple(sz.items())) for t in top for sz in sizes_of(t)])
+    picks = random.Random(seed + 1).sample(pairs, min(ref.left, len(pairs)))
     if picks:
-        run([Sample(t, sz) for t, sz in picks])
+        ref.run(picks)
 
 
 def tune(
