@@ -301,8 +301,8 @@ def _first_round(templates: Sequence[KernelGraph], space: list[list[dict[str, in
     """No more templates than samples, every template's sizes enumerated (``space``, each list's
     prior best first): the prior best of up to half the samples' templates (round-robin over the
     structural classes, ``_round_robin``), the rest drawn uniformly from all the other pairs. A
-    uniform draw alone judges a template by whatever size it hits: for a d=4096 GEMV (57 templates,
-    4,193 legal sizes on the H200) it timed the one-kernel column split once, at 32 blocks (19.4 µs),
+    uniform draw alone judges a template by whatever size it hits: for a d=4096 GEMV (58 templates,
+    4,194 legal sizes on the H200) it timed the one-kernel column split once, at 32 blocks (19.4 µs),
     and never at 128 (10.6-11.1 µs; docs/codegen.md)."""
     order = [t for t in _round_robin(templates, random.Random(seed)) if space[t]]
     firsts = order[:max(1, samples // 2)] if samples else []
@@ -386,9 +386,9 @@ WALK_CLASSES = 2  # structure classes whose fastest sized sample starts a neighb
 def _walk_starts(prof: _Profiler) -> list[Sample]:
     """The fastest timed sample with sizes of each of the ``WALK_CLASSES`` fastest structure classes
     (``_structure_class``), fastest first: the first round judged each class by one size or a few, so
-    the runner-up class may be one step from beating the winner (a d=4096 GEMV's one-kernel column
-    split: 14.4 µs at the prior's 8 iterations, 10.6-11.1 at 16, against 12.1 for the winning 2-D plan;
-    H200, docs/off-the-suite.md)."""
+    a runner-up class may be one step from beating the winner. Not always the second: a d=4096 GEMV's
+    one-kernel column split took 14.4 µs at the prior's 8 iterations (10.6-11.1 at 16) and its class
+    ranked third behind the winning 2-D plan's 12.1 (H200, docs/off-the-suite.md)."""
     timed = sorted((r for r in prof.records.values() if r.time_us is not None and math.isfinite(r.time_us)
                     and prof.chosen[r.index].sizes), key=lambda r: (r.time_us, r.index))
     starts: dict[tuple[int, tuple[int, ...], int], Sample] = {}
