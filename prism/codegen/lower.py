@@ -435,8 +435,20 @@ def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:
                                        f"thread with {d.warps} warps (at most {MAX_ACC_REGS}); use a smaller tile", i))
     a_b = len(ta) == 3 and ta[0] > 1
     b_b = len(tb) == 3 and tb[0] > 1
+    wm, wn = _warp_grid(mtiles, npairs, d.warps) if d.options.warp_tiles and batch == 1 and per_warp > 1 else (0, 0)
     return MmaPlan(op.a, op.b, batch, m, n, kk, int(a_b), int(b_b), mtiles, npairs, ksplit, per_warp,
-                   ksteps // ksplit)
+                   ksteps // ksplit, wm, wn)
+
+
+def _warp_grid(mtiles: int, npairs: int, warps: int) -> tuple[int, int]:
+    """The wm x wn grid of warps over a matmul's units (wm | mtiles, wn | npairs) whose warp tiles
+    need the fewest ldmatrix per k-step (rows + column pairs of a tile; ties: the squarer tile);
+    (0, 0) when no grid divides the units."""
+    grids = [(wm, warps // wm) for wm in range(1, warps + 1)
+             if warps % wm == 0 and mtiles % wm == 0 and npairs % (warps // wm) == 0]
+    if not grids:
+        return 0, 0
+    return min(grids, key=lambda g: (mtiles // g[0] + npairs // g[1], abs(mtiles // g[0] - npairs // g[1])))
 
 
 def _mmas(d: _Draft) -> None:

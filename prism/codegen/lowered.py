@@ -122,6 +122,11 @@ class Options:
     row_warps: bool = True
     # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)
     inline_accums: bool = True
+    # each warp owns a 2-D block of a matmul's 16x16 units and reuses every ldmatrix fragment across
+    # its row or column of them (``MmaPlan.wm``/``wn``), instead of units dealt round-robin with two
+    # ldmatrix per unit and k-step. Off: not yet timed on a GPU (docs/codegen.md, "Generated GEMMs
+    # against the mma.sync ceiling": the round-robin loop is shared-memory bound)
+    warp_tiles: bool = False
 
 
 DEFAULT_OPTIONS = Options()
@@ -239,10 +244,29 @@ class MmaPlan:
     ksplit: int
     per_warp: int
     ksteps: int  # k-steps of 16 per warp
+    # warp tiles (``Options.warp_tiles``): the warps as a wm x wn grid over the units, each owning
+    # mtiles / wm rows by npairs / wn column pairs of them (slot j: row j // wt_n, pair j % wt_n);
+    # 0, 0: units dealt round-robin (unit ``warp + j * warps``)
+    wm: int = 0
+    wn: int = 0
 
     @property
     def units(self) -> int:
         return self.batch * self.mtiles * self.npairs
+
+    @property
+    def blocked(self) -> bool:
+        return self.wn > 0
+
+    @property
+    def wt_m(self) -> int:
+        """Unit rows per warp tile."""
+        return self.mtiles // self.wm
+
+    @property
+    def wt_n(self) -> int:
+        """Unit column pairs per warp tile."""
+        return self.npairs // self.wn
 
     @property
     def two(self) -> bool:

@@ -23,6 +23,10 @@ def frag_type(plan: MmaPlan) -> str:
 
 def _unit_lines(plan: MmaPlan, nw: int, need_bt: bool) -> tuple[list[str], str | None]:
     """Declarations of u / bt / mt / np and the unit guard (None when every unit index is valid)."""
+    if plan.blocked:  # slot j of this warp's tile in the wm x wn grid (one batch: no bt)
+        assert not need_bt, "warp tiles: one batch"
+        return [f"const int mt = (warp / {plan.wn}) * {plan.wt_m} + j / {plan.wt_n};",
+                f"const int np = (warp % {plan.wn}) * {plan.wt_n} + j % {plan.wt_n};"], None
     lines = []
     if plan.ksplit > 1:
         lines.append(f"const int u = warp % {plan.units};")
@@ -91,12 +95,58 @@ def _bt_address(plan: MmaPlan, b_buf: Buf, b_bs: int) -> tuple[list[str], str]:
     return _row_chunks(b_buf, base, row, "((lane >> 3) & 1)", "b", "B^T")
 
 
+def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf) -> list[str]:
+    """The body of ``mma_<i>`` over a warp tile (``MmaPlan.blocked``): per k-step, one ldmatrix of A
+    per unit row and one of B per column pair of the tile, then every unit's two mma from those
+    fragments (wt_m x wt_n x 2 independent chains: no second chain needed)."""
+    a_decl, a_step = _a_address(plan, a_buf, 0)
+    b_decl, b_step = (_bt_address if b_buf.transposed else _b_address)(plan, b_buf, 0)
+    two = plan.n % 16 != 0
+    b_mma = f"if (np * 16 + 8 < {plan.n}) " if two else ""
+    unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"
+    return [
+        unroll,
+        f"for (int t = 0; t < {plan.ksteps}; ++t) {{",
+        f"  unsigned a[{plan.wt_m}][4], b[{plan.wt_n}][4];",
+        "#pragma unroll",
+        f"  for (int r = 0; r < {plan.wt_m}; ++r) {{",
+        f"    const int mt = (warp / {plan.wn}) * {plan.wt_m} + r;",
+        *[f"    {x}" for x in a_decl],
+        f"    ldsm_x4(a[r], {a_step});",
+        "  }",
+        "#pragma unroll",
+        f"  for (int c = 0; c < {plan.wt_n}; ++c) {{",
+        f"    const int np = (warp % {plan.wn}) * {plan.wt_n} + c;",
+        *[f"    {x}" for x in b_decl],
+        f"    {'ldsm_x4' if b_buf.transposed else 'ldsm_x4_t'}(b[c], {b_step});",
+        "  }",
+        "#pragma unroll",
+        f"  for (int r = 0; r < {plan.wt_m}; ++r) {{",
+        "#pragma unroll",
+        f"    for (int c = 0; c < {plan.wt_n}; ++c) {{",
+        f"      mma16816(acc[r * {plan.wt_n} + c][0], a[r], b[c][0], b[c][1]);",
+        *([f"      const int np = (warp % {plan.wn}) * {plan.wt_n} + c;"] if two else []),
+        f"      {b_mma}mma16816(acc[r * {plan.wt_n} + c][1], a[r], b[c][2], b[c][3]);",
+        "    }",
+        "  }",
+        "}",
+    ]
+
+
 def render_mma(low: KernelLowering, i: int) -> str:
     """``mma_<i>(acc, A, B, warp, lane)``: acc += A @ B over this warp's units and k-steps."""
     plan = low.mmas[i]
     a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
     assert not (a_buf.swizzle and plan.a_bstride) and not (b_buf.swizzle and plan.b_bstride), "swizzle: 2-D tiles"
     nw = low.warps
+    if plan.blocked:
+        return "\n".join([
+            f"// op {i}: {plan.m}x{plan.k} @ {plan.k}x{plan.n}: {plan.units} units of 16x16, warp tiles of "
+            f"{plan.wt_m}x{plan.wt_n} on a {plan.wm}x{plan.wn} grid of {nw} warps, {plan.ksteps} k-steps",
+            f"__device__ __forceinline__ void mma_{i}(float (&acc)[{plan.per_warp}][2][4], const half_t* A,"
+            " const half_t* B, const int warp, const int lane) {",
+            *[f"  {x}" for x in _blocked_mma(plan, a_buf, b_buf)],
+            "}"])
     a_bs = a_buf.strides[0] if plan.a_bstride else 0
     b_bs = b_buf.strides[0] if plan.b_bstride else 0
     unit, guard = _unit_lines(plan, nw, bool(a_bs or b_bs))
