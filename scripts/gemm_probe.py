@@ -3,13 +3,14 @@ compute-bound zoo entries, whether or not the tuner picks them (the vendor GEMM 
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gemm_probe.py [--which prefill]
         [--only a,b] [--samples 32] [--budget 60] [--out FILE] [--dry-run]
-        [--at GROUP:TEMPLATE:'[{"k0_x": 4, ...}, ...]' [--launches 3] [--options '{"warps": 8}']]
+        [--options '{"warp_tiles": true}'] [--at GROUP:TEMPLATE:'[{"k0_x": 4, ...}, ...]' [--launches 3]]
 
 For each entry: the searched templates (from the carried search cache; no search runs here) of the
 whole program and of each part that has a matmul, only those made of generated kernels alone; each
 group tuned on its own (``prism.tune.tune``, the bench protocol's timing), the best time turned into
 TFLOP/s (matmul flops only, ``bench.programs.roofline``) and a share of the mma.sync rate measured in
-the same call (``bench.mma_ceiling``). ``--dry-run`` lists the groups without a GPU. ``--at`` times the
+the same call (``bench.mma_ceiling``), each kernel generated with ``--options`` (codegen Options as
+JSON). ``--dry-run`` lists the groups without a GPU. ``--at`` times the
 given sizes of one group's template instead of tuning (each checked against float64, graph-timed, then
 launched ``--launches`` times (under ``ncu -k regex:prism_`` with ``--no-time``, to profile them).
 """
@@ -48,21 +49,27 @@ def groups(name: str, which: str) -> list[tuple[str, Graph, list[KernelGraph]]]:
     return [(label, g, ts) for label, g, ts in out if ts and roofline(g).flops]
 
 
-def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches: int, timed: bool,
-       options: dict[str, Any]) -> None:
-    """Template ``index`` of group ``label`` at each of ``sizes``, generated with ``Options(**options)``:
-    checked, launched ``launches`` times, then graph-timed (unless not ``timed``: under ncu)."""
+def _backend(options: dict[str, Any]) -> Any:
+    """prism.tune's CUDA backend, generating with ``Options(**options)``."""
     from prism import runtime
     from prism.codegen import Options, generate
     from prism.tune import CudaBackend
-    from prism.tune.tuner import default_scales, random_inputs, reference_error
 
     class Backend(CudaBackend):
         def compile(self, kg: KernelGraph) -> Any:
             return runtime.compile_plan(generate(kg, arch=self.arch(), options=Options(**options)))
 
+    return Backend()
+
+
+def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches: int, timed: bool,
+       options: dict[str, Any]) -> None:
+    """Template ``index`` of group ``label`` at each of ``sizes``, generated with ``Options(**options)``:
+    checked, launched ``launches`` times, then graph-timed (unless not ``timed``: under ncu)."""
+    from prism.tune.tuner import default_scales, random_inputs, reference_error
+
     label_, graph, templates = next(grp for grp in groups(label.split(".")[0], which) if grp[0] == label)
-    backend = Backend()
+    backend = _backend(options)
     inputs = random_inputs(graph, default_scales(graph), 1)
     backend.setup(graph, inputs)
     for sz in sizes:
@@ -88,7 +95,7 @@ def main() -> None:
     ap.add_argument("--at")
     ap.add_argument("--launches", type=int, default=3)
     ap.add_argument("--no-time", action="store_true", help="with --at: no graph timing (under ncu)")
-    ap.add_argument("--options", default="{}", help="with --at: codegen Options as JSON, e.g. '{\"warps\": 8}'")
+    ap.add_argument("--options", default="{}", help="codegen Options as JSON, e.g. '{\"warp_tiles\": true}'")
     args = ap.parse_args()
     if args.at:
         label, index, sizes = args.at.split(":", 2)
@@ -110,7 +117,7 @@ def main() -> None:
         t0 = time.perf_counter()
         row: dict[str, Any] = {"group": label, "templates": len(ts), "gflop": roofline(g).flops / 1e9}
         try:
-            res = tune(g, ts, samples=args.samples, time_budget=args.budget)
+            res = tune(g, ts, samples=args.samples, time_budget=args.budget, backend=_backend(json.loads(args.options)))
         except Exception as e:  # a probe: report and go on
             row["error"] = f"{type(e).__name__}: {e}"[:300]
         else:
@@ -123,7 +130,8 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"command": " ".join(sys.argv), "mma_sync_tflop_per_s": ceiling / 1e12, "which": args.which,
+            json.dump({"command": " ".join(sys.argv), "options": json.loads(args.options),
+                       "mma_sync_tflop_per_s": ceiling / 1e12, "which": args.which,
                        "rows": rows}, f, indent=1)
 
 
