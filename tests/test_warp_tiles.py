@@ -117,3 +117,15 @@ def test_warp_tiled_sources_compile_without_spills() -> None:
                for k in generate(kg, arch="sm_80", options=Options(warp_tiles=True, warps=w)).kernels]
     compiled = compile_check(sources, "sm_80", jobs=2)
     assert len(compiled) == 3 and all(c.spills == 0 for c in compiled)
+
+
+@pytest.mark.slow  # every searched template of the three matmul benchmark programs, warp-tiled (their searches: minutes)
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("name", ["swiglu", "rmsnorm_linear", "rmsnorm_mlp"])
+def test_every_searched_matmul_template_emulates_warp_tiled(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import test_emulate
+
+    real = test_emulate.emulate
+    monkeypatch.setattr(test_emulate, "emulate", lambda kg, ins, options=None: real(kg, ins, options=TILED))
+    items = test_emulate._searched(test_emulate._graph(name), name) + list(_hand(name))
+    assert _check_all(items, 2, test_emulate.MAX_WORK, strict=False) >= len(items)
