@@ -97,9 +97,10 @@ def main() -> None:
     ap.add_argument("--no-time", action="store_true", help="with --at: no graph timing (under ncu)")
     ap.add_argument("--options", default="{}", help="codegen Options as JSON, e.g. '{\"warp_tiles\": true}'")
     args = ap.parse_args()
+    options = json.loads(args.options)
     if args.at:
         label, index, sizes = args.at.split(":", 2)
-        at(label, int(index), json.loads(sizes), args.which, args.launches, not args.no_time, json.loads(args.options))
+        at(label, int(index), json.loads(sizes), args.which, args.launches, not args.no_time, options)
         return
     names = [n for n in args.only.split(",") if n] or list(ZOO)
     todo = [grp for n in names for grp in groups(n, args.which)]
@@ -117,7 +118,7 @@ def main() -> None:
         t0 = time.perf_counter()
         row: dict[str, Any] = {"group": label, "templates": len(ts), "gflop": roofline(g).flops / 1e9}
         try:
-            res = tune(g, ts, samples=args.samples, time_budget=args.budget, backend=_backend(json.loads(args.options)))
+            res = tune(g, ts, samples=args.samples, time_budget=args.budget, backend=_backend(options))
         except Exception as e:  # a probe: report and go on
             row["error"] = f"{type(e).__name__}: {e}"[:300]
         else:
@@ -130,7 +131,7 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"command": " ".join(sys.argv), "options": json.loads(args.options),
+            json.dump({"command": " ".join(sys.argv), "options": options,
                        "mma_sync_tflop_per_s": ceiling / 1e12, "which": args.which,
                        "rows": rows}, f, indent=1)
 

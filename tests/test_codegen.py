@@ -296,26 +296,14 @@ def test_a_tile_whose_fragments_would_spill_at_four_warps_gets_eight() -> None:
     """A 128x128 mma tile needs 128 fragment registers per thread at 4 warps (within the accumulator
     limit, but 255 registers and spills on the H200): it gets 8 warps (64 each) and its emulation
     matches the interpreter; a 128x64 tile (64 at 4 warps) keeps 4; Options(warps=4) still gives 4."""
-    from prism.codegen.arch import arch as get_arch
     from prism.codegen.emulate import emulate
-    from prism.codegen.lower import FRAG_REGS, _frag_regs, lower_graph
-    from prism.codegen.lowered import KernelLowering
+    from prism.codegen.lower import FRAG_REGS, _frag_regs
+    from tests.test_warp_tiles import _kernel, _matmul
 
-    def matmul(cols: int) -> KernelGraph:  # O = X @ W, blocks of 128 x ``cols``, K in two steps
-        ops = (Load("X", (0, None), 1), Load("W", (None, 1), 0), MatmulOp(0, 1), Accum(2), Save(3, "O", (0, 1)))
-        return KernelGraph("mm", (TensorSpec("X", (256, 64), "float16"), TensorSpec("W", (64, 256), "float16")),
-                           (TensorSpec("O", (256, 256), "float16"),),
-                           (CustomKernel("k0", (2, 256 // cols), 2, ops),))
-
-    def kernel(kg: KernelGraph, options: Options | None = None) -> KernelLowering:
-        low = lower_graph(kg, get_arch("sm_80"), options or Options()).kernels[0]
-        assert low is not None
-        return low
-
-    wide, narrow = matmul(128), matmul(64)
-    assert (kernel(wide).warps, _frag_regs(kernel(wide))) == (8, FRAG_REGS)
-    assert (kernel(narrow).warps, _frag_regs(kernel(narrow))) == (4, FRAG_REGS)
-    forced = kernel(wide, Options(warps=4))
+    wide, narrow = _matmul(256, 256, 64, (2, 2), 2), _matmul(256, 256, 64, (2, 4), 2)  # 128x128, 128x64 blocks
+    assert (_kernel(wide, Options()).warps, _frag_regs(_kernel(wide, Options()))) == (8, FRAG_REGS)
+    assert (_kernel(narrow, Options()).warps, _frag_regs(_kernel(narrow, Options()))) == (4, FRAG_REGS)
+    forced = _kernel(wide, Options(warps=4))
     assert (forced.warps, _frag_regs(forced)) == (4, 2 * FRAG_REGS)
     rng = np.random.default_rng(6)
     inputs = {t.name: rng.standard_normal(t.shape) for t in wide.inputs}

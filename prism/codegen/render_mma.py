@@ -25,8 +25,8 @@ def _unit_lines(plan: MmaPlan, nw: int, need_bt: bool) -> tuple[list[str], str |
     """Declarations of u / bt / mt / np and the unit guard (None when every unit index is valid)."""
     if plan.blocked:  # slot j of this warp's tile in the wm x wn grid (one batch: no bt)
         assert not need_bt, "warp tiles: one batch"
-        return [f"const int mt = (warp / {plan.wn}) * {plan.wt_m} + j / {plan.wt_n};",
-                f"const int np = (warp % {plan.wn}) * {plan.wt_n} + j % {plan.wt_n};"], None
+        return [f"const int mt = {_tile_row(plan, f'j / {plan.wt_n}')};",
+                f"const int np = {_tile_pair(plan, f'j % {plan.wt_n}')};"], None
     lines = []
     if plan.ksplit > 1:
         lines.append(f"const int u = warp % {plan.units};")
@@ -95,37 +95,53 @@ def _bt_address(plan: MmaPlan, b_buf: Buf, b_bs: int) -> tuple[list[str], str]:
     return _row_chunks(b_buf, base, row, "((lane >> 3) & 1)", "b", "B^T")
 
 
+def _tile_row(plan: MmaPlan, r: str) -> str:
+    """Unit row ``mt`` of row ``r`` of this warp's tile (``MmaPlan.blocked``)."""
+    return f"(warp / {plan.wn}) * {plan.wt_m} + {r}"
+
+
+def _tile_pair(plan: MmaPlan, c: str) -> str:
+    """Column pair ``np`` of pair ``c`` of this warp's tile."""
+    return f"(warp % {plan.wn}) * {plan.wt_n} + {c}"
+
+
+def _k_unroll(plan: MmaPlan) -> str:
+    return "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"  # even: q & 1 stays static
+
+
+def _b_ldsm(b_buf: Buf) -> str:
+    """The B operand's ldmatrix: a transposed tile [n, k] is addressed like A (no .trans)."""
+    return "ldsm_x4" if b_buf.transposed else "ldsm_x4_t"
+
+
 def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf) -> list[str]:
     """The body of ``mma_<i>`` over a warp tile (``MmaPlan.blocked``): per k-step, one ldmatrix of A
     per unit row and one of B per column pair of the tile, then every unit's two mma from those
     fragments (wt_m x wt_n x 2 independent chains: no second chain needed)."""
     a_decl, a_step = _a_address(plan, a_buf, 0)
     b_decl, b_step = (_bt_address if b_buf.transposed else _b_address)(plan, b_buf, 0)
-    two = plan.n % 16 != 0
-    b_mma = f"if (np * 16 + 8 < {plan.n}) " if two else ""
-    unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"
+    b_mma = f"if ({_tile_pair(plan, 'c')} * 16 + 8 < {plan.n}) " if plan.two else ""
     return [
-        unroll,
+        _k_unroll(plan),
         f"for (int t = 0; t < {plan.ksteps}; ++t) {{",
         f"  unsigned a[{plan.wt_m}][4], b[{plan.wt_n}][4];",
         "#pragma unroll",
         f"  for (int r = 0; r < {plan.wt_m}; ++r) {{",
-        f"    const int mt = (warp / {plan.wn}) * {plan.wt_m} + r;",
+        f"    const int mt = {_tile_row(plan, 'r')};",
         *[f"    {x}" for x in a_decl],
         f"    ldsm_x4(a[r], {a_step});",
         "  }",
         "#pragma unroll",
         f"  for (int c = 0; c < {plan.wt_n}; ++c) {{",
-        f"    const int np = (warp % {plan.wn}) * {plan.wt_n} + c;",
+        f"    const int np = {_tile_pair(plan, 'c')};",
         *[f"    {x}" for x in b_decl],
-        f"    {'ldsm_x4' if b_buf.transposed else 'ldsm_x4_t'}(b[c], {b_step});",
+        f"    {_b_ldsm(b_buf)}(b[c], {b_step});",
         "  }",
         "#pragma unroll",
         f"  for (int r = 0; r < {plan.wt_m}; ++r) {{",
         "#pragma unroll",
         f"    for (int c = 0; c < {plan.wt_n}; ++c) {{",
         f"      mma16816(acc[r * {plan.wt_n} + c][0], a[r], b[c][0], b[c][1]);",
-        *([f"      const int np = (warp % {plan.wn}) * {plan.wt_n} + c;"] if two else []),
         f"      {b_mma}mma16816(acc[r * {plan.wt_n} + c][1], a[r], b[c][2], b[c][3]);",
         "    }",
         "  }",
@@ -150,12 +166,12 @@ def render_mma(low: KernelLowering, i: int) -> str:
     a_bs = a_buf.strides[0] if plan.a_bstride else 0
     b_bs = b_buf.strides[0] if plan.b_bstride else 0
     unit, guard = _unit_lines(plan, nw, bool(a_bs or b_bs))
-    two = plan.n % 16 != 0
+    two = plan.two
     k0 = "kpart * " + str(plan.ksteps) if plan.ksplit > 1 else "0"
-    unroll = "#pragma unroll" if plan.ksteps <= 32 else "#pragma unroll 8"  # even: q & 1 stays static
+    unroll = _k_unroll(plan)
     a_decl, a_step = _a_address(plan, a_buf, a_bs)
     b_decl, b_step = (_bt_address if b_buf.transposed else _b_address)(plan, b_buf, b_bs)
-    b_load = f"  {'ldsm_x4' if b_buf.transposed else 'ldsm_x4_t'}(b, {b_step});"
+    b_load = f"  {_b_ldsm(b_buf)}(b, {b_step});"
     body = [*unit, *a_decl, *b_decl]
     if two:
         body.append(f"const bool two = np * 16 + 8 < {plan.n};")

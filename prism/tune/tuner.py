@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -349,12 +349,17 @@ def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, 
     return extra
 
 
+def _by_time(records: Mapping[int, SampleRecord]) -> list[SampleRecord]:
+    """The samples with a finite time, fastest first (ties: the earlier sample)."""
+    timed = [r for r in records.values() if r.time_us is not None and math.isfinite(r.time_us)]
+    return sorted(timed, key=lambda r: (r.time_us, r.index))
+
+
 def _timed_best(records: Mapping[int, SampleRecord]) -> dict[int, float]:
     """The best time of each template among the timed samples."""
     best: dict[int, float] = {}
-    for r in records.values():
-        if r.time_us is not None and math.isfinite(r.time_us):
-            best[r.template] = min(best.get(r.template, math.inf), r.time_us)
+    for r in _by_time(records):
+        best.setdefault(r.template, cast(float, r.time_us))
     return best
 
 
@@ -376,8 +381,8 @@ def _neighbours(template: KernelGraph, at: Sample, legal: Callable[[dict[str, in
 
 
 def _fastest(records: Mapping[int, SampleRecord], chosen: Sequence[Sample]) -> Sample | None:
-    timed = [r for r in records.values() if r.time_us is not None and math.isfinite(r.time_us)]
-    return chosen[min(timed, key=lambda r: (r.time_us, r.index)).index] if timed else None
+    timed = _by_time(records)
+    return chosen[timed[0].index] if timed else None
 
 
 WALK_CLASSES = 2  # structure classes whose fastest sized sample starts a neighbour walk
@@ -389,11 +394,10 @@ def _walk_starts(prof: _Profiler) -> list[Sample]:
     a runner-up class may be one step from beating the winner. Not always the second: a d=4096 GEMV's
     one-kernel column split took 14.4 µs at the prior's 8 iterations (10.6-11.1 at 16) and its class
     ranked third behind the winning 2-D plan's 12.1 (H200, docs/off-the-suite.md)."""
-    timed = sorted((r for r in prof.records.values() if r.time_us is not None and math.isfinite(r.time_us)
-                    and prof.chosen[r.index].sizes), key=lambda r: (r.time_us, r.index))
     starts: dict[tuple[int, tuple[int, ...], int], Sample] = {}
-    for r in timed:
-        starts.setdefault(_structure_class(prof.templates[r.template]), prof.chosen[r.index])
+    for r in _by_time(prof.records):
+        if prof.chosen[r.index].sizes:
+            starts.setdefault(_structure_class(prof.templates[r.template]), prof.chosen[r.index])
     return list(starts.values())[:WALK_CLASSES]
 
 
@@ -468,10 +472,12 @@ def tune(
 ) -> TuneResult:
     """Tune ``templates`` (sGraphs with symbolic sizes, shapes of ``graph``) and return the checked winner.
 
-    ``samples`` (template, sizes) pairs are drawn uniformly from all legal pairs (when there are more
-    templates than samples: templates uniformly, then sizes uniformly within each); then ``refine``
-    more (default ``samples // 2``): the fastest sample's neighbouring sizes, greedily, then uniform
-    draws from the legal sizes of the three fastest templates (``_refine``).
+    ``samples`` (template, sizes) pairs are drawn (``_draw``): with no more templates than samples,
+    the prior-best size of up to half the samples' templates, the rest uniformly from all other legal
+    pairs (``_first_round``); with more templates than samples, templates round-robin over structural
+    classes, one prior-picked size each. Then ``refine`` more (default ``samples // 2``): neighbour
+    walks from the fastest sample of the fastest structural classes, then uniform draws from the
+    legal sizes of the three fastest templates (``_refine``).
 
     ``time_budget`` (seconds, whole call) stops new compiles and timings once at least one sample
     has a time; the rest are recorded as skipped. ``jobs`` compile threads (default: CPU count).
