@@ -131,7 +131,10 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"command": " ".join(sys.argv), "options": options,
+            import torch
+
+            json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "gpu": torch.cuda.get_device_name(),
+                       "command": " ".join(sys.argv), "options": options,
                        "mma_sync_tflop_per_s": ceiling / 1e12, "which": args.which,
                        "rows": rows}, f, indent=1)
 
