@@ -28,7 +28,7 @@ from typing import Protocol
 from prism.codegen.arch import ARCHS, MAX_GRID, MAX_THREADS
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.lower import Options
-from prism.codegen.resources import Resources, resources
+from prism.codegen.resources import KernelResources, Resources, resources
 from prism.errors import CodegenError, IRError, TuningError
 from prism.ir import CustomKernel, KernelGraph, Load, PredefinedKernel, check_structure, infer, predefined_shape
 
@@ -275,16 +275,28 @@ def generated_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Opti
         yield sizes, res
 
 
+LATENCY_BYTES = 256 * 1024  # bytes a whole grid moves in about one loop iteration's latency (~0.1-0.2 µs)
+
+
+def iteration_cost(k: KernelResources) -> float:
+    """The prior's charge for one kernel's loop iterations: 0.1 each while an iteration moves less
+    than ``LATENCY_BYTES`` over the whole grid (its latency shows), falling with the grid's bytes per
+    iteration past that (a pipelined stream hides it: 16 iterations of 2 MB cost what 8 of 4 MB do)."""
+    grid_bytes = max(k.blocks * k.stage_bytes, 1)
+    return 0.1 * k.loop * min(1.0, LATENCY_BYTES / grid_bytes)
+
+
 def size_score(res: Resources, sms: int) -> float:
     """A static prior over size choices, higher is better: about one wave of blocks, stages of ~16 KB,
-    few loop iterations in total (each costs ~0.1-0.2 µs of latency), one kernel (docs/codegen.md).
-    Its rank correlation with times measured on the H200 is 0.54-0.87 on the GEMV parts of a captured
-    decoder layer at batch 1, -0.09-0.57 at batch 16 (docs/off-the-suite.md, "What the tuner samples")."""
+    few loop iterations where their latency shows (``iteration_cost``), one kernel (docs/codegen.md).
+    Before ``iteration_cost`` (0.1 per iteration everywhere) its rank correlation with times measured on
+    the H200 was 0.54-0.87 on the GEMV parts of a captured decoder layer at batch 1, -0.09-0.57 at batch
+    16 (docs/off-the-suite.md, "What the tuner samples")."""
     first = res.kernels[0]
     blocks_term = abs(math.log2(first.blocks / (0.75 * sms)))
     stage_term = abs(math.log2(max(first.stage_bytes, 1024) / 16384))
-    iters = sum(k.loop for k in res.kernels)
-    return -blocks_term - 0.5 * stage_term - 0.1 * iters - 0.5 * (len(res.kernels) - 1)
+    iters = sum(iteration_cost(k) for k in res.kernels)
+    return -blocks_term - 0.5 * stage_term - iters - 0.5 * (len(res.kernels) - 1)
 
 
 def default_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Options | None = None) -> dict[str, int]:
