@@ -46,9 +46,10 @@ def test_the_warp_grid_needs_the_fewest_fragment_loads() -> None:
     assert _warp_grid(2, 3, 4) == (0, 0)  # no grid divides the units: round-robin
 
 
-def test_the_option_is_off_by_default_and_blocks_the_units_when_on() -> None:
+def test_the_option_is_on_by_default_and_deals_units_round_robin_when_off() -> None:
     kg = _matmul(256, 256, 64, (2, 2), 2)  # 128x128 tiles
-    assert not _kernel(kg, Options()).mmas[2].blocked
+    assert _kernel(kg, Options()).mmas[2].blocked
+    assert not _kernel(kg, Options(warp_tiles=False)).mmas[2].blocked
     plan = _kernel(kg, Options(warp_tiles=True, warps=4)).mmas[2]
     assert (plan.wm, plan.wn, plan.wt_m, plan.wt_n, plan.per_warp) == (2, 2, 4, 4, 16)
     assert not _kernel(_matmul(32, 48, 32, (1, 1), 1), TILED).mmas[2].blocked  # 2x3 units over 4 warps

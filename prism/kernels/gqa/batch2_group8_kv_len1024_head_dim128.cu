@@ -201,29 +201,30 @@ __device__ __forceinline__ void store_3(const float (&acc)[1][2][4], float* D, c
   }
 }
 
-// op 5: [1x]8x32 @ 32x128: 8 units of 16x16 over 4 warps (2 per warp), k split 1 ways, 2 k-steps per warp
+// op 5: 8x32 @ 32x128: 8 units of 16x16, warp tiles of 1x2 on a 1x4 grid of 4 warps, 2 k-steps
 __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, const half_t* B, const int warp, const int lane) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int u = warp + j * 4;
-    const int mt = 0;
-    const int np = u % 8;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 40 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-    float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
-    #pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int t = q;
-      unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 4608);
-      mma16816(c[q & 1][0], a, b[0], b[1]);
-      mma16816(c[q & 1][1], a, b[2], b[3]);
+  #pragma unroll
+  for (int t = 0; t < 2; ++t) {
+    unsigned a[1][4], b[2][4];
+  #pragma unroll
+    for (int r = 0; r < 1; ++r) {
+      const int mt = (warp / 4) * 1 + r;
+      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 40 + (lane >> 4) * 8);
+      ldsm_x4(a[r], a_addr + t * 32);
     }
-    #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-    #pragma unroll
-      for (int r = 0; r < 4; ++r) acc[j][h][r] += c[0][h][r] + c[1][h][r];
+  #pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int np = (warp % 4) * 2 + c;
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
+      ldsm_x4_t(b[c], b_addr + t * 4608);
+    }
+  #pragma unroll
+    for (int r = 0; r < 1; ++r) {
+  #pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        mma16816(acc[r * 2 + c][0], a[r], b[c][0], b[c][1]);
+        mma16816(acc[r * 2 + c][1], a[r], b[c][2], b[c][3]);
+      }
     }
   }
 }
@@ -231,9 +232,8 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
 __device__ __forceinline__ void store_5(const float (&acc)[2][2][4], float* D, const int warp, const int lane) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const int u = warp + j * 4;
-    const int mt = 0;
-    const int np = u % 8;
+    const int mt = (warp / 4) * 1 + j / 2;
+    const int np = (warp % 4) * 2 + j % 2;
     const int r0 = mt * 16 + (lane >> 2);
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
