@@ -13,7 +13,7 @@ import pytest
 from prism import pipeline
 from prism.graph import Graph
 from prism.torch_program import torch_program
-from prism.tune.inductor import COMPARE_ROUNDS, Verdict, compare
+from prism.tune.inductor import COMPARE_ROUNDS, TIE_MARGIN, Verdict, compare
 from prism.tune.inputs import input_sampler
 
 
@@ -65,6 +65,14 @@ def test_inductor_is_returned_only_when_faster() -> None:
     assert be.timed == [5.0, 3.0] * COMPARE_ROUNDS and be.setups == 1  # both timed in turn, on one setup
     gen, chosen, v, _ = _compare(2.0, 3.0)
     assert chosen is gen and not v.inductor_wins and v.inductor_us == 3.0
+
+
+def test_a_tie_within_the_margin_goes_to_inductor() -> None:
+    """The generated plan must beat Inductor's kernel by more than timing noise to be returned."""
+    gen, chosen, v, _ = _compare(10.0, 10.0 * (1 + TIE_MARGIN / 2))  # generated 1% faster: a tie
+    assert chosen is not gen and v.inductor_wins
+    gen, chosen, v, _ = _compare(10.0, 10.0 * (1 + 2 * TIE_MARGIN))  # generated faster beyond the margin
+    assert chosen is gen and not v.inductor_wins
 
 
 def test_each_kernel_keeps_its_best_of_the_interleaved_timings() -> None:

@@ -2,7 +2,8 @@
 
 ``superoptimize`` times the plan its tuner chose against Inductor's kernels for the same program,
 on the same inputs and the same way (CUDA-graph replay, ``CudaBackend.time_us``), after checking
-Inductor's output against the float64 reference like any plan; it returns whichever is faster and
+Inductor's output against the float64 reference like any plan; it returns whichever is faster (a
+tie within ``TIE_MARGIN`` goes to Inductor's) and
 says which in ``summary["plan_source"]`` (``"inductor"``) with both times. So a program whose
 generated kernels still trail Inductor's (element-wise and norm rows at decode sizes, docs/
 off-the-suite.md) is never slower than ``torch.compile`` through Prism; Inductor's code is not
@@ -33,6 +34,11 @@ log = logging.getLogger(__name__)
 
 SOURCE = "inductor"  # summary["plan_source"] when torch.compile's kernels are returned
 COMPARE_ROUNDS = 2  # timings of each kernel in ``compare``, interleaved
+# Inductor's kernel is returned unless the generated plan is faster by more than this fraction: the
+# bench's timing of Inductor's kernels against the same kernels inside superoptimize spreads 0.98-1.02×
+# on an H200, and a 1% win inside superoptimize came out 2% slower in the bench (decoder_norm_linear,
+# docs/off-the-suite.md, "After the prior and the warp tiles"); a tie goes to torch.compile's kernels
+TIE_MARGIN = 0.02
 
 
 class InductorKernel:
@@ -117,8 +123,9 @@ class Verdict:
 
     @property
     def inductor_wins(self) -> bool:
+        """Inductor's kernel timed and not slower than the generated plan by more than ``TIE_MARGIN``."""
         return (self.why is None and self.inductor_us is not None and self.generated_us is not None
-                and self.inductor_us < self.generated_us)
+                and self.inductor_us < self.generated_us * (1 + TIE_MARGIN))
 
 
 def compare(graph: Graph, backend: Timer, generated: Any, inputs: Callable[[int], Mapping[str, np.ndarray]],
