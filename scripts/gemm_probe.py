@@ -3,7 +3,7 @@ compute-bound zoo entries, whether or not the tuner picks them (the vendor GEMM 
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gemm_probe.py [--which prefill]
         [--only a,b] [--samples 32] [--budget 60] [--out FILE] [--dry-run]
-        [--options '{"warp_tiles": true}'] [--at GROUP:TEMPLATE:'[{"k0_x": 4, ...}, ...]' [--launches 3]]
+        [--options '{"warp_tiles": false}'] [--at GROUP:TEMPLATE:'[{"k0_x": 4, ...}, ...]' [--launches 3]]
 
 For each entry: the searched templates (from the carried search cache; no search runs here) of the
 whole program and of each part that has a matmul, only those made of generated kernels alone; each
@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--at")
     ap.add_argument("--launches", type=int, default=3)
     ap.add_argument("--no-time", action="store_true", help="with --at: no graph timing (under ncu)")
-    ap.add_argument("--options", default="{}", help="codegen Options as JSON, e.g. '{\"warp_tiles\": true}'")
+    ap.add_argument("--options", default="{}", help="codegen Options as JSON, e.g. '{\"warp_tiles\": false}'")
     args = ap.parse_args()
     options = json.loads(args.options)
     if args.at:
