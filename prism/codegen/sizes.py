@@ -295,8 +295,8 @@ def size_score(res: Resources, sms: int) -> float:
     first = res.kernels[0]
     blocks_term = abs(math.log2(first.blocks / (0.75 * sms)))
     stage_term = abs(math.log2(max(first.stage_bytes, 1024) / 16384))
-    iters = sum(iteration_cost(k) for k in res.kernels)
-    return -blocks_term - 0.5 * stage_term - iters - 0.5 * (len(res.kernels) - 1)
+    loops = sum(iteration_cost(k) for k in res.kernels)
+    return -blocks_term - 0.5 * stage_term - loops - 0.5 * (len(res.kernels) - 1)
 
 
 def default_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Options | None = None) -> dict[str, int]:
