@@ -4,7 +4,8 @@
 
 For every custom kernel and every block of its grid it does, step by step, what the generated
 kernel does: the prologue's cp.async copies (loop-invariant tiles, the first ring stages), the
-hoisted ops, each loop iteration (wait, refill of the oldest ring slot, the loop ops), the
+hoisted ops, each loop iteration (wait, refill of the oldest ring slot, the loop ops; with
+``Options.late_refill`` the refill after the loop ops), the
 epilogue (accumulators to their tiles, post-loop reductions, the savers). Work is split as the
 source splits it: copies, saves and per-element passes by the sweeps of the IR (``e = tid + j *
 threads`` under the guard ``e < bound``), matmuls by warp, unit and k part with each lane's
@@ -159,18 +160,27 @@ class _Block:
             self.loop_ops()
             return
         sm.wait(low.prefetch - 1)
-        nx = it + low.prefetch
-        if nx < low.loop:
-            for lp in low.loads:
-                if lp.buf.ring:
-                    self.copy(lp, nx % low.stages, nx)
-        sm.commit()
+        late = low.late_refill and bool(self.held)  # ``Options.late_refill``: the loop ops, then the refill
+        if not late:
+            self.refill(it)
         for name, held in self.held.items():
             sb = it % low.stages
             if held[sb] != it:
                 raise sm.fail(f"iteration {it} reads ring slot {sb} of {name}, which holds iteration {held[sb]}")
             self.slots[name] = sb
         self.loop_ops()
+        if late:
+            self.refill(it)
+
+    def refill(self, it: int) -> None:
+        """Iteration ``it + prefetch``'s ring tiles into its slot, committed as one group."""
+        low = self.low
+        nx = it + low.prefetch
+        if nx < low.loop:
+            for lp in low.loads:
+                if lp.buf.ring:
+                    self.copy(lp, nx % low.stages, nx)
+        self.sm.commit()
 
     def loop_ops(self) -> None:
         for i, op in enumerate(self.low.kernel.ops):

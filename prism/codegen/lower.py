@@ -734,7 +734,7 @@ def _freeze(d: _Draft) -> KernelLowering:
                           tuple(d.phases), tuple(d.stores), d.bufs, d.operands, d.mmas, d.accs, d.groups,
                           d.smem_bytes, d.shapes, d.dtypes, args, d.scalars, d.ring_bytes,
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
-                          max(1, min(d.options.rotate, d.loop, math.prod(d.grid))))
+                          max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill)
 
 
 def ident(name: str) -> str:

@@ -127,6 +127,11 @@ class Options:
     # ldmatrix per unit and k-step. On an H200 a 512x4096x4096 GEMM's tuned kernel went from 29% to 56%
     # of the mma.sync ceiling (docs/codegen.md, "Warp tiles")
     warp_tiles: bool = True
+    # the main loop refills the ring's oldest slot after the iteration's ops instead of before them, so
+    # the first ldmatrix of a stage follows its barrier at once (the refill's cp.async issue, ~50
+    # instructions in a 128x64 GEMM, no longer sits between them). Off: not yet timed on a GPU
+    # (docs/codegen.md, "Warp tiles": the tensor pipe at 55%, a stage's fragments wait on the barrier)
+    late_refill: bool = False
 
 
 DEFAULT_OPTIONS = Options()
@@ -369,6 +374,7 @@ class KernelLowering:
     saves: Mapping[int, SavePlan] = field(default_factory=dict)
     elementwise: Mapping[int, Sweep] = field(default_factory=dict)  # per-element passes over op i's tile
     rotate: int = 1  # phases of the loop order over the blocks (1: every block runs it = 0, 1, ...)
+    late_refill: bool = False  # ``Options.late_refill``: the ring's refill after the loop ops
 
     @property
     def blocks(self) -> int:

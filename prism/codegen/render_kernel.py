@@ -227,7 +227,8 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
 
 
 def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
-    """Wait for this iteration's stage, refill the oldest slot, run the loop ops. Nothing when the loop
+    """Wait for this iteration's stage, refill the oldest slot, run the loop ops (with
+    ``Options.late_refill``: run the loop ops, then refill). Nothing when the loop
     runs once, streams no ring and computes nothing (an element-wise or row-wise kernel whose values
     are read in place): the prologue has waited for its copies and synchronised, so the loop's wait,
     barrier and empty commit, and the drain after it, would only lengthen the kernel's critical path."""
@@ -244,16 +245,26 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
     body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();",
              *([] if low.private_loop else ["  __syncthreads();"])]
+    late = bool(ring) and low.late_refill
+    refill, advance = _refill(low, ring), [f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"] if ring else []
+    body += [] if late else refill
     if ring:
-        decl, kx = tile_iter(low, "nx", "kx")
-        body += ["  {", f"    const int nx = it + {P};", f"    if (nx < {low.loop}) {{", *_indent(decl, 6),
-                 *[f"      {_ring_copy(lp, 'sb_wr', kx)}" for lp in ring], "    }", "    cp_async_commit();", "  }",
-                 "  const int sb = sb_rd;"]
+        body += ["  const int sb = sb_rd;"]
         body += [f"  {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + sb * {lp.buf.copy_elems};" for lp in ring]
-        body += [f"  sb_rd = sb_rd == {S - 1} ? 0 : sb_rd + 1;", f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"]
-    else:
-        body.append("  cp_async_commit();")
-    return [*body, *_indent(computed, 2), "}", "cp_async_wait<0>();", "__syncthreads();"]
+        body += [f"  sb_rd = sb_rd == {S - 1} ? 0 : sb_rd + 1;", *([] if late else advance)]
+    tail = [*refill, *advance] if late else []
+    return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
+
+
+def _refill(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:
+    """Copies of iteration ``it + prefetch``'s tiles into the ring's oldest slot ``sb_wr`` (read in
+    iteration ``it - 1``, before this iteration's barrier), committed as one group (an empty group
+    when no ring or past the loop's end, so each iteration's wait counts the same)."""
+    if not ring:
+        return ["  cp_async_commit();"]
+    decl, kx = tile_iter(low, "nx", "kx")
+    return ["  {", f"    const int nx = it + {low.prefetch};", f"    if (nx < {low.loop}) {{", *_indent(decl, 6),
+            *[f"      {_ring_copy(lp, 'sb_wr', kx)}" for lp in ring], "    }", "    cp_async_commit();", "  }"]
 
 
 def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
