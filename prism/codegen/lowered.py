@@ -128,9 +128,9 @@ class Options:
     # of the mma.sync ceiling (docs/codegen.md, "Warp tiles")
     warp_tiles: bool = True
     # the main loop refills the ring's oldest slot after the iteration's ops instead of before them, so
-    # the first ldmatrix of a stage follows its barrier at once (the refill's cp.async issue, ~50
-    # instructions in a 128x64 GEMM, no longer sits between them). Off: not yet timed on a GPU
-    # (docs/codegen.md, "Warp tiles": the tensor pipe at 55%, a stage's fragments wait on the barrier)
+    # the first ldmatrix of a stage follows its barrier at once (the refill's cp.async issue, ~55
+    # instructions in a 128x64 GEMM's SASS, no longer sits between them). Off: not yet timed on a GPU
+    # (docs/codegen.md, "Warp tiles": that GEMM's tensor pipe at 55%)
     late_refill: bool = False
 
 
