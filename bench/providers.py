@@ -34,6 +34,9 @@ SUMMARY_FIELDS = {
     "search_cache_hit": "search_cache_hit",
     "tune_cache_hit": "tune_cache_hit",
     "best_us": "prism_tuner_us",
+    "template": "prism_template",  # which verified plan won, at which sizes, from where: the run's plan
+    "sizes": "prism_sizes",
+    "plan_source": "prism_plan_source",
 }
 
 
@@ -79,6 +82,7 @@ class SuperoptimizeProvider:
         og = prism.pipeline.superoptimize(cfg.build(), **kwargs)
         summary = dict(getattr(og, "summary", {}) or {})
         info: dict[str, Any] = {dst: summary[src] for src, dst in SUMMARY_FIELDS.items() if src in summary}
+        info["prism_kernels"] = [getattr(k, "name", "?") for k in getattr(getattr(og, "kernel_graph", None), "kernels", ())]
         info["optimize_s"] = time.perf_counter() - t0
         info["prism_source"] = self.name
         return PrismKernel(og, info)

@@ -75,3 +75,26 @@ def test_searched_or_hand_falls_back_visibly(monkeypatch: pytest.MonkeyPatch, tm
     kernel = SearchedOrHandProvider(Budget()).prepare(workloads.config("swiglu_d1024"))
     assert kernel.info["prism_source"] == "hand-plans"
     assert "never a headline" in caplog.text
+
+
+def test_a_superoptimize_record_names_the_plan_that_won(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's JSON keeps which verified plan the tuner chose, at which sizes, from where, and its
+    kernels: what the next look at a figure needs (a fake superoptimize: no GPU)."""
+    import types
+
+    import prism.pipeline
+    from prism import workloads
+
+    seen: dict[str, Any] = {}
+
+    def fake(graph: Any, *, program: str = "", inductor: bool = True, **kwargs: Any) -> Any:
+        seen.update(kwargs, program=program, inductor=inductor)
+        kernels = (types.SimpleNamespace(name="k0"), types.SimpleNamespace(name="k1"))
+        return types.SimpleNamespace(kernel_graph=types.SimpleNamespace(kernels=kernels), summary={
+            "best_us": 3.0, "template": 7, "sizes": {"k0_x": 64}, "plan_source": "searched", "tune_s": 1.0})
+
+    monkeypatch.setattr(prism.pipeline, "superoptimize", fake)
+    info = providers.SuperoptimizeProvider(Budget()).prepare(workloads.config("swiglu_d1024")).info
+    assert (info["prism_template"], info["prism_sizes"], info["prism_plan_source"]) == (7, {"k0_x": 64}, "searched")
+    assert info["prism_kernels"] == ["k0", "k1"] and info["prism_tuner_us"] == 3.0
+    assert seen["inductor"] is False  # the suite times Prism's own kernels
