@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
+from prism.epilogue import epilogue_plans
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph, check_structure, validate
@@ -59,6 +60,7 @@ TUNE_CACHE_SCHEMA = 4
 # Programs with more primitive ops than this are not searched whole, only in parts (prism.partition).
 WHOLE_PROGRAM_OPS = 12
 CONSTRUCTED_KEY = "-rows"  # the search cache's key of such a program's row-vendor plan: its structure key, then this
+EPILOGUE_KEY = "-epilogue"  # and of its epilogue plans (prism.epilogue)
 # Seconds each symbolic search may take (its mapping instantiation gets as long again).
 DEFAULT_SEARCH_BUDGET_S = 30.0
 # Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).
@@ -217,7 +219,7 @@ def search_and_verify(
     elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
         whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
-        constructed = _constructed(graph, program, cache)
+        constructed = (*_constructed(graph, program, cache), *_epilogues(graph, part_outcomes, program, cache))
     searched = whole.templates if whole is not None else ()
     templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
     sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
@@ -299,6 +301,34 @@ def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, 
     if use_cache:
         save_verified(graph, [plan], {"constructed": "row_vendor_plan"}, key=key)
     return (plan,)
+
+
+def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: bool) -> tuple[KernelGraph, ...]:
+    """The epilogue plans of a program of two parts, a matmul part's one-kernel plans with the
+    element-wise part after it (``prism.epilogue``), each proven whole; cached under their own key."""
+    if len(parts) != 2 or not any(n.kind is OpKind.MATMUL for n in parts[0].part.graph.nodes):
+        return ()
+    key = f"{graph.structure_key()}{EPILOGUE_KEY}"
+    use_cache = cache and not settings().no_cache
+    if use_cache and (hit := _cached_whole(graph, program, key)) is not None:
+        return hit.templates
+    try:
+        from prism.verify import verify_all
+    except ImportError as e:  # the prover (egglog) is not on every machine
+        log.info("%s: no epilogue plans (their proof needs egglog: %s)", program, e)
+        return ()
+
+    def proven(g: Graph, kg: KernelGraph) -> bool:
+        try:
+            return verify_all(g, [kg])[0].proven
+        except VerificationError:
+            return False
+
+    head = parts[0].outcome.of(PlanSource.SEARCHED)
+    plans = epilogue_plans(graph, head, parts[1].part.graph, program, proven)
+    if use_cache:
+        save_verified(graph, plans, {"constructed": "epilogue_plans"}, key=key)
+    return tuple(plans)
 
 
 def _cached_whole(graph: Graph, program: str, key: str) -> SearchOutcome | None:

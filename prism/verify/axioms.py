@@ -163,6 +163,9 @@ def _reduce() -> list[Axiom]:
         Axiom("max-of-comb", th, "(Max (Comb t d p) d)", "(RMax (Max t d) p)"),
         Axiom("max-unit", th, "(Max t d)", "t", ("(unit t d)",)),
         Axiom("max-red", th, "(Max (RMax t p) e)", "(RMax (Max t e) p)", (), b),
+        # the running max of a tile every iteration reads whole (no loop split) is that tile: how a
+        # kernel carries a loop-invariant input into its post-loop phase (prism.epilogue)
+        Axiom("rmax-of-repl", th, "(RMax (Repl t p) p)", "t"),
     ]
     for red in ("Sum", "Max"):
         low = red.lower()
