@@ -14,17 +14,15 @@ before it is used (``prism.verify``); one that is not is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from prism.errors import IRError
 from prism.graph import Graph, OpKind
-from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, Save, UnaryOp, check_structure
-from prism.ops import Binary, Reduce, Unary
+from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, Save, check_structure
+from prism.ops import Reduce
+from prism.rowwise import Prover, node_op
 
 MAX_PLANS = 4  # matmul-part plans fused per program (in the search's order; each proven, each timed by the tuner)
-
-# prove(program, plan) -> whether the plan is proven to compute the program
-type Prover = Callable[[Graph, KernelGraph], bool]
 
 
 def epilogue_plans(graph: Graph, head: Sequence[KernelGraph], tail: Graph, program: str,
@@ -57,17 +55,10 @@ def fuse(graph: Graph, head: KernelGraph, tail: Graph, program: str) -> KernelGr
     at = _inputs(tail, save, ops)
     if at is None:
         return None
-    for i, n in enumerate(tail.nodes):
-        match n.kind:
-            case OpKind.UNARY:
-                assert isinstance(n.fn, Unary)
-                ops.append(UnaryOp(n.fn, at[n.args[0]], n.scalar))
-            case OpKind.BINARY:
-                assert isinstance(n.fn, Binary)
-                ops.append(BinaryOp(n.fn, at[n.args[0]], at[n.args[1]]))
-            case _:
-                continue
-        at[i] = len(ops) - 1
+    for i, n in enumerate(tail.nodes):  # unary and binary only (``_elementwise``)
+        if (op := node_op(n, at)) is not None:
+            ops.append(op)
+            at[i] = len(ops) - 1
     (name, out), = tail.output_indices
     ops.append(Save(at[out], name, save.omap))
     plan = KernelGraph.of(graph, program, [CustomKernel(k.name, k.grid, k.loop, tuple(ops))])

@@ -273,6 +273,17 @@ def _stitched(graph: Graph, parts: Sequence[PartOutcome], program: str) -> list[
     return list({kg.dumps(): kg for kg in plans}.values())
 
 
+def _proven(program: Graph, kg: KernelGraph) -> bool:
+    """Whether ``kg`` is proven to compute ``program`` (False outside what the prover takes; ImportError
+    where the prover, egglog, is not installed)."""
+    from prism.verify import verify_all
+
+    try:
+        return verify_all(program, [kg])[0].proven
+    except VerificationError:  # outside what the prover takes: not proven
+        return False
+
+
 def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, ...]:
     """The row-vendor plan of a program too large to search whole (``rowwise.row_vendor_plan``: vendor
     GEMMs, each run of other ops between them one row-wise kernel, so a residual add and the norm
@@ -283,16 +294,8 @@ def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, 
     use_cache = cache and not settings().no_cache
     if use_cache and (hit := _cached_whole(graph, program, key)) is not None:
         return hit.templates
-    from prism.verify import verify_all
-
-    def proven(part: Graph, kg: KernelGraph) -> bool:
-        try:
-            return verify_all(part, [kg])[0].proven
-        except VerificationError:  # outside what the prover takes: not proven, the run keeps its predefined kernels
-            return False
-
     try:
-        plan = row_vendor_plan(graph, program, prove=proven)
+        plan = row_vendor_plan(graph, program, prove=_proven)
     except ImportError as e:  # the prover (egglog) is not on every machine
         log.info("%s: no row-vendor plan (its proof needs egglog: %s)", program, e)
         return ()
@@ -313,19 +316,10 @@ def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: 
     if use_cache and (hit := _cached_whole(graph, program, key)) is not None:
         return hit.templates
     try:
-        from prism.verify import verify_all
+        plans = epilogue_plans(graph, parts[0].outcome.of(PlanSource.SEARCHED), parts[1].part.graph, program, _proven)
     except ImportError as e:  # the prover (egglog) is not on every machine
         log.info("%s: no epilogue plans (their proof needs egglog: %s)", program, e)
         return ()
-
-    def proven(g: Graph, kg: KernelGraph) -> bool:
-        try:
-            return verify_all(g, [kg])[0].proven
-        except VerificationError:
-            return False
-
-    head = parts[0].outcome.of(PlanSource.SEARCHED)
-    plans = epilogue_plans(graph, head, parts[1].part.graph, program, proven)
     if use_cache:
         save_verified(graph, plans, {"constructed": "epilogue_plans"}, key=key)
     return tuple(plans)

@@ -18,15 +18,32 @@ matmul verifies generated-GEMM plans, and its only all-vendor plan runs the norm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from prism.errors import IRError
-from prism.graph import Graph, OpKind
+from prism.graph import Graph, Node, OpKind
 from prism.ir import Accum, BinaryOp, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, UnaryOp
 from prism.ops import Binary, Reduce, Unary
 from prism.partition import HEAVY, partition, predefined_plan, stitch
 
 GRID = ("k0_x", "k0_y", "k0_z")
+
+
+def node_op(n: Node, at: Mapping[int, int]) -> BlockOp | None:
+    """The block op of a program's unary, binary or reduce node (its operands: the block ops ``at``
+    holds for its args); None for any other node."""
+    match n.kind:
+        case OpKind.UNARY:
+            assert isinstance(n.fn, Unary)
+            return UnaryOp(n.fn, at[n.args[0]], n.scalar)
+        case OpKind.BINARY:
+            assert isinstance(n.fn, Binary)
+            return BinaryOp(n.fn, at[n.args[0]], at[n.args[1]])
+        case OpKind.REDUCE:
+            assert isinstance(n.fn, Reduce) and n.dim is not None
+            return ReduceOp(n.fn, at[n.args[0]], n.dim)
+        case _:
+            return None
 
 
 def row_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
@@ -51,19 +68,9 @@ def row_plan(graph: Graph, program: str = "program") -> KernelGraph | None:
         ops.append(Accum(len(ops) - 1))
         at[i] = len(ops) - 1
     for i, n in enumerate(nodes):
-        match n.kind:
-            case OpKind.UNARY:
-                assert isinstance(n.fn, Unary)
-                ops.append(UnaryOp(n.fn, at[n.args[0]], n.scalar))
-            case OpKind.BINARY:
-                assert isinstance(n.fn, Binary)
-                ops.append(BinaryOp(n.fn, at[n.args[0]], at[n.args[1]]))
-            case OpKind.REDUCE:
-                assert isinstance(n.fn, Reduce) and n.dim is not None
-                ops.append(ReduceOp(n.fn, at[n.args[0]], n.dim))
-            case _:
-                continue
-        at[i] = len(ops) - 1
+        if (op := node_op(n, at)) is not None:
+            ops.append(op)
+            at[i] = len(ops) - 1
     for name, i in graph.output_indices:
         ops.append(Save(at[i], name, tuple(par)))
     kernel = CustomKernel("k0", GRID[:len(par)], 1, tuple(ops))
