@@ -99,3 +99,20 @@ def test_only_an_elementwise_tail_is_fused() -> None:
     tail.output(tail.sum(tail.mul(v, v), dim=1), name="O")
     assert epilogue_plans(g, [], tail, "p", lambda *_: True) == []
     assert fuse(g, KernelGraph.of(g, "p", []), tail, "p") is None
+
+
+def test_the_tuner_times_the_epilogue_plans_that_fit_and_skips_the_rest() -> None:
+    """Every epilogue plan is timed as a plan built by rule (``always``) where it has a legal size at
+    the program's shapes; one that has none (it splits only the rows of a decode-size GEMV) is
+    skipped, not an error. Interpreter backend, times from the work per block."""
+    from prism.codegen.resources import resources
+    from prism.tune import tune
+    from prism.tune.backends import InterpreterBackend
+
+    g, plans = _epilogues("matmul_residual")
+    sized = [i for i, kg in enumerate(plans) if cheap_sizes(kg, 1, None)]
+    assert sized and len(sized) < len(plans)  # both kinds are here
+    res = tune(g, plans, samples=1, seed=0, jobs=1, refine=0, always=range(len(plans)),
+               backend=InterpreterBackend(lambda kg: float(kg.kernels[0].grid[0]), resources=resources))
+    assert res.template_index in sized and res.rel_err < 1e-2
+    assert {r.template for r in res.records} == set(sized)
