@@ -22,7 +22,9 @@ from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, Save, chec
 from prism.ops import Reduce
 from prism.rowwise import Prover, node_op
 
-MAX_PLANS = 8  # matmul-part plans fused per program (in the search's order; each proven; the tuner times those with a legal size at its shapes)
+# matmul-part plans fused per program, in the search's order, each proven; size-free like every cached
+# search result: the tuner times those with a legal size at its shapes
+MAX_PLANS = 8
 
 
 def epilogue_plans(graph: Graph, head: Sequence[KernelGraph], tail: Graph, program: str,
