@@ -14,6 +14,7 @@ before it is used (``prism.verify``); one that is not is dropped.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from prism.errors import IRError
@@ -34,8 +35,8 @@ def epilogue_plans(graph: Graph, head: Sequence[KernelGraph], tail: Graph, progr
     (which reads the head's output) fused after its loop. Empty when ``tail`` is not element-wise."""
     if not _elementwise(tail):
         return []
-    fused = [f for t in head if (f := fuse(graph, t, tail, program)) is not None][:MAX_PLANS]
-    return [f for f in fused if prove(graph, f)]
+    fused = (f for t in head if (f := fuse(graph, t, tail, program)) is not None)
+    return [f for f in itertools.islice(fused, MAX_PLANS) if prove(graph, f)]
 
 
 def _elementwise(g: Graph) -> bool:

@@ -288,40 +288,39 @@ def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, 
     """The row-vendor plan of a program too large to search whole (``rowwise.row_vendor_plan``: vendor
     GEMMs, each run of other ops between them one row-wise kernel, so a residual add and the norm
     after it run once, where the stitched plans repeat a norm in every projection part it feeds).
-    Each row-wise kernel is proven on its own run; the plan is cached under its own key (a machine
-    without the prover, a GPU image, reads it there). Empty when there is none."""
-    key = f"{graph.structure_key()}{CONSTRUCTED_KEY}"
-    use_cache = cache and not settings().no_cache
-    if use_cache and (hit := _cached_whole(graph, program, key)) is not None:
-        return hit.templates
-    try:
+    Each row-wise kernel is proven on its own run. Empty when there is none."""
+    def build() -> list[KernelGraph]:
         plan = row_vendor_plan(graph, program, prove=_proven)
-    except ImportError as e:  # the prover (egglog) is not on every machine
-        log.info("%s: no row-vendor plan (its proof needs egglog: %s)", program, e)
-        return ()
-    if plan is None:
-        return ()
-    if use_cache:
-        save_verified(graph, [plan], {"constructed": "row_vendor_plan"}, key=key)
-    return (plan,)
+        return [] if plan is None else [plan]
+
+    return _built_by_rule(graph, program, cache, CONSTRUCTED_KEY, "row_vendor_plan", build)
 
 
 def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: bool) -> tuple[KernelGraph, ...]:
     """The epilogue plans of a program of two parts, a matmul part's one-kernel plans with the
-    element-wise part after it (``prism.epilogue``), each proven whole; cached under their own key."""
+    element-wise part after it (``prism.epilogue``), each proven whole."""
     if len(parts) != 2 or not any(n.kind is OpKind.MATMUL for n in parts[0].part.graph.nodes):
         return ()
-    key = f"{graph.structure_key()}{EPILOGUE_KEY}"
+    return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", lambda: epilogue_plans(
+        graph, parts[0].outcome.of(PlanSource.SEARCHED), parts[1].part.graph, program, _proven))
+
+
+def _built_by_rule(graph: Graph, program: str, cache: bool, suffix: str, what: str,
+                   build: Callable[[], list[KernelGraph]]) -> tuple[KernelGraph, ...]:
+    """Plans built by rule and proven (``build``), cached under the program's structure key plus
+    ``suffix`` (a machine without the prover, a GPU image, reads them there); none where the prover
+    (egglog) is missing and nothing is cached."""
+    key = f"{graph.structure_key()}{suffix}"
     use_cache = cache and not settings().no_cache
     if use_cache and (hit := _cached_whole(graph, program, key)) is not None:
         return hit.templates
     try:
-        plans = epilogue_plans(graph, parts[0].outcome.of(PlanSource.SEARCHED), parts[1].part.graph, program, _proven)
+        plans = build()
     except ImportError as e:  # the prover (egglog) is not on every machine
-        log.info("%s: no epilogue plans (their proof needs egglog: %s)", program, e)
+        log.info("%s: no %s (its proof needs egglog: %s)", program, what, e)
         return ()
     if use_cache:
-        save_verified(graph, plans, {"constructed": "epilogue_plans"}, key=key)
+        save_verified(graph, plans, {"constructed": what}, key=key)
     return tuple(plans)
 
 
