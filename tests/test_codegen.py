@@ -298,9 +298,10 @@ def test_a_tile_whose_fragments_would_spill_at_four_warps_gets_eight() -> None:
     matches the interpreter; a 128x64 tile (64 at 4 warps) keeps 4; Options(warps=4) still gives 4."""
     from prism.codegen.emulate import emulate
     from prism.codegen.lower import FRAG_REGS, _frag_regs
-    from tests.test_warp_tiles import _kernel, _matmul
+    from tests.matmul_cases import matmul_graph
+    from tests.test_warp_tiles import _kernel
 
-    wide, narrow = _matmul(256, 256, 64, (2, 2), 2), _matmul(256, 256, 64, (2, 4), 2)  # 128x128, 128x64 blocks
+    wide, narrow = matmul_graph(256, 256, 64, (2, 2), 2), matmul_graph(256, 256, 64, (2, 4), 2)  # 128x128, 128x64 blocks
     assert (_kernel(wide, Options()).warps, _frag_regs(_kernel(wide, Options()))) == (8, FRAG_REGS)
     assert (_kernel(narrow, Options()).warps, _frag_regs(_kernel(narrow, Options()))) == (4, FRAG_REGS)
     forced = _kernel(wide, Options(warps=4))

@@ -11,8 +11,9 @@ from prism.codegen.arch import arch
 from prism.codegen.lower import lower_graph
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.ir import KernelGraph
+from tests.matmul_cases import matmul_graph
 from tests.test_emulate import _hand, cheap_sizes, emulate_error
-from tests.test_warp_tiles import _kernel, _matmul
+from tests.test_warp_tiles import _kernel
 
 LATE = Options(late_refill=True)
 SMALL_RING = Options(late_refill=True, stages=2)  # small problems fit every stage in flight: force refills
@@ -28,7 +29,7 @@ def _loop(source: str) -> list[str]:
 
 
 def _gemm() -> KernelGraph:
-    return _matmul(128, 128, 512, (1, 1), 8)  # 8 iterations over a ring: refills run
+    return matmul_graph(128, 128, 512, (1, 1), 8)  # 8 iterations over a ring: refills run
 
 
 def test_the_refill_moves_after_the_loop_ops() -> None:
@@ -48,7 +49,7 @@ def _refills(kg: KernelGraph, options: Options) -> int:
     return sum(k is not None and k.loop > k.prefetch for k in lower_graph(kg, arch("sm_80"), options).kernels)
 
 
-@pytest.mark.parametrize(("kg", "options"), [(_gemm(), LATE), (_matmul(64, 256, 256, (1, 2), 4), SMALL_RING)],
+@pytest.mark.parametrize(("kg", "options"), [(_gemm(), LATE), (matmul_graph(64, 256, 256, (1, 2), 4), SMALL_RING)],
                          ids=["gemm", "wide"])
 def test_late_refill_matmuls_emulate_like_the_interpreter(kg: KernelGraph, options: Options) -> None:
     assert _refills(kg, options) == 1
@@ -68,7 +69,7 @@ def test_late_refill_hand_plans_emulate_like_the_interpreter(program: str) -> No
 
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on the PATH")
 def test_late_refill_sources_compile() -> None:
-    sources = [(k.entry, k.source) for kg in (_gemm(), _matmul(64, 256, 256, (1, 2), 4))
+    sources = [(k.entry, k.source) for kg in (_gemm(), matmul_graph(64, 256, 256, (1, 2), 4))
                for k in generate(kg, arch="sm_80", options=LATE).kernels]
     compiled = compile_check(sources, "sm_80", jobs=2)
     assert len(compiled) == 2 and all(c.spills == 0 for c in compiled)

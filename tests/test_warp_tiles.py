@@ -18,18 +18,13 @@ from prism.codegen.lower import _warp_grid, lower_graph
 from prism.codegen.lowered import KernelLowering
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.codegen.render_mma import render_frag_store, render_mma
-from prism.ir import Accum, CustomKernel, KernelGraph, Load, MatmulOp, Save, TensorSpec
+from prism.ir import KernelGraph
 from prism.reference import relative_error
+from tests.matmul_cases import matmul_graph
 from tests.test_emulate import _check_all, _hand, cheap_sizes
 from tests.test_fold_gpu import linear_templates
 
 TILED = Options(warp_tiles=True)
-
-
-def _matmul(m: int, n: int, k: int, grid: tuple[int, int], loop: int) -> KernelGraph:
-    ops = (Load("X", (0, None), 1), Load("W", (None, 1), 0), MatmulOp(0, 1), Accum(2), Save(3, "O", (0, 1)))
-    return KernelGraph("mm", (TensorSpec("X", (m, k), "float16"), TensorSpec("W", (k, n), "float16")),
-                       (TensorSpec("O", (m, n), "float16"),), (CustomKernel("k0", grid, loop, ops),))
 
 
 def _kernel(kg: KernelGraph, options: Options) -> KernelLowering:
@@ -47,12 +42,12 @@ def test_the_warp_grid_needs_the_fewest_fragment_loads() -> None:
 
 
 def test_the_option_is_on_by_default_and_deals_units_round_robin_when_off() -> None:
-    kg = _matmul(256, 256, 64, (2, 2), 2)  # 128x128 tiles
+    kg = matmul_graph(256, 256, 64, (2, 2), 2)  # 128x128 tiles
     assert _kernel(kg, Options()).mmas[2].blocked
     assert not _kernel(kg, Options(warp_tiles=False)).mmas[2].blocked
     plan = _kernel(kg, Options(warp_tiles=True, warps=4)).mmas[2]
     assert (plan.wm, plan.wn, plan.wt_m, plan.wt_n, plan.per_warp) == (2, 2, 4, 4, 16)
-    assert not _kernel(_matmul(32, 48, 32, (1, 1), 1), TILED).mmas[2].blocked  # 2x3 units over 4 warps
+    assert not _kernel(matmul_graph(32, 48, 32, (1, 1), 1), TILED).mmas[2].blocked  # 2x3 units over 4 warps
 
 
 @pytest.mark.parametrize(("m", "n", "k", "grid", "loop"), [
@@ -60,7 +55,7 @@ def test_the_option_is_on_by_default_and_deals_units_round_robin_when_off() -> N
 @pytest.mark.parametrize("warps", [4, 8])
 def test_warp_tiled_matmuls_emulate_like_the_interpreter(m: int, n: int, k: int, grid: tuple[int, int],
                                                         loop: int, warps: int) -> None:
-    kg = _matmul(m, n, k, grid, loop)
+    kg = matmul_graph(m, n, k, grid, loop)
     options = Options(warp_tiles=True, warps=warps)
     assert _kernel(kg, options).mmas[2].blocked
     ins = {t.name: np.random.default_rng(warps).standard_normal(t.shape) for t in kg.inputs}
@@ -92,8 +87,8 @@ def _rendered(line_start: str, text: str) -> str:
 def test_the_rendered_unit_coordinates_are_the_emulated_ones() -> None:
     """``store_<i>`` prints mt and np of slot j; ``mma_<i>`` of row r and pair c of the tile (slot
     r * wt_n + c): both, evaluated for every warp and slot, give the units the emulator runs."""
-    for kg, warps in ((_matmul(256, 256, 64, (2, 2), 2), 4), (_matmul(256, 256, 64, (2, 2), 2), 8),
-                      (_matmul(256, 96, 64, (2, 1), 2), 8)):
+    for kg, warps in ((matmul_graph(256, 256, 64, (2, 2), 2), 4), (matmul_graph(256, 256, 64, (2, 2), 2), 8),
+                      (matmul_graph(256, 96, 64, (2, 1), 2), 8)):
         low = _kernel(kg, Options(warp_tiles=True, warps=warps))
         plan = low.mmas[2]
         us = units(plan, warps)
@@ -112,9 +107,9 @@ def test_the_rendered_unit_coordinates_are_the_emulated_ones() -> None:
 def test_warp_tiled_sources_compile_without_spills() -> None:
     """The warp-tiled sources compile with nvcc for sm_80, without spills: the 128x128 tile at 4 and 8
     warps and a 128x96 one (docs/codegen.md, "Warp tiles", has their register counts)."""
-    sources = [(k.entry, k.source) for kg, w in ((_matmul(256, 256, 64, (2, 2), 2), 4),
-                                                 (_matmul(256, 256, 64, (2, 2), 2), 8),
-                                                 (_matmul(256, 96, 64, (2, 1), 2), 8))
+    sources = [(k.entry, k.source) for kg, w in ((matmul_graph(256, 256, 64, (2, 2), 2), 4),
+                                                 (matmul_graph(256, 256, 64, (2, 2), 2), 8),
+                                                 (matmul_graph(256, 96, 64, (2, 1), 2), 8))
                for k in generate(kg, arch="sm_80", options=Options(warp_tiles=True, warps=w)).kernels]
     compiled = compile_check(sources, "sm_80", jobs=2)
     assert len(compiled) == 3 and all(c.spills == 0 for c in compiled)

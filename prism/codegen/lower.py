@@ -438,7 +438,7 @@ def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:
     b_b = len(tb) == 3 and tb[0] > 1
     wm, wn = _warp_grid(mtiles, npairs, d.warps) if d.options.warp_tiles and batch == 1 and per_warp > 1 else (0, 0)
     return MmaPlan(op.a, op.b, batch, m, n, kk, int(a_b), int(b_b), mtiles, npairs, ksplit, per_warp,
-                   ksteps // ksplit, wm, wn)
+                   ksteps // ksplit, wm, wn, prefetch=wn > 0 and ksteps > 1 and d.options.frag_prefetch)
 
 
 def _warp_grid(mtiles: int, npairs: int, warps: int) -> tuple[int, int]:

@@ -132,6 +132,10 @@ class Options:
     # instructions in a 128x64 GEMM's SASS, no longer sits between them). Off: not yet timed on a GPU
     # (docs/codegen.md, "Warp tiles": that GEMM's tensor pipe at 55%)
     late_refill: bool = False
+    # a warp-tiled matmul keeps two sets of ldmatrix fragments and loads k-step t + 1's before k-step
+    # t's mma (register double-buffering), so only a stage's first k-step waits on shared memory.
+    # Off: not yet timed on a GPU (docs/codegen.md, "Warp tiles": a third of the stalls fragment -> mma)
+    frag_prefetch: bool = False
 
 
 DEFAULT_OPTIONS = Options()
@@ -254,6 +258,7 @@ class MmaPlan:
     # 0, 0: units dealt round-robin (unit ``warp + j * warps``)
     wm: int = 0
     wn: int = 0
+    prefetch: bool = False  # ``Options.frag_prefetch``: two fragment sets, k-step t + 1 loaded before t's mma
 
     @property
     def units(self) -> int:

@@ -114,37 +114,66 @@ def _b_ldsm(b_buf: Buf) -> str:
     return "ldsm_x4" if b_buf.transposed else "ldsm_x4_t"
 
 
+def _blocked_loads(plan: MmaPlan, a_buf: Buf, b_buf: Buf, a: str, b: str) -> list[str]:
+    """One k-step's ldmatrix of a warp tile (k-step ``t``): A per unit row into ``a[r]``, B per column
+    pair into ``b[c]`` (``a``/``b``: the fragment arrays, with a set index when prefetching)."""
+    a_decl, a_step = _a_address(plan, a_buf, 0)
+    b_decl, b_step = (_bt_address if b_buf.transposed else _b_address)(plan, b_buf, 0)
+    return [
+        "#pragma unroll",
+        f"for (int r = 0; r < {plan.wt_m}; ++r) {{",
+        f"  const int mt = {_tile_row(plan, 'r')};",
+        *[f"  {x}" for x in a_decl],
+        f"  ldsm_x4({a}[r], {a_step});",
+        "}",
+        "#pragma unroll",
+        f"for (int c = 0; c < {plan.wt_n}; ++c) {{",
+        f"  const int np = {_tile_pair(plan, 'c')};",
+        *[f"  {x}" for x in b_decl],
+        f"  {_b_ldsm(b_buf)}({b}[c], {b_step});",
+        "}",
+    ]
+
+
+def _blocked_mmas(plan: MmaPlan, a: str, b: str) -> list[str]:
+    """Every unit's two mma of one k-step from the tile's fragments ``a[r]``, ``b[c]``."""
+    b_mma = f"if ({_tile_pair(plan, 'c')} * 16 + 8 < {plan.n}) " if plan.two else ""
+    return [
+        "#pragma unroll",
+        f"for (int r = 0; r < {plan.wt_m}; ++r) {{",
+        "#pragma unroll",
+        f"  for (int c = 0; c < {plan.wt_n}; ++c) {{",
+        f"    mma16816(acc[r * {plan.wt_n} + c][0], {a}[r], {b}[c][0], {b}[c][1]);",
+        f"    {b_mma}mma16816(acc[r * {plan.wt_n} + c][1], {a}[r], {b}[c][2], {b}[c][3]);",
+        "  }",
+        "}",
+    ]
+
+
 def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf) -> list[str]:
     """The body of ``mma_<i>`` over a warp tile (``MmaPlan.blocked``): per k-step, one ldmatrix of A
     per unit row and one of B per column pair of the tile, then every unit's two mma from those
-    fragments (wt_m x wt_n x 2 independent chains: no second chain needed)."""
-    a_decl, a_step = _a_address(plan, a_buf, 0)
-    b_decl, b_step = (_bt_address if b_buf.transposed else _b_address)(plan, b_buf, 0)
-    b_mma = f"if ({_tile_pair(plan, 'c')} * 16 + 8 < {plan.n}) " if plan.two else ""
+    fragments (wt_m x wt_n x 2 independent chains: no second chain needed). With
+    ``MmaPlan.prefetch`` two fragment sets alternate: k-step t + 1's ldmatrix are issued before
+    k-step t's mma, so the mma wait on no shared-memory load but the first."""
+    frags = f"unsigned a{{}}[{plan.wt_m}][4], b{{}}[{plan.wt_n}][4];"
+    if not plan.prefetch:
+        return [_k_unroll(plan), f"for (int t = 0; t < {plan.ksteps}; ++t) {{", "  " + frags.format("", ""),
+                *[f"  {x}" for x in _blocked_loads(plan, a_buf, b_buf, "a", "b")],
+                *[f"  {x}" for x in _blocked_mmas(plan, "a", "b")], "}"]
     return [
+        frags.format("[2]", "[2]") + "  // two fragment sets: k-step t + 1 loads while t multiplies",
+        "{",
+        "  const int t = 0;",
+        *[f"  {x}" for x in _blocked_loads(plan, a_buf, b_buf, "a[0]", "b[0]")],
+        "}",
         _k_unroll(plan),
-        f"for (int t = 0; t < {plan.ksteps}; ++t) {{",
-        f"  unsigned a[{plan.wt_m}][4], b[{plan.wt_n}][4];",
-        "#pragma unroll",
-        f"  for (int r = 0; r < {plan.wt_m}; ++r) {{",
-        f"    const int mt = {_tile_row(plan, 'r')};",
-        *[f"    {x}" for x in a_decl],
-        f"    ldsm_x4(a[r], {a_step});",
+        f"for (int q = 0; q < {plan.ksteps}; ++q) {{",
+        f"  if (q + 1 < {plan.ksteps}) {{",
+        "    const int t = q + 1;",
+        *[f"    {x}" for x in _blocked_loads(plan, a_buf, b_buf, "a[t & 1]", "b[t & 1]")],
         "  }",
-        "#pragma unroll",
-        f"  for (int c = 0; c < {plan.wt_n}; ++c) {{",
-        f"    const int np = {_tile_pair(plan, 'c')};",
-        *[f"    {x}" for x in b_decl],
-        f"    {_b_ldsm(b_buf)}(b[c], {b_step});",
-        "  }",
-        "#pragma unroll",
-        f"  for (int r = 0; r < {plan.wt_m}; ++r) {{",
-        "#pragma unroll",
-        f"    for (int c = 0; c < {plan.wt_n}; ++c) {{",
-        f"      mma16816(acc[r * {plan.wt_n} + c][0], a[r], b[c][0], b[c][1]);",
-        f"      {b_mma}mma16816(acc[r * {plan.wt_n} + c][1], a[r], b[c][2], b[c][3]);",
-        "    }",
-        "  }",
+        *[f"  {x}" for x in _blocked_mmas(plan, "a[q & 1]", "b[q & 1]")],
         "}",
     ]
 
