@@ -3,6 +3,9 @@ calls it (64 samples, no Inductor candidate), read from the tuner's DEBUG log: t
 whole-program tuning and the samples of its one-kernel, one-grid-dim templates.
 
     PYTHONPATH=. PRISM_CACHE_DIR=... python3 scripts/tune_samples.py rmsnorm_linear_d4096 [CONFIG ...]
+
+A CONFIG ``zoo:WHICH:NAME`` (e.g. ``zoo:decode:decoder_norm_linear``) tunes a zoo entry instead, as
+``superoptimize`` tunes it by default (64 samples); its whole-program tuning is the one with most templates.
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ from prism import workloads
 SAMPLE = re.compile(r"sample (\d+) \(template (\d+), (\{[^}]*\})\): ([\d.]+) us")
 
 
+def _graph(name: str) -> tuple[prism.Graph, str]:
+    if name.startswith("zoo:"):
+        from bench.zoo import zoo_graph
+
+        _, which, entry = name.split(":")
+        return zoo_graph(entry, which), entry
+    cfg = workloads.config(name)
+    return cfg.build(), cfg.program
+
+
 def main(names: list[str]) -> None:
     buf = io.StringIO()
     handler = logging.StreamHandler(buf)
@@ -31,9 +44,8 @@ def main(names: list[str]) -> None:
     for name in names:
         buf.seek(0)
         buf.truncate()
-        cfg = workloads.config(name)
-        prism.pipeline.superoptimize(cfg.build(), samples=64, seed=0, program=cfg.program, progress=False,
-                                     inductor=False)
+        graph, program = _graph(name)
+        prism.pipeline.superoptimize(graph, samples=64, seed=0, program=program, progress=False, inductor=False)
         blocks = re.split(r"(?=tuning: \d+ templates)", buf.getvalue())[1:]
         block = max(blocks, key=lambda b: int(b.split()[1]))  # the whole program's tuning: most templates
         rows = sorted(SAMPLE.findall(block), key=lambda r: float(r[3]))

@@ -324,3 +324,13 @@ def test_entry_names_depend_only_on_options_that_differ_from_the_defaults() -> N
     k = next(k for k in gl.kg.kernels if isinstance(k, CustomKernel))
     names = {o: entry_name(gl, k, o) for o in (Options(), Options(fuse=True), Options(direct_loads=DirectLoads.NEVER))}
     assert names[Options()] == names[Options(fuse=True)] != names[Options(direct_loads=DirectLoads.NEVER)]
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on the PATH")
+def test_compile_results_come_back_in_the_order_of_the_sources() -> None:
+    from tests.matmul_cases import matmul_graph
+
+    sources = [(k.entry, k.source) for kg in (matmul_graph(64, 64, 64, (1, 1), 1), matmul_graph(128, 64, 64, (1, 1), 2),
+                                              matmul_graph(64, 128, 64, (1, 1), 2))
+               for k in generate(kg, arch="sm_80").kernels]
+    assert [c.entry for c in compile_check(sources, "sm_80", jobs=2, per_unit=2)] == [e for e, _ in sources]

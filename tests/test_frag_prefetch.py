@@ -44,3 +44,4 @@ def test_prefetching_sources_compile_without_spills() -> None:
                for k in generate(kg, arch="sm_80", options=Options(frag_prefetch=True, warps=w)).kernels]
     compiled = compile_check(sources, "sm_80", jobs=2)
     assert len(compiled) == 3 and all(c.spills == 0 for c in compiled)
+

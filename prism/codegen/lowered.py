@@ -128,13 +128,13 @@ class Options:
     # of the mma.sync ceiling (docs/codegen.md, "Warp tiles")
     warp_tiles: bool = True
     # the main loop refills the ring's oldest slot after the iteration's ops instead of before them, so
-    # the first ldmatrix of a stage follows its barrier at once (the refill's cp.async issue, ~55
-    # instructions in a 128x64 GEMM's SASS, no longer sits between them). Off: not yet timed on a GPU
-    # (docs/codegen.md, "Warp tiles": that GEMM's tensor pipe at 55%)
+    # the first ldmatrix of a stage follows its barrier at once. Off: on an H200 a 512x4096x4096 GEMM
+    # ran 0-20% slower with it (docs/codegen.md, "Late refill and fragment prefetch, timed")
     late_refill: bool = False
     # a warp-tiled matmul keeps two sets of ldmatrix fragments and loads k-step t + 1's before k-step
     # t's mma (register double-buffering), so only a stage's first k-step waits on shared memory.
-    # Off: not yet timed on a GPU (docs/codegen.md, "Warp tiles": a third of the stalls fragment -> mma)
+    # Off: on an H200 it moved GEMMs and decode GEMVs by -2% to +1%, none below the tuned 47.9 µs (docs/codegen.md,
+    # "Late refill and fragment prefetch, timed")
     frag_prefetch: bool = False
 
 

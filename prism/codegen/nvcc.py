@@ -77,7 +77,8 @@ def _compile_unit(batch: list[tuple[str, str]], arch: str, workdir: str, tag: in
 
 def compile_check(sources: Sequence[tuple[str, str]], arch: str = "sm_80", *, jobs: int = 2,
                   per_unit: int = 12) -> list[CompiledKernel]:
-    """Compile (entry, source) pairs with nvcc; CompileError (with source, log, line) on the first failure."""
+    """Compile (entry, source) pairs with nvcc, one result per pair in their order; CompileError (with
+    source, log, line) on the first failure."""
     if nvcc_path() is None:
         raise CompileError("nvcc is not on the PATH")
     items = list(sources)
@@ -87,4 +88,5 @@ def compile_check(sources: Sequence[tuple[str, str]], arch: str = "sm_80", *, jo
     batches = _batches(items, n_units)
     with tempfile.TemporaryDirectory(prefix="prism-nvcc-") as tmp, ThreadPoolExecutor(jobs) as pool:
         results = list(pool.map(lambda a: _compile_unit(a[1], arch, tmp, a[0]), enumerate(batches)))
-    return [k for r in results for k in r]
+    # the batches deal the items round-robin (item i: batch i % n, place i // n); back in input order
+    return [results[i % len(batches)][i // len(batches)] for i in range(len(items))]
