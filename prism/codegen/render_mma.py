@@ -150,6 +150,11 @@ def _blocked_mmas(plan: MmaPlan, a: str, b: str) -> list[str]:
     ]
 
 
+def _indented(lines: list[str], by: str) -> list[str]:
+    """``lines`` indented ``by``, but for pragmas (kept in column 0 like the rest of the renderer)."""
+    return [x if x.startswith("#pragma") else by + x for x in lines]
+
+
 def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf) -> list[str]:
     """The body of ``mma_<i>`` over a warp tile (``MmaPlan.blocked``): per k-step, one ldmatrix of A
     per unit row and one of B per column pair of the tile, then every unit's two mma from those
@@ -159,21 +164,21 @@ def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf) -> list[str]:
     frags = f"unsigned a{{}}[{plan.wt_m}][4], b{{}}[{plan.wt_n}][4];"
     if not plan.prefetch:
         return [_k_unroll(plan), f"for (int t = 0; t < {plan.ksteps}; ++t) {{", "  " + frags.format("", ""),
-                *[f"  {x}" for x in _blocked_loads(plan, a_buf, b_buf, "a", "b")],
-                *[f"  {x}" for x in _blocked_mmas(plan, "a", "b")], "}"]
+                *_indented(_blocked_loads(plan, a_buf, b_buf, "a", "b"), "  "),
+                *_indented(_blocked_mmas(plan, "a", "b"), "  "), "}"]
     return [
         frags.format("[2]", "[2]") + "  // two fragment sets: k-step t + 1 loads while t multiplies",
         "{",
         "  const int t = 0;",
-        *[f"  {x}" for x in _blocked_loads(plan, a_buf, b_buf, "a[0]", "b[0]")],
+        *_indented(_blocked_loads(plan, a_buf, b_buf, "a[0]", "b[0]"), "  "),
         "}",
         _k_unroll(plan),
         f"for (int q = 0; q < {plan.ksteps}; ++q) {{",
         f"  if (q + 1 < {plan.ksteps}) {{",
         "    const int t = q + 1;",
-        *[f"    {x}" for x in _blocked_loads(plan, a_buf, b_buf, "a[t & 1]", "b[t & 1]")],
+        *_indented(_blocked_loads(plan, a_buf, b_buf, "a[t & 1]", "b[t & 1]"), "    "),
         "  }",
-        *[f"  {x}" for x in _blocked_mmas(plan, "a[q & 1]", "b[q & 1]")],
+        *_indented(_blocked_mmas(plan, "a[q & 1]", "b[q & 1]"), "  "),
         "}",
     ]
 
