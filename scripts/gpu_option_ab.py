@@ -1,10 +1,12 @@
 """A/B of one code-generation option on searched plans of zoo programs (run on the device machine).
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--values A,B,...]
-        [--which decode] [--only a,b] [--sizes 3] [--out FILE]
+        [--which decode] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick prior] [--out FILE]
 
-For each program: its searched templates (from the carried search cache; no search runs here), up to
-``--sizes`` legal size choices each (spread over the first 200 legal ones), each generated with
+For each program (rows merged as ``superoptimize`` merges them): its templates of ``--sources`` (default
+the searched ones; from the carried search cache, no search runs here), up to ``--sizes`` legal size
+choices each (spread over the first 200 legal ones, or with ``--pick prior`` the static prior's best),
+each generated with
 ``Options(OPTION=value)`` for each of ``--values`` (default True,False; an int, None, or the name
 of a member of the option's enum, e.g. ``direct_loads --values ELEMENTWISE,NEVER``), checked against the float64 reference
 (relative error < 2e-2, output poisoned first) and timed with the bench protocol
@@ -28,10 +30,12 @@ import torch
 from bench.zoo import zoo_graph
 from prism import pipeline, runtime
 from prism.codegen import Options, generate
+from prism.codegen.arch import arch as arch_of
 from prism.codegen.lower import DEFAULT_OPTIONS
-from prism.codegen.sizes import generated_sizes
+from prism.codegen.sizes import generated_sizes, size_score
 from prism.errors import CodegenError
 from prism.reference import relative_error
+from prism.rows import searched_graph
 from prism.tune.timing import graph_time_us
 from prism.tune.tuner import default_scales, random_inputs
 
@@ -63,8 +67,20 @@ def option_value(option: str, text: str) -> Any:
     return type(default)[text]
 
 
-def run(name: str, which: str, option: str, values: list[Any], n_sizes: int) -> dict[str, Any]:
-    graph = zoo_graph(name, which)
+def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
+    """``n_sizes`` legal sizes of template ``t``: spread over its first 200, or the prior's best."""
+    if pick == "prior":
+        sms = arch_of("sm_90").sms
+        ranked = sorted(generated_sizes(t, "sm_90"), key=lambda r: -size_score(r[1], sms))
+        return [sz for sz, _ in ranked[:n_sizes]]
+    legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80"), 200)]
+    picks = sorted({round(k * (len(legal) - 1) / max(1, n_sizes - 1)) for k in range(n_sizes)}) if legal else []
+    return [legal[k] for k in picks]
+
+
+def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sources: list[str] | None = None,
+        pick: str = "spread") -> dict[str, Any]:
+    graph = searched_graph(zoo_graph(name, which))  # the program superoptimize searches (the cache's key)
     out = pipeline.search_and_verify(graph, program=name, progress=False)
     inputs = random_inputs(graph, default_scales(graph), 0)
     args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
@@ -73,10 +89,10 @@ def run(name: str, which: str, option: str, values: list[Any], n_sizes: int) -> 
     ref = graph.evaluate(halves)[graph.outputs[0].name]
     best: dict[str, float] = {}
     rows = []
-    for ti, t in enumerate(out.of(pipeline.PlanSource.SEARCHED)):
-        legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80"), 200)]
-        picks = sorted({round(k * (len(legal) - 1) / max(1, n_sizes - 1)) for k in range(n_sizes)}) if legal else []
-        for sizes in (legal[k] for k in picks):
+    templates = [(f"{src}:{ti}", t) for src in (sources or ["searched"])
+                 for ti, t in enumerate(out.of(pipeline.PlanSource[src.upper()]))]
+    for ti, t in templates:
+        for sizes in _picks(t, n_sizes, pick):
             kg = t.instantiate(sizes)
             for value in values:
                 rec = _variant(kg, Options(**{option: value}), args, ref)
@@ -93,13 +109,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--which", default="decode")
     ap.add_argument("--only", default=",".join(DEFAULT))
     ap.add_argument("--sizes", type=int, default=3)
+    ap.add_argument("--sources", default="searched", help="plan sources, e.g. searched,stitched,constructed")
+    ap.add_argument("--pick", choices=["spread", "prior"], default="spread",
+                    help="sizes spread over the first 200 legal ones, or the static prior's best")
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "option_ab.json"))
     args = ap.parse_args(argv)
     values = [option_value(args.option, v) for v in args.values.split(",")]
     results = []
     for name in [n for n in args.only.split(",") if n]:
         t0 = time.perf_counter()
-        r = run(name, args.which, args.option, values, args.sizes)
+        r = run(name, args.which, args.option, values, args.sizes, args.sources.split(","), args.pick)
         results.append(r)
         best = ", ".join(f"{v} {us:.3f}" for v, us in r["best_us"].items())
         print(f"{name}: {args.option} {best} µs ({len(r['variants'])} variants, {time.perf_counter() - t0:.0f} s)",

@@ -3,7 +3,8 @@ and egglog are not installed)."""
 
 from __future__ import annotations
 
-from prism.ir import Accum, CustomKernel, KernelGraph, Load, MatmulOp, Save, TensorSpec
+from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, MatmulOp, Save, TensorSpec
+from prism.ops import Binary
 
 
 def matmul_graph(m: int, n: int, k: int, grid: tuple[int, int], loop: int) -> KernelGraph:
@@ -11,3 +12,12 @@ def matmul_graph(m: int, n: int, k: int, grid: tuple[int, int], loop: int) -> Ke
     ops = (Load("X", (0, None), 1), Load("W", (None, 1), 0), MatmulOp(0, 1), Accum(2), Save(3, "O", (0, 1)))
     return KernelGraph("mm", (TensorSpec("X", (m, k), "float16"), TensorSpec("W", (k, n), "float16")),
                        (TensorSpec("O", (m, n), "float16"),), (CustomKernel("k0", grid, loop, ops),))
+
+
+def scaled_matmul_graph(m: int, n: int, k: int, grid: tuple[int, int], loop: int) -> KernelGraph:
+    """(X * G) @ W with G [1, k] (a norm's weight ahead of a projection): the product is materialised
+    each iteration as the matmul's A operand."""
+    ops = (Load("X", (0, None), 1), Load("G", (None, None), 1), BinaryOp(Binary.MUL, 0, 1), Load("W", (None, 1), 0),
+           MatmulOp(2, 3), Accum(4), Save(5, "O", (0, 1)))
+    ins = (TensorSpec("X", (m, k), "float16"), TensorSpec("G", (1, k), "float16"), TensorSpec("W", (k, n), "float16"))
+    return KernelGraph("smm", ins, (TensorSpec("O", (m, n), "float16"),), (CustomKernel("k0", grid, loop, ops),))

@@ -144,10 +144,12 @@ class _Block:
                     if lp.buf.ring:
                         self.copy(lp, st, st)
             sm.commit()
-        sm.wait(low.prefetch)
+        sm.wait(low.prefetch - bool(low.skewed))  # (skewed ops: stage 0 as well, for iteration 0's)
         for i, ph in enumerate(low.phases):
             if ph is Phase.PRE:
                 self.compute(i)
+        if low.skewed:  # ``render_kernel._prologue``: iteration 0's skewed ops
+            self.skew_ahead(0)
         for it in range(low.loop):
             self.iteration(it)
         sm.wait(0)
@@ -159,7 +161,7 @@ class _Block:
         if low.streamed:  # ``render_kernel._streamed_loop``: no wait, refill or commit
             self.loop_ops()
             return
-        sm.wait(low.prefetch - 1)
+        sm.wait(low.loop_wait)
         late = low.late_refill and bool(self.held)  # ``Options.late_refill``: the loop ops, then the refill
         if not late:
             self.refill(it)
@@ -168,9 +170,30 @@ class _Block:
             if held[sb] != it:
                 raise sm.fail(f"iteration {it} reads ring slot {sb} of {name}, which holds iteration {held[sb]}")
             self.slots[name] = sb
+        for i in low.skewed:
+            self.slots[low.bufs[i].name] = it & 1
+        if low.skewed and it + 1 < low.loop:
+            self.skew_ahead(it + 1)
         self.loop_ops()
         if late:
             self.refill(it)
+
+    def skew_ahead(self, it: int) -> None:
+        """``render_kernel._skewed_block``: the skewed ops of iteration ``it`` from its ring slot, into
+        copy ``it & 1`` of their tiles."""
+        low, saved, now = self.low, dict(self.slots), self.it
+        self.it = it
+        for name, held in self.held.items():
+            sb = it % low.stages
+            if held[sb] != it:
+                raise self.sm.fail(f"skewed ops of iteration {it} read ring slot {sb} of {name}, which holds "
+                                   f"iteration {held[sb]}")
+            self.slots[name] = sb
+        for i in low.skewed:
+            self.slots[low.bufs[i].name] = it & 1
+        for i in low.skewed:
+            self.materialise(i, low.bufs[i], own=True)
+        self.slots, self.it = saved, now
 
     def refill(self, it: int) -> None:
         """Iteration ``it + prefetch``'s ring tiles into its slot, committed as one group."""
@@ -184,7 +207,7 @@ class _Block:
 
     def loop_ops(self) -> None:
         for i, op in enumerate(self.low.kernel.ops):
-            if self.low.phases[i] is Phase.LOOP or isinstance(op, Accum):
+            if (self.low.phases[i] is Phase.LOOP or isinstance(op, Accum)) and i not in self.low.skewed:
                 self.compute(i)
 
     # ---- global memory
@@ -289,7 +312,8 @@ class _Block:
         e = active(self.low.elementwise[i])
         idx = decompose(e, self.tile(i))
         val = self.define(i, idx) if own else self.read(i, idx)
-        self.sm.write(dst, 0, offset(dst.strides, idx), val * np.ones(e.shape), f"materialise op {i} into {dst.name}")
+        copy = self.slots.get(dst.name, 0) if dst.ring else 0  # (a ``Buf.parity`` tile: this iteration's copy)
+        self.sm.write(dst, copy, offset(dst.strides, idx), val * np.ones(e.shape), f"materialise op {i} into {dst.name}")
 
     def matmul(self, i: int) -> None:
         low = self.low

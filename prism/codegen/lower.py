@@ -281,6 +281,7 @@ class _Draft:
     loads: tuple[LoadPlan, ...] = ()
     saves: dict[int, SavePlan] = field(default_factory=dict)
     elementwise: dict[int, Sweep] = field(default_factory=dict)
+    skewed: tuple[int, ...] = ()
 
     @property
     def ops(self) -> tuple[BlockOp, ...]:
@@ -640,13 +641,52 @@ def _stages(d: _Draft) -> None:
                      f"allows {d.arch.smem_max} per block")
 
 
+def _skewable(d: _Draft, i: int) -> bool:
+    """Op ``i`` is a loop op materialised as a matmul operand (its own tile) whose value comes from
+    copied tiles alone (this iteration's stage, loop-invariant ones), through inline element-wise ops."""
+    op = d.ops[i]
+    if not (isinstance(op, UnaryOp | BinaryOp) and d.phases[i] is Phase.LOOP and d.stores[i] is Store.H16
+            and i in d.operands and d.operands[i].name == d.bufs[i].name and d.bufs[i].region is Phase.LOOP):
+        return False
+    todo, seen = list(op_args(op)), set()
+    while todo:
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        match d.ops[j]:
+            case Load():
+                if d.bufs[j].direct:
+                    return False
+            case UnaryOp() | BinaryOp() as x if d.stores[j] is Store.INLINE:
+                todo += op_args(x)
+            case _:
+                return False
+    return True
+
+
+def _skew(d: _Draft) -> None:
+    """``Options.skew_materialise``: the skewable operand tiles (``_skewable``) get a second copy
+    (``Buf.parity``) and are computed one iteration ahead (``KernelLowering.skewed``), where the loop
+    refills a ring and keeps at least two stages in flight, and the second copies fit."""
+    if not d.options.skew_materialise or d.loop < 2 or d.prefetch < 2:
+        return
+    skewed = tuple(i for i in range(len(d.ops)) if _skewable(d, i))
+    extra = sum(d.bufs[i].nbytes for i in skewed)
+    if not skewed or d.smem_bytes + extra > d.arch.smem_max:
+        return
+    d.skewed, d.smem_bytes = skewed, d.smem_bytes + extra
+    for i in skewed:
+        d.bufs[i] = d.operands[i] = replace(d.bufs[i], ring=True, parity=True)
+
+
 def _place(d: _Draft) -> None:
     """Offsets: PRE tiles, LOOP tiles, then the rings; the POST tiles reuse the space from 0 (unless
     a value after the loop still reads the loop's tiles: then they follow them)."""
     placed: dict[str, Buf] = {}
     off = 0
     for b in (*_live(d, Phase.PRE), *_live(d, Phase.LOOP), *_live(d, Phase.LOOP, ring=True)):
-        placed[b.name] = replace(b, offset=off, copies=d.stages if b.ring else b.copies)
+        placed[b.name] = replace(b, offset=off, copies=2 if b.parity else d.stages if b.ring else b.copies)
         off += placed[b.name].nbytes
     off = off if reads_loop_tiles_after(d.ops, d.stores) else 0
     for b in d.bufs.values():
@@ -722,7 +762,7 @@ def _own_copies(d: _Draft) -> None:
 
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.
 PASSES: tuple[Callable[[_Draft], None], ...] = (
-    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _place, _copies, _own_copies,
+    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _place, _copies, _own_copies,
 )
 
 
@@ -734,7 +774,8 @@ def _freeze(d: _Draft) -> KernelLowering:
                           tuple(d.phases), tuple(d.stores), d.bufs, d.operands, d.mmas, d.accs, d.groups,
                           d.smem_bytes, d.shapes, d.dtypes, args, d.scalars, d.ring_bytes,
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
-                          max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill)
+                          max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill,
+                          d.skewed)
 
 
 def ident(name: str) -> str:

@@ -136,6 +136,11 @@ class Options:
     # Off: on an H200 it moved GEMMs and decode GEMVs by -2% to +1%, none below the tuned 47.9 µs (docs/codegen.md,
     # "Late refill and fragment prefetch, timed")
     frag_prefetch: bool = False
+    # a loop's materialised matmul operand computed only from its stage's tiles (the x·g of a norm with
+    # a weight ahead of a GEMV) is computed one iteration ahead into a second copy, so the loop keeps
+    # one barrier per iteration instead of two (``KernelLowering.skewed``). Off: not yet timed on a GPU
+    # (docs/codegen.md, "Skewed materialisation")
+    skew_materialise: bool = False
 
 
 DEFAULT_OPTIONS = Options()
@@ -189,6 +194,9 @@ class Buf:
     # ``it * gstep`` elements on; ``l2``: read past L1 (a tensor some kernel writes, perhaps this launch)
     gstep: int = 0
     l2: bool = False
+    # two copies alternating by iteration (``KernelLowering.skewed``): copy ``it & 1`` holds iteration
+    # it's value; a ``ring`` tile (one copy read at a time, ``<name>_ring``) that no cp.async fills
+    parity: bool = False
 
     @property
     def esize(self) -> int:
@@ -380,6 +388,10 @@ class KernelLowering:
     elementwise: Mapping[int, Sweep] = field(default_factory=dict)  # per-element passes over op i's tile
     rotate: int = 1  # phases of the loop order over the blocks (1: every block runs it = 0, 1, ...)
     late_refill: bool = False  # ``Options.late_refill``: the ring's refill after the loop ops
+    # ops computed one iteration ahead (``Options.skew_materialise``): iteration it computes op i of
+    # iteration it + 1 into its ``Buf.parity`` tile (the prologue computes iteration 0's), reading the
+    # next stage, which the loop's wait already covers (one stage fewer in flight)
+    skewed: tuple[int, ...] = ()
 
     @property
     def blocks(self) -> int:
@@ -430,6 +442,12 @@ class KernelLowering:
         """A loop with nothing in shared memory: every loop-varying Load is read in place
         (``Options.direct_loops``), so an iteration needs no wait and no barrier."""
         return self.loop > 1 and any(lp.buf.gstep for lp in self.loads) and not any(lp.buf.ring for lp in self.loads)
+
+    @property
+    def loop_wait(self) -> int:
+        """The groups the loop's ``cp_async_wait`` leaves in flight: iteration it's stage landed (and it + 1's
+        too when ops are ``skewed``)."""
+        return self.prefetch - 1 - bool(self.skewed)
 
     @property
     def private_loop(self) -> bool:

@@ -30,7 +30,7 @@ from prism.codegen.render_reduce import (
 )
 from prism.codegen.render_save import render_materialise, render_save
 from prism.codegen.render_stream import render_streamed_loop
-from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
+from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp, op_args
 from prism.ops import Reduce, scalar_to_json
 
 
@@ -218,12 +218,39 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
             decl, kt = tile_iter(low, "st", "kt")
             body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *[f"    {_ring_copy(lp, 'st', kt)}" for lp in ring],
                      "  }"]
-        body += ["  cp_async_commit();", "}", f"cp_async_wait<{low.prefetch}>();", "__syncthreads();"]
+        first = low.prefetch - bool(low.skewed)  # (skewed ops: stage 0 as well, for iteration 0's)
+        body += ["  cp_async_commit();", "}", f"cp_async_wait<{first}>();", "__syncthreads();"]
     hoisted = [line for i in range(len(low.kernel.ops)) if low.phases[i] is Phase.PRE
                for line in _compute(low, ex, i)]
     if hoisted:
         body += ["// loop-invariant ops, hoisted", *hoisted]
+    if low.skewed:  # iteration 0's skewed ops, before the loop (its barrier orders them)
+        body += _skewed_block(low, ex, "0", "0", "0")
     return body
+
+
+def _inputs(low: KernelLowering, ops: tuple[int, ...]) -> set[int]:
+    """The ops whose values ``ops`` read, through inline ones (``lower._skewable``: Loads and inline ops)."""
+    todo, seen = [a for i in ops for a in op_args(low.kernel.ops[i])], set()
+    while todo:
+        if (j := todo.pop()) not in seen:
+            seen.add(j)
+            todo += op_args(low.kernel.ops[j]) if low.stores[j] is Store.INLINE else []
+    return seen
+
+
+def _skewed_block(low: KernelLowering, ex: Exprs, it: str, slot: str, parity: str) -> list[str]:
+    """The skewed ops of iteration ``it`` (``KernelLowering.skewed``), in a scope where the ring tiles are
+    those of ring slot ``slot`` and each skewed op's tile is its copy ``parity``; no barrier after them."""
+    read = _inputs(low, low.skewed)
+    ring = [lp for lp in low.loads if lp.buf.ring and lp.op in read]
+    lines = [f"{lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + {slot} * {lp.buf.copy_elems};" for lp in ring]
+    for i in low.skewed:
+        b = low.bufs[i]
+        lines.append(f"{b.dtype.ctype}* const {b.name} = {b.name}_ring + {parity} * {b.copy_elems};")
+    for i in low.skewed:
+        lines += render_materialise(low, ex, i, low.bufs[i], own=True)
+    return [f"{{  // the skewed ops of iteration {it}", *_indent(lines, 2), "}"]
 
 
 def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
@@ -236,14 +263,15 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         return render_streamed_loop(low, ex, functools.partial(_compute, low, ex))
     S, P = low.stages, low.prefetch
     ring = [lp for lp in low.loads if lp.buf.ring]
-    computed = [line for i, op in enumerate(low.kernel.ops) if low.phases[i] is Phase.LOOP or isinstance(op, Accum)
+    computed = [line for i, op in enumerate(low.kernel.ops)
+                if (low.phases[i] is Phase.LOOP or isinstance(op, Accum)) and i not in low.skewed
                 for line in _compute(low, ex, i)]
     if low.loop == 1 and not ring and not computed:
         return []
     body = []
     if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
-    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{P - 1}>();",
+    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{low.loop_wait}>();",
              *([] if low.private_loop else ["  __syncthreads();"])]
     late = bool(ring) and low.late_refill
     refill, advance = _refill(low, ring), [f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"] if ring else []
@@ -252,6 +280,11 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         body += ["  const int sb = sb_rd;"]
         body += [f"  {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + sb * {lp.buf.copy_elems};" for lp in ring]
         body += [f"  sb_rd = sb_rd == {S - 1} ? 0 : sb_rd + 1;", *([] if late else advance)]
+    if low.skewed:  # this iteration's copies, then the next iteration's skewed ops (ring slot sb_rd, advanced)
+        body += [f"  {low.bufs[i].dtype.ctype}* const {low.bufs[i].name} = {low.bufs[i].name}_ring + (it & 1) * "
+                 f"{low.bufs[i].copy_elems};" for i in low.skewed]
+        body += [f"  if (it + 1 < {low.loop}) {{", *_indent(_skewed_block(low, ex, "it + 1", "sb_rd", "((it + 1) & 1)"), 4),
+                 "  }"]
     tail = [*refill, *advance] if late else []
     return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
 

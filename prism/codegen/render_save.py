@@ -45,7 +45,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
 def materialise_vec(tile: tuple[int, ...], dst: Buf) -> int:
     """Elements per thread of a materialising pass: a run of 8, 4 or 2 along the last dim written with
     one 16-, 8- or 4-byte store where every row of ``dst`` starts aligned to it (else 1)."""
-    if dst.swizzle or dst.copies > 1 or dst.ring:
+    if dst.swizzle or ((dst.copies > 1 or dst.ring) and not dst.parity):  # (a parity copy is a whole tile)
         return 1
     return next((v for v in (8, 4, 2) if tile[-1] % v == 0 and dst.offset % (2 * v) == 0
                  and all(s % v == 0 for s in dst.strides[:-1])), 1)
