@@ -131,6 +131,21 @@ def op_args(op: BlockOp) -> tuple[int, ...]:
             return (a, b)
 
 
+def renumbered(op: BlockOp, new: Mapping[int, int]) -> BlockOp:
+    """``op`` with each operand index ``a`` replaced by ``new[a]`` (ops moved to another kernel)."""
+    match op:
+        case Load():
+            return op
+        case Accum(x=x, rescale=c):
+            return replace(op, x=new[x], rescale=None if c is None else new[c])
+        case UnaryOp(x=x) | ReduceOp(x=x) | Save(x=x):
+            return replace(op, x=new[x])
+        case BinaryOp(a=a, b=b) | MatmulOp(a=a, b=b):
+            return replace(op, a=new[a], b=new[b])
+        case _:
+            assert_never(op)
+
+
 @dataclass(frozen=True)
 class CustomKernel:
     name: str

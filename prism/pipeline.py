@@ -26,6 +26,7 @@ from prism.epilogue import epilogue_plans
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
 from prism.ir import KernelGraph, check_structure, validate
+from prism.loopsplit import split_plans
 from prism.options import check_program, check_seconds, check_tuning
 from prism.partition import (
     MAX_PART_OPS,
@@ -61,6 +62,7 @@ TUNE_CACHE_SCHEMA = 4
 WHOLE_PROGRAM_OPS = 12
 CONSTRUCTED_KEY = "-rows"  # the search cache's key of such a program's row-vendor plan: its structure key, then this
 EPILOGUE_KEY = "-epilogue"  # and of its epilogue plans (prism.epilogue)
+SPLIT_KEY = "-split"  # and of its split-loop plans (prism.loopsplit)
 # Seconds each symbolic search may take (its mapping instantiation gets as long again).
 DEFAULT_SEARCH_BUDGET_S = 30.0
 # Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).
@@ -221,6 +223,8 @@ def search_and_verify(
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
         constructed = (*_constructed(graph, program, cache), *_epilogues(graph, part_outcomes, program, cache))
     searched = whole.templates if whole is not None else ()
+    if partitioned and searched:  # the flash-decoding shape of the searched one-kernel plans, also by rule
+        constructed = (*constructed, *_splits(graph, searched, program, cache))
     templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
     sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
                *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
@@ -246,6 +250,7 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
             canon, back = canonical(part.inner or part.graph)  # weight transposes are not searched
             found = search_and_verify(canon, program=f"{program}.p{part.index}", cache=cache, progress=progress,
                                       time_budget=time_budget, partitioned=False)
+            found = _with_splits(canon, found, f"{program}.p{part.index}", cache)
             res = replace(found, templates=with_transposes(graph, part, [renamed(t, back) for t in found.templates]),
                           structure_key=part.graph.structure_key())
         else:
@@ -303,6 +308,23 @@ def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: 
         return ()
     return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", lambda: epilogue_plans(
         graph, parts[0].outcome.of(PlanSource.SEARCHED), parts[1].part.graph, program, _proven))
+
+
+def _splits(graph: Graph, searched: Sequence[KernelGraph], program: str, cache: bool) -> tuple[KernelGraph, ...]:
+    """The split-loop plans of the whole program's searched one-kernel plans (``prism.loopsplit``:
+    the loop spread over one more grid dim, a combine kernel after), each proven whole."""
+    return _built_by_rule(graph, program, cache, SPLIT_KEY, "split_plans",
+                          lambda: split_plans(graph, searched, program, _proven))
+
+
+def _with_splits(graph: Graph, found: SearchOutcome, program: str, cache: bool) -> SearchOutcome:
+    """A part's search outcome with the split-loop plans of its searched plans, before its
+    predefined plan (always last)."""
+    splits = _splits(graph, found.of(PlanSource.SEARCHED), program, cache)
+    if not splits:
+        return found
+    return replace(found, templates=(*found.templates[:-1], *splits, found.templates[-1]),
+                   sources=(*found.sources[:-1], *[PlanSource.CONSTRUCTED] * len(splits), found.sources[-1]))
 
 
 def _built_by_rule(graph: Graph, program: str, cache: bool, suffix: str, what: str,

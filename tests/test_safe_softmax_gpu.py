@@ -1,6 +1,6 @@
-"""Safe softmax on the GPU (marked): the online-softmax kernels (one kernel, split-KV) run, are right
-on unit-normal attention logits, and a kernel in the paper's softmax form loses the reference
-check on large logits."""
+"""Safe softmax on the GPU (marked): the online-softmax kernels (one kernel, split-KV, and the split
+the rule of ``prism.loopsplit`` builds from the one kernel) run, are right on unit-normal attention
+logits, and a kernel in the paper's softmax form loses the reference check on large logits."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from prism import plans, workloads
 from prism.ir import KernelGraph
+from prism.loopsplit import split_loop
 
 pytestmark = pytest.mark.gpu
 
@@ -52,3 +53,19 @@ def test_paper_form_kernel_fails_the_large_logit_check() -> None:
     assert res.template_index == 1
     assert res.counts["check_failures"] >= 1
     assert all(r.template == 0 for r in res.check_failures)
+
+
+@pytest.mark.parametrize("config_id", ["gqa_safe_h2048", "qknorm_gqa_safe_h1024", "gqa_safe_b32_kv4096"])
+def test_the_rule_built_split_of_a_safe_attention_is_right(config_id: str) -> None:
+    _needs_gpu()
+    from prism.tune import tune
+
+    cfg = workloads.config(config_id)
+    graph = cfg.build()
+    one = plans.safe_gqa_plan(graph, qknorm=cfg.program.startswith("qknorm"))
+    split = split_loop(graph, one, cfg.program)
+    assert split is not None
+    res = tune(graph, [split], samples=8, seed=0, scales=cfg.scales, jobs=4)
+    assert res.rel_err < 2e-2 and res.counts["check_failures"] == 0, res.check_failures
+    assert 0 < res.time_us < 5000 and not math.isinf(res.time_us)
+    print(f"{config_id} rule-built split: {res.time_us:.2f} us, sizes {res.sizes}, rel. error {res.rel_err:.1e}")

@@ -1,0 +1,196 @@
+"""Split-loop plans: a one-kernel plan's for-loop spread over a new grid dim, with a combine kernel.
+
+A one-kernel plan whose blocks each run a long loop (decode attention over the whole KV length, a
+GEMV over the whole contraction) keeps as few blocks busy as its grid has: for a decode attention of
+two KV heads, two blocks read megabytes while the other SMs idle. This rule builds the flash-decoding
+shape from any such plan: the *split* kernel is the plan's loop phase on the grid ``(*grid, s)``, grid
+dim ``s`` splitting each loop-varying Load's loop dim before the loop does (``prism.ir``: grid first,
+then each chunk by the loop); it saves every accumulator the post-loop phase uses as a float32
+partial, concatenated along a dim of the tile that no grid dim writes, and for each online-softmax
+accumulator (``Accum(x, rescale=c)``) also its chunk's running max ``Accum(c, fn=MAX)``. The
+*combine* kernel runs on the plan's grid with ``s`` as its loop: it accumulates the partials the way
+the original accumulated the iterations (sum, max, or a sum rescaled by the partial maxes:
+``Σ_p N_p · exp(M_p − max M)`` is the whole loop's ``Σ_i x_i · exp(c_i − max c)``), then runs the
+plan's post-loop ops and saves. Code generation fuses the two into one launch where each combining
+block's partials come from its own split blocks (``prism.codegen.fuse``).
+
+Every plan is proven against the whole program before it is used (``prism.verify``); one that is not
+is dropped. Like every cached search result the plans are size-free: ``s`` is a size symbol that
+the tuner chooses per shape (``s = 1`` is the original plan with one more launch, so the tuner's
+legal sizes decide whether splitting pays).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prism.errors import IRError
+from prism.graph import Graph
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    OpPhase,
+    ReduceOp,
+    Save,
+    UnaryOp,
+    check_structure,
+    op_args,
+    renumbered,
+)
+from prism.ops import Reduce
+from prism.rowwise import Prover
+
+# proven split plans per program, from its first one-kernel plans in the search's order
+MAX_PLANS = 4
+SPLIT = "s"  # the split grid dim's size symbol (a fresh name is taken where the plan uses it)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """A value the split kernel saves as ``tensor``: the accumulator at op ``x`` of the original
+    kernel or, with ``running_max``, the running max of its loop op ``x`` (a rescaling shift).
+    The combine accumulates it with ``fn``, rescaled by the maxes of partial ``shift`` if given."""
+
+    x: int
+    tensor: str
+    fn: Reduce = Reduce.SUM
+    shift: str | None = None
+    running_max: bool = False
+
+
+def split_plans(graph: Graph, plans: Sequence[KernelGraph], program: str, prove: Prover) -> list[KernelGraph]:
+    """Up to ``MAX_PLANS`` proven split-loop plans of ``graph``, one from each of ``plans`` that is a
+    single custom kernel with a loop and at most two grid dims."""
+    built = (p for kg in plans if (p := split_loop(graph, kg, program)) is not None)
+    return [p for p in itertools.islice(built, MAX_PLANS) if prove(graph, p)]
+
+
+def split_loop(graph: Graph, kg: KernelGraph, program: str) -> KernelGraph | None:
+    """``kg``'s kernel as a split kernel and a combine kernel (module docstring); None when ``kg`` is
+    not one looping custom kernel of at most two grid dims with its saves on one grid map, or when
+    the result is not valid IR."""
+    if len(kg.kernels) != 1 or not isinstance(k := kg.kernels[0], CustomKernel) or k.loop == 1 or len(k.grid) > 2:
+        return None
+    saves = k.saves
+    if not saves or any(sv.omap != saves[0].omap for sv in saves):
+        return None
+    dims = saves[0].omap  # the data dim along which each grid dim writes: the partials' too
+    phases = _phases(k)
+    partials = _partials(k, phases, {t.name for t in (*kg.inputs, *kg.outputs)})
+    s = _fresh(kg)
+    split = _split_kernel(k, phases, partials, dims, _ranks(kg, k), s)
+    if split is None:
+        return None
+    plan = KernelGraph.of(graph, program, [split, _combine_kernel(k, phases, partials, split, s)])
+    try:
+        check_structure(plan)
+    except IRError:
+        return None
+    return plan
+
+
+def _phases(k: CustomKernel) -> list[OpPhase]:
+    out: list[OpPhase] = []
+    for op in k.ops:
+        match op:
+            case Load():
+                out.append(OpPhase.LOOP)
+            case Accum():
+                out.append(OpPhase.POST)
+            case Save():
+                out.append(OpPhase.SAVE)
+            case _:
+                out.append(out[op_args(op)[0]])
+    return out
+
+
+def _ranks(kg: KernelGraph, k: CustomKernel) -> list[int]:
+    """Each op's tile rank (a Save's: its value's)."""
+    rank = {t.name: len(t.shape) for t in kg.inputs}
+    out: list[int] = []
+    for op in k.ops:
+        match op:
+            case Load(tensor=t):
+                out.append(rank[t])
+            case BinaryOp(a=a, b=b) | MatmulOp(a=a, b=b):
+                out.append(max(out[a], out[b]))
+            case UnaryOp(x=x) | ReduceOp(x=x) | Accum(x=x) | Save(x=x):
+                out.append(out[x])
+    return out
+
+
+def _fresh(kg: KernelGraph) -> str:
+    used = set(kg.symbols)
+    return next(n for n in itertools.chain([SPLIT], (f"{SPLIT}{i}" for i in itertools.count(1))) if n not in used)
+
+
+def _partials(k: CustomKernel, phases: list[OpPhase], taken: set[str]) -> list[Partial]:
+    """The accumulators the post-loop phase uses, in op order, each after the running-max partial its
+    rescaling needs (one per shift op, shared by the accumulators it rescales)."""
+    used = {a for i, op in enumerate(k.ops) if phases[i] is not OpPhase.LOOP for a in op_args(op)}
+    names = (n for n in (f"part{j}" for j in itertools.count()) if n not in taken)
+    out: list[Partial] = []
+    maxes: dict[int, str] = {}
+    for i, op in enumerate(k.ops):
+        if not isinstance(op, Accum) or i not in used:
+            continue
+        if op.rescale is not None and op.rescale not in maxes:
+            maxes[op.rescale] = next(names)
+            out.append(Partial(op.rescale, maxes[op.rescale], Reduce.MAX, running_max=True))
+        out.append(Partial(i, next(names), op.fn, None if op.rescale is None else maxes[op.rescale]))
+    return out
+
+
+def _split_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Partial], dims: tuple[int | None, ...],
+                  ranks: list[int], s: str) -> CustomKernel | None:
+    """The loop phase and accumulators on grid ``(*k.grid, s)``, the partials saved with ``s``
+    concatenating along the first dim no grid dim writes; None when a loop-varying Load's loop dim is
+    also split by a grid dim, or a partial's tile has no free dim."""
+    ops: list[BlockOp] = []
+    new: dict[int, int] = {}
+    for i, op in enumerate(k.ops):
+        if phases[i] is not OpPhase.LOOP and not isinstance(op, Accum):
+            continue
+        if isinstance(op, Load):
+            if op.fmap is not None and op.fmap in op.imap:
+                return None
+            op = Load(op.tensor, (*op.imap, op.fmap), op.fmap, op.transposed)
+        new[i] = len(ops)
+        ops.append(renumbered(op, new))
+    for p in partials:
+        x = new[p.x]
+        if p.running_max:
+            ops.append(Accum(x, fn=Reduce.MAX))
+            x = len(ops) - 1
+        free = next((d for d in range(ranks[p.x]) if d not in dims), None)
+        if free is None:
+            return None
+        ops.append(Save(x, p.tensor, (*dims, free)))
+    return CustomKernel(f"{k.name}_split", (*k.grid, s), k.loop, tuple(ops))
+
+
+def _combine_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Partial], split: CustomKernel,
+                    s: str) -> CustomKernel:
+    """On ``k``'s grid with loop ``s``: each partial loaded as the split kernel saved it and
+    accumulated, then ``k``'s post-loop ops and saves on the accumulated values."""
+    saved = {op.tensor: op.omap for op in split.saves}
+    ops: list[BlockOp] = [Load(p.tensor, saved[p.tensor][:-1], saved[p.tensor][-1]) for p in partials]
+    load = {p.tensor: j for j, p in enumerate(partials)}
+    new: dict[int, int] = {}
+    for j, p in enumerate(partials):
+        if p.running_max:
+            continue
+        new[p.x] = len(ops)
+        ops.append(Accum(j, fn=p.fn, rescale=None if p.shift is None else load[p.shift]))
+    for i, op in enumerate(k.ops):
+        if phases[i] is not OpPhase.LOOP and not isinstance(op, Accum):
+            new[i] = len(ops)
+            ops.append(renumbered(op, new))
+    return CustomKernel(f"{k.name}_combine", k.grid, s, tuple(ops))

@@ -1,0 +1,126 @@
+"""Split-loop plans (``prism.loopsplit``): a one-kernel plan's loop spread over one more grid dim, its
+accumulators saved as partials and combined by a second kernel (rescaled by the partial maxes for
+an online softmax). Built from one-kernel plans of attention (unsafe and safe softmax, with a norm)
+and of a GEMV; each is proven, computes the program under the interpreter and the emulated lowering,
+and wrong variants (no rescaling, a loop-varying Load left whole) are not proven."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from prism import interpreter, pipeline, plans, workloads
+from prism.codegen.emulate import emulate
+from prism.codegen.sizes import sample_legal_sizes
+from prism.graph import Graph
+from prism.ir import Accum, CustomKernel, KernelGraph, Load
+from prism.loopsplit import split_loop, split_plans
+from prism.ops import Reduce
+from prism.reference import relative_error
+from prism.verify import verify_all
+from tests.test_emulate import inputs_of
+
+_ATTN = {"batch": 2, "group": 4, "kv_len": 128, "head_dim": 16}
+CASES = {
+    "gqa_safe": (lambda g: plans.safe_gqa_plan(g), _ATTN),
+    "qknorm_gqa_safe": (lambda g: plans.safe_gqa_plan(g, qknorm=True), _ATTN),
+    "gqa": (lambda g: plans.gqa_plan(g), _ATTN),
+    "rmsnorm_linear": (lambda g: plans.rmsnorm_linear_plan(g), {"n": 4, "d": 128}),
+}
+
+
+def _split_sizes(kg: KernelGraph, count: int = 2) -> list[dict[str, int]]:
+    """Legal sizes (they lower: mma tiles fit) with at least two splits, up to ``count``."""
+    legal = sample_legal_sizes(kg, arch="sm_80", count=32)
+    out = [sz for sz in legal if sz[_s(kg)] >= 2][:count]
+    assert out, f"{kg.program}: no legal size with a split"
+    return out
+
+
+def _s(kg: KernelGraph) -> str:
+    first = kg.kernels[0]
+    assert isinstance(first, CustomKernel) and isinstance(first.grid[-1], str)
+    return first.grid[-1]
+
+
+def _split(name: str) -> tuple[Graph, KernelGraph]:
+    make, sizes = CASES[name]
+    g = workloads.program(name, **sizes)
+    kg = split_loop(g, make(g), name)
+    assert kg is not None, name
+    return g, kg
+
+
+def _check(g: Graph, concrete: KernelGraph) -> None:
+    ins = inputs_of(concrete)
+    (out,) = [t.name for t in g.outputs]
+    want = g.evaluate(ins)[out]
+    assert relative_error(interpreter.run(concrete, ins)[out], want) < 1e-9
+    assert relative_error(emulate(concrete, ins)[out], want) < 1e-9
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_split_plan_is_proven_and_computes_the_program(name: str) -> None:
+    g, kg = _split(name)
+    split, combine = kg.kernels
+    assert isinstance(split, CustomKernel) and isinstance(combine, CustomKernel)
+    assert split.grid[-1] == combine.loop == "s" and combine.grid == split.grid[:-1]
+    assert verify_all(g, [kg])[0].proven
+    for sizes in _split_sizes(kg):
+        _check(g, kg.instantiate(sizes))
+
+
+@pytest.mark.parametrize("name", ["gqa_safe", "qknorm_gqa_safe"])
+def test_online_softmax_partials_carry_their_running_max(name: str) -> None:
+    """One max partial for the shared shift; the numerator and denominator rescaled by it."""
+    _, kg = _split(name)
+    split, combine = kg.kernels
+    assert isinstance(split, CustomKernel) and isinstance(combine, CustomKernel)
+    assert sum(isinstance(op, Accum) and op.fn is Reduce.MAX for op in split.ops) == 1
+    rescaled = [op for op in combine.ops if isinstance(op, Accum) and op.rescale is not None]
+    assert len(rescaled) == 2 and len({op.rescale for op in rescaled}) == 1
+    assert isinstance(combine.ops[rescaled[0].rescale], Load)  # rescale op index is the max partial's Load
+
+
+def test_a_split_without_rescaling_is_not_proven() -> None:
+    g, kg = _split("gqa_safe")
+    split, combine = kg.kernels
+    assert isinstance(combine, CustomKernel)
+    plain = replace(combine, ops=tuple(replace(op, rescale=None) if isinstance(op, Accum) else op for op in combine.ops))
+    assert not verify_all(g, [replace(kg, kernels=(split, plain))])[0].proven
+
+
+def test_a_split_that_leaves_a_loop_varying_load_whole_is_not_proven() -> None:
+    """Every split block reading all of V: the partials would sum V's rows s times."""
+    g, kg = _split("gqa")
+    split, combine = kg.kernels
+    assert isinstance(split, CustomKernel)
+    ops = tuple(replace(op, imap=(*op.imap[:-1], None)) if isinstance(op, Load) and op.tensor == "V" else op
+                for op in split.ops)
+    assert not verify_all(g, [replace(kg, kernels=(replace(split, ops=ops), combine))])[0].proven
+
+
+def test_plans_without_a_loop_or_with_three_grid_dims_are_not_split() -> None:
+    make, sizes = CASES["gqa_safe"]
+    g = workloads.program("gqa_safe", **sizes)
+    k = make(g).kernels[0]
+    assert isinstance(k, CustomKernel)
+    no_loop = KernelGraph.of(g, "p", [replace(k, loop=1)])
+    three = KernelGraph.of(g, "p", [replace(k, grid=("x", "y", "z"), ops=tuple(
+        replace(op, imap=(*op.imap, None, None)) if isinstance(op, Load) else op for op in k.ops))])
+    assert split_loop(g, no_loop, "p") is None and split_loop(g, three, "p") is None
+    assert split_plans(g, [no_loop, three], "p", lambda *_: True) == []
+
+
+def test_the_pipeline_adds_split_plans_of_the_searched_one_kernel_plans() -> None:
+    """A GEMV searched whole: its split-loop plans come with the constructed plans, two custom kernels
+    each, proven (the pipeline proves them) and computing the program."""
+    g = workloads.rmsnorm_linear(4, 128)
+    out = pipeline.search_and_verify(g, program="rmsnorm_linear", progress=False, cache=False)
+    split = [t for t, s in zip(out.templates, out.sources, strict=True) if s is pipeline.PlanSource.CONSTRUCTED
+             and len(t.kernels) == 2 and all(isinstance(k, CustomKernel) for k in t.kernels)]
+    assert split
+    for kg in split:
+        for sizes in _split_sizes(kg, 1):
+            _check(g, kg.instantiate(sizes))
