@@ -208,6 +208,25 @@ SETS["stream"] = [
 ]
 
 
+# the fifth: split-loop plans of a safe decode attention (prism.loopsplit), whole and without the combine
+_SA = "zoo:scaled_attention:decode:constructed"
+_SA_SIZES = ((4, {"k0_x": 2, "k0_y": 4, "s": 16, "k0_i": 1}), (1, {"k0_x": 2, "s": 16, "k0_i": 4}),
+             (1, {"k0_x": 2, "s": 16, "k0_i": 1}), (1, {"k0_x": 2, "s": 32, "k0_i": 2}),
+             (1, {"k0_x": 2, "s": 32, "k0_i": 1}), (1, {"k0_x": 2, "s": 64, "k0_i": 1}))
+SETS["sattn"] = [v(_SA, p, sz, {}, h) for p, sz in _SA_SIZES for h in ((), ("nocomb",))]
+
+
+# the sixth: safe split-KV combines with the shift maxima first (``Options.shift_first``) or the running max
+_NOSF = {"shift_first": 0}
+SETS["shift"] = [
+    *(v(_SA, p, sz, o) for p, sz in ((4, {"k0_x": 2, "k0_y": 4, "s": 16, "k0_i": 1}), (1, {"k0_x": 2, "s": 16, "k0_i": 1}),
+                                     (4, {"k0_x": 2, "k0_y": 8, "s": 16, "k0_i": 1}))
+      for o in ({}, _NOSF)),
+    *(v(c, 1, {"x": 2, "s": s, "i": 1}, o) for c in ("gqa_safe_h1024", "gqa_safe_h2048") for s in (8, 16)
+      for o in ({}, _NOSF)),
+]
+
+
 # ------------------------------------------------------------------ source hacks
 
 

@@ -169,3 +169,53 @@ def test_a_loop_that_refills_its_ring_keeps_the_barrier() -> None:
     combine = lower_graph(kg, arch("sm_80"), OWN).kernels[-1]
     assert combine is not None and combine.prefetch < combine.loop and not combine.private_loop
     assert any(a.own for a in combine.accs.values())
+
+
+# ------------------------------------------------------------------ Options.shift_first
+_SAFE = ("safe_gqa", "safe_qknorm_gqa")
+
+
+@pytest.mark.parametrize("name", _SAFE)
+def test_safe_combines_take_the_shift_maxima_first_and_loop_without_barriers(name: str) -> None:
+    """A safe split-KV combine whose every stage is copied before its loop: one wait for all stages,
+    the maxima of the partial maxes first, then a loop with no barrier; emulated like the interpreter
+    with and without the option."""
+    t, sizes = next((t, s) for n, t, s in _split_plans() if n == name)
+    for kg in (t.instantiate(s) for s in sizes):
+        combine = lower_graph(kg, arch("sm_80"), Options()).kernels[-1]
+        assert combine is not None and combine.shift_first
+        assert not lower_graph(kg, arch("sm_80"), Options(shift_first=False)).kernels[-1].shift_first  # type: ignore[union-attr]
+        src = generate(kg, arch="sm_80", options=Options(fuse=False)).kernels[-1].source
+        head, loop = src.split("// the shifts' maxima over every stage first")
+        assert head.rstrip().endswith("cp_async_wait<0>();\n  __syncthreads();")
+        main = loop.split("for (int it = 0;")[2].split("// epilogue")[0]
+        assert "__syncthreads" not in main.split("cp_async_wait<0>();")[0]
+        for opts in (Options(), Options(shift_first=False)):
+            assert emulate_error(kg, opts) < 1e-9, (name, opts)
+
+
+def test_unsafe_combines_and_split_kernels_keep_their_loops() -> None:
+    for name, t, sizes in _split_plans():
+        for kg in (t.instantiate(s) for s in sizes):
+            low = lower_graph(kg, arch("sm_80"), Options()).kernels
+            assert [k.shift_first for k in low if k is not None] == [False, name in _SAFE], name
+
+
+def test_the_emulator_catches_shift_maxima_read_before_every_stage_landed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prism.codegen import emulate as emulate_mod
+
+    g = workloads.program("gqa", **SMALL["gqa"])
+    kg = plans.safe_gqa_split_plan(g).instantiate(_KV[1])
+    real = emulate_mod._Block.shift_maxima
+
+    def no_wait(self: Any) -> None:
+        wait = self.sm.wait
+        self.sm.wait = lambda keep: None
+        try:
+            real(self)
+        finally:
+            self.sm.wait = wait
+
+    monkeypatch.setattr(emulate_mod._Block, "shift_maxima", no_wait)
+    with pytest.raises(emulate_mod.EmulationError, match="in flight"):
+        emulate_error(kg, Options())

@@ -150,6 +150,8 @@ class _Block:
                 self.compute(i)
         if low.skewed:  # ``render_kernel._prologue``: iteration 0's skewed ops
             self.skew_ahead(0)
+        if low.shift_first:
+            self.shift_maxima()
         for it in range(low.loop):
             self.iteration(it)
         sm.wait(0)
@@ -177,6 +179,23 @@ class _Block:
         self.loop_ops()
         if late:
             self.refill(it)
+
+    def shift_maxima(self) -> None:
+        """``render_kernel._shift_maxima``: every stage landed, then each rescaled accumulator's running
+        max over all stages (stage it in ring slot it), before the loop."""
+        low, sm = self.low, self.sm
+        sm.wait(0)
+        for it in range(low.loop):
+            self.it = it
+            for name, held in self.held.items():
+                if held[it] != it:
+                    raise sm.fail(f"the shift maxima read ring slot {it} of {name}, which holds iteration {held[it]}")
+                self.slots[name] = it
+            for i, ap in sorted(low.accs.items()):
+                if ap.rescale is not None:
+                    for e, idx in self.ew_items(i):
+                        c = self.read(ap.rescale, bcast(idx, self.tile(ap.rescale), self.tile(i))) * np.ones(e.shape)
+                        self.run_max[i][e] = np.fmax(self.run_max[i][e], c)
 
     def skew_ahead(self, it: int) -> None:
         """``render_kernel._skewed_block``: the skewed ops of iteration ``it`` from its ring slot, into

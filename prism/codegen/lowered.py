@@ -141,6 +141,12 @@ class Options:
     # one barrier per iteration instead of two (``KernelLowering.skewed``). Off: not yet timed on a GPU
     # (docs/codegen.md, "Skewed materialisation")
     skew_materialise: bool = False
+    # a loop that only sums its ring's stages into element-wise accumulators, with every stage copied
+    # before it and an online-softmax (rescaled) sum among them (a safe split-KV combine), waits for
+    # every stage once, takes the maxima of the shifts over all stages first, then adds independent
+    # terms ``x·e^(c−max)`` with no barrier per iteration (``KernelLowering.shift_first``) instead of
+    # a running max carried from iteration to iteration behind a barrier each
+    shift_first: bool = True
 
 
 DEFAULT_OPTIONS = Options()
@@ -392,6 +398,7 @@ class KernelLowering:
     # iteration it + 1 into its ``Buf.parity`` tile (the prologue computes iteration 0's), reading the
     # next stage, which the loop's wait already covers (one stage fewer in flight)
     skewed: tuple[int, ...] = ()
+    shift_first_on: bool = True  # ``Options.shift_first``; where it applies: ``shift_first``
 
     @property
     def blocks(self) -> int:
@@ -460,6 +467,20 @@ class KernelLowering:
         return all(
             (isinstance(op, Load) and self.bufs[i].ring) or (i in self.accs and self.accs[i].own)
             for i, op in enumerate(ops) if self.phases[i] is Phase.LOOP or isinstance(op, Accum))
+
+    @property
+    def shift_first(self) -> bool:
+        """``Options.shift_first`` applies: a loop of ring Loads and element-wise accumulators only, every
+        stage copied before it, a rescaled accumulator among them. The kernel then waits for every stage
+        once, computes each rescaled accumulator's running max over all stages (``rm<i>``) before the
+        loop, and the loop needs no barrier (no slot is refilled; every copy landed before it)."""
+        if not self.shift_first_on or self.loop == 1 or self.prefetch < self.loop or self.streamed or self.skewed:
+            return False
+        ops = self.kernel.ops
+        looped = [i for i, op in enumerate(ops) if self.phases[i] is Phase.LOOP or isinstance(op, Accum)]
+        return (all((isinstance(ops[i], Load) and self.bufs[i].ring)
+                    or (i in self.accs and self.accs[i].kind is AccKind.EW) for i in looped)
+                and any(self.accs[i].rescale is not None for i in looped if i in self.accs))
 
     def all_bufs(self) -> dict[str, Buf]:
         """Every shared-memory tile by name (a tile may be both a value's storage and an operand)."""

@@ -27,6 +27,7 @@ from prism.codegen.render_reduce import (
     render_ew_acc,
     render_red_acc_write,
     render_reduce_pass,
+    render_shift_max,
 )
 from prism.codegen.render_save import render_materialise, render_save
 from prism.codegen.render_stream import render_streamed_loop
@@ -268,11 +269,11 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                 for line in _compute(low, ex, i)]
     if low.loop == 1 and not ring and not computed:
         return []
-    body = []
+    body = _shift_maxima(low, ex) if low.shift_first else []
     if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
     body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{low.loop_wait}>();",
-             *([] if low.private_loop else ["  __syncthreads();"])]
+             *([] if low.private_loop or low.shift_first else ["  __syncthreads();"])]
     late = bool(ring) and low.late_refill
     refill, advance = _refill(low, ring), [f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"] if ring else []
     body += [] if late else refill
@@ -287,6 +288,17 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                  "  }"]
     tail = [*refill, *advance] if late else []
     return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
+
+
+def _shift_maxima(low: KernelLowering, ex: Exprs) -> list[str]:
+    """``KernelLowering.shift_first``: every stage landed and visible to every thread (stage it is in
+    ring slot it: the prologue copied them all), then each rescaled accumulator's running max over all
+    of them, so the loop's updates ``acc·1 + x·e^(c−m)`` carry no max from one iteration to the next."""
+    ring = [lp for lp in low.loads if lp.buf.ring]
+    maxes = [line for i, a in sorted(low.accs.items()) if a.rescale is not None for line in render_shift_max(low, ex, i)]
+    slots = [f"  const {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + it * {lp.buf.copy_elems};" for lp in ring]
+    return ["cp_async_wait<0>();", "__syncthreads();", "// the shifts' maxima over every stage first", "#pragma unroll",
+            f"for (int it = 0; it < {low.loop}; ++it) {{", *slots, *_indent(maxes, 2), "}"]
 
 
 def _refill(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:

@@ -246,6 +246,17 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, acc: str, *, w
     return ew_item_loop(low, i, [*decl, *loads, *stmts])
 
 
+def render_shift_max(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
+    """``KernelLowering.shift_first``: each thread takes the max of rescaled accumulator ``i``'s shift
+    at its elements into ``rm<i>`` (one iteration's stage; the caller loops over all of them first)."""
+    tile, ap = low.tiles[i], low.accs[i]
+    assert tile is not None and ap.rescale is not None and ap.vec == 1
+    tile_c = low.tiles[ap.rescale]
+    assert tile_c is not None
+    decl, idx = ew_item_index(low, i)
+    return ew_item_loop(low, i, [*decl, f"rm{i}[j] = fmaxf(rm{i}[j], {ex.read(ap.rescale, bcast(idx, tile_c, tile))});"])
+
+
 def _ew_step(low: KernelLowering, ex: Exprs, i: int, x: int, idx: list[str], at: str, write: Buf | None) -> list[str]:
     """One element of ``render_ew_acc``: register ``at`` and element ``idx`` of the tile."""
     tile, tile_x, ap = low.tiles[i], low.tiles[x], low.accs[i]
