@@ -559,8 +559,9 @@ def superoptimize(
     if stitched:
         plans = []
         for po in outcome.parts:
+            built_part = tuple(i for i, s in enumerate(po.outcome.sources) if s is PlanSource.CONSTRUCTED)
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
-                               f"{program}.p{po.part.index}")
+                               f"{program}.p{po.part.index}", built_part)  # a part's split plans: always timed
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
             plans.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary())[2])
         candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))

@@ -124,3 +124,27 @@ def test_the_pipeline_adds_split_plans_of_the_searched_one_kernel_plans() -> Non
     for kg in split:
         for sizes in _split_sizes(kg, 1):
             _check(g, kg.instantiate(sizes))
+
+
+def test_a_parts_split_plans_are_timed_whatever_the_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """superoptimize tunes each part with its split-loop plans in ``always`` (as the whole program's
+    constructed plans are): a part's few samples do not leave them out."""
+    from prism.tune.backends import InterpreterBackend
+
+    g = workloads.rmsnorm_linear(4, 128)
+    calls: list[tuple[list[KernelGraph], tuple[int, ...]]] = []
+    real = pipeline.tune
+
+    def recording(graph: Graph, templates: list[KernelGraph], **kw: object) -> object:
+        calls.append((list(templates), tuple(kw.get("always", ()))))  # type: ignore[arg-type]
+        return real(graph, templates, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "tune", recording)
+    pipeline.superoptimize(g, samples=2, backend=InterpreterBackend(lambda kg: 1.0), cache=False, progress=False)
+    def rule_built(t: KernelGraph) -> bool:  # split_loop names its kernels <name>_split, <name>_combine
+        return len(t.kernels) == 2 and t.kernels[0].name.endswith("_split") and t.kernels[1].name.endswith("_combine")
+
+    parts = [(ts, always) for ts, always in calls[:-1] if any(rule_built(t) for t in ts)]
+    assert parts, "no part has a split-loop plan"
+    for ts, always in parts:
+        assert {i for i, t in enumerate(ts) if rule_built(t)} <= set(always)

@@ -145,8 +145,9 @@ class Options:
     # before it and an online-softmax (rescaled) sum among them (a safe split-KV combine), waits for
     # every stage once, takes the maxima of the shifts over all stages first, then adds independent
     # terms ``x·e^(c−max)`` with no barrier per iteration (``KernelLowering.shift_first``) instead of
-    # a running max carried from iteration to iteration behind a barrier each
-    shift_first: bool = True
+    # a running max carried from iteration to iteration behind a barrier each. Off: on an H200 the fused
+    # safe split-KV kernels ran 0-3.6 µs slower with it (docs/codegen.md, "Safe combines: the shift maxima first")
+    shift_first: bool = False
 
 
 DEFAULT_OPTIONS = Options()
@@ -398,7 +399,7 @@ class KernelLowering:
     # iteration it + 1 into its ``Buf.parity`` tile (the prologue computes iteration 0's), reading the
     # next stage, which the loop's wait already covers (one stage fewer in flight)
     skewed: tuple[int, ...] = ()
-    shift_first_on: bool = True  # ``Options.shift_first``; where it applies: ``shift_first``
+    shift_first_on: bool = False  # ``Options.shift_first``; where it applies: ``shift_first``
 
     @property
     def blocks(self) -> int:
