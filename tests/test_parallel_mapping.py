@@ -53,6 +53,14 @@ def _squares(xs: list[int]) -> list[int]:
     return [x * x for x in xs]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_forked_map_reports_each_chunk_as_it_comes(jobs: int) -> None:
+    """The screen's progress bar: one call per chunk, with its item count."""
+    seen: list[int] = []
+    out = forked_map(_squares, list(range(50)), jobs=jobs, chunk=7, on_chunk=seen.append)
+    assert out == [i * i for i in range(50)] and seen == [7] * 7 + [1]
+
+
 class _Ends:
     def __init__(self, last: str) -> None:
         self.template = type("T", (), {"kernels": (last,)})()

@@ -141,13 +141,22 @@ def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
     return _joined(index, parts)
 
 
-def forked_map[T, R](fn: Callable[[list[T]], list[R]], items: Sequence[T], *, jobs: int, chunk: int = CHUNK) -> list[R]:
+def forked_map[T, R](fn: Callable[[list[T]], list[R]], items: Sequence[T], *, jobs: int, chunk: int = CHUNK,
+                     on_chunk: Callable[[int], None] | None = None) -> list[R]:
     """``fn`` over ``items`` in chunks (one result per item, in order), in forked workers when
-    ``jobs`` > 1 and there are enough items, as ``instantiate_all`` does; here otherwise."""
+    ``jobs`` > 1 and there are enough items, as ``instantiate_all`` does; here otherwise.
+    ``on_chunk`` gets each chunk's item count as its results come (a progress bar)."""
     index = [list(range(s, min(s + chunk, len(items)))) for s in range(0, len(items), chunk)]
     if jobs < 2 or len(index) < 2 or not _forkable():
-        return [r for idx in index for r in fn([items[i] for i in idx])]
-    return [r for part in _forked(fn, items, index, jobs) for r in part]
+        parts: Iterable[list[R]] = (fn([items[i] for i in idx]) for idx in index)
+    else:
+        parts = _forked(fn, items, index, jobs)
+    out: list[R] = []
+    for part in parts:
+        out.extend(part)
+        if on_chunk is not None:
+            on_chunk(len(part))
+    return out
 
 
 def _forkable() -> bool:

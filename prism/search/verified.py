@@ -57,7 +57,10 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     m = _mappings(result, program, deadline, progress, jobs)
     distinct = _distinct(graph, program, m)
     t2 = time.perf_counter()
-    passed = forked_map(functools.partial(screen, graph), distinct.plans, jobs=jobs, chunk=SCREEN_CHUNK)
+    with StageBar(f"screen {program}", total=len(distinct.plans), unit=" plans",
+                  enabled=progress and bool(distinct.plans)) as bar:  # a minute or more for an attention
+        passed = forked_map(functools.partial(screen, graph), distinct.plans, jobs=jobs, chunk=SCREEN_CHUNK,
+                            on_chunk=bar.advance)
     to_prove = [kg for kg, ok in zip(distinct.plans, passed, strict=True) if ok is not False]
     t3 = time.perf_counter()
     verdicts = verify_all(graph, to_prove, progress=progress)
