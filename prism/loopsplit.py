@@ -69,7 +69,15 @@ def split_plans(graph: Graph, plans: Sequence[KernelGraph], program: str, prove:
     """Up to ``MAX_PLANS`` proven split-loop plans of ``graph``, one from each of ``plans`` that is a
     single custom kernel with a loop and at most two grid dims."""
     built = (p for kg in plans if (p := split_loop(graph, kg, program)) is not None)
-    return [p for p in itertools.islice(built, MAX_PLANS) if prove(graph, p)]
+    return [p for p in itertools.islice(built, MAX_PLANS) if _proven(prove, graph, p)]
+
+
+def _proven(prove: Prover, graph: Graph, plan: KernelGraph) -> bool:
+    """``prove``'s verdict; a plan whose shapes do not fit the program (IRError on the way) is not one."""
+    try:
+        return prove(graph, plan)
+    except IRError:
+        return False
 
 
 def split_loop(graph: Graph, kg: KernelGraph, program: str) -> KernelGraph | None:
@@ -152,7 +160,7 @@ def _split_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Partial
                   ranks: list[int], s: str) -> CustomKernel | None:
     """The loop phase and accumulators on grid ``(*k.grid, s)``, the partials saved with ``s``
     concatenating along the first dim no grid dim writes; None when a loop-varying Load's loop dim is
-    also split by a grid dim, or a partial's tile has no free dim."""
+    also split by a grid dim, or a partial's tile has no free dim or lacks a dim a grid dim writes."""
     ops: list[BlockOp] = []
     new: dict[int, int] = {}
     for i, op in enumerate(k.ops):
@@ -170,7 +178,7 @@ def _split_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Partial
             ops.append(Accum(x, fn=Reduce.MAX))
             x = len(ops) - 1
         free = next((d for d in range(ranks[p.x]) if d not in dims), None)
-        if free is None:
+        if free is None or any(d is not None and d >= ranks[p.x] for d in dims):
             return None
         ops.append(Save(x, p.tensor, (*dims, free)))
     return CustomKernel(f"{k.name}_split", (*k.grid, s), k.loop, tuple(ops))

@@ -148,3 +148,16 @@ def test_a_parts_split_plans_are_timed_whatever_the_draw(monkeypatch: pytest.Mon
     assert parts, "no part has a split-loop plan"
     for ts, always in parts:
         assert {i for i, t in enumerate(ts) if rule_built(t)} <= set(always)
+
+
+def test_a_plan_the_prover_cannot_shape_is_dropped_not_raised() -> None:
+    from prism.errors import IRError
+
+    make, sizes = CASES["gqa"]
+    g = workloads.program("gqa", **sizes)
+
+    def bad_shapes(*_: object) -> bool:
+        raise IRError("tile does not fit")
+
+    assert split_plans(g, [make(g)], "gqa", bad_shapes) == []
+    assert len(split_plans(g, [make(g)], "gqa", lambda *_: True)) == 1
