@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from prism.errors import IRError
 from prism.graph import Graph
@@ -131,6 +132,8 @@ def _ranks(kg: KernelGraph, k: CustomKernel) -> list[int]:
                 out.append(max(out[a], out[b]))
             case UnaryOp(x=x) | ReduceOp(x=x) | Accum(x=x) | Save(x=x):
                 out.append(out[x])
+            case _:
+                assert_never(op)
     return out
 
 
