@@ -79,3 +79,16 @@ def test_a_walk_past_the_deadline_stops_inside_the_candidate(candidates: list, m
     monkeypatch.setattr(walk_mod.time, "time", lambda: next(clock))
     got = parallel.run_chunk(candidates[:3], deadline=1.0)
     assert got.timed_out and got.done == 0 and not got.graphs
+
+
+def test_the_screen_drops_the_plans_it_reaches_past_its_deadline() -> None:
+    """``verified._screen_until``: a chunk reached past the deadline is dropped unscreened (False: not
+    sent to the prover); before it, the plain numeric screen."""
+    from prism import plans as hand
+    from prism.search.verified import _screen_until
+    from prism.verify.screen import screen
+
+    g = workloads.rmsnorm_linear(4, 32)
+    kgs = hand.hand_plans("rmsnorm_linear", g)
+    assert _screen_until(g, time.perf_counter() + 60, kgs) == screen(g, kgs) == [True] * len(kgs)
+    assert _screen_until(g, time.perf_counter() - 1, kgs) == [False] * len(kgs)

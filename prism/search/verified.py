@@ -49,7 +49,7 @@ class _Distinct:
 
 def search_verified(graph: Graph, program: str, config: SearchConfig, *, progress: bool, jobs: int) -> Verified:
     """Every proven plan of ``graph`` the search finds within ``config``'s budget (the mappings get
-    as long again)."""
+    as long again, the numeric screen once more: plans it has not reached by then are dropped)."""
     t0 = time.perf_counter()
     deadline = t0 + 2 * config.time_budget_s
     result = prism.search.search(graph, config, label=program)  # through the package: tests replace it
@@ -59,10 +59,13 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     t2 = time.perf_counter()
     with StageBar(f"screen {program}", total=len(distinct.plans), unit=" plans",
                   enabled=progress and bool(distinct.plans)) as bar:  # a minute or more for an attention
-        passed = forked_map(functools.partial(screen, graph), distinct.plans, jobs=jobs, chunk=SCREEN_CHUNK,
-                            on_chunk=bar.advance)
+        passed = forked_map(functools.partial(_screen_until, graph, deadline + config.time_budget_s), distinct.plans,
+                            jobs=jobs, chunk=SCREEN_CHUNK, on_chunk=bar.advance)
     to_prove = [kg for kg, ok in zip(distinct.plans, passed, strict=True) if ok is not False]
     t3 = time.perf_counter()
+    screen_timed_out = t3 > deadline + config.time_budget_s
+    if screen_timed_out:
+        log.warning("%s: the numeric screen stopped at its budget: the plans left are dropped unscreened", program)
     verdicts = verify_all(graph, to_prove, progress=progress)
     t4 = time.perf_counter()
     # to_prove holds distinct canonical keys already (deduplicated above)
@@ -80,12 +83,21 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
         "pruned": dict(pruned) if isinstance(pruned, dict) else {},
         "search_timed_out": bool(result.stats.get("timed_out", False)),
         "mapping_timed_out": m.timed_out,
+        "screen_timed_out": screen_timed_out,
         "rowwise_plan_added": distinct.row_added,
         "row_vendor_plan_added": distinct.row_vendor_added,
         "whole_program_searched": True,
     }
     seconds = {"search": t1 - t0, "mapping": t2 - t1, "screen": t3 - t2, "verify": t4 - t3, "total": t4 - t0}
     return Verified(templates, stats, seconds)
+
+
+def _screen_until(graph: Graph, deadline: float, plans: list[KernelGraph]) -> list[bool | None]:
+    """``screen`` of a chunk of plans, or all False (dropped unscreened) once past ``deadline`` (a
+    ``time.perf_counter()`` value: the budget once more after the mappings' deadline)."""
+    if time.perf_counter() > deadline:
+        return [False] * len(plans)
+    return screen(graph, plans)
 
 
 def _mappings(result: SearchResult, program: str, deadline: float, progress: bool, jobs: int) -> Mapped:
