@@ -113,7 +113,7 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
         shapes, per_kernel = infer(kg)
     except IRError as e:
         raise CodegenError(f"not a valid concrete μGraph: {e}") from e
-    dtypes, dtype, intermediates = _tensor_dtypes(kg)
+    dtypes, dtype, intermediates = _tensor_dtypes(kg, half_operands=options.half_operands)
     for name, shp in shapes.items():
         if math.prod(shp) > MAX_ELEMS:
             raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
@@ -221,10 +221,26 @@ def _passes(d: _Draft) -> KernelLowering:
     return _freeze(d)
 
 
-def _tensor_dtypes(kg: KernelGraph) -> tuple[dict[str, str], str, list[str]]:
+def _matmul_operands_only(kg: KernelGraph) -> set[str]:
+    """The tensors that generated kernels load only as matmul operands (every user of every Load of
+    them is a MatmulOp)."""
+    only: dict[str, bool] = {}
+    for k in kg.kernels:
+        if not isinstance(k, CustomKernel):
+            continue
+        for i, op in enumerate(k.ops):
+            if isinstance(op, Load):
+                users = [u for u in k.ops if i in op_args(u)]
+                only[op.tensor] = only.get(op.tensor, True) and bool(users) and all(
+                    isinstance(u, MatmulOp) for u in users)
+    return {name for name, ok in only.items() if ok}
+
+
+def _tensor_dtypes(kg: KernelGraph, *, half_operands: bool = False) -> tuple[dict[str, str], str, list[str]]:
     """Every tensor's dtype, the one dtype of the program, the intermediate tensors. Generated
     (tensor-core) code needs a half dtype; a plan of predefined kernels only runs in any one dtype
-    (PyTorch ops), so a float32 program always has its predefined plan."""
+    (PyTorch ops), so a float32 program always has its predefined plan. With ``half_operands``
+    (``Options.half_operands``) an intermediate read only as matmul operands is in the half dtype."""
     dtypes: dict[str, str] = {t.name: t.dtype for t in (*kg.inputs, *kg.outputs)}
     half = set(dtypes.values())
     allowed = HALF_DTYPES if any(isinstance(k, CustomKernel) for k in kg.kernels) else (*HALF_DTYPES, "float32")
@@ -235,6 +251,8 @@ def _tensor_dtypes(kg: KernelGraph) -> tuple[dict[str, str], str, list[str]]:
     dtype = half.pop() if half else "float16"
     outputs = {t.name for t in kg.outputs}
     generated_reads = {n for k in kg.kernels if isinstance(k, CustomKernel) for n in (ld.tensor for ld in k.loads)}
+    if half_operands:
+        generated_reads -= _matmul_operands_only(kg)
     intermediates = []
     for k in kg.kernels:
         written = [s.tensor for s in k.saves] if isinstance(k, CustomKernel) else [k.output]

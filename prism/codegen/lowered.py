@@ -148,6 +148,12 @@ class Options:
     # a running max carried from iteration to iteration behind a barrier each. Off: on an H200 the fused
     # safe split-KV kernels ran 0-3.6 µs slower with it (docs/codegen.md, "Safe combines: the shift maxima first")
     shift_first: bool = False
+    # an intermediate that generated kernels read only as matmul operands (a normalised K or Q that a
+    # stitched plan's attention part multiplies) is written in the program's half dtype, not float32:
+    # the mma rounds it to half at the same point either way (same values), and it moves half the
+    # bytes (``lower._tensor_dtypes``). Off: not yet timed on a GPU (docs/codegen.md, "Half operand
+    # intermediates")
+    half_operands: bool = False
 
 
 DEFAULT_OPTIONS = Options()
