@@ -559,15 +559,14 @@ def superoptimize(
     if stitched:
         plans = []
         for po in outcome.parts:
-            built_part = tuple(i for i, s in enumerate(po.outcome.sources) if s is PlanSource.CONSTRUCTED)
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
-                               f"{program}.p{po.part.index}", built_part)  # a part's split plans: always timed
+                               f"{program}.p{po.part.index}", _built(po.outcome.sources))
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
             plans.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary())[2])
         candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
         sources.append(PlanSource.STITCHED)
     summary["parts_tune_s"] = time.perf_counter() - t_parts
-    built = tuple(i for i, s in enumerate(sources) if s is PlanSource.CONSTRUCTED)  # a floor: always timed
+    built = _built(sources)
     kernel, summary, concrete = _tune_cached(_TuneRequest(graph, candidates, sampler, program, built), backend,
                                              target, samples, seed, budget.next(), cache, summary)
     summary["plan_source"] = sources[int(summary["template"])].value
@@ -576,6 +575,12 @@ def superoptimize(
     if example_inputs is not None:
         check_examples(graph, backend, kernel, example_inputs, program)
     return Superoptimized(kernel, summary, concrete)
+
+
+def _built(sources: Sequence[PlanSource]) -> tuple[int, ...]:
+    """The indices of plans built by rule (a part's split plans too): timed whatever the tuner's draw,
+    a floor under the searched plans."""
+    return tuple(i for i, s in enumerate(sources) if s is PlanSource.CONSTRUCTED)
 
 
 def _versus_inductor(graph: Graph, backend: Timer, kernel: Any, summary: Summary, sampler: InputSampler,

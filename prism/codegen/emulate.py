@@ -167,11 +167,7 @@ class _Block:
         late = low.late_refill and bool(self.held)  # ``Options.late_refill``: the loop ops, then the refill
         if not late:
             self.refill(it)
-        for name, held in self.held.items():
-            sb = it % low.stages
-            if held[sb] != it:
-                raise sm.fail(f"iteration {it} reads ring slot {sb} of {name}, which holds iteration {held[sb]}")
-            self.slots[name] = sb
+        self.ring_slots(it, f"iteration {it} reads")
         for i in low.skewed:
             self.slots[low.bufs[i].name] = it & 1
         if low.skewed and it + 1 < low.loop:
@@ -180,17 +176,22 @@ class _Block:
         if late:
             self.refill(it)
 
+    def ring_slots(self, it: int, who: str) -> None:
+        """Point every ring's tile at iteration ``it``'s slot, which must hold that iteration's copy."""
+        for name, held in self.held.items():
+            sb = it % self.low.stages
+            if held[sb] != it:
+                raise self.sm.fail(f"{who} ring slot {sb} of {name}, which holds iteration {held[sb]}")
+            self.slots[name] = sb
+
     def shift_maxima(self) -> None:
         """``render_kernel._shift_maxima``: every stage landed, then each rescaled accumulator's running
         max over all stages (stage it in ring slot it), before the loop."""
-        low, sm = self.low, self.sm
-        sm.wait(0)
+        low = self.low
+        self.sm.wait(0)
         for it in range(low.loop):
             self.it = it
-            for name, held in self.held.items():
-                if held[it] != it:
-                    raise sm.fail(f"the shift maxima read ring slot {it} of {name}, which holds iteration {held[it]}")
-                self.slots[name] = it
+            self.ring_slots(it, "the shift maxima read")
             for i, ap in sorted(low.accs.items()):
                 if ap.rescale is not None:
                     for e, idx in self.ew_items(i):
@@ -202,12 +203,7 @@ class _Block:
         copy ``it & 1`` of their tiles."""
         low, saved, now = self.low, dict(self.slots), self.it
         self.it = it
-        for name, held in self.held.items():
-            sb = it % low.stages
-            if held[sb] != it:
-                raise self.sm.fail(f"skewed ops of iteration {it} read ring slot {sb} of {name}, which holds "
-                                   f"iteration {held[sb]}")
-            self.slots[name] = sb
+        self.ring_slots(it, f"skewed ops of iteration {it} read")
         for i in low.skewed:
             self.slots[low.bufs[i].name] = it & 1
         for i in low.skewed:

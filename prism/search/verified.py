@@ -57,13 +57,14 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     m = _mappings(result, program, deadline, progress, jobs)
     distinct = _distinct(graph, program, m)
     t2 = time.perf_counter()
+    screen_deadline = deadline + config.time_budget_s
     with StageBar(f"screen {program}", total=len(distinct.plans), unit=" plans",
                   enabled=progress and bool(distinct.plans)) as bar:  # a minute or more for an attention
-        passed = forked_map(functools.partial(_screen_until, graph, deadline + config.time_budget_s), distinct.plans,
+        passed = forked_map(functools.partial(_screen_until, graph, screen_deadline), distinct.plans,
                             jobs=jobs, chunk=SCREEN_CHUNK, on_chunk=bar.advance)
     to_prove = [kg for kg, ok in zip(distinct.plans, passed, strict=True) if ok is not False]
     t3 = time.perf_counter()
-    screen_timed_out = t3 > deadline + config.time_budget_s
+    screen_timed_out = t3 > screen_deadline
     if screen_timed_out:
         log.warning("%s: the numeric screen stopped at its budget: the plans left are dropped unscreened", program)
     verdicts = verify_all(graph, to_prove, progress=progress)
