@@ -492,7 +492,8 @@ def main() -> int:
     calib = _calibration() if args.floor else []
     rows = [r for r, _ in built]
     with open(os.path.join(args.out, f"gemv_variants_{args.set}.json"), "w") as f:
-        json.dump({"ceilings": ceil, "floors": floors, "rows": rows, "calibration": calib,
+        json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": " ".join(sys.argv),
+                   "ceilings": ceil, "floors": floors, "rows": rows, "calibration": calib,
                    "device": torch.cuda.get_device_name()},
                   f, indent=1, default=str)
     for r in rows:
