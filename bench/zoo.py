@@ -126,6 +126,22 @@ def residual_scale(n: int, d: int, dtype: str = "float16") -> Graph:
     return g
 
 
+def mid_broadcast(b: int, s: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x = g.input((b, s, d), dtype, "X")
+    y = g.input((b, 1, d), dtype, "Y")
+    g.output(g.mul(g.silu(x), y), "O")
+    return g
+
+
+def rational(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    x2 = g.square(x)
+    g.output(g.add(g.scale(g.gelu(x), 0.5), g.div(x2, g.add_scalar(x2, 3.0))), "O")
+    return g
+
+
 # ---------------------------------------------------------------------- 2. reductions over one dim
 def rms_norm(n: int, d: int, dtype: str = "float16") -> Graph:
     g = Graph()
@@ -194,6 +210,27 @@ def row_max(n: int, d: int, dtype: str = "float16") -> Graph:
     return g
 
 
+def col_sum(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.sum(x, 0), "O")
+    return g
+
+
+def col_softmax(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.softmax(x, 0), "O")
+    return g
+
+
+def row_mse(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, y = _rows(g, n, d, dtype, "X", "Y")
+    g.output(g.mean(g.square(g.sub(x, y)), -1), "O")
+    return g
+
+
 # ---------------------------------------------------------------------- 3. residual adds and broadcasts
 def matmul_residual(n: int, d: int, dtype: str = "float16") -> Graph:
     g = Graph()
@@ -242,6 +279,16 @@ def add_rms_norm_weight(n: int, d: int, dtype: str = "float16") -> Graph:
     x, r = _rows(g, n, d, dtype, "X", "R")
     w = g.input((1, d), dtype, "G")
     g.output(g.mul(g.rms_norm(g.add(x, r), EPS), w), "O")
+    return g
+
+
+def add_norm_two_out(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, r = _rows(g, n, d, dtype, "X", "R")
+    w = g.input((1, d), dtype, "G")
+    h = g.add(x, r)
+    g.output(g.mul(g.rms_norm(h, EPS), w), "O")
+    g.output(h, "H")
     return g
 
 
@@ -336,6 +383,69 @@ def lora_linear(n: int, d: int, r: int, dtype: str = "float16") -> Graph:
     return g
 
 
+def logits_softmax(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, f), dtype, "W")
+    g.output(g.softmax(g.matmul(g.rms_norm(x, EPS), w), -1), "O")
+    return g
+
+
+def _l2_rows(g: Graph, x: Tensor) -> Tensor:
+    return g.mul(x, g.rsqrt(g.add_scalar(g.sum(g.square(x), -1), EPS)))
+
+
+def cosine_sim(n: int, m: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    a = g.input((n, d), dtype, "A")
+    b = g.input((m, d), dtype, "B")
+    g.output(g.matmul(_l2_rows(g, a), g.transpose(_l2_rows(g, b))), "O")
+    return g
+
+
+def ln_affine_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    gain, bias = g.input((1, d), dtype, "G"), g.input((1, d), dtype, "B")
+    w = g.input((d, f), dtype, "W")
+    xc = g.sub(x, g.mean(x, -1))
+    y = g.mul(xc, g.rsqrt(g.add_scalar(g.mean(g.square(xc), -1), EPS)))
+    g.output(g.matmul(g.add(g.mul(y, gain), bias), w), "O")
+    return g
+
+
+def sigmoid_proj_gate(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, d), dtype, "W")
+    g.output(g.div(x, g.add_scalar(g.exp(g.neg(g.matmul(x, w))), 1.0)), "O")
+    return g
+
+
+def mean_pool_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, f), dtype, "W")
+    g.output(g.matmul(g.mean(x, 0), w), "O")
+    return g
+
+
+def post_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((d, d), dtype, "W")
+    g.output(g.rms_norm(g.matmul(x, w), EPS), "O")
+    return g
+
+
+def matmul_chain3(n: int, d: int, r: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    a, b, c = g.input((d, r), dtype, "A"), g.input((r, r), dtype, "B"), g.input((r, d), dtype, "C")
+    g.output(g.matmul(g.matmul(g.matmul(x, a), b), c), "O")
+    return g
+
+
 # ---------------------------------------------------------------------- 5. attention (3-D batched)
 def scaled_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
     g = Graph()
@@ -384,6 +494,15 @@ def attention_probs(batch: int, group: int, kv_len: int, head_dim: int, dtype: s
     g = Graph()
     q, kt = _qk_inputs(g, batch, group, kv_len, head_dim, dtype)
     g.output(g.softmax(g.scale(g.matmul(q, kt), ATTN_SCALE), -1), "O")
+    return g
+
+
+def masked_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    mask = g.input((batch, 1, kv_len), dtype, "M")
+    p = g.softmax(g.add(g.scale(g.matmul(q, kt), ATTN_SCALE), mask), -1)
+    g.output(g.matmul(p, v), "O")
     return g
 
 
@@ -484,6 +603,36 @@ _PROGRAMS: list[ZooProgram] = [
                "O = Q @ Kt: the batched attention scores only."),
     ZooProgram("attention_probs", "attention", attention_probs, _SMALL_ATTN, _attn(4, 4, 8192, 128), None,
                "O = softmax((Q @ Kt) / sqrt(128)): attention probabilities, no V."),
+    # 6. written after the search, the code generator and the tuner's defaults were settled, to check they
+    #    serve programs nobody tuned them to (docs/off-the-suite.md, "Programs added after the defaults")
+    ZooProgram("mid_broadcast", "elementwise", mid_broadcast, {"b": 2, "s": 4, "d": 8}, {"b": 4, "s": 4, "d": 2048},
+               {"b": 8, "s": 128, "d": 2048}, "O = silu(X) * Y, X (batch, tokens, d), Y (batch, 1, d): a sequence gate."),
+    ZooProgram("rational", "elementwise", rational, _nd(4, 8), _nd(16, 4096), _nd(1024, 4096),
+               "O = 0.5 * gelu(X) + X^2 / (X^2 + 3): a rational activation mixed with GELU."),
+    ZooProgram("col_sum", "reduction", col_sum, _nd(4, 8), _nd(16, 4096), _nd(2048, 4096),
+               "O = sum(X) over the rows (dim 0), a row (1, d): a bias gradient."),
+    ZooProgram("col_softmax", "reduction", col_softmax, _nd(4, 8), _nd(16, 2048), _nd(1024, 2048),
+               "O = softmax(X) along dim 0: each column normalised over the rows."),
+    ZooProgram("row_mse", "reduction", row_mse, _nd(4, 8), _nd(16, 4096), _nd(2048, 4096),
+               "O = mean((X - Y)^2) over the last dim: a per-row squared error."),
+    ZooProgram("add_norm_two_out", "residual", add_norm_two_out, _nd(4, 8), _nd(8, 4096), _nd(1024, 4096),
+               "H = X + R; O = rms_norm(H) * G: the fused add-norm that also returns the residual stream."),
+    ZooProgram("logits_softmax", "matmul", logits_softmax, _ndf(4, 8, 8), _ndf(4, 2048, 8192), _ndf(256, 2048, 8192),
+               "O = softmax(rms_norm(X) @ W): a final norm, the vocabulary projection and its softmax."),
+    ZooProgram("cosine_sim", "matmul", cosine_sim, {"n": 4, "m": 8, "d": 8}, {"n": 8, "m": 4096, "d": 1024},
+               {"n": 512, "m": 4096, "d": 1024}, "O = l2n(A) @ l2n(B)^T: cosine similarities of queries against a bank."),
+    ZooProgram("ln_affine_linear", "matmul", ln_affine_linear, _ndf(4, 8, 8), _ndf(8, 2048, 2048),
+               _ndf(512, 2048, 2048), "O = (layer_norm(X) * G + B) @ W: a pre-LN projection with gain and bias."),
+    ZooProgram("sigmoid_proj_gate", "matmul", sigmoid_proj_gate, _nd(4, 8), _nd(8, 2048), _nd(512, 2048),
+               "O = X * sigmoid(X @ W), sigmoid written as 1 / (exp(-h) + 1): a self-gating projection."),
+    ZooProgram("mean_pool_linear", "matmul", mean_pool_linear, _ndf(4, 8, 8), _ndf(16, 2048, 2048),
+               _ndf(2048, 2048, 2048), "O = mean(X, dim 0) @ W: mean pooling over the rows, then a classifier head."),
+    ZooProgram("post_norm", "matmul", post_norm, _nd(4, 8), _nd(8, 2048), _nd(512, 2048),
+               "O = rms_norm(X @ W): a projection followed by its norm (post-norm)."),
+    ZooProgram("matmul_chain3", "matmul", matmul_chain3, {"n": 4, "d": 8, "r": 4}, {"n": 8, "d": 2048, "r": 64},
+               {"n": 512, "d": 2048, "r": 64}, "O = ((X @ A) @ B) @ C: a low-rank chain of three matmuls."),
+    ZooProgram("masked_attention", "attention", masked_attention, _SMALL_ATTN, _attn(2, 8, 4096, 128), None,
+               "O = softmax((Q @ Kt) / sqrt(128) + M) @ V with an additive mask M (batch, 1, kv_len)."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}

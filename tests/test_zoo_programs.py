@@ -51,7 +51,7 @@ def test_program_builds_at_every_size(name: str) -> None:
     for which, g in graphs.items():
         sizes = p.sizes(which)
         assert all(_is_pow2(v) for v in sizes.values()), (which, sizes)
-        assert [t.name for t in g.outputs] == ["O"]
+        assert g.outputs[0].name == "O"  # "O" first; a program may return more (add_norm_two_out)
         for t in [*g.inputs, *g.outputs]:
             assert t.name.isidentifier() and not INTERNAL.match(t.name), t.name
             assert t.dtype == "float16"

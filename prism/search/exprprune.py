@@ -18,8 +18,11 @@ The axioms are built into a normal form instead of being run as rewrites:
 The target is "saturated" once: every sub-expression of every equivalent form that the normal form
 can reach (sub-products with sub-exponents, bodies of sums with outer factors pushed in, partial
 sums over a subset of dims) is enumerated into one set, and a membership query is a hash lookup.
-Sub-products are also kept with the constant factor of the product they come from. A value that
-depends on no input (a constant, such as ``x / x``) is not a sub-expression: a rule of the space.
+Sub-products are also kept with the constant factor of the product they come from. Because the
+normal form distributes products over sums, the set also holds what factoring gives back
+(``Target._factored``): the cofactor of a sum's common factor (``X + R`` in ``rms_norm(X + R)``) and,
+for sums over the same dims, the merged body and its cofactors (``X + Y`` in ``(X + Y) @ W``). A value
+that depends on no input (a constant, such as ``x / x``) is not a sub-expression: a rule of the space.
 """
 
 from __future__ import annotations
@@ -388,12 +391,34 @@ class Target:
         if len(terms) > 1:
             for m, _ in terms:
                 self._mono(m)
-            if len(terms) <= 6:
+            if len(terms) <= MAX_SUBSUM_TERMS:
                 for r in range(2, len(terms)):
                     for sub in itertools.combinations(terms, r):
                         self._add(frozenset(sub))
+            self._factored(terms)
         elif terms:
             self._mono(terms[0][0])
+
+    def _factored(self, terms: list[tuple[Mono, Fraction]]) -> None:
+        """Undo the distribution of products over sums that the normal form applies. (1) A sum whose
+        terms share a factor, ``a·w + b·w``, has the cofactor ``a + b`` (``X + R`` in ``rms_norm(X + R)``).
+        (2) Sums over the same dims, ``Σ_S a + Σ_S b``, are ``Σ_S (a + b)``: ``a + b`` is a sub-expression,
+        and so is the cofactor of each group of its terms sharing a factor, divided by any part of it
+        (``X + Y`` of ``(X + Y) @ W``; ``X·G + B`` of an affine norm before a matmul)."""
+        common = _common_factor([m for m, _ in terms])
+        cofactor = frozenset((_divide(m, common), c) for m, c in terms)
+        if common and not any(isinstance(a, Sig) for m, _ in cofactor for a, _ in m):
+            # the whole sum's cofactor, if element-wise (X + R of a norm's input). Sub-sums, partial
+            # factors and cofactors holding a reduction (a layer norm's X - mean(X)) flood the search
+            self._add(cofactor)
+        for group in _sum_groups(terms, self.alg).values():
+            if len(group) > MAX_SUBSUM_TERMS:
+                continue
+            self._add(frozenset(group))  # Σ_S a + Σ_S b = Σ_S (a + b): the value a reduction reads
+            for r in range(2, len(group) + 1):
+                for sub in itertools.combinations(group, r):
+                    for f in _divisors(_common_factor([m for m, _ in sub])):
+                        self._poly(frozenset((_divide(m, f), c) for m, c in sub))
 
     def _atom(self, a: Atom) -> None:
         match a:
@@ -437,6 +462,54 @@ class Target:
                     inner = alg.mono_poly(fs, F1)
                     for s in subsets:
                         self._add(alg.sum(inner, s) if s else inner)
+
+
+MAX_SUBSUM_TERMS = 6  # sub-sums and factorings of a sum are enumerated up to this many terms
+
+
+def _sum_groups(terms: list[tuple[Mono, Fraction]], alg: Algebra) -> dict[frozenset[str], list[tuple[Mono, Fraction]]]:
+    """The terms that are one Σ (exponent 1) times factors constant along its dims, by those dims, each
+    as its body with the outer factors pushed in (``f·Σ_S m = Σ_S f·m``)."""
+    groups: dict[frozenset[str], list[tuple[Mono, Fraction]]] = {}
+    for m, c in terms:
+        sums = [a for a, e in m if isinstance(a, Sig) and e == 1]
+        if len(sums) != 1:
+            continue
+        (sig,) = sums
+        outer = [(a, e) for a, e in m if a != sig]
+        if any(alg.deps_atom(a) & sig.dims for a, _ in outer):
+            continue
+        inner: dict[Atom, Fraction] = dict(sig.body)
+        for a, e in outer:
+            inner[a] = inner.get(a, Fraction(0)) + e
+        groups.setdefault(sig.dims, []).append((frozenset((a, e) for a, e in inner.items() if e), c))
+    return groups
+
+
+def _common_factor(monos: list[Mono]) -> Mono:
+    """The factors every monomial has, each at the exponent nearest zero among them (same sign only)."""
+    first, *rest = [dict(m) for m in monos]
+    out: dict[Atom, Fraction] = {}
+    for a, e in first.items():
+        exps = [e, *(m.get(a, Fraction(0)) for m in rest)]
+        if all(x > 0 for x in exps):
+            out[a] = min(exps)
+        elif all(x < 0 for x in exps):
+            out[a] = max(exps)
+    return frozenset(out.items())
+
+
+def _divisors(m: Mono) -> list[Mono]:
+    """Every non-empty sub-product of ``m`` (each factor at its full exponent or left out)."""
+    factors = list(m)
+    return [frozenset(sub) for r in range(1, len(factors) + 1) for sub in itertools.combinations(factors, r)]
+
+
+def _divide(m: Mono, f: Mono) -> Mono:
+    d = dict(m)
+    for a, e in f:
+        d[a] -= e
+    return frozenset((a, e) for a, e in d.items() if e)
 
 
 def atoms_of(p: Poly, out: set[Atom] | None = None) -> set[Atom]:
