@@ -1,7 +1,8 @@
 """A/B of one code-generation option on searched plans of zoo programs (run on the device machine).
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--values A,B,...]
-        [--which decode] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick prior] [--out FILE]
+        [--which decode] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick prior|blocks]
+        [--templates N] [--out FILE]
 
 For each program (rows merged as ``superoptimize`` merges them): its templates of ``--sources`` (default
 the searched ones; from the carried search cache, no search runs here), up to ``--sizes`` legal size
@@ -68,10 +69,14 @@ def option_value(option: str, text: str) -> Any:
 
 
 def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
-    """``n_sizes`` legal sizes of template ``t``: spread over its first 200, or the prior's best."""
-    if pick == "prior":
+    """``n_sizes`` legal sizes of template ``t``: spread over its first 200, the prior's best, or
+    (``blocks``) for each power-of-two block count of the first kernel from 16 to 8192 the prior's best."""
+    if pick in ("prior", "blocks"):
         sms = arch_of("sm_90").sms
         ranked = sorted(generated_sizes(t, "sm_90"), key=lambda r: -size_score(r[1], sms))
+        if pick == "blocks":
+            by_blocks = {r.kernels[0].blocks: sz for sz, r in reversed(ranked)}  # the best of each count
+            return [by_blocks[b] for b in sorted(by_blocks) if 16 <= b <= 8192]
         return [sz for sz, _ in ranked[:n_sizes]]
     legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80"), 200)]
     picks = sorted({round(k * (len(legal) - 1) / max(1, n_sizes - 1)) for k in range(n_sizes)}) if legal else []
@@ -79,7 +84,7 @@ def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
 
 
 def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sources: list[str] | None = None,
-        pick: str = "spread") -> dict[str, Any]:
+        pick: str = "spread", max_templates: int | None = None) -> dict[str, Any]:
     graph = searched_graph(zoo_graph(name, which))  # the program superoptimize searches (the cache's key)
     out = pipeline.search_and_verify(graph, program=name, progress=False)
     inputs = random_inputs(graph, default_scales(graph), 0)
@@ -90,7 +95,7 @@ def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sou
     best: dict[str, float] = {}
     rows = []
     templates = [(f"{src}:{ti}", t) for src in (sources or ["searched"])
-                 for ti, t in enumerate(out.of(pipeline.PlanSource[src.upper()]))]
+                 for ti, t in enumerate(out.of(pipeline.PlanSource[src.upper()])[:max_templates])]
     for ti, t in templates:
         for sizes in _picks(t, n_sizes, pick):
             kg = t.instantiate(sizes)
@@ -110,15 +115,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only", default=",".join(DEFAULT))
     ap.add_argument("--sizes", type=int, default=3)
     ap.add_argument("--sources", default="searched", help="plan sources, e.g. searched,stitched,constructed")
-    ap.add_argument("--pick", choices=["spread", "prior"], default="spread",
-                    help="sizes spread over the first 200 legal ones, or the static prior's best")
+    ap.add_argument("--pick", choices=["spread", "prior", "blocks"], default="spread",
+                    help="sizes spread over the first 200 legal ones, the static prior's best, or one per block count")
+    ap.add_argument("--templates", type=int, default=None, help="at most this many templates of each source")
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "option_ab.json"))
     args = ap.parse_args(argv)
     values = [option_value(args.option, v) for v in args.values.split(",")]
     results = []
     for name in [n for n in args.only.split(",") if n]:
         t0 = time.perf_counter()
-        r = run(name, args.which, args.option, values, args.sizes, args.sources.split(","), args.pick)
+        r = run(name, args.which, args.option, values, args.sizes, args.sources.split(","), args.pick, args.templates)
         results.append(r)
         best = ", ".join(f"{v} {us:.3f}" for v, us in r["best_us"].items())
         print(f"{name}: {args.option} {best} µs ({len(r['variants'])} variants, {time.perf_counter() - t0:.0f} s)",
