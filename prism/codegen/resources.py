@@ -6,11 +6,15 @@ It runs the same lowering as ``generate`` (prism.codegen.lower), so a size choic
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, lower_graph
-from prism.ir import KernelGraph
+from prism.codegen.lowered import KernelLowering
+from prism.ir import KernelGraph, Load
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,8 @@ class KernelResources:
     acc_regs: int  # float accumulator registers per thread
     stage_bytes: int  # bytes of loop-varying tiles per pipeline stage
     loop: int = 1
+    tile_bytes: int = 0  # bytes of the tiles a block loads (every Load, read in place or copied)
+    run_bytes: int = 0  # the shortest contiguous run of a loaded tile in global memory (0: no Load)
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,23 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
         blocks = 1
         for g in low.grid:
             blocks *= g
+        tile, run = _load_bytes(low)
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, blocks, low.stages, low.acc_regs,
-                                    low.ring_bytes, low.loop))
+                                    low.ring_bytes, low.loop, tile, run))
     return Resources(tuple(out))
+
+
+def _load_bytes(low: KernelLowering) -> tuple[int, int]:
+    """(bytes of a block's loaded tiles, the shortest contiguous run among them): a tile's run is its
+    rows' length, or all of it where its rows are whole rows of the tensor."""
+    tile = 0
+    runs = []
+    for op, shape in zip(low.kernel.ops, low.tiles, strict=True):
+        if not isinstance(op, Load) or shape is None:
+            continue
+        esize = np.dtype(low.tensor_dtypes[op.tensor]).itemsize
+        nbytes = math.prod(shape) * esize
+        tile += nbytes
+        whole_rows = op.transposed or shape[-1] >= low.tensor_shapes[op.tensor][-1]
+        runs.append(nbytes if whole_rows else shape[-1] * esize)
+    return tile, min(runs, default=0)

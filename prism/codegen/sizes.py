@@ -293,10 +293,25 @@ def size_score(res: Resources, sms: int) -> float:
     the H200 was 0.54-0.87 on the GEMV parts of a captured decoder layer at batch 1, -0.09-0.57 at batch
     16 (docs/off-the-suite.md, "What the tuner samples")."""
     first = res.kernels[0]
-    blocks_term = abs(math.log2(first.blocks / (0.75 * sms)))
-    stage_term = abs(math.log2(max(first.stage_bytes, 1024) / 16384))
+    if first.loop == 1 and first.tile_bytes:
+        blocks_term, stage_term = _loop_free_terms(first, sms)
+    else:
+        blocks_term = abs(math.log2(first.blocks / (0.75 * sms)))
+        stage_term = abs(math.log2(max(first.stage_bytes, 1024) / 16384))
     loops = sum(iteration_cost(k) for k in res.kernels)
     return -blocks_term - 0.5 * stage_term - loops - 0.5 * (len(res.kernels) - 1)
+
+
+RUN_BYTES = 128  # a loaded tile's rows shorter than this waste DRAM bursts
+
+
+def _loop_free_terms(k: KernelResources, sms: int) -> tuple[float, float]:
+    """(blocks term, tile term) of a kernel without a loop: at least about one wave of blocks but as
+    many waves as its tiles of ~16 KB make (8 MB element-wise at 128 blocks ran 11.5-11.9 µs, at 512-1024
+    8.0-8.8: docs/codegen.md, "Blocks of loop-free kernels"), and no tile rows shorter than ``RUN_BYTES``."""
+    blocks_term = max(0.0, math.log2(0.75 * sms / k.blocks))
+    run_term = max(0.0, math.log2(RUN_BYTES / max(k.run_bytes, 1)))
+    return blocks_term + run_term, abs(math.log2(max(k.tile_bytes, 1024) / 16384))
 
 
 def default_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Options | None = None) -> dict[str, int]:
