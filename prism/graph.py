@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -429,6 +429,24 @@ class Graph:
     def structure_key(self) -> str:
         """Stable hash that ignores input sizes (keeps ranks, dtypes, ops): keys the search cache."""
         return hashlib.sha256(self._describe(True).encode()).hexdigest()[:16]
+
+    def without_dead_ops(self) -> Graph:
+        """The program without the ops no output depends on (every input kept: the callable takes them
+        all); ``self`` when there are none. A part of dead ops would have no output to search for."""
+        need = {i for _, i in self._outputs}
+        for i in reversed(range(len(self.nodes))):
+            if i in need:
+                need.update(self.nodes[i].args)
+        keep = [i for i, n in enumerate(self.nodes) if i in need or n.kind is OpKind.INPUT]
+        if len(keep) == len(self.nodes):
+            return self
+        out = Graph()
+        index: dict[int, int] = {}
+        for i in keep:
+            index[i] = len(out.nodes)
+            out.nodes.append(replace(self.nodes[i], args=tuple(index[a] for a in self.nodes[i].args)))
+        out._outputs = [(name, index[i]) for name, i in self._outputs]
+        return out
 
     def check_complete(self) -> None:
         """Raise unless the program has at least one output."""

@@ -202,6 +202,7 @@ def search_and_verify(
     ``time_budget`` bounds each search (seconds; the default is ``DEFAULT_SEARCH_BUDGET_S``).
     """
     check_program(graph, "search_and_verify")
+    graph = graph.without_dead_ops()
     t0 = time.perf_counter()
     parts = partition(graph, part_ops) if partitioned else []
     part_outcomes: list[PartOutcome] = []
@@ -534,6 +535,7 @@ def superoptimize(
     check_program(graph, "superoptimize")  # bad options and example inputs fail before the search
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
     check_seconds("search_budget", search_budget, "superoptimize")
+    graph = graph.without_dead_ops()  # ops no output reads are not computed
     if (rows := merge_rows(graph)) is not None:  # [batch, tokens, d] activations: one row dim (prism.rows)
         # example inputs checked against the program's own shapes, read once, viewed as rows
         examples = None if example_inputs is None else rows.view_inputs(example_values(graph, example_inputs))
