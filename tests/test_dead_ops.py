@@ -1,7 +1,7 @@
 """Ops no output reads (a dead branch, an unused input) are dropped before the search: such a program
 used to fail with "no output was marked" (a partition part of dead ops has no output), 31 of 40
 random programs of the generator below among them. Each random program now gets verified plans that
-compute it."""
+compute it. Random programs also found two outputs of one value crashing the search."""
 
 from __future__ import annotations
 
@@ -99,3 +99,15 @@ def test_a_random_program_gets_plans_that_compute_it(seed: int) -> None:
     assert out.templates
     checked = [t for t in out.templates[:3] if cheap_sizes(t, 1, None)]
     assert checked and all(_computes(g, t) for t in checked)
+
+
+def test_two_outputs_of_one_value_are_searched() -> None:
+    # sqrt(square(y)) and y have one normal form: the search's later-kernel walk got the value twice
+    # as a root and crashed with a KeyError (found by random programs)
+    g = Graph()
+    s = g.input((N, 1), "float16", "S")
+    y = g.rsqrt(g.square(s))
+    g.output(g.sqrt(g.square(y)), "O")
+    g.output(y, "O2")
+    out = pipeline.search_and_verify(g, program="one_value_twice", progress=False, cache=False, time_budget=5)
+    assert any(_computes(g, t) for t in out.templates)

@@ -685,7 +685,9 @@ class _LaterKernels:
         drops to the smallest kernel found so far + ``extra_ops`` (branch and bound: a kernel
         within the final bound is within every earlier one, so none is lost)."""
         gen = self.gen
-        walk = _Closure(gen, list(self.roots), self.budget, set(loaded), gen._max_intermediates())
+        # two outputs of one value (sqrt(square(y)) and y) are one root: popped twice, it would be
+        # chosen twice and unchosen twice
+        walk = _Closure(gen, list(dict.fromkeys(self.roots)), self.budget, set(loaded), gen._max_intermediates())
         found = []
         for c in walk.rec():
             if _loaded(c) == loaded:
