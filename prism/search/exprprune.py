@@ -21,8 +21,7 @@ sums over a subset of dims) is enumerated into one set, and a membership query i
 Sub-products are also kept with the constant factor of the product they come from. Because the
 normal form distributes products over sums, the set also holds what factoring gives back
 (``Target._factored``): the cofactor of a sum's common factor (``X + R`` in ``rms_norm(X + R)``) and,
-for sums over the same dims, the merged body, its cofactors (``X + Y`` in ``(X + Y) @ W``) and the
-root of a perfect square (``X - Y`` in ``mean((X - Y)²)``). A value
+for sums over the same dims, the merged body and its cofactors (``X + Y`` in ``(X + Y) @ W``). A value
 that depends on no input (a constant, such as ``x / x``) is not a sub-expression: a rule of the space.
 """
 
@@ -416,8 +415,6 @@ class Target:
             if len(group) > MAX_SUBSUM_TERMS:
                 continue
             self._add(frozenset(group))  # Σ_S a + Σ_S b = Σ_S (a + b): the value a reduction reads
-            for root in _square_roots(group):  # Σ (X - Y)²: X - Y
-                self._poly(root)
             for r in range(2, len(group) + 1):
                 for sub in itertools.combinations(group, r):
                     for f in _divisors(_common_factor([m for m, _ in sub])):
@@ -500,27 +497,6 @@ def _common_factor(monos: list[Mono]) -> Mono:
         elif all(x < 0 for x in exps):
             out[a] = max(exps)
     return frozenset(out.items())
-
-
-def _square_roots(terms: list[tuple[Mono, Fraction]]) -> list[Poly]:
-    """``a - b`` and ``a + b`` where the terms, divided by their common factor, are ``a² ∓ 2ab + b²``
-    (monomials ``a``, ``b`` with unit coefficients): the expanded normal form of ``(X - Y)²`` hides
-    ``X - Y``."""
-    if len(terms) != 3:
-        return []
-    common = _common_factor([m for m, _ in terms])
-    rest = [(_divide(m, common), c) for m, c in terms]
-    squares = [(m, c) for m, c in rest if c == 1 and m and all(e % 2 == 0 for _, e in m)]
-    if len(squares) != 2:
-        return []
-    a, b = (frozenset((x, e / 2) for x, e in m) for m, _ in squares)
-    cross = dict(a)
-    for x, e in b:
-        cross[x] = cross.get(x, Fraction(0)) + e
-    ((m, c),) = [t for t in rest if t not in squares]
-    if m != frozenset(cross.items()) or abs(c) != 2:
-        return []
-    return [frozenset({(a, F1), (b, c / 2)}), frozenset({(a, -c / 2), (b, F1)})]
 
 
 def _divisors(m: Mono) -> list[Mono]:
