@@ -165,19 +165,27 @@ def double_rms_norm(n: int, d: int, dtype: str = "float16") -> Graph:
     return g
 
 
+def _layer_norm(g: Graph, x: Tensor) -> Tensor:
+    xc = g.sub(x, g.mean(x, -1))
+    var = g.mean(g.square(xc), -1)
+    return g.mul(xc, g.rsqrt(g.add_scalar(var, EPS)))
+
+
 def layer_norm(n: int, d: int, dtype: str = "float16") -> Graph:
     g = Graph()
     (x,) = _rows(g, n, d, dtype, "X")
-    xc = g.sub(x, g.mean(x, -1))
-    var = g.mean(g.square(xc), -1)
-    g.output(g.mul(xc, g.rsqrt(g.add_scalar(var, EPS))), "O")
+    g.output(_layer_norm(g, x), "O")
     return g
+
+
+def _l2_rows(g: Graph, x: Tensor) -> Tensor:
+    return g.mul(x, g.rsqrt(g.add_scalar(g.sum(g.square(x), -1), EPS)))
 
 
 def l2_normalize(n: int, d: int, dtype: str = "float16") -> Graph:
     g = Graph()
     (x,) = _rows(g, n, d, dtype, "X")
-    g.output(g.mul(x, g.rsqrt(g.add_scalar(g.sum(g.square(x), -1), EPS))), "O")
+    g.output(_l2_rows(g, x), "O")
     return g
 
 
@@ -391,10 +399,6 @@ def logits_softmax(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
-def _l2_rows(g: Graph, x: Tensor) -> Tensor:
-    return g.mul(x, g.rsqrt(g.add_scalar(g.sum(g.square(x), -1), EPS)))
-
-
 def cosine_sim(n: int, m: int, d: int, dtype: str = "float16") -> Graph:
     g = Graph()
     a = g.input((n, d), dtype, "A")
@@ -408,9 +412,7 @@ def ln_affine_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     (x,) = _rows(g, n, d, dtype, "X")
     gain, bias = g.input((1, d), dtype, "G"), g.input((1, d), dtype, "B")
     w = g.input((d, f), dtype, "W")
-    xc = g.sub(x, g.mean(x, -1))
-    y = g.mul(xc, g.rsqrt(g.add_scalar(g.mean(g.square(xc), -1), EPS)))
-    g.output(g.matmul(g.add(g.mul(y, gain), bias), w), "O")
+    g.output(g.matmul(g.add(g.mul(_layer_norm(g, x), gain), bias), w), "O")
     return g
 
 

@@ -55,11 +55,8 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
     for low in gl.kernels:
         if low is None:
             continue
-        blocks = 1
-        for g in low.grid:
-            blocks *= g
         tile, run = _load_bytes(low)
-        out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, blocks, low.stages, low.acc_regs,
+        out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, low.blocks, low.stages, low.acc_regs,
                                     low.ring_bytes, low.loop, tile, run))
     return Resources(tuple(out))
 

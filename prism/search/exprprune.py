@@ -405,12 +405,12 @@ class Target:
         (2) Sums over the same dims, ``Σ_S a + Σ_S b``, are ``Σ_S (a + b)``: ``a + b`` is a sub-expression,
         and so is the cofactor of each group of its terms sharing a factor, divided by any part of it
         (``X + Y`` of ``(X + Y) @ W``; ``X·G + B`` of an affine norm before a matmul)."""
-        common = _common_factor([m for m, _ in terms])
-        cofactor = frozenset((_divide(m, common), c) for m, c in terms)
-        if common and not any(isinstance(a, Sig) for m, _ in cofactor for a, _ in m):
+        if common := _common_factor([m for m, _ in terms]):
             # the whole sum's cofactor, if element-wise (X + R of a norm's input). Sub-sums, partial
             # factors and cofactors holding a reduction (a layer norm's X - mean(X)) flood the search
-            self._add(cofactor)
+            cofactor = frozenset((_divide(m, common), c) for m, c in terms)
+            if not any(isinstance(a, Sig) for m, _ in cofactor for a, _ in m):
+                self._add(cofactor)
         for group in _sum_groups(terms, self.alg).values():
             if len(group) > MAX_SUBSUM_TERMS:
                 continue

@@ -368,7 +368,7 @@ class Generator:
         """Every choice of one recipe per needed value (acyclic, within ``budget`` ops).
 
         ``inter_ok``: loop-phase values that may instead be loaded from an earlier kernel's tensor."""
-        walk = _Closure(self, list(dict.fromkeys(roots)), budget, inter_ok, max_inter)
+        walk = _Closure(self, roots, budget, inter_ok, max_inter)
         yield from walk.rec()
 
     def _ops(self, chosen: dict[int, Recipe], saves: list[tuple[int, str]],
@@ -685,9 +685,7 @@ class _LaterKernels:
         drops to the smallest kernel found so far + ``extra_ops`` (branch and bound: a kernel
         within the final bound is within every earlier one, so none is lost)."""
         gen = self.gen
-        # two outputs of one value (sqrt(square(y)) and y) are one root: popped twice, it would be
-        # chosen twice and unchosen twice
-        walk = _Closure(gen, list(dict.fromkeys(self.roots)), self.budget, set(loaded), gen._max_intermediates())
+        walk = _Closure(gen, self.roots, self.budget, set(loaded), gen._max_intermediates())
         found = []
         for c in walk.rec():
             if _loaded(c) == loaded:
@@ -718,6 +716,9 @@ class _Closure:
         self.split = inter_ok is not None and gen.cfg.split_only
         self.caps = dict(gen.cfg.op_budget) if gen.cfg.op_budget is not None else None
         self.chosen: dict[int, Recipe] = {}
+        # each root once (two outputs of one value, sqrt(square(y)) and y, are one root: popped twice, it
+        # would be chosen twice and unchosen twice); a list of its own, which the walk pops and extends
+        roots = list(dict.fromkeys(roots))
         self.pending = roots
         self.pset = set(roots)
         self.depth: dict[int, int] = dict.fromkeys(roots, 0)  # values above n on one path from a root
