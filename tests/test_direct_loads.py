@@ -17,7 +17,9 @@ from prism.codegen.emulate import emulate
 from prism.codegen.lower import lower_graph
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.graph import Graph
-from prism.ir import KernelGraph
+from prism.ir import Accum, CustomKernel, KernelGraph, Load, ReduceOp, Save
+from prism.loopsplit import split_loop
+from prism.ops import Reduce
 from prism.reference import relative_error
 from prism.rowwise import row_plan
 
@@ -105,3 +107,25 @@ def test_a_vendor_gemms_output_is_read_in_place_too() -> None:
     inputs = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
     got, want = emulate(kg, inputs), interpreter.run(kg, inputs)
     assert relative_error(got["O"], want["O"]) < 1e-12
+
+
+def test_a_one_iteration_split_reads_its_tile_from_the_tile_origin() -> None:
+    """A column sum's split kernel at one iteration per split: its loop is not emitted, so its direct
+    Load must not use the per-iteration pointer (``gi_``) the loop would declare (nvcc rejected it:
+    a split-loop plan of the prefill zoo's col_sum, found on the H200)."""
+    g = Graph()
+    x = g.input((64, 128), "float16", "X")
+    g.output(g.sum(x, 0), "O")
+    k = CustomKernel("k0", ("k0_x",), "k0_i", (Load("X", (1,), 0), Accum(0), ReduceOp(Reduce.SUM, 1, 0),
+                                               Save(2, "O", (1,))))
+    kg = split_loop(g, KernelGraph.of(g, "col_sum", [k]), "col_sum")
+    assert kg is not None
+    concrete = kg.instantiate({"k0_x": 2, "s": 4, "k0_i": 1})
+    rng = np.random.default_rng(3)
+    inputs = {"X": rng.standard_normal((64, 128))}
+    got, want = emulate(concrete, inputs), g.evaluate(inputs)
+    assert relative_error(got["O"], want["O"]) < 1e-12
+    split = generate(concrete, arch="sm_80").kernels[0]
+    assert "gi_" not in split.source and "g_s_X +" in split.source
+    if nvcc_path() is not None:
+        assert len(compile_check([(split.entry, split.source)], "sm_80", jobs=1)) == 1

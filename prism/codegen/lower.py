@@ -104,6 +104,20 @@ def reduce_group(extent: int) -> int:
     return min(32, _pow2_floor(extent))
 
 
+def tile_reduce_group(tile: tuple[int, ...], dim: int, threads: int) -> int:
+    """Lanes per output of a reduction of ``tile`` over ``dim``. Over the last dim, ``reduce_group``:
+    the lanes of a group read consecutive elements. Over another dim (a column sum) the lanes of a
+    group read one column down the rows, in one shared-memory bank when the row pitch is a multiple
+    of 128 bytes, and consecutive groups take consecutive columns; so no more lanes per output than
+    the block's threads need to cover the outputs (one when there are as many outputs as threads:
+    a warp reads 32 consecutive columns of a row)."""
+    g = reduce_group(tile[dim])
+    if dim == len(tile) - 1:
+        return g
+    outputs = math.prod(tile) // tile[dim]
+    return min(g, _pow2_floor(max(1, threads // outputs)))
+
+
 def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS) -> GraphLowering:
     """All lowering decisions for a concrete μGraph; CodegenError for what cannot be generated.
     Transposes of program inputs that only matmuls read are folded into their loads first
@@ -485,7 +499,7 @@ def _acc_plan(d: _Draft, i: int, op: Accum) -> AccPlan:
         return AccPlan(AccKind.FRAG, op.x, d.mmas[op.x].per_warp, rescale=acc.rescale)
     if op.reduce_dim is None:
         return AccPlan(AccKind.EW, op.x, -(-math.prod(to) // d.threads), fn=acc.fn, rescale=acc.rescale)
-    g = reduce_group(d.tile(op.x)[op.reduce_dim])
+    g = tile_reduce_group(d.tile(op.x), op.reduce_dim, d.threads)
     return AccPlan(AccKind.RED, op.x, -(-math.prod(to) // (d.warps * (32 // g))), g, rescale=acc.rescale)
 
 
@@ -495,7 +509,7 @@ def _accs(d: _Draft) -> None:
         if isinstance(op, Accum) and d.stores[i] is Store.ACC:
             d.accs[i] = _acc_plan(d, i, op)
         elif isinstance(op, ReduceOp):
-            d.groups[i] = reduce_group(d.tile(op.x)[op.dim])
+            d.groups[i] = tile_reduce_group(d.tile(op.x), op.dim, d.threads)
     regs = sum(a.regs for a in d.accs.values())
     if regs > MAX_ACC_REGS:
         raise _AccumulatorLimit(d.fail(f"accumulators need {regs} registers per thread with {d.warps} warps "
@@ -733,8 +747,10 @@ def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
                 terms.append((p, size * gst[a]))
     iter_stride = tile[op.fmap] * gst[op.fmap] if op.fmap is not None else 0
     if buf.direct:  # rows start aligned to the gcd of the 16-byte base and every element stride
-        strides = [t for _, t in terms] + list(gst[:-1]) + [iter_stride]
-        buf = d.bufs[i] = replace(buf, galign=math.gcd(16, *(t * buf.esize for t in strides)), gstep=iter_stride)
+        # (one iteration: no loop is emitted, so no per-iteration pointer; the tile origin serves)
+        gstep = iter_stride if d.loop > 1 else 0
+        strides = [t for _, t in terms] + list(gst[:-1]) + [gstep]
+        buf = d.bufs[i] = replace(buf, galign=math.gcd(16, *(t * buf.esize for t in strides)), gstep=gstep)
     vec = next((v for v in (16 // buf.esize, 8 // buf.esize, 4 // buf.esize)
                 if v >= 1 and buf.shape[-1] % v == 0 and stored[-1] % v == 0 and buf.pitch % v == 0), 1)
     return LoadPlan(i, op.tensor, buf, f"load_{buf.name}", tuple(terms), iter_stride, vec,
