@@ -635,6 +635,9 @@ _PROGRAMS: list[ZooProgram] = [
                {"n": 512, "d": 2048, "r": 64}, "O = ((X @ A) @ B) @ C: a low-rank chain of three matmuls."),
     ZooProgram("masked_attention", "attention", masked_attention, _SMALL_ATTN, _attn(2, 8, 4096, 128), None,
                "O = softmax((Q @ Kt) / sqrt(128) + M) @ V with an additive mask M (batch, 1, kv_len)."),
+    # 7. shapes past a block's shared memory (docs/off-the-suite.md, "Reductions longer than a tile")
+    ZooProgram("vocab_softmax", "reduction", softmax, _nd(4, 8), _nd(4, 131072), _nd(32, 131072),
+               "O = softmax(logits) over a 128K vocabulary: sampling probabilities; a row does not fit a tile."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}

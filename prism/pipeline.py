@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
+from prism.codegen.arch import arch as get_arch
+from prism.codegen.sizes import generated_sizes
 from prism.epilogue import epilogue_plans
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
-from prism.ir import KernelGraph, check_structure, validate
+from prism.ir import CustomKernel, KernelGraph, Load, check_structure, validate
 from prism.loopsplit import split_plans
 from prism.options import check_program, check_seconds, check_tuning
 from prism.partition import (
@@ -219,6 +221,8 @@ def search_and_verify(
         except (SearchError, VerificationError) as e:  # outside what the search or prover handle
             log.warning("%s: no whole-program search (%s); parts and predefined kernels remain", program, e)
             whole = SearchOutcome(program, graph.structure_key(), (), False, {"whole_program_error": str(e)})
+        if config is None and cfg.loop_one and whole.templates and not _generates(graph, whole.templates):
+            whole = _with_pipelines(graph, program, cache, progress, cfg, whole)
     elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
         whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
@@ -235,6 +239,48 @@ def search_and_verify(
     stats = dict(whole.stats) if whole is not None else {"whole_program_searched": False}
     return SearchOutcome(program, graph.structure_key(), templates, bool(whole and whole.cached), stats, seconds,
                          sources, tuple(part_outcomes))
+
+
+def _generates(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
+    """Whether any of ``templates`` has a size the code generator can lower at ``graph``'s shapes."""
+    return any(next(generated_sizes(t), None) is not None for t in templates)
+
+
+def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg: SearchConfig,
+                    whole: SearchOutcome) -> SearchOutcome:
+    """``whole`` with the plans of a search that also builds two-kernel pipelines (``split_only``
+    off: a first kernel's results read by a second that does not loop over its grid), for a program
+    none of whose searched plans can be generated at its shapes. A softmax or norm whose reduced
+    extent does not fit one block's shared memory (a 128K-vocabulary softmax) has only plans that
+    hold whole rows; a pipeline computes the statistics in a loop, then the element-wise result
+    (docs/off-the-suite.md, "Reductions longer than a tile"). Searched only then: the wider space
+    takes several times the default search's time."""
+    log.info("%s: no searched plan fits these shapes; searching two-kernel pipelines too", program)
+    try:
+        more = _search_whole(graph, program, cache, progress, replace(cfg, split_only=False))
+    except (SearchError, VerificationError) as e:
+        log.warning("%s: no pipeline search (%s)", program, e)
+        return whole
+    shapes = {t.name: t.shape for t in graph.inputs}
+    fits = [t for t in more.templates if len(t.kernels) > 1 and _tile_floor(t, shapes) <= get_arch("sm_80").smem_max
+            and _generates(graph, [t])]
+    stats = {**whole.stats, "pipelines": len(fits), "pipelines_searched": len(more.templates)}
+    return replace(whole, templates=(*whole.templates, *fits), stats=stats,
+                   sources=(*whole.sources, *[PlanSource.SEARCHED] * len(fits)))
+
+
+def _tile_floor(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
+    """The most bytes one Load of a program input holds at any sizes: the dims that neither a grid dim
+    nor the loop splits are whole in its tile (a cheap test before ``_generates`` lowers sizes; the
+    wider search returns hundreds of plans, most of which hold whole rows)."""
+    out = 0
+    for k in kg.kernels:
+        for op in k.ops if isinstance(k, CustomKernel) else ():
+            if isinstance(op, Load) and op.tensor in shapes:
+                shape = shapes[op.tensor]
+                whole = math.prod(n for a, n in enumerate(shape) if a not in op.imap and a != op.fmap)
+                out = max(out, whole * 2)  # float16 at least: a float32 input's floor is only lower
+    return out
 
 
 def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool, progress: bool,

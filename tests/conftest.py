@@ -20,7 +20,7 @@ def _search_available() -> bool:
 # (the device image) does not collect them; they need no GPU and run in CI. tests/test_imports.py
 # checks that no other test module needs z3 or egglog to import.
 NEEDS_SEARCH = ("test_dimmatch_bruteforce.py", "test_mapping_assign.py", "test_mapping_search.py",
-                "test_parallel_mapping.py", "test_safe_softmax.py", "test_search_mustfind.py",
+                "test_long_rows.py", "test_parallel_mapping.py", "test_safe_softmax.py", "test_search_mustfind.py",
                 "test_search_soundness.py", "test_walk_repeats.py")
 collect_ignore = [] if _search_available() else list(NEEDS_SEARCH)
 

@@ -1,0 +1,43 @@
+"""Reductions longer than a tile: a softmax over a 128K-long row (an LLM vocabulary) has searched
+plans that all hold whole rows in one block's shared memory, so none can be generated; the pipeline
+then searches two-kernel pipelines too (statistics in a loop, then the element-wise result) and
+returns plans that can be, proven and computing the program. Programs whose plans fit are not
+searched again."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prism import interpreter, pipeline
+from prism.codegen.emulate import emulate
+from prism.codegen.sizes import generated_sizes
+from prism.graph import Graph
+from prism.reference import relative_error
+
+
+def _softmax(n: int, d: int) -> Graph:
+    g = Graph()
+    g.output(g.softmax(g.input((n, d), "float16", "X"), -1), "O")
+    return g
+
+
+def test_a_softmax_longer_than_a_tile_gets_pipeline_plans_that_compute_it() -> None:
+    g = _softmax(2, 131072)
+    out = pipeline.search_and_verify(g, program="vocab_softmax", progress=False)
+    assert out.stats.get("pipelines", 0) > 0
+    searched = out.of(pipeline.PlanSource.SEARCHED)
+    fitting = [(t, sz) for t in searched if (sz := next(generated_sizes(t), None)) is not None]
+    assert fitting and all(len(t.kernels) == 2 for t, _ in fitting)
+    x = np.random.default_rng(7).standard_normal((2, 131072)) * 4
+    want = g.evaluate({"X": x})["O"]
+    for t, (sizes, _) in fitting[:3]:
+        concrete = t.instantiate(sizes)
+        assert relative_error(interpreter.run(concrete, {"X": x})["O"], want) < 1e-9
+    t, (sizes, _) = fitting[0]
+    assert relative_error(emulate(t.instantiate(sizes), {"X": x})["O"], want) < 1e-9
+
+
+def test_a_softmax_whose_rows_fit_is_not_searched_again() -> None:
+    out = pipeline.search_and_verify(_softmax(4, 1024), program="softmax", progress=False)
+    assert "pipelines" not in out.stats
+    assert all(next(generated_sizes(t), None) is not None for t in out.of(pipeline.PlanSource.SEARCHED))
