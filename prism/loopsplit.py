@@ -67,8 +67,8 @@ class Partial:
 
 
 def split_plans(graph: Graph, plans: Sequence[KernelGraph], program: str, prove: Prover) -> list[KernelGraph]:
-    """Up to ``MAX_PLANS`` proven split-loop plans of ``graph``, one from each of ``plans`` that is a
-    single custom kernel with a loop and at most two grid dims."""
+    """Up to ``MAX_PLANS`` proven split-loop plans of ``graph``, one from each of ``plans`` whose first
+    kernel is a custom kernel with a loop and at most two grid dims (``split_loop``)."""
     built = (p for kg in plans if (p := split_loop(graph, kg, program)) is not None)
     return [p for p in itertools.islice(built, MAX_PLANS) if _proven(prove, graph, p)]
 
@@ -82,22 +82,29 @@ def _proven(prove: Prover, graph: Graph, plan: KernelGraph) -> bool:
 
 
 def split_loop(graph: Graph, kg: KernelGraph, program: str) -> KernelGraph | None:
-    """``kg``'s kernel as a split kernel and a combine kernel (module docstring); None when ``kg`` is
-    not one looping custom kernel of at most two grid dims with its saves on one grid map, or when
-    the result is not valid IR."""
-    if len(kg.kernels) != 1 or not isinstance(k := kg.kernels[0], CustomKernel) or k.loop == 1 or len(k.grid) > 2:
+    """``kg``'s first kernel as a split kernel and a combine kernel (module docstring), its later
+    kernels after them as they were (a pipeline's statistics kernel split, its element-wise kernel
+    kept); None when that kernel is not a looping custom kernel of at most two grid dims with its
+    saves on one grid map, when a later kernel is not a custom kernel without a loop, or when the
+    result is not valid IR."""
+    k, later = kg.kernels[0], kg.kernels[1:]
+    if not isinstance(k, CustomKernel) or k.loop == 1 or len(k.grid) > 2:
+        return None
+    if any(not isinstance(lk, CustomKernel) or lk.loop != 1 for lk in later):
         return None
     saves = k.saves
     if not saves or any(sv.omap != saves[0].omap for sv in saves):
         return None
     dims = saves[0].omap  # the data dim along which each grid dim writes: the partials' too
     phases = _phases(k)
-    partials = _partials(k, phases, {t.name for t in (*kg.inputs, *kg.outputs)})
+    taken = {t.name for t in (*kg.inputs, *kg.outputs)} | {
+        sv.tensor for lk in kg.kernels if isinstance(lk, CustomKernel) for sv in lk.saves}
+    partials = _partials(k, phases, taken)
     s = _fresh(kg)
     split = _split_kernel(k, phases, partials, dims, _ranks(kg, k), s)
     if split is None:
         return None
-    plan = KernelGraph.of(graph, program, [split, _combine_kernel(k, phases, partials, split, s)])
+    plan = KernelGraph.of(graph, program, [split, _combine_kernel(k, phases, partials, split, s), *later])
     try:
         check_structure(plan)
     except IRError:

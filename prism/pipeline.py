@@ -229,7 +229,10 @@ def search_and_verify(
         constructed = (*_constructed(graph, program, cache), *_epilogues(graph, part_outcomes, program, cache))
     searched = whole.templates if whole is not None else ()
     if partitioned and searched:  # the flash-decoding shape of the searched one-kernel plans, also by rule
-        constructed = (*constructed, *_splits(graph, searched, program, cache))
+        # (a pipeline search's plans split under a key of their own: the default search's splits are
+        # cached for the same program at shapes its plans fit)
+        suffix = SPLIT_KEY + ("-pipelines" if whole is not None and "pipelines" in whole.stats else "")
+        constructed = (*constructed, *_splits(graph, searched, program, cache, suffix))
     templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
     sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
                *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
@@ -357,10 +360,12 @@ def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: 
         graph, parts[0].outcome.of(PlanSource.SEARCHED), parts[1].part.graph, program, _proven))
 
 
-def _splits(graph: Graph, searched: Sequence[KernelGraph], program: str, cache: bool) -> tuple[KernelGraph, ...]:
-    """The split-loop plans of the whole program's searched one-kernel plans (``prism.loopsplit``:
-    the loop spread over one more grid dim, a combine kernel after), each proven whole."""
-    return _built_by_rule(graph, program, cache, SPLIT_KEY, "split_plans",
+def _splits(graph: Graph, searched: Sequence[KernelGraph], program: str, cache: bool,
+            suffix: str = SPLIT_KEY) -> tuple[KernelGraph, ...]:
+    """The split-loop plans of the whole program's searched plans that start with a looping kernel
+    (``prism.loopsplit``: the loop spread over one more grid dim, a combine kernel after), each
+    proven whole."""
+    return _built_by_rule(graph, program, cache, suffix, "split_plans",
                           lambda: split_plans(graph, searched, program, _proven))
 
 

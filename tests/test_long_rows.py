@@ -7,6 +7,7 @@ searched again."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from prism import interpreter, pipeline
 from prism.codegen.emulate import emulate
@@ -21,9 +22,18 @@ def _softmax(n: int, d: int) -> Graph:
     return g
 
 
-def test_a_softmax_longer_than_a_tile_gets_pipeline_plans_that_compute_it() -> None:
+@pytest.fixture(scope="module")
+def vocab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Graph, pipeline.SearchOutcome]:
+    """One search (about a minute on two cores) for the tests below, in a cache of its own."""
     g = _softmax(2, 131072)
-    out = pipeline.search_and_verify(g, program="vocab_softmax", progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PRISM_CACHE_DIR", str(tmp_path_factory.mktemp("long-rows-cache")))
+        return g, pipeline.search_and_verify(g, program="vocab_softmax", progress=False)
+
+
+def test_a_softmax_longer_than_a_tile_gets_pipeline_plans_that_compute_it(
+        vocab: tuple[Graph, pipeline.SearchOutcome]) -> None:
+    g, out = vocab
     assert out.stats.get("pipelines", 0) > 0
     searched = out.of(pipeline.PlanSource.SEARCHED)
     fitting = [(t, sz) for t in searched if (sz := next(generated_sizes(t), None)) is not None]
@@ -41,3 +51,22 @@ def test_a_softmax_whose_rows_fit_is_not_searched_again() -> None:
     out = pipeline.search_and_verify(_softmax(4, 1024), program="softmax", progress=False)
     assert "pipelines" not in out.stats
     assert all(next(generated_sizes(t), None) is not None for t in out.of(pipeline.PlanSource.SEARCHED))
+
+
+def test_the_pipelines_statistics_kernel_is_split_and_the_plan_computes_the_program(
+        vocab: tuple[Graph, pipeline.SearchOutcome]) -> None:
+    """Each pipeline's statistics kernel runs one block per row over the whole row: its split-loop
+    plans (``prism.loopsplit``: split kernel, combine, then the element-wise kernel as it was) are
+    built and proven beside it."""
+    g, out = vocab
+    splits = out.of(pipeline.PlanSource.CONSTRUCTED)
+    assert splits
+    x = np.random.default_rng(8).standard_normal((2, 131072)) * 4
+    want = g.evaluate({"X": x})["O"]
+    for t in splits:
+        names = [k.name for k in t.kernels]
+        assert len(names) == 3 and names[0].endswith("_split") and names[1].endswith("_combine")
+        sizes = next(sz for sz, _ in generated_sizes(t) if sz["s"] >= 4)
+        assert relative_error(interpreter.run(t.instantiate(sizes), {"X": x})["O"], want) < 1e-9
+    sizes = next(sz for sz, _ in generated_sizes(splits[0]) if sz["s"] >= 4)
+    assert relative_error(emulate(splits[0].instantiate(sizes), {"X": x})["O"], want) < 1e-9
