@@ -16,7 +16,7 @@ from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.reference import relative_error, round_to_dtype
 from prism.tune import InterpreterBackend, tune
-from prism.tune.tolerance import SAFETY, depth_and_reduction, tolerance
+from prism.tune.tolerance import SAFETY, depth_and_reduction, subnormal_storage, tolerance
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 
@@ -109,3 +109,17 @@ def test_the_tuner_rejects_an_error_the_flat_bound_accepted() -> None:
     assert tune(g, templates, samples=2, backend=InterpreterBackend(lambda kg: 1.0)).rel_err < 1e-9
     with pytest.raises(TuningError, match="relative error"):
         tune(g, templates, samples=2, backend=Perturbed(lambda kg: 1.0))
+
+
+def test_a_float16_softmax_over_a_million_entries_stored_honestly_passes() -> None:
+    """Outputs about 1/K below float16's smallest normal (2⁻¹⁴) are stored in steps of 2⁻²⁴: the exact
+    softmax, only rounded to float16, is off by more than the u·√D bound alone allows, and within the
+    bound with the subnormal term; programs whose reductions are shorter than 2¹⁴ are unchanged."""
+    k = 2**20
+    g = Graph()
+    g.output(g.softmax(g.input((1, k), "float16", "X"), -1), "O")
+    x = round_to_dtype(np.random.default_rng(4).standard_normal((1, k)) * 0.5, "float16")
+    ref = g.evaluate({"X": x})["O"]
+    err = relative_error(round_to_dtype(ref, "float16"), ref)
+    assert tolerance(g) - subnormal_storage("float16", k) < err < tolerance(g)
+    assert subnormal_storage("float16", 2**14) == 0.0 and subnormal_storage("bfloat16", k) == 0.0

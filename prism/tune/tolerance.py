@@ -19,6 +19,10 @@ UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}
 FP32_OP = 2.0**-21  # one fp32 op through a fast intrinsic (__expf, rsqrtf): a few ulp
 SAFETY = 4.0  # the largest error measured on the H200 is 0.65·u·√D (docs/tolerance.md): 6× headroom
 STRESSED = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 1e-4}  # large-logit inputs (tune/stress.py)
+# the smallest normal value and the step of the subnormals below it (bfloat16 and float32 share the
+# float32 exponent range, so a value 1/K is never subnormal in them)
+MIN_NORMAL = {"float16": 2.0**-14}
+SUBNORMAL_STEP = {"float16": 2.0**-24}
 
 
 def depth_and_reduction(graph: Graph) -> tuple[int, int]:
@@ -47,4 +51,16 @@ def tolerance(graph: Graph, *, stressed: bool = False) -> float:
     depth, longest = depth_and_reduction(graph)
     per_op = max(UNIT_ROUNDOFF.get(dtype, 2.0**-8), FP32_OP)
     bound = SAFETY * (per_op * math.sqrt(max(depth, 1)) + UNIT_ROUNDOFF["float32"] * math.sqrt(longest))
+    bound += subnormal_storage(dtype, longest)
     return max(bound, STRESSED.get(dtype, 2e-2)) if stressed else bound
+
+
+def subnormal_storage(dtype: str, longest: int) -> float:
+    """What storing the output alone may cost where a reduction over ``longest`` terms normalises it
+    below ``dtype``'s smallest normal: a softmax over K entries has outputs about 1/K, which float16
+    stores with an absolute step 2⁻²⁴ from K > 2¹⁴ on, not to ``u`` relative; for an output that sums
+    to one (‖ref‖ ≥ 1/√K) the K roundings of at most half a step give at most ½·2⁻²⁴·K relative. A
+    worst case, not an estimate, so no ``SAFETY`` factor (docs/tolerance.md, "Subnormal outputs")."""
+    if dtype not in MIN_NORMAL or longest * MIN_NORMAL[dtype] <= 1:
+        return 0.0
+    return 0.5 * SUBNORMAL_STEP[dtype] * longest
