@@ -97,6 +97,9 @@ def split_loop(graph: Graph, kg: KernelGraph, program: str) -> KernelGraph | Non
         return None
     dims = saves[0].omap  # the data dim along which each grid dim writes: the partials' too
     phases = _phases(k)
+    accs = [op for op in k.ops if isinstance(op, Accum)]
+    if accs and all(op.reduce_dim is None and _per_element(k, op.x) for op in accs):
+        return None
     taken = {t.name for t in (*kg.inputs, *kg.outputs)} | {
         sv.tensor for lk in kg.kernels if isinstance(lk, CustomKernel) for sv in lk.saves}
     partials = _partials(k, phases, taken)
@@ -110,6 +113,24 @@ def split_loop(graph: Graph, kg: KernelGraph, program: str) -> KernelGraph | Non
     except IRError:
         return None
     return plan
+
+
+def _per_element(k: CustomKernel, x: int) -> bool:
+    """Whether op ``x`` is computed element-wise from Loads only (no reduction or matmul on the way):
+    an accumulator of it keeps one value per element an iteration reads. A plan whose accumulators
+    are all such is not split: its partials would be as large as the data the split reads (a column
+    sum that reduces after the loop: 32 MB of float32 partials for a 16 MB input, 2-7× slower than the
+    same program's other splits on an H200, docs/off-the-suite.md "Column reductions"); beside a
+    matmul's accumulator (a norm's sum of squares in a GEMV) they are small."""
+    match k.ops[x]:
+        case Load():
+            return True
+        case UnaryOp(x=a):
+            return _per_element(k, a)
+        case BinaryOp(a=a, b=b):
+            return _per_element(k, a) and _per_element(k, b)
+        case _:
+            return False
 
 
 def _phases(k: CustomKernel) -> list[OpPhase]:

@@ -18,7 +18,6 @@ from prism.codegen.lower import lower_graph
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.graph import Graph
 from prism.ir import Accum, CustomKernel, KernelGraph, Load, ReduceOp, Save
-from prism.loopsplit import split_loop
 from prism.ops import Reduce
 from prism.reference import relative_error
 from prism.rowwise import row_plan
@@ -109,23 +108,23 @@ def test_a_vendor_gemms_output_is_read_in_place_too() -> None:
     assert relative_error(got["O"], want["O"]) < 1e-12
 
 
-def test_a_one_iteration_split_reads_its_tile_from_the_tile_origin() -> None:
-    """A column sum's split kernel at one iteration per split: its loop is not emitted, so its direct
-    Load must not use the per-iteration pointer (``gi_``) the loop would declare (nvcc rejected it:
-    a split-loop plan of the prefill zoo's col_sum, found on the H200)."""
+def test_a_one_iteration_kernel_reads_its_tile_from_the_tile_origin() -> None:
+    """A column sum's kernel at one iteration: its loop is not emitted, so its direct Load must not use
+    the per-iteration pointer (``gi_``) the loop would declare (nvcc rejected it: split-loop plans of the
+    prefill zoo's col_sum at one iteration per split, found on the H200)."""
     g = Graph()
     x = g.input((64, 128), "float16", "X")
     g.output(g.sum(x, 0), "O")
-    k = CustomKernel("k0", ("k0_x",), "k0_i", (Load("X", (1,), 0), Accum(0), ReduceOp(Reduce.SUM, 1, 0),
-                                               Save(2, "O", (1,))))
-    kg = split_loop(g, KernelGraph.of(g, "col_sum", [k]), "col_sum")
-    assert kg is not None
-    concrete = kg.instantiate({"k0_x": 2, "s": 4, "k0_i": 1})
+    # a split of the loop over the rows (grid dim s) that adds whole tiles: the combine reduces them
+    split = CustomKernel("k0_split", ("k0_x", "s"), "k0_i", (Load("X", (1, 0), 0), Accum(0), Save(1, "part0", (1, 0))))
+    combine = CustomKernel("k0_combine", ("k0_x",), "s", (Load("part0", (1,), 0), Accum(0), ReduceOp(Reduce.SUM, 1, 0),
+                                                         Save(2, "O", (1,))))
+    concrete = KernelGraph.of(g, "col_sum", [split, combine]).instantiate({"k0_x": 2, "s": 4, "k0_i": 1})
     rng = np.random.default_rng(3)
     inputs = {"X": rng.standard_normal((64, 128))}
     got, want = emulate(concrete, inputs), g.evaluate(inputs)
     assert relative_error(got["O"], want["O"]) < 1e-12
-    split = generate(concrete, arch="sm_80").kernels[0]
-    assert "gi_" not in split.source and "g_s_X +" in split.source
+    kernel = generate(concrete, arch="sm_80").kernels[0]  # the split kernel
+    assert "gi_" not in kernel.source and "g_s_X +" in kernel.source
     if nvcc_path() is not None:
-        assert len(compile_check([(split.entry, split.source)], "sm_80", jobs=1)) == 1
+        assert len(compile_check([(kernel.entry, kernel.source)], "sm_80", jobs=1)) == 1

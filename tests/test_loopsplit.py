@@ -14,7 +14,7 @@ from prism import interpreter, pipeline, plans, workloads
 from prism.codegen.emulate import emulate
 from prism.codegen.sizes import sample_legal_sizes
 from prism.graph import Graph
-from prism.ir import Accum, CustomKernel, KernelGraph, Load
+from prism.ir import Accum, CustomKernel, KernelGraph, Load, ReduceOp, Save
 from prism.loopsplit import split_loop, split_plans
 from prism.ops import Reduce
 from prism.reference import relative_error
@@ -161,3 +161,16 @@ def test_a_plan_the_prover_cannot_shape_is_dropped_not_raised() -> None:
 
     assert split_plans(g, [make(g)], "gqa", bad_shapes) == []
     assert len(split_plans(g, [make(g)], "gqa", lambda *_: True)) == 1
+
+
+def test_a_plan_that_only_accumulates_loaded_elements_is_not_split() -> None:
+    """A column sum that adds whole tiles in the loop and reduces them after it would save partials
+    as large as its input; the same program's plan that reduces in the loop is split."""
+    g = Graph()
+    g.output(g.sum(g.input((64, 128), "float16", "X"), 0), "O")
+    load = Load("X", (1,), 0)
+    tiles = CustomKernel("k0", ("k0_x",), "k0_i", (load, Accum(0), ReduceOp(Reduce.SUM, 1, 0), Save(2, "O", (1,))))
+    rows = CustomKernel("k0", ("k0_x",), "k0_i", (load, Accum(0, 0), Save(1, "O", (1,))))
+    assert split_loop(g, KernelGraph.of(g, "col_sum", [tiles]), "col_sum") is None
+    split = split_loop(g, KernelGraph.of(g, "col_sum", [rows]), "col_sum")
+    assert split is not None and verify_all(g, [split])[0].proven
