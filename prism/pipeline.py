@@ -282,7 +282,7 @@ def _tile_floor(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
             if isinstance(op, Load) and op.tensor in shapes:
                 shape = shapes[op.tensor]
                 whole = math.prod(n for a, n in enumerate(shape) if a not in op.imap and a != op.fmap)
-                out = max(out, whole * 2)  # float16 at least: a float32 input's floor is only lower
+                out = max(out, whole * 2)  # 2 bytes an element: for wider dtypes a lower floor, so none that fits is dropped
     return out
 
 
