@@ -32,7 +32,7 @@ import numpy as np
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.resources import resources as codegen_resources
 from prism.codegen.sizes import candidate_values, is_legal, iter_legal, sample_legal_sizes, size_score
-from prism.errors import TuningError
+from prism.errors import CompileError, TuningError
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph
 from prism.ops import Binary
@@ -559,6 +559,7 @@ class _Profiler:
         self.records: dict[int, SampleRecord] = {}
         self.kernels: dict[int, Any] = {}
         self.compile_s = self.profile_s = 0.0
+        self.rejected: set[int] = set()  # templates whose generated source a compiler rejected
 
     def build(self, s: Sample) -> tuple[Any, float]:
         t0 = time.perf_counter()
@@ -590,6 +591,11 @@ class _Profiler:
         try:
             kernel, c_s = fut.result()
         except Exception as e:  # a sample that does not compile is infinitely slow
+            if isinstance(e, CompileError) and s.template not in self.rejected:
+                # a source the compiler rejects is a code generator bug, not a slow plan: say so once
+                self.rejected.add(s.template)
+                log.warning("template %d at %s: the compiler rejected its generated source (a code generator "
+                            "bug; its samples are left out): %s", s.template, s.size_map, str(e)[:300])
             log.debug("sample %d (template %d, %s) does not compile: %s", n, s.template, s.size_map, e)
             self.records[n] = SampleRecord(n, s.template, s.size_map, error=_error(e), stage=Stage.COMPILE)
             return
