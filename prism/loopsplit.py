@@ -1,4 +1,5 @@
-"""Split-loop plans: a one-kernel plan's for-loop spread over a new grid dim, with a combine kernel.
+"""Split-loop plans: a plan's first kernel's for-loop spread over a new grid dim, with a combine kernel
+(its later kernels, loop-free ones of a statistics-then-element-wise pipeline, kept as they were).
 
 A one-kernel plan whose blocks each run a long loop (decode attention over the whole KV length, a
 GEMV over the whole contraction) keeps as few blocks busy as its grid has: for a decode attention of

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from prism.graph import Graph, OpKind
 
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}
 FP32_OP = 2.0**-21  # one fp32 op through a fast intrinsic (__expf, rsqrtf): a few ulp
 SAFETY = 4.0  # the largest error measured on the H200 is 0.65·u·√D (docs/tolerance.md): 6× headroom
 STRESSED = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 1e-4}  # large-logit inputs (tune/stress.py)
-# the smallest normal value and the step of the subnormals below it (bfloat16 and float32 share the
-# float32 exponent range, so a value 1/K is never subnormal in them)
-MIN_NORMAL = {"float16": 2.0**-14}
-SUBNORMAL_STEP = {"float16": 2.0**-24}
+FP16 = np.finfo(np.float16)  # its smallest normal (tiny, 2⁻¹⁴) and its subnormals' step (2⁻²⁴)
 
 
 def depth_and_reduction(graph: Graph) -> tuple[int, int]:
@@ -61,6 +60,6 @@ def subnormal_storage(dtype: str, longest: int) -> float:
     stores with an absolute step 2⁻²⁴ from K > 2¹⁴ on, not to ``u`` relative; for an output that sums
     to one (‖ref‖ ≥ 1/√K) the K roundings of at most half a step give at most ½·2⁻²⁴·K relative. A
     worst case, not an estimate, so no ``SAFETY`` factor (docs/tolerance.md, "Subnormal outputs")."""
-    if dtype not in MIN_NORMAL or longest * MIN_NORMAL[dtype] <= 1:
+    if dtype != "float16" or longest * float(FP16.tiny) <= 1:  # bfloat16, float32: float32's exponent range
         return 0.0
-    return 0.5 * SUBNORMAL_STEP[dtype] * longest
+    return 0.5 * float(FP16.smallest_subnormal) * longest
