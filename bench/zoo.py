@@ -2,8 +2,10 @@
 
 Every entry builds a :class:`prism.Graph` from named sizes. ``small`` sizes are tiny (every dim 1 to 8)
 for CPU tests; ``decode`` and ``prefill`` sizes are realistic LLM shapes for benchmarks (``prefill`` is
-None for decode-attention). All sizes are powers of two and every realistic program keeps its inputs
-well under 256 MB in float16.
+None for decode-attention). Those sizes are powers of two; ``decode_odd`` and ``prefill_odd`` are the same
+programs at sizes of real models that are not (``odd_sizes``: 5 or 7 rows, 77 or 1000 tokens, widths of 2560,
+3584 or 768, 11008 or 13824 features, a 50,257-entry vocabulary, 7 query heads per KV head, 4000 cached
+positions). Every realistic program keeps its inputs well under 256 MB in float16.
 
     from bench.zoo import ZOO, zoo_graph
     g = zoo_graph("swiglu_mlp", "decode")          # a prism.Graph
@@ -30,7 +32,7 @@ from prism.graph import Graph, Tensor
 EPS = 1e-6
 ATTN_SCALE = 128**-0.5  # 1/sqrt(head_dim) at the realistic head_dim
 FAMILIES: tuple[str, ...] = ("elementwise", "reduction", "residual", "matmul", "attention")
-WHICH: tuple[str, ...] = ("small", "decode", "prefill")
+WHICH: tuple[str, ...] = ("small", "decode", "prefill", "decode_odd", "prefill_odd")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,16 @@ class ZooProgram:
     prefill: dict[str, int] | None
     description: str
 
+    @property
+    def decode_odd(self) -> dict[str, int]:
+        """The decode sizes mapped to sizes of real models that are not powers of two (``odd_sizes``)."""
+        return odd_sizes(self.decode, prefill=False)
+
+    @property
+    def prefill_odd(self) -> dict[str, int] | None:
+        """The prefill sizes mapped like ``decode_odd`` (None for decode attention)."""
+        return None if self.prefill is None else odd_sizes(self.prefill, prefill=True)
+
     def sizes(self, which: str = "small") -> dict[str, int]:
         """The sizes of ``which`` ("small", "decode" or "prefill")."""
         if which not in WHICH:
@@ -56,6 +68,34 @@ class ZooProgram:
 
     def graph(self, which: str = "small", dtype: str = "float16") -> Graph:
         return self.build(**self.sizes(which), dtype=dtype)
+
+
+# Sizes of real models that are not powers of two, for the ``_odd`` size sets: hidden widths (Qwen2-7B 3584,
+# Phi-2 2560, GPT-2 768), MLP widths (Llama-2-7B 11008, -13B 13824, TinyLlama 5632), GPT-2's vocabulary,
+# query heads per KV head (Qwen2-7B 7), cache lengths and batch or token counts nobody rounded.
+_ODD: dict[str, dict[int, int]] = {
+    "d": {4096: 3584, 2048: 2560, 1024: 768, 131072: 50257},
+    "m": {4096: 4000},
+    "f": {8192: 11008, 4096: 13824, 2048: 5632},
+    "kv_len": {8192: 8000, 4096: 4000, 2048: 2000, 1024: 1000},
+    "group": {8: 7, 4: 5},
+}
+_ODD_ROWS = {1: 1, 2: 3, 4: 3, 8: 5, 16: 7, 32: 31}  # n, b, s, batch at decode; and at prefill below 128
+_ODD_TOKENS = {128: 77, 256: 250, 512: 500, 1024: 1000, 2048: 2000}  # rows and tokens at prefill
+
+
+def odd_sizes(sizes: dict[str, int], prefill: bool) -> dict[str, int]:
+    """``sizes`` with each size replaced by the nearby size of a real model in ``_ODD`` (rows and tokens
+    by ``_ODD_ROWS`` / ``_ODD_TOKENS``); sizes no table names (ranks, head_dim) are kept."""
+    out = {}
+    for k, v in sizes.items():
+        if k in _ODD:
+            out[k] = _ODD[k].get(v, v)
+        elif k in ("n", "b", "s", "batch"):
+            out[k] = (_ODD_TOKENS.get(v) if prefill else None) or _ODD_ROWS.get(v, v)
+        else:
+            out[k] = v
+    return out
 
 
 # ---------------------------------------------------------------------- helpers

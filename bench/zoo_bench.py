@@ -115,7 +115,7 @@ def _finish(rec: dict[str, Any]) -> None:
     rec["speedup"] = rec["best_baseline_us"] / p if p and rec["best_baseline_us"] else None
 
 
-WHICH_ORDER = {"decode": 0, "prefill": 1}
+WHICH_ORDER = {"decode": 0, "prefill": 1, "decode_odd": 2, "prefill_odd": 3}
 NOTE_CHARS = 120
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
 from prism.codegen.arch import arch as get_arch
-from prism.codegen.sizes import generated_sizes
+from prism.codegen.sizes import has_sizes
 from prism.epilogue import epilogue_plans
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
@@ -245,8 +245,9 @@ def search_and_verify(
 
 
 def _generates(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
-    """Whether any of ``templates`` has a size the code generator can lower at ``graph``'s shapes."""
-    return any(next(generated_sizes(t), None) is not None for t in templates)
+    """Whether any of ``templates`` has a size the code generator can lower at ``graph``'s shapes, as
+    the tuner draws them (``has_sizes``)."""
+    return any(has_sizes(t) for t in templates)
 
 
 def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg: SearchConfig,

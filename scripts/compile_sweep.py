@@ -3,8 +3,9 @@
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/compile_sweep.py decode,prefill [a,b,...]
 
 For each non-attention zoo program (or the named ones) at the given sizes: its searched and
-constructed templates (the carried or freshly made search cache), three legal sizes each (the first,
-the static prior's best of the first 64, the 64th), generated for sm_80; identical sources once.
+constructed templates (the carried or freshly made search cache), three legal sizes each (the first
+power-of-two one, the static prior's best of up to 64 powers of two and 8 of the tuner's draws over the
+divisors, the last draw), generated for sm_80; identical sources once.
 Prints each program's count and every source nvcc rejects (with the template and sizes). A kernel
 nvcc rejects is a failed compile to the tuner, which drops it without a word: a column sum's split
 plans at one iteration per split were lost that way (docs/off-the-suite.md, "Column reductions").
@@ -24,7 +25,8 @@ from prism import pipeline
 from prism.codegen import generate
 from prism.codegen.arch import arch as arch_of
 from prism.codegen.nvcc import compile_check
-from prism.codegen.sizes import generated_sizes, size_score
+from prism.codegen.resources import resources
+from prism.codegen.sizes import drawn_sizes, generated_sizes, size_score
 from prism.errors import CodegenError, CompileError
 from prism.rows import searched_graph
 
@@ -37,7 +39,8 @@ def _sources(name: str, which: str) -> list[tuple[tuple[object, ...], str, str]]
     seen: dict[str, tuple[tuple[object, ...], str, str]] = {}
     for src in (pipeline.PlanSource.SEARCHED, pipeline.PlanSource.CONSTRUCTED):
         for ti, t in enumerate(out.of(src)):
-            legal = list(itertools.islice(generated_sizes(t, "sm_90"), 64))
+            legal = list(itertools.islice(generated_sizes(t, "sm_90"), 64))  # powers of two, and the tuner's draws
+            legal += [(sz, resources(t.instantiate(sz), "sm_90")) for sz in drawn_sizes(t, "sm_90", resources, 8)]
             if not legal:
                 continue
             best = max(range(len(legal)), key=lambda j: size_score(legal[j][1], SMS))
@@ -58,7 +61,7 @@ def main(argv: list[str]) -> int:
     t0, total, failed = time.time(), 0, 0
     for which in argv[0].split(","):
         for name in names:
-            if which == "prefill" and ZOO[name].prefill is None:
+            if getattr(ZOO[name], which) is None:
                 continue
             items = _sources(name, which)
             total += len(items)

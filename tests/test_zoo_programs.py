@@ -31,6 +31,23 @@ def _builds(name: str) -> dict[str, Graph]:
     return out
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_odd_sizes_build_the_same_structure_off_the_powers_of_two(name: str) -> None:
+    p = ZOO[name]
+    base = searched_graph(zoo_graph(name, "decode")).structure_key()
+    for which, pow2 in (("decode_odd", "decode"), ("prefill_odd", "prefill")):
+        if getattr(p, pow2) is None:
+            assert getattr(p, which) is None
+            continue
+        sizes = p.sizes(which)
+        assert sizes.keys() == p.sizes(pow2).keys()
+        assert not all(_is_pow2(v) for v in sizes.values()), (which, sizes)
+        g = zoo_graph(name, which)
+        assert searched_graph(g).structure_key() == base, which
+        nbytes = sum(math.prod(t.shape) * ITEMSIZE[t.dtype] for t in g.inputs)
+        assert nbytes < 256 * 2**20, f"{name} {which}: inputs take {nbytes / 2**20:.0f} MiB"
+
+
 def test_zoo_shape() -> None:
     assert len(ZOO) >= 24
     assert set(FAMILIES) == {p.family for p in ZOO.values()}

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import math
 import random
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -240,6 +241,31 @@ def sample_legal_sizes(template: KernelGraph, *, arch: str, count: int, rng: ran
             break
         out.append(found)
     return out
+
+
+def drawn_sizes(template: KernelGraph, arch: str, resources: ResourceFn[Footprint] | None, count: int,
+                max_checks: int = 192) -> list[dict[str, int]]:
+    """Up to ``count`` legal sizes over :func:`candidate_values` (the divisors of the shapes, not only
+    powers of two) by random descents seeded by the template; when those find none, the first ones in
+    ascending order. Random values of a symbol whose splits are only checked at the leaves (a row-wise
+    kernel reading a generated kernel's output) rarely divide, so the random descents can spend their
+    checks without a legal leaf: on the H200 a transformers region's constructed plan (4 symbols, 23
+    values each) was never timed, though it had legal sizes (docs/capture.md, fifth run)."""
+    rng = random.Random(zlib.crc32(template.dumps().encode()))
+    values = candidate_values(template)
+    for order in (rng, None):
+        drawn = sample_legal_sizes(template, arch=arch, count=count, rng=order, values=values,
+                                   resources=resources, max_checks=max_checks)
+        if drawn:
+            return drawn
+    return []
+
+
+def has_sizes(template: KernelGraph, arch: str = "sm_80") -> bool:
+    """Whether the tuner finds a size assignment of ``template`` that the code generator lowers: the
+    same bounded draws over the same candidate values as the tuner's first round (not powers of two
+    alone: a GEMV over 11,008 features tiles its columns by 688 = 16 x 43)."""
+    return bool(drawn_sizes(template, arch, resources, 1))
 
 
 def iter_legal_sizes(template: KernelGraph, *, arch: str, max_threads: int = MAX_THREADS,

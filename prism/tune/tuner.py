@@ -21,7 +21,6 @@ import os
 import pickle
 import random
 import time
-import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ import numpy as np
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.resources import resources as codegen_resources
-from prism.codegen.sizes import candidate_values, is_legal, iter_legal, sample_legal_sizes, size_score
+from prism.codegen.sizes import candidate_values, drawn_sizes, is_legal, iter_legal, size_score
 from prism.errors import CompileError, TuningError
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph
@@ -188,19 +187,8 @@ SIZES_PER_TEMPLATE = 48
 
 
 def _drawn(template: KernelGraph, arch: str, resources: Any, count: int) -> list[dict[str, int]]:
-    """Up to ``count`` legal sizes by random descents (seeded by the template); when those find none,
-    the first ones in ascending order. Random values of a symbol whose splits are only checked at the
-    leaves (a row-wise kernel reading a generated kernel's output) rarely divide, so the random descents
-    can spend their checks without a legal leaf: on the H200 a transformers region's constructed plan
-    (4 symbols, 23 values each) was never timed, though it had legal sizes (docs/capture.md, fifth run)."""
-    rng = random.Random(zlib.crc32(template.dumps().encode()))
-    values = candidate_values(template)
-    for order in (rng, None):
-        drawn = sample_legal_sizes(template, arch=arch, count=count, rng=order, values=values,
-                                   resources=resources, max_checks=4 * SIZES_PER_TEMPLATE)
-        if drawn:
-            return drawn
-    return []
+    """Up to ``count`` legal sizes (``drawn_sizes``) within ``4 * SIZES_PER_TEMPLATE`` checks."""
+    return drawn_sizes(template, arch, resources, count, max_checks=4 * SIZES_PER_TEMPLATE)
 
 
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
