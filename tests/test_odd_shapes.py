@@ -11,7 +11,7 @@ import pytest
 from prism import pipeline
 from prism.codegen.emulate import emulate
 from prism.codegen.resources import resources
-from prism.codegen.sizes import drawn_sizes, has_sizes
+from prism.codegen.sizes import default_sizes, drawn_sizes, generated_sizes, has_sizes, smem_budget
 from prism.graph import Graph
 from prism.interpreter import run
 from prism.ir import Accum, CustomKernel, KernelGraph, Load, MatmulOp, Save, TensorSpec
@@ -34,6 +34,14 @@ def _program(kind: str, n: int, d: int) -> Graph:
     return g
 
 
+def _gemv(n: int, d: int, f: int) -> KernelGraph:
+    """O = X @ W, X (n, d) whole in every block, W's columns over the grid, its rows over the loop."""
+    k = CustomKernel("k0", ("k0_x",), "k0_i", (Load("X", (None,), 1), Load("W", (1,), 0), MatmulOp(0, 1), Accum(2),
+                                                Save(3, "O", (1,))))
+    return KernelGraph("gemv", (TensorSpec("X", (n, d), "float16"), TensorSpec("W", (d, f), "float16")),
+                       (TensorSpec("O", (n, f), "float16"),), (k,))
+
+
 def _inputs(shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(7)
     return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
@@ -54,10 +62,7 @@ def test_plans_at_drawn_sizes_compute_the_program(kind: str, n: int, d: int, tmp
 
 
 def test_a_gemv_over_688_features_tiles_them_by_divisors() -> None:
-    k = CustomKernel("k0", ("k0_x",), "k0_i", (Load("X", (None,), 1), Load("W", (1,), 0), MatmulOp(0, 1), Accum(2),
-                                                Save(3, "O", (1,))))
-    kg = KernelGraph("gemv", (TensorSpec("X", (5, 320), "float16"), TensorSpec("W", (320, 688), "float16")),
-                     (TensorSpec("O", (5, 688), "float16"),), (k,))
+    kg = _gemv(5, 320, 688)
     assert has_sizes(kg)
     ins = _inputs({"X": (5, 320), "W": (320, 688)})
     want = ins["X"] @ ins["W"]
@@ -67,3 +72,16 @@ def test_a_gemv_over_688_features_tiles_them_by_divisors() -> None:
         concrete = kg.instantiate(sz)
         assert relative_error(run(concrete, ins)["O"], want) < 1e-12
         assert relative_error(emulate(concrete, ins)["O"], want) < 1e-9, sz
+
+
+def test_a_gemv_over_11008_features_has_sizes_only_off_the_powers_of_two() -> None:
+    """11,008 = 2^8 x 43 output features: a column tile that is a multiple of 16 needs a grid dividing
+    688, and its 2,560-long contraction a loop no power of two serves within shared memory, so every
+    power-of-two assignment fails to lower; the divisors the tuner draws from do not (``has_sizes``, what
+    the pipeline asks before searching two-kernel plans; ``default_sizes``, what ``prism emit`` takes)."""
+    kg = _gemv(5, 2560, 11008)
+    assert next(generated_sizes(kg), None) is None
+    assert has_sizes(kg)
+    for sizes in [*drawn_sizes(kg, "sm_80", resources, 4), default_sizes(kg)]:
+        assert 11008 % sizes["k0_x"] == 0 and 2560 % sizes["k0_i"] == 0
+        assert resources(kg.instantiate(sizes), "sm_80").smem_bytes <= smem_budget("sm_80")

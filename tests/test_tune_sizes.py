@@ -303,21 +303,3 @@ def test_resources_report_a_loop_free_kernels_tiles() -> None:
     (k,) = resources(kg, "sm_90").kernels
     assert k.blocks == 1024 and k.tile_bytes == 4 * 1024 * 2 and k.run_bytes == 1024 * 2
 
-
-def test_a_gemv_over_11008_features_has_sizes_only_off_the_powers_of_two() -> None:
-    """11,008 = 2^8 x 43 output features: a column tile that is a multiple of 16 needs a grid dividing
-    688, and its 2,560-long contraction a loop no power of two serves within shared memory, so every
-    power-of-two assignment fails to lower; the divisors the tuner draws from do not (``has_sizes``, what
-    the pipeline asks before searching two-kernel plans)."""
-    from prism.codegen.sizes import drawn_sizes, generated_sizes, has_sizes
-    from prism.ir import MatmulOp
-
-    k = CustomKernel("k0", ("k0_x",), "k0_i", (Load("X", (None,), 1), Load("W", (1,), 0), MatmulOp(0, 1), Accum(2),
-                                                Save(3, "O", (1,))))
-    kg = KernelGraph("gemv", (TensorSpec("X", (5, 2560), "float16"), TensorSpec("W", (2560, 11008), "float16")),
-                     (TensorSpec("O", (5, 11008), "float16"),), (k,))
-    assert next(generated_sizes(kg), None) is None
-    assert has_sizes(kg)
-    for sizes in drawn_sizes(kg, "sm_80", resources, 4):
-        assert 11008 % sizes["k0_x"] == 0 and 2560 % sizes["k0_i"] == 0
-        assert resources(kg.instantiate(sizes), "sm_80").smem_bytes <= smem_budget("sm_80")

@@ -341,13 +341,19 @@ def _loop_free_terms(k: KernelResources, sms: int) -> tuple[float, float]:
 
 
 def default_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Options | None = None) -> dict[str, int]:
-    """A legal size choice by a simple occupancy heuristic (CodegenError if there is none)."""
+    """A legal size choice by the static prior ``size_score``: the best power-of-two assignment, or
+    when none lowers (a dim of 11,008 or 50,257), the best of the tuner's draws over the divisors
+    (``drawn_sizes``); CodegenError if there is none."""
     best: tuple[float, dict[str, int]] | None = None
     sms = get_arch(arch).sms
-    for sizes, res in generated_sizes(template, arch, options=options):
-        s = size_score(res, sms)
-        if best is None or s > best[0]:
-            best = (s, sizes)
-    if best is None:
-        raise CodegenError(f"{template.program}: no legal size choice among powers of two for {template.symbols}")
-    return best[1]
+    fn = functools.partial(resources, options=options)
+    pow2 = ((sz, res) for sz, res in generated_sizes(template, arch, options=options))
+    for candidates in (pow2, ((sz, fn(template.instantiate(sz), arch)) for sz in drawn_sizes(template, arch, fn, 16))):
+        for sizes, res in candidates:
+            s = size_score(res, sms)
+            if best is None or s > best[0]:
+                best = (s, sizes)
+        if best is not None:
+            return best[1]
+    raise CodegenError(f"{template.program}: no legal size choice for {template.symbols} among powers of two "
+                       "or the divisors of the shapes")
