@@ -1,7 +1,7 @@
 """The program zoo on the GPU: Prism (``prism.superoptimize``) beside PyTorch eager, torch.compile and
 max-autotune, with the docs/benchmarks.md protocol (CUDA-graph replay, inputs rotated past the L2).
 
-    python -m bench.zoo_bench [--which decode,prefill] [--only a,b] [--systems prism,eager,compile]
+    python -m bench.zoo_bench [--which decode,prefill,decode_odd,prefill_odd] [--only a,b] [--systems prism,eager,compile]
                               [--samples 16] [--out bench/results/zoo-DATE.json]
     python -m bench.zoo_bench --from-json bench/results/zoo-DATE.json   # re-render only: no GPU, no torch
 
