@@ -69,9 +69,16 @@ class Partial:
 
 def split_plans(graph: Graph, plans: Sequence[KernelGraph], program: str, prove: Prover) -> list[KernelGraph]:
     """Up to ``MAX_PLANS`` proven split-loop plans of ``graph``, one from each of ``plans`` whose first
-    kernel is a custom kernel with a loop and at most two grid dims (``split_loop``)."""
+    kernel is a custom kernel with a loop and at most two grid dims (``split_loop``), each followed by
+    its variant with the combine spread over the output's columns (``spread_combine``) where it has one."""
     built = (p for kg in plans if (p := split_loop(graph, kg, program)) is not None)
-    return [p for p in itertools.islice(built, MAX_PLANS) if _proven(prove, graph, p)]
+    out: list[KernelGraph] = []
+    for p in itertools.islice(built, MAX_PLANS):
+        if _proven(prove, graph, p):
+            out.append(p)
+            if (wide := spread_combine(graph, p, program)) is not None and _proven(prove, graph, wide):
+                out.append(wide)
+    return out
 
 
 def _proven(prove: Prover, graph: Graph, plan: KernelGraph) -> bool:
@@ -166,9 +173,9 @@ def _ranks(kg: KernelGraph, k: CustomKernel) -> list[int]:
     return out
 
 
-def _fresh(kg: KernelGraph) -> str:
+def _fresh(kg: KernelGraph, base: str = SPLIT) -> str:
     used = set(kg.symbols)
-    return next(n for n in itertools.chain([SPLIT], (f"{SPLIT}{i}" for i in itertools.count(1))) if n not in used)
+    return next(n for n in itertools.chain([base], (f"{base}{i}" for i in itertools.count(1))) if n not in used)
 
 
 def _partials(k: CustomKernel, phases: list[OpPhase], taken: set[str]) -> list[Partial]:
@@ -234,3 +241,76 @@ def _combine_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Parti
             new[i] = len(ops)
             ops.append(renumbered(op, new))
     return CustomKernel(f"{k.name}_combine", k.grid, s, tuple(ops))
+
+
+def spread_combine(graph: Graph, kg: KernelGraph, program: str) -> KernelGraph | None:
+    """Split plan ``kg`` with its combine kernel (the second) on one more grid dim, ``c``, over a dim
+    of the output that no grid dim writes and no partial is concatenated along (attention: the head
+    dim). Each combining block then reads that dim's share of the partials that have it (the
+    numerator; statistics of extent 1 there, a max and a sum, whole), so the combine no longer runs
+    on as few blocks as the plan's grid has (two for a decode attention of two KV heads: each read
+    its ``s`` partials one after another). None when the combine's post-loop ops reduce or contract,
+    or no such dim exists. The split and combine are then two launches (``prism.codegen.fuse``
+    needs each split block to feed one combining block)."""
+    if len(kg.kernels) < 2 or not all(isinstance(k, CustomKernel) for k in kg.kernels[:2]):
+        return None
+    split, comb = kg.kernels[0], kg.kernels[1]
+    assert isinstance(split, CustomKernel) and isinstance(comb, CustomKernel)
+    if any(isinstance(op, ReduceOp | MatmulOp) for op in comb.ops) or not comb.saves:
+        return None
+    loads = [op for op in comb.ops if isinstance(op, Load)]
+    ones = _unit_dims(kg, split)
+    rank = {t.name: len(t.shape) for t in kg.outputs}
+    omap = comb.saves[0].omap
+    if any(sv.omap != omap or sv.tensor not in rank for sv in comb.saves):
+        return None
+    free = [d for d in range(rank[comb.saves[0].tensor]) if d not in omap and all(ld.fmap != d for ld in loads)]
+    if not free:
+        return None
+    d, c = free[-1], _fresh(kg, "c")
+    ops = tuple(_widened(op, d, ones) for op in comb.ops)
+    wide = CustomKernel(f"{comb.name}_wide", (*comb.grid, c), comb.loop, ops)
+    plan = KernelGraph.of(graph, program, [split, wide, *kg.kernels[2:]])
+    try:
+        check_structure(plan)
+    except IRError:
+        return None
+    return plan
+
+
+def _widened(op: BlockOp, d: int, ones: dict[str, set[int]]) -> BlockOp:
+    """``op`` of a combine kernel given one more grid dim over data dim ``d``: a Load of a partial
+    whose extent along ``d`` is 1 reads it whole, others their share; Saves write their share."""
+    match op:
+        case Load(tensor=t):
+            return Load(t, (*op.imap, None if d in ones.get(t, set()) else d), op.fmap, op.transposed)
+        case Save():
+            return Save(op.x, op.tensor, (*op.omap, d))
+        case _:
+            return op
+
+
+def _unit_dims(kg: KernelGraph, k: CustomKernel) -> dict[str, set[int]]:
+    """Per tensor ``k`` saves, the dims of extent 1 at every size: reduced by a ReduceOp or an
+    accumulator, or of extent 1 in every input that reaches them."""
+    shapes = {t.name: t.shape for t in kg.inputs}
+    ones: list[set[int]] = []
+    for op in k.ops:
+        match op:
+            case Load(tensor=t):
+                ones.append({a for a, n in enumerate(shapes.get(t, ())) if n == 1})
+            case UnaryOp(x=x):
+                ones.append(ones[x])
+            case BinaryOp(a=a, b=b):
+                ones.append(ones[a] & ones[b])
+            case ReduceOp(x=x, dim=dim):
+                ones.append(ones[x] | {dim})
+            case Accum(x=x, reduce_dim=dim):
+                ones.append(ones[x] | ({dim} if dim is not None else set()))
+            case MatmulOp(a=a, b=b):
+                ones.append(set())  # conservative: rows and columns of a product taken as wide
+            case Save(x=x):
+                ones.append(ones[x])
+            case _:
+                assert_never(op)
+    return {op.tensor: ones[i] for i, op in enumerate(k.ops) if isinstance(op, Save)}

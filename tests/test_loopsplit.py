@@ -160,7 +160,7 @@ def test_a_plan_the_prover_cannot_shape_is_dropped_not_raised() -> None:
         raise IRError("tile does not fit")
 
     assert split_plans(g, [make(g)], "gqa", bad_shapes) == []
-    assert len(split_plans(g, [make(g)], "gqa", lambda *_: True)) == 1
+    assert len(split_plans(g, [make(g)], "gqa", lambda *_: True)) == 2  # the split and its spread combine
 
 
 def test_a_plan_that_only_accumulates_loaded_elements_is_not_split() -> None:
@@ -174,3 +174,45 @@ def test_a_plan_that_only_accumulates_loaded_elements_is_not_split() -> None:
     assert split_loop(g, KernelGraph.of(g, "col_sum", [tiles]), "col_sum") is None
     split = split_loop(g, KernelGraph.of(g, "col_sum", [rows]), "col_sum")
     assert split is not None and verify_all(g, [split])[0].proven
+
+
+@pytest.mark.parametrize("name", ["gqa_safe", "qknorm_gqa_safe", "gqa"])
+def test_a_combine_spread_over_the_head_dim_is_proven_and_computes_the_program(name: str) -> None:
+    """The combine on one more grid dim over the output's head dim: the numerator partial read in
+    shares, the max and sum partials (extent 1 there) whole; proven, and right with c >= 2."""
+    from prism.loopsplit import spread_combine
+
+    g, kg = _split(name)
+    wide = spread_combine(g, kg, name)
+    assert wide is not None
+    split, combine = wide.kernels
+    assert isinstance(split, CustomKernel) and isinstance(combine, CustomKernel)
+    assert split == kg.kernels[0] and combine.grid[:-1] == kg.kernels[1].grid and combine.grid[-1] == "c"
+    whole = {op.tensor for op in combine.ops if isinstance(op, Load) and op.imap[-1] is None}
+    shares = {op.tensor for op in combine.ops if isinstance(op, Load) and op.imap[-1] is not None}
+    assert len(shares) == 1 and len(whole) == (2 if name.endswith("safe") else 1), (whole, shares)
+    assert verify_all(g, [wide])[0].proven
+    legal = [sz for sz in sample_legal_sizes(wide, arch="sm_80", count=64) if sz["c"] >= 2 and sz["s"] >= 2][:2]
+    assert legal, "no legal size with a spread combine"
+    for sizes in legal:
+        _check(g, wide.instantiate(sizes))
+
+
+def test_a_wrong_spread_reading_a_share_of_the_statistics_is_not_valid() -> None:
+    """Reading the max partial in shares too: its extent along the head dim is 1, so no c >= 2 divides
+    it (the IR refuses the sizes) or the proof fails."""
+    from prism.errors import IRError
+    from prism.ir import infer
+    from prism.loopsplit import spread_combine
+
+    g, kg = _split("gqa_safe")
+    wide = spread_combine(g, kg, "gqa_safe")
+    assert wide is not None
+    split, combine = wide.kernels
+    assert isinstance(combine, CustomKernel)
+    d = next(op.imap[-1] for op in combine.ops if isinstance(op, Load) and op.imap[-1] is not None)
+    ops = tuple(replace(op, imap=(*op.imap[:-1], d)) if isinstance(op, Load) else op for op in combine.ops)
+    bad = replace(wide, kernels=(split, replace(combine, ops=ops)))
+    sizes = dict.fromkeys(bad.symbols, 1) | {"c": 2}
+    with pytest.raises(IRError):
+        infer(bad.instantiate(sizes))

@@ -94,6 +94,11 @@ def _commute() -> list[Axiom]:
         Axiom("rmax-part", "commute", "(RMax (Part t d q) p)", "(Part (RMax t p) d q)", (NE_PQ,), b),
         Axiom("rmax-repl", "commute", "(RMax (Repl t q) p)", "(Repl (RMax t p) q)", (NE_PQ,), b),
         Axiom("rmax-comb", "commute", "(RMax (Comb t d q) p)", "(Comb (RMax t p) d q)", (NE_PQ,), b),
+        # a rescaled accumulator over p of a share along d (q) with its shift whole: the share of the
+        # accumulator (the shift is one value along d; a combine spread over the head dim)
+        Axiom("resc-part", "commute", "(Resc (Part t d q) (Repl c q) p)", "(Part (Resc t c p) d q)",
+              (NE_PQ, "(unit c d)"), b),
+        Axiom("resc-repl", "commute", "(Resc (Repl t q) (Repl c q) p)", "(Repl (Resc t c p) q)", (NE_PQ,), b),
     ]
 
 
