@@ -307,7 +307,7 @@ def _unit_dims(kg: KernelGraph, k: CustomKernel) -> dict[str, set[int]]:
                 ones.append(ones[x] | {dim})
             case Accum(x=x, reduce_dim=dim):
                 ones.append(ones[x] | ({dim} if dim is not None else set()))
-            case MatmulOp(a=a, b=b):
+            case MatmulOp():
                 ones.append(set())  # conservative: rows and columns of a product taken as wide
             case Save(x=x):
                 ones.append(ones[x])

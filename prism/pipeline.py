@@ -221,7 +221,7 @@ def search_and_verify(
         except (SearchError, VerificationError) as e:  # outside what the search or prover handle
             log.warning("%s: no whole-program search (%s); parts and predefined kernels remain", program, e)
             whole = SearchOutcome(program, graph.structure_key(), (), False, {"whole_program_error": str(e)})
-        if config is None and cfg.loop_one and whole.templates and not _generates(graph, whole.templates):
+        if config is None and cfg.loop_one and whole.templates and not any(map(has_sizes, whole.templates)):
             whole = _with_pipelines(graph, program, cache, progress, cfg, whole)
     elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
         whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
@@ -244,12 +244,6 @@ def search_and_verify(
                          sources, tuple(part_outcomes))
 
 
-def _generates(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
-    """Whether any of ``templates`` has a size the code generator can lower at ``graph``'s shapes, as
-    the tuner draws them (``has_sizes``)."""
-    return any(has_sizes(t) for t in templates)
-
-
 def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg: SearchConfig,
                     whole: SearchOutcome) -> SearchOutcome:
     """``whole`` with the plans of a search that also builds two-kernel pipelines (``split_only``
@@ -267,7 +261,7 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
         return whole
     shapes = {t.name: t.shape for t in graph.inputs}
     fits = [t for t in more.templates if len(t.kernels) > 1 and _tile_floor(t, shapes) <= get_arch("sm_80").smem_max
-            and _generates(graph, [t])]
+            and has_sizes(t)]
     stats = {**whole.stats, "pipelines": len(fits), "pipelines_searched": len(more.templates)}
     return replace(whole, templates=(*whole.templates, *fits), stats=stats,
                    sources=(*whole.sources, *[PlanSource.SEARCHED] * len(fits)))
@@ -275,7 +269,7 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
 
 def _tile_floor(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
     """The most bytes one Load of a program input holds at any sizes: the dims that neither a grid dim
-    nor the loop splits are whole in its tile (a cheap test before ``_generates`` lowers sizes; the
+    nor the loop splits are whole in its tile (a cheap test before ``has_sizes`` lowers sizes; the
     wider search returns hundreds of plans, most of which hold whole rows)."""
     out = 0
     for k in kg.kernels:

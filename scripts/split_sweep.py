@@ -34,6 +34,14 @@ from prism.rows import searched_graph
 from prism.tune.tuner import default_scales, random_inputs
 
 
+def _is_loop(symbol: str) -> bool:
+    return symbol == "i" or symbol.endswith("_i")
+
+
+def _loop(sizes: dict[str, int]) -> int:
+    return next((v for k, v in sizes.items() if _is_loop(k)), 1)
+
+
 def _picks(t: KernelGraph, splits: set[int], combine: set[int]) -> list[dict[str, int]]:
     k = t.kernels[0]
     if not isinstance(k, CustomKernel) or "s" not in t.symbols:
@@ -47,9 +55,8 @@ def _picks(t: KernelGraph, splits: set[int], combine: set[int]) -> list[dict[str
             continue
         if any(k.endswith("_y") and v not in (1, 4) for k, v in sz.items()):
             continue
-        key = tuple((k, v) for k, v in sz.items() if not k.endswith("_i") and k != "i")
-        loop = next((v for k, v in sz.items() if k.endswith("_i") or k == "i"), 1)
-        if key not in best or loop < next(v for k, v in best[key].items() if k.endswith("_i") or k == "i"):
+        key = tuple((k, v) for k, v in sz.items() if not _is_loop(k))
+        if key not in best or _loop(sz) < _loop(best[key]):
             best[key] = sz
     return list(best.values())
 

@@ -344,16 +344,12 @@ def default_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Option
     """A legal size choice by the static prior ``size_score``: the best power-of-two assignment, or
     when none lowers (a dim of 11,008 or 50,257), the best of the tuner's draws over the divisors
     (``drawn_sizes``); CodegenError if there is none."""
-    best: tuple[float, dict[str, int]] | None = None
     sms = get_arch(arch).sms
     fn = functools.partial(resources, options=options)
-    pow2 = ((sz, res) for sz, res in generated_sizes(template, arch, options=options))
-    for candidates in (pow2, ((sz, fn(template.instantiate(sz), arch)) for sz in drawn_sizes(template, arch, fn, 16))):
-        for sizes, res in candidates:
-            s = size_score(res, sms)
-            if best is None or s > best[0]:
-                best = (s, sizes)
-        if best is not None:
-            return best[1]
+    drawn = ((sz, fn(template.instantiate(sz), arch)) for sz in drawn_sizes(template, arch, fn, 16))
+    for candidates in (generated_sizes(template, arch, options=options), drawn):
+        scored = [(size_score(res, sms), sizes) for sizes, res in candidates]
+        if scored:
+            return max(scored, key=lambda c: c[0])[1]  # the first of equal scores
     raise CodegenError(f"{template.program}: no legal size choice for {template.symbols} among powers of two "
                        "or the divisors of the shapes")
