@@ -1,12 +1,13 @@
 """A/B of one code-generation option on searched plans of zoo programs (run on the device machine).
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--values A,B,...]
-        [--which decode] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick prior|blocks]
+        [--which decode] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick divisors|prior|blocks]
         [--templates N] [--out FILE]
 
 For each program (rows merged as ``superoptimize`` merges them): its templates of ``--sources`` (default
 the searched ones; from the carried search cache, no search runs here), up to ``--sizes`` legal size
-choices each (spread over the first 200 legal ones, or with ``--pick prior`` the static prior's best),
+choices each (spread over the first 200 legal ones of powers of two, or of the divisors of the shapes too
+(``--pick divisors``), or with ``--pick prior`` the static prior's best),
 each generated with
 ``Options(OPTION=value)`` for each of ``--values`` (default True,False; an int, None, or the name
 of a member of the option's enum, e.g. ``direct_loads --values ELEMENTWISE,NEVER``), checked against the float64 reference
@@ -33,7 +34,7 @@ from prism import pipeline, runtime
 from prism.codegen import Options, generate
 from prism.codegen.arch import arch as arch_of
 from prism.codegen.lower import DEFAULT_OPTIONS
-from prism.codegen.sizes import generated_sizes, size_score
+from prism.codegen.sizes import POW2, candidate_values, generated_sizes, size_score
 from prism.errors import CodegenError
 from prism.reference import relative_error
 from prism.rows import searched_graph
@@ -49,9 +50,10 @@ def _variant(kg: Any, options: Options, args: list[Any], ref: Any) -> dict[str, 
     except CodegenError as e:  # e.g. more accumulator registers than allowed on one side only
         return {"error": str(e)}
     fn = runtime.compile_plan(plan)
-    out = fn(*args)
+    outs = fn(*args)
     torch.cuda.synchronize()
-    err = relative_error(out.double().cpu().numpy(), ref)
+    outs = outs if isinstance(outs, tuple) else (outs,)  # a program of several outputs: every one checked
+    err = max(relative_error(o.double().cpu().numpy(), r) for o, r in zip(outs, ref, strict=True))
     if not err < 2e-2:
         return {"error": f"relative error {err:.3g}"}
     us = graph_time_us(fn, lambda i: [a.clone() for a in args] if i else args, replays=10)
@@ -69,7 +71,8 @@ def option_value(option: str, text: str) -> Any:
 
 
 def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
-    """``n_sizes`` legal sizes of template ``t``: spread over its first 200, the prior's best, or
+    """``n_sizes`` legal sizes of template ``t``: spread over its first 200 (powers of two, or with
+    ``divisors`` the tuner's candidate values: the divisors of the shapes too), the prior's best, or
     (``blocks``) for each power-of-two block count of the first kernel from 16 to 8192 the prior's best."""
     if pick in ("prior", "blocks"):
         sms = arch_of("sm_90").sms
@@ -78,7 +81,8 @@ def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
             by_blocks = {r.kernels[0].blocks: sz for sz, r in reversed(ranked)}  # the best of each count
             return [by_blocks[b] for b in sorted(by_blocks) if 16 <= b <= 8192]
         return [sz for sz, _ in ranked[:n_sizes]]
-    legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80"), 200)]
+    values = candidate_values(t) if pick == "divisors" else POW2
+    legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80", values=values), 200)]
     picks = sorted({round(k * (len(legal) - 1) / max(1, n_sizes - 1)) for k in range(n_sizes)}) if legal else []
     return [legal[k] for k in picks]
 
@@ -91,7 +95,7 @@ def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sou
     args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
     # the float64 reference on the inputs as rounded to their dtype: once for every variant
     halves = {t.name: a.double().cpu().numpy() for t, a in zip(graph.inputs, args, strict=True)}
-    ref = graph.evaluate(halves)[graph.outputs[0].name]
+    ref = [graph.evaluate(halves)[t.name] for t in graph.outputs]
     best: dict[str, float] = {}
     rows = []
     templates = [(f"{src}:{ti}", t) for src in (sources or ["searched"])
@@ -115,7 +119,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only", default=",".join(DEFAULT))
     ap.add_argument("--sizes", type=int, default=3)
     ap.add_argument("--sources", default="searched", help="plan sources, e.g. searched,stitched,constructed")
-    ap.add_argument("--pick", choices=["spread", "prior", "blocks"], default="spread",
+    ap.add_argument("--pick", choices=["spread", "divisors", "prior", "blocks"], default="spread",
                     help="sizes spread over the first 200 legal ones, the static prior's best, or one per block count")
     ap.add_argument("--templates", type=int, default=None, help="at most this many templates of each source")
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "option_ab.json"))

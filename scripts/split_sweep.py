@@ -75,7 +75,7 @@ def main() -> int:
     inputs = random_inputs(graph, default_scales(graph), 0)
     tensors = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
     halves = {t.name: a.double().cpu().numpy() for t, a in zip(graph.inputs, tensors, strict=True)}
-    ref = graph.evaluate(halves)[graph.outputs[0].name]
+    ref = [graph.evaluate(halves)[t.name] for t in graph.outputs]
     rows: list[dict[str, Any]] = []
     for ti, t in enumerate(found.of(pipeline.PlanSource.CONSTRUCTED)):
         if len(t.kernels) < 2:

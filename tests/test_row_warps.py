@@ -48,6 +48,12 @@ def _norm(n: int, d: int) -> Graph:
     (8, 4096, 2, 4),   # two rows: at most 4 (the default)
     (4, 1024, 1, 4),   # 128 runs: 4 warps
     (4, 2048, 1, 8),
+    (4, 3584, 1, 14),  # 448 runs: one a thread, not 8 warps striding runs of 2
+    (4, 2560, 1, 10),
+    (4, 768, 1, 4),    # 96 runs: at least 4 warps
+    (8, 3584, 8, 8),
+    (7, 3584, 7, 7),   # seven rows a block: one warp a row
+    (8, 3584, 2, 4),
 ])
 def test_a_norm_gets_a_warp_per_256_elements_of_its_row(n: int, d: int, rows: int, want: int) -> None:
     kg = _rows_per_block(_norm(n, d), rows)
@@ -57,7 +63,7 @@ def test_a_norm_gets_a_warp_per_256_elements_of_its_row(n: int, d: int, rows: in
 
 def test_row_kernels_at_their_warp_counts_match_the_interpreter() -> None:
     rng = np.random.default_rng(5)
-    cases = [(_norm(4, 4096), 1), (_norm(8, 4096), 8)]
+    cases = [(_norm(4, 4096), 1), (_norm(8, 4096), 8), (_norm(4, 3584), 1), (_norm(7, 2560), 7)]
     g = Graph()
     x, y = g.input((4, 4096), "float16", "X"), g.input((4, 4096), "float16", "Y")
     g.output(g.mul(g.silu(x), y), "O")
@@ -65,7 +71,7 @@ def test_row_kernels_at_their_warp_counts_match_the_interpreter() -> None:
     sources = []
     for graph, rows in cases:
         kg = _rows_per_block(graph, rows)
-        assert _warps(kg) in (8, 16)
+        assert _warps(kg) in (7, 8, 14, 16)
         inputs = {t.name: rng.standard_normal(t.shape) for t in graph.inputs}
         got, want = emulate(kg, inputs), interpreter.run(kg, inputs)
         assert all(relative_error(got[k], want[k]) < 1e-12 for k in want)
@@ -111,12 +117,18 @@ def test_a_kernel_that_reads_a_generated_kernels_output_keeps_four_warps() -> No
 @pytest.mark.parametrize(("d", "rows", "opts", "run"), [
     (4096, 1, DEFAULT_OPTIONS, 8),          # 16 warps: one run of 8 a thread
     (4096, 1, Options(row_warps=False), 8),  # 4 warps: four runs of 8 a thread
-    (1536, 1, DEFAULT_OPTIONS, 4),          # 1536 = 128 threads x 12: runs of 4
-    (1000, 1, DEFAULT_OPTIONS, 1),          # no whole runs: element by element, as before
+    (1536, 1, DEFAULT_OPTIONS, 8),          # 6 warps: one run of 8 a thread
+    (3584, 1, DEFAULT_OPTIONS, 8),          # 14 warps: one run of 8 a thread
+    (1000, 1, DEFAULT_OPTIONS, 8),          # 125 runs of 8 over 4 warps: the last 3 threads idle
+    (1000, 1, Options(warps=8), 4),         # 250 runs of 4 over 256 threads: one at most, as with 8
+    (3584, 1, Options(warps=8), 8),         # 448 runs of 8 over 256 threads: two at most, not seven of 2
+    (1002, 1, DEFAULT_OPTIONS, 2),          # 501 runs of 2
+    (1001, 1, DEFAULT_OPTIONS, 1),          # no whole runs: element by element
 ])
 def test_the_block_wide_reduction_reads_runs(d: int, rows: int, opts: Options, run: int) -> None:
     """A block-wide reduction (one row, every thread striding it) reads each thread's run of ``run``
-    elements with one vector load (``render_reduce.block_run``) where every thread gets whole runs."""
+    elements with one vector load (``render_reduce.block_run``) where the row is whole runs; threads
+    past the last run take none."""
     kg = _rows_per_block(_norm(4, d), rows)
     src = generate(kg, arch="sm_80", options=opts).kernels[0].source
     walk = next(line for line in src.splitlines() if "the whole block on each" in line)

@@ -169,21 +169,23 @@ def _row_warps(k: CustomKernel, ks: KernelShapes, settled: set[str]) -> int | No
     """Warps of a latency-bound row kernel: no main loop, no matmul, every Load a settled tensor
     (``settled_tensors``: a split kernel's combine reads partials and shares its split kernel's
     launch, so it keeps ``WARPS``).
-    A thread per run of ``ROW_RUN`` elements of the largest loaded tile, 4 to ``ROW_MAX_WARPS`` warps,
-    and where the kernel reduces several rows, at most one warp per row (beyond that each row's
-    block-wide reduction runs in turn). Fitted to the H200 A/B of 2026-12-02 (docs/codegen.md,
-    "Warps of row kernels"): 16 warps made 4096-wide norms 5-6% faster, and slowed 1024-wide
-    softmax rows (the rule keeps those at 4). None: not a row kernel."""
+    A thread per run of ``ROW_RUN`` elements of the largest loaded tile (rounded up: a 3,584-wide row
+    gets 14 warps, each thread one run), 4 to ``ROW_MAX_WARPS`` warps, and where the kernel reduces
+    several rows, at most one warp per row (beyond that each row's block-wide reduction runs in turn).
+    Fitted to the H200 A/B of 2026-12-02 (docs/codegen.md, "Warps of row kernels"): 16 warps made
+    4096-wide norms 5-6% faster, and slowed 1024-wide softmax rows (the rule keeps those at 4); counts
+    that are not powers of two: "Row kernels of widths that are not powers of two". None: not a row
+    kernel."""
     if k.loop != 1 or any(isinstance(op, MatmulOp) for op in k.ops):
         return None
     loads = [(i, op.tensor) for i, op in enumerate(k.ops) if isinstance(op, Load)]
     if not loads or any(tensor not in settled for _, tensor in loads):
         return None
     elems = max(math.prod(ks.tiles[i] or (1,)) for i, _ in loads)
-    warps = min(ROW_MAX_WARPS, max(WARPS[0], _pow2_floor(elems // (ROW_RUN * 32))))
+    warps = min(ROW_MAX_WARPS, max(WARPS[0], -(-elems // (ROW_RUN * 32))))
     rows = [math.prod(ks.tiles[i] or (1,)) for i, op in enumerate(k.ops) if _reduces(op)]
     if rows and max(rows) > 1:
-        warps = min(warps, max(WARPS[0], _pow2_floor(max(rows))))
+        warps = min(warps, max(WARPS[0], max(rows)))
     return warps
 
 
@@ -351,8 +353,10 @@ def _launch(d: _Draft) -> None:
         if g > MAX_GRID[p]:
             raise d.fail(f"grid dim {'xyz'[p]} = {g} exceeds the CUDA limit {MAX_GRID[p]}")
     d.warps = d.options.warps or d.warps
-    if d.warps not in (1, 2, 4, 8, 16):
-        raise d.fail(f"warps = {d.warps}; use 1, 2, 4, 8 or 16")
+    if any(isinstance(op, MatmulOp) for op in d.k.ops) and d.warps not in (1, 2, 4, 8, 16):
+        raise d.fail(f"warps = {d.warps}; a kernel with a matmul takes 1, 2, 4, 8 or 16")
+    if not 1 <= d.warps <= ROW_MAX_WARPS:
+        raise d.fail(f"warps = {d.warps}; use 1 to {ROW_MAX_WARPS}")
     if d.options.l2_prefetch not in (0, 64, 128, 256):
         raise d.fail(f"l2_prefetch = {d.options.l2_prefetch}; use 0, 64, 128 or 256")
     if d.options.rotate < 0:

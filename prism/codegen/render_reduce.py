@@ -105,13 +105,17 @@ def block_reduces(low: KernelLowering, x: int, dim: int) -> bool:
 
 
 def block_run(low: KernelLowering, x: int, dim: int) -> int:
-    """Elements per run of a thread in the block-wide walk (``_block_reduce``) over the last dim: 8,
-    4 or 2 when every thread gets whole runs (8 halves: one 16-byte load); 1 for other dims."""
+    """Elements per run of a thread in the block-wide walk (``_block_reduce``) over the last dim: of 8,
+    4, 2 and 1 that divide the row (8 halves: one 16-byte load), the one that gives a thread the fewest
+    runs, and of those the narrowest (more threads share the row). The walk's bound leaves threads past
+    the last run idle: a 3,584-wide row over 256 threads is 448 runs of 8 (two a thread at most), not
+    1,792 of 2 (seven). 1 for other dims."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     if dim != len(tile_x) - 1:
         return 1
-    return next((v for v in (8, 4, 2) if tile_x[dim] % (low.threads * v) == 0), 1)
+    extent = tile_x[dim]
+    return min((v for v in (8, 4, 2, 1) if extent % v == 0), key=lambda v: (-(-extent // (v * low.threads)), v))
 
 
 def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import random
 import zlib
@@ -341,15 +342,16 @@ def _loop_free_terms(k: KernelResources, sms: int) -> tuple[float, float]:
 
 
 def default_sizes(template: KernelGraph, arch: str = "sm_80", *, options: Options | None = None) -> dict[str, int]:
-    """A legal size choice by the static prior ``size_score``: the best power-of-two assignment, or
-    when none lowers (a dim of 11,008 or 50,257), the best of the tuner's draws over the divisors
-    (``drawn_sizes``); CodegenError if there is none."""
+    """A legal size choice by the static prior ``size_score``: the best of the power-of-two assignments
+    and the tuner's draws over the divisors (``drawn_sizes``: a dim of 11,008 or 50,257 has no
+    power-of-two size that lowers, and 5 rows of a norm are 5 blocks, not 1); CodegenError if there is
+    none."""
     sms = get_arch(arch).sms
     fn = functools.partial(resources, options=options)
     drawn = ((sz, fn(template.instantiate(sz), arch)) for sz in drawn_sizes(template, arch, fn, 16))
-    for candidates in (generated_sizes(template, arch, options=options), drawn):
-        scored = [(size_score(res, sms), sizes) for sizes, res in candidates]
-        if scored:
-            return max(scored, key=lambda c: c[0])[1]  # the first of equal scores
+    candidates = itertools.chain(generated_sizes(template, arch, options=options), drawn)
+    scored = [(size_score(res, sms), sizes) for sizes, res in candidates]
+    if scored:
+        return max(scored, key=lambda c: c[0])[1]  # the first of equal scores
     raise CodegenError(f"{template.program}: no legal size choice for {template.symbols} among powers of two "
                        "or the divisors of the shapes")
