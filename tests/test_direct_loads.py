@@ -65,8 +65,35 @@ def test_a_norm_reads_its_row_twice_from_global_memory() -> None:
     low = next(k for k in lower_graph(kg, get_arch("sm_80"), DIRECT).kernels if k is not None)
     assert all(b.direct for i, b in low.bufs.items() if i in {lp.op for lp in low.loads})
     assert not any(b.direct for b in low.all_bufs().values())  # the reduction's tile stays in shared memory
+    elementwise = Options(direct_loads=DirectLoads.ELEMENTWISE)
+    copied = next(k for k in lower_graph(kg, get_arch("sm_80"), elementwise).kernels if k is not None)
+    assert not any(b.direct for b in copied.bufs.values())  # ELEMENTWISE: a kernel that reduces copies its rows
+    # the default (ROWS): one row a block, its sum walked by the whole block and held in registers: in place
     default = next(k for k in lower_graph(kg, get_arch("sm_80")).kernels if k is not None)
-    assert not any(b.direct for b in default.bufs.values())  # by default a kernel that reduces copies its rows
+    assert default.held and all(b.direct for i, b in default.bufs.items() if i in {lp.op for lp in default.loads})
+    rng = np.random.default_rng(4)
+    inputs = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
+    got, want = emulate(kg, inputs), interpreter.run(kg, inputs)
+    assert relative_error(got["O"], want["O"]) < 1e-12
+
+
+def test_rows_reads_in_place_only_where_every_reduction_is_a_held_row() -> None:
+    """``DirectLoads.ROWS`` (the default): two rows a block (a block-wide walk per row, published through
+    shared memory) keep their rows copied; one row a block, its sum held in registers, reads in place."""
+    g = Graph()
+    x, w = g.input((4, 4096), "float16", "X"), g.input((1, 4096), "float16", "W")
+    g.output(g.mul(g.rms_norm(x), w), "O")
+    kg = row_plan(g)
+    assert kg is not None
+    one, two = at_rows(kg, 4), at_rows(kg, 2)
+    low_one, low_two = (next(k for k in lower_graph(c, get_arch("sm_80")).kernels if k is not None) for c in (one, two))
+    assert low_one.held and any(b.direct for b in low_one.bufs.values())
+    assert not low_two.held and not any(b.direct for b in low_two.bufs.values())
+    rng = np.random.default_rng(9)
+    inputs = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
+    for c in (one, two):
+        got, want = emulate(c, inputs), interpreter.run(c, inputs)
+        assert relative_error(got["O"], want["O"]) < 1e-12
 
 
 def test_runs_are_only_as_wide_as_the_rows_are_aligned() -> None:

@@ -152,7 +152,7 @@ def test_rowwise_norm_reduces_with_the_whole_block_and_compiles() -> None:
     assert kg is not None
     plan = codegen.generate(kg.instantiate({s: 1 for s in kg.symbols} | {"k0_x": g.inputs[0].shape[0]}), arch="sm_80")
     src = library_source(plan)
-    assert "the whole block on each" in src and "__syncthreads" in src
+    assert "the whole block on" in src and "__syncthreads" in src
     if nvcc.nvcc_path() is None:
         pytest.skip("nvcc is not on the PATH")
     assert len(nvcc.compile_check([(plan.kernels[0].entry, src)], arch="sm_80")) == 1

@@ -41,6 +41,7 @@ from prism.codegen.lowered import (
     Storage,
     Store,
     Sweep,
+    block_wide,
     reads_loop_tiles_after,
     sweep,
 )
@@ -567,7 +568,8 @@ def settled_tensors(kg: KernelGraph) -> set[str]:
 def _direct(d: _Draft, i: int, op: Load) -> bool:
     """``Options.direct_loads``: a Load of a settled tensor (``settled_tensors``) in a kernel without a
     main loop, which no matmul reads (ldmatrix needs shared memory), is read in place in global
-    memory. ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices.
+    memory. ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices;
+    ``ROWS``: also those whose reductions are all held block-wide rows (``_held_rows``).
     In a loop kernel: ``_streamed``."""
     if d.loop > 1:
         return _streamed(d, op)
@@ -577,11 +579,21 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
         case DirectLoads.ELEMENTWISE:
             if any(isinstance(o, MatmulOp) or _reduces(o) for o in d.ops):
                 return False
+        case DirectLoads.ROWS:
+            if any(isinstance(o, MatmulOp) for o in d.ops) or not _held_rows(d):
+                return False
         case DirectLoads.ALWAYS:
             pass
         case unreachable:
             assert_never(unreachable)
     return d.loop == 1 and not op.transposed and op.tensor in d.settled and not _mm_operand(d, i)
+
+
+def _held_rows(d: _Draft) -> bool:
+    """No reduction, or each one a ReduceOp before or after the loop whose one output a block-wide walk
+    leaves in every thread's registers (``KernelLowering.held``: a row per block, 16-byte runs a thread)."""
+    return all(isinstance(o, ReduceOp) and d.phases[j] in (Phase.PRE, Phase.POST) and math.prod(d.tile(j)) == 1
+               and block_wide(d.tile(o.x), o.dim, d.warps) for j, o in enumerate(d.ops) if _reduces(o))
 
 
 def _streamed(d: _Draft, op: Load) -> bool:

@@ -21,12 +21,13 @@ Where values live (``Store``):
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prism.codegen.arch import Arch
-from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, op_args
+from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, op_args
 from prism.ops import Reduce
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -83,10 +84,15 @@ class DirectLoads(enum.Enum):
     """Which loop-free kernels read their Loads of settled tensors (program inputs, vendor-GEMM
     outputs: ``lower.settled_tensors``) in place in global memory. On an H200 (decode sizes)
     element-wise kernels ran 4-6% faster that way and kernels that reduce 4-50% slower
-    (docs/codegen.md, "Loads read in place"): ELEMENTWISE, kernels without a reduction or a matmul."""
+    (docs/codegen.md, "Loads read in place"): ELEMENTWISE, kernels without a reduction or a matmul.
+    ROWS (the default) adds kernels whose every reduction is a row per block walked by the whole block
+    and held in registers (``KernelLowering.held``): 3-8% faster read in place, where lane walks and
+    several rows a block stayed 3-40% slower (docs/codegen.md, "Row kernels of widths that are not
+    powers of two")."""
 
     NEVER = "never"
     ELEMENTWISE = "elementwise"
+    ROWS = "rows"
     ALWAYS = "always"
 
 
@@ -105,7 +111,7 @@ class Options:
     fuse: bool = True
     # which kernels without a main loop read the Loads no matmul reads straight from global memory
     # into registers: no cp.async, shared tile or barrier for them (``lower._direct``)
-    direct_loads: DirectLoads = DirectLoads.ELEMENTWISE
+    direct_loads: DirectLoads = DirectLoads.ROWS
     # an element-wise accumulator of a copied loop tile adds the elements its thread copied (vector
     # reads), and a loop that reads nothing else needs no barrier per iteration once every stage is in
     # flight (``private_loop``); split-KV combines 0.2-4.3 µs faster on an H200 (docs/codegen.md,
@@ -365,6 +371,13 @@ class SavePlan:
     sweep: Sweep  # over the tile's vectors
 
 
+def block_wide(tile_x: tuple[int, ...], dim: int, warps: int) -> bool:
+    """A reduction of a ``tile_x`` tile over ``dim`` to a tile is walked by the whole block: fewer outputs
+    than warps and rows of at least 32 elements a warp."""
+    n_out = math.prod(tile_x) // tile_x[dim]
+    return warps > 1 and n_out < warps and tile_x[dim] >= 32 * warps
+
+
 def reads_loop_tiles_after(ops: Sequence[BlockOp], stores: Sequence[Store]) -> bool:
     """Some value after the loop reads a loop or prologue tile in place (an accumulator of a
     one-iteration loop, ``lower._is_its_value``): those tiles stay live after the loop."""
@@ -437,6 +450,23 @@ class KernelLowering:
 
     def users(self, i: int) -> list[int]:
         return [j for j, op in enumerate(self.kernel.ops) if i in op_args(op)]
+
+    def block_reduces(self, x: int, dim: int) -> bool:
+        """A reduction of value ``x`` over ``dim`` to a tile is block-wide (``render_reduce._block_reduce``)."""
+        tile_x = self.tiles[x]
+        assert tile_x is not None
+        return block_wide(tile_x, dim, self.warps)
+
+    @functools.cached_property
+    def held(self) -> frozenset[int]:
+        """ReduceOps before or after the loop whose one output a block-wide reduction gives every thread in
+        a register (``<tile>_r``): each warp sums the warps' partials itself, so no warp publishes the
+        result through shared memory and no second barrier follows (a row per block: norms, softmax)."""
+        ops = self.kernel.ops
+        return frozenset(
+            i for i, op in enumerate(ops)
+            if isinstance(op, ReduceOp) and self.phases[i] in (Phase.PRE, Phase.POST)
+            and math.prod(self.tiles[i] or (1,)) == 1 and self.block_reduces(op.x, op.dim))
 
     def frag_acc(self, i: int) -> int | None:
         """The accumulator holding matmul ``i``'s fragments, if it has one."""

@@ -168,6 +168,8 @@ class Exprs:
         # the fragments (lower._matmul_store); no op reads a Save (ir.check_structure)
         assert store is not Store.FRAG, f"op {i}: an mma fragment is read through its accumulator"
         assert store is not Store.SAVE, f"op {i}: a Save has no value to read"
+        if i in low.held:  # one value, in every thread's register (``KernelLowering.held``)
+            return f"{low.bufs[i].name}_r"
         match store:
             case Store.INLINE:
                 return self.define(i, idx)

@@ -147,7 +147,7 @@ def _compute(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
         case ReduceOp(fn, x, dim):
             g = low.groups[i]
             out += render_reduce_pass(low, ex, x, dim, fn, g, -(-_numel(low, i) // (low.warps * (32 // g))),
-                                      dst=low.bufs[i], acc=None, name=f"red{i}")
+                                      dst=low.bufs[i], acc=None, name=f"red{i}", held=i in low.held)
         case Accum(x, reduce_dim) if i in low.accs:  # (an inline one is read in place)
             out += _accumulate(low, ex, i, x, reduce_dim)
     if i in low.operands and low.operands[i] is not low.bufs.get(i):

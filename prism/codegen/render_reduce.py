@@ -31,17 +31,18 @@ def _red_outputs(tile_x: tuple[int, ...], dim: int) -> tuple[tuple[int, ...], in
 
 def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, group: int, count: int,
                        *, dst: Buf | None, acc: str | None, name: str, shift: int | None = None,
-                       running: str = "") -> list[str]:
+                       running: str = "", held: bool = False) -> list[str]:
     """Reduce value ``x`` over ``dim``: write to ``dst`` (a ReduceOp; the pass ends with the barrier that
-    publishes the tile) and/or add into register array ``acc`` (rescaled by the shift value ``shift``
-    against the running maxes ``running``: the online softmax)."""
+    publishes the tile; ``held``: a block-wide reduction to one output that every thread keeps in the
+    register ``<dst>_r`` instead, ``KernelLowering.held``) and/or add into register array ``acc`` (rescaled
+    by the shift value ``shift`` against the running maxes ``running``: the online softmax)."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
     extent = tile_x[dim]
     nw = low.warps
     if dst is not None and acc is None and block_reduces(low, x, dim):
-        return _block_reduce(low, ex, x, dim, fn, dst, name)
+        return _block_reduce(low, ex, x, dim, fn, dst, name, held)
     gpw = 32 // group
     decl, idx = decompose("o", out, f"{name}_o")
     xidx = list(idx)
@@ -98,10 +99,7 @@ def run_width(extent: int, group: int) -> int:
 
 def block_reduces(low: KernelLowering, x: int, dim: int) -> bool:
     """Fewer outputs than warps and long rows: a reduction to a tile is ``_block_reduce``'s."""
-    tile_x = low.tiles[x]
-    assert tile_x is not None
-    n_out = _red_outputs(tile_x, dim)[1]
-    return low.warps > 1 and n_out < low.warps and tile_x[dim] >= 32 * low.warps
+    return low.block_reduces(x, dim)
 
 
 def block_run(low: KernelLowering, x: int, dim: int) -> int:
@@ -153,10 +151,12 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
             *_indent([*rex.loads, *stmts], 2), "}"]  # the reads above filled rex.loads
 
 
-def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str) -> list[str]:
+def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str,
+                  held: bool = False) -> list[str]:
     """Fewer outputs than warps, long rows: every thread of the block strides each row, warps combine
     with shuffles, then warp 0 combines the warps' partials (one short dependent chain, not 32 lanes
-    walking the whole row)."""
+    walking the whole row) and publishes the result behind a barrier; ``held`` (one output): every
+    warp combines the partials itself into the register ``<dst>_r``, no publishing, no second barrier."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
@@ -169,6 +169,25 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
     warp_op = "warp_sum" if fn is Reduce.SUM else "warp_max"
     # the whole block is the walk's group; the walk's pragma stays at the block's indentation
     pragma, *walk = _walk(ex, x, xidx, comb, name, "tid", tile_x[dim], nt, block_run(low, x, dim), 1)
+    combined = f"{warp_op}(lane < {nw} ? {name}_part[lane] : {init}, 32)"
+    if held:
+        assert n_out == 1, "a held reduction has one output"
+        return [
+            f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: one output, the whole block on it, "
+            "held by every thread",
+            f"float {dst.name}_r;",
+            "{",
+            f"  __shared__ float {name}_part[{nw}];",
+            *_indent(decl, 2),
+            f"  float p = {init};",
+            pragma,
+            *_indent(walk, 2),
+            f"  p = {warp_op}(p, 32);",
+            f"  if (lane == 0) {name}_part[warp] = p;",
+            "  __syncthreads();",
+            f"  {dst.name}_r = {combined};",
+            "}",
+        ]
     return [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, the whole block on each",
         "{",
@@ -184,7 +203,7 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
         f"    if (lane == 0) {name}_part[warp] = p;",
         "    __syncthreads();",
         "    if (warp == 0) {",
-        f"      p = {warp_op}(lane < {nw} ? {name}_part[lane] : {init}, 32);",
+        f"      p = {combined};",
         f"      if (lane == 0) {dst.name}[{offset(dst.strides, idx)}] = p;",
         "    }",
         "    __syncthreads();",
