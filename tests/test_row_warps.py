@@ -169,3 +169,40 @@ def test_a_block_wide_reduction_of_one_row_is_held_in_registers() -> None:
     if nvcc_path() is not None:
         ks = [generate(kg, arch="sm_80").kernels[0] for kg in (one, two)]
         assert len(compile_check([(k.entry, k.source) for k in ks], "sm_80", jobs=1)) == 2
+
+
+def _softmax_rows(n: int, d: int) -> tuple[Graph, KernelGraph]:
+    """Softmax one row a block, its denominator kept as a rescaled lane-group accumulator (a searched
+    template's form)."""
+    from prism.ir import Accum, BinaryOp, CustomKernel, Load, ReduceOp, Save, UnaryOp
+    from prism.ops import Binary, Reduce, Unary
+
+    g = Graph()
+    g.output(g.softmax(g.input((n, d), "float16", "X"), -1), "O")
+    ops = (Load("X", (0,), None), ReduceOp(Reduce.MAX, 0, 1), BinaryOp(Binary.SUB, 0, 1), UnaryOp(Unary.EXP, 2),
+           Accum(3), Accum(3, reduce_dim=1, rescale=1), BinaryOp(Binary.DIV, 4, 5), Save(6, "O", (0,)))
+    return g, KernelGraph.of(g, "softmax", [CustomKernel("k0", ("k0_x",), 1, ops)]).instantiate({"k0_x": n})
+
+
+@pytest.mark.parametrize(("n", "d"), [(5, 768), (3, 3584), (4, 4096)])
+def test_a_row_sum_accumulator_is_walked_by_the_whole_block(n: int, d: int) -> None:
+    """A lane-group accumulator with one output a block is walked by every thread (one warp walked the
+    row while the others idled), each keeping a partial; the partials of the rescaled sum are added after
+    the loop. Read in place (``DirectLoads.ROWS``), the loop of one iteration has no wait or barrier:
+    three barriers in all (the max's partials, the sum's partials, the epilogue)."""
+    g, kg = _softmax_rows(n, d)
+    low = next(k for k in lower_graph(kg, get_arch("sm_80")).kernels if k is not None)
+    assert low.accs[5].group == low.threads and low.held == {1}
+    src = generate(kg, arch="sm_80").kernels[0].source
+    assert "the whole block, thread partials" in src and "a5_part" in src
+    assert src.count("__syncthreads();") == 3 and "cp_async_wait" not in src.split("extern \"C\"")[1]
+    rng = np.random.default_rng(11)
+    inputs = {"X": rng.standard_normal((n, d))}
+    both = (DEFAULT_OPTIONS, Options(direct_loads=DirectLoads.NEVER))
+    for opts in both:
+        got, want = emulate(kg, inputs, options=opts), interpreter.run(kg, inputs)
+        assert relative_error(got["O"], want["O"]) < 1e-12
+        assert relative_error(got["O"], g.evaluate(inputs)["O"]) < 1e-12
+    if nvcc_path() is not None:
+        ks = [generate(kg, arch="sm_80", options=o).kernels[0] for o in both]
+        assert len(compile_check([(k.entry, k.source) for k in ks], "sm_80", jobs=1)) == 2

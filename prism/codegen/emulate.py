@@ -29,7 +29,17 @@ from prism.codegen.arch import arch as get_arch
 from prism.codegen.emulate_mem import EmulationError, Smem, global_index
 from prism.codegen.emulate_mma import Units, frag_rescale, frag_store, mma, swizzle_offset, units
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, global_strides, lower_graph
-from prism.codegen.lowered import AccKind, Buf, GraphLowering, KernelLowering, LoadPlan, Phase, Store, Sweep
+from prism.codegen.lowered import (
+    AccKind,
+    Buf,
+    GraphLowering,
+    KernelLowering,
+    LoadPlan,
+    Phase,
+    Store,
+    Sweep,
+    outputs_per_pass,
+)
 from prism.codegen.render_reduce import lane_run
 from prism.interpreter import input_tensors, run_predefined
 from prism.ir import Accum, BinaryOp, KernelGraph, Load, MatmulOp, PredefinedKernel, ReduceOp, Save, UnaryOp, grid_coords
@@ -349,7 +359,7 @@ class _Block:
         ones within the tile, their tile index, the output shape, and whether a guard is printed."""
         tile_x = self.tile(x)
         out = tuple(1 if d == dim else s for d, s in enumerate(tile_x))
-        per = self.low.warps * (32 // group)
+        per = outputs_per_pass(group, self.low.warps)
         o = np.arange(count * per, dtype=np.int64)
         guard = math.prod(out) % per != 0
         return o, decompose(o, out), out, guard
@@ -450,7 +460,7 @@ class _Block:
                     self.acc[j] = np.full(n, -np.inf) if ap.fn is Reduce.MAX else np.zeros(n)
                     self.run_max[j] = np.full(n, -np.inf)
                 case AccKind.RED:
-                    n = ap.count * low.warps * (32 // ap.group)
+                    n = ap.count * outputs_per_pass(ap.group, low.warps)
                     self.acc[j] = np.zeros(n)
                     self.run_max[j] = np.full(n, -np.inf)
 

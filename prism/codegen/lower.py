@@ -42,6 +42,7 @@ from prism.codegen.lowered import (
     Store,
     Sweep,
     block_wide,
+    outputs_per_pass,
     reads_loop_tiles_after,
     sweep,
 )
@@ -505,7 +506,10 @@ def _acc_plan(d: _Draft, i: int, op: Accum) -> AccPlan:
     if op.reduce_dim is None:
         return AccPlan(AccKind.EW, op.x, -(-math.prod(to) // d.threads), fn=acc.fn, rescale=acc.rescale)
     g = tile_reduce_group(d.tile(op.x), op.reduce_dim, d.threads)
-    return AccPlan(AccKind.RED, op.x, -(-math.prod(to) // (d.warps * (32 // g))), g, rescale=acc.rescale)
+    if (math.prod(to) == 1 and op.fn is Reduce.SUM and block_wide(d.tile(op.x), op.reduce_dim, d.warps)
+            and not d.mmas):  # (beside a matmul's main loop the other warps are busy: not measured there)
+        g = d.threads  # one output a block: every thread walks the row (one warp would, the rest idle)
+    return AccPlan(AccKind.RED, op.x, -(-math.prod(to) // outputs_per_pass(g, d.warps)), g, rescale=acc.rescale)
 
 
 def _accs(d: _Draft) -> None:
@@ -590,10 +594,15 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
 
 
 def _held_rows(d: _Draft) -> bool:
-    """No reduction, or each one a ReduceOp before or after the loop whose one output a block-wide walk
-    leaves in every thread's registers (``KernelLowering.held``: a row per block, 16-byte runs a thread)."""
-    return all(isinstance(o, ReduceOp) and d.phases[j] in (Phase.PRE, Phase.POST) and math.prod(d.tile(j)) == 1
-               and block_wide(d.tile(o.x), o.dim, d.warps) for j, o in enumerate(d.ops) if _reduces(o))
+    """No reduction, or each one walked by the whole block for its one output: a ReduceOp before or
+    after the loop that leaves it in every thread's registers (``KernelLowering.held``), or a block-wide
+    lane-group accumulator (``_acc_plan``); a row per block, 16-byte runs a thread."""
+    def whole_block(j: int, o: BlockOp) -> bool:
+        if isinstance(o, ReduceOp):
+            return (d.phases[j] in (Phase.PRE, Phase.POST) and math.prod(d.tile(j)) == 1
+                    and block_wide(d.tile(o.x), o.dim, d.warps))
+        return j in d.accs and d.accs[j].group > 32
+    return all(whole_block(j, o) for j, o in enumerate(d.ops) if _reduces(o))
 
 
 def _streamed(d: _Draft, op: Load) -> bool:

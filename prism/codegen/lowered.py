@@ -314,7 +314,8 @@ class MmaPlan:
 @dataclass(frozen=True)
 class AccPlan:
     """An accumulator: FRAG (mma fragments of a matmul), EW (one register per element a thread
-    owns) or RED (summed over a dim by groups of ``group`` lanes with warp shuffles). An EW
+    owns) or RED (summed over a dim by groups of ``group`` lanes with warp shuffles; ``group`` the
+    block's thread count when its one output is walked by the whole block, ``lower._acc_plan``). An EW
     accumulator may keep a running max (``fn`` MAX) or be rescaled by the shift ``rescale`` (an op
     index; then a second register per element holds the running max)."""
 
@@ -369,6 +370,12 @@ class SavePlan:
     block_terms: tuple[tuple[int, int], ...]
     vec: int
     sweep: Sweep  # over the tile's vectors
+
+
+def outputs_per_pass(group: int, warps: int) -> int:
+    """Outputs a reduction pass covers at once with ``group`` threads an output: ``warps * 32 / group``
+    lane groups, or one when the group is the whole block (a block-wide accumulator, ``group > 32``)."""
+    return 1 if group > 32 else warps * (32 // group)
 
 
 def block_wide(tile_x: tuple[int, ...], dim: int, warps: int) -> bool:

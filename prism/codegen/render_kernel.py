@@ -259,7 +259,9 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     ``Options.late_refill``: run the loop ops, then refill). Nothing when the loop
     runs once, streams no ring and computes nothing (an element-wise or row-wise kernel whose values
     are read in place): the prologue has waited for its copies and synchronised, so the loop's wait,
-    barrier and empty commit, and the drain after it, would only lengthen the kernel's critical path."""
+    barrier and empty commit, and the drain after it, would only lengthen the kernel's critical path.
+    Only the loop ops when it runs once, nothing is copied and no shared tile lives before the
+    epilogue (a row kernel reading in place: the ops read global memory and registers)."""
     if low.streamed:
         return render_streamed_loop(low, ex, functools.partial(_compute, low, ex))
     S, P = low.stages, low.prefetch
@@ -269,6 +271,8 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                 for line in _compute(low, ex, i)]
     if low.loop == 1 and not ring and not computed:
         return []
+    if low.loop == 1 and not low.copied_loads and not _shared_before_epilogue(low):
+        return ["// the loop's one iteration: nothing copied, no shared tile before the epilogue", *computed]
     body = _shift_maxima(low, ex) if low.shift_first else []
     if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
@@ -288,6 +292,13 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                  "  }"]
     tail = [*refill, *advance] if late else []
     return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
+
+
+def _shared_before_epilogue(low: KernelLowering) -> bool:
+    """Some shared tile lives before the epilogue (a copy, a materialised value): the epilogue's tiles
+    may reuse its space, so the loop ends with a barrier. (A held reduction's tile is never written.)"""
+    held = {low.bufs[i].name for i in low.held}
+    return any(b.region is not Phase.POST and b.name not in held for b in low.all_bufs().values())
 
 
 def _shift_maxima(low: KernelLowering, ex: Exprs) -> list[str]:

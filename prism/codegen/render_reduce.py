@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering
+from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering, outputs_per_pass
 from prism.codegen.render_expr import Exprs, RunReads, bcast, decompose, offset, with_last
 from prism.codegen.render_load import sweep_lines
 from prism.ops import Reduce
@@ -43,19 +43,18 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     nw = low.warps
     if dst is not None and acc is None and block_reduces(low, x, dim):
         return _block_reduce(low, ex, x, dim, fn, dst, name, held)
-    gpw = 32 // group
     decl, idx = decompose("o", out, f"{name}_o")
     xidx = list(idx)
     xidx[dim] = "r"
     init = "0.0f" if fn is Reduce.SUM else NEG_INF
     comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
-    lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
-    o_expr = f"(j * {nw} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
-    guard = n_out % (nw * gpw) != 0
+    lane_r, o_expr = _lanes(group, nw)
+    guard = n_out % outputs_per_pass(group, nw) != 0
     run = lane_run(low, x, dim, group, dst is not None and acc is None)
     walk = _walk(ex, x, xidx, comb, name, lane_r, extent, group, run, run_width(extent, group))
+    who = "the whole block, thread partials" if group > 32 else f"{group} lanes each"
     lines = [
-        f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, {group} lanes each",
+        f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, {who}",
         "#pragma unroll",
         f"for (int j = 0; j < {count}; ++j) {{",
         f"  const int o = {o_expr};",
@@ -92,6 +91,16 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     return [*lines, "__syncthreads();"] if dst is not None else lines
 
 
+def _lanes(group: int, warps: int) -> tuple[str, str]:
+    """(this thread's index in its group, the output index ``o`` of pass ``j``) for groups of ``group``
+    threads: lane groups of a warp, or the whole block on one output (``group > 32``)."""
+    if group > 32:
+        return "tid", "j"
+    gpw = 32 // group
+    lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
+    return lane_r, f"(j * {warps} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
+
+
 def run_width(extent: int, group: int) -> int:
     """Elements per run of a lane's walk: 4, or 2, when every lane gets whole runs; else 1."""
     return next((v for v in (4, 2) if extent % (group * v) == 0), 1)
@@ -122,7 +131,7 @@ def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -
     or of the block-wide walk (``block_run``); 1 for other dims."""
     tile_x = low.tiles[x]
     assert tile_x is not None
-    if to_tile and block_reduces(low, x, dim):
+    if (to_tile and block_reduces(low, x, dim)) or group > 32:
         return block_run(low, x, dim)
     if dim != len(tile_x) - 1:
         return 1
@@ -214,16 +223,17 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
 
 def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: int, count: int, dst: Buf,
                          acc: str) -> list[str]:
-    """After the loop: combine the lanes' partial sums with shuffles; the group leaders write the tile."""
+    """After the loop: combine the lanes' partial sums with shuffles; the group leaders write the tile
+    (a block-wide accumulator: ``_block_acc_write``)."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
     nw = low.warps
-    gpw = 32 // group
+    if group > 32:
+        return _block_acc_write(low, i, dst, acc)
     decl, idx = decompose("o", out, f"a{i}_o")
-    lane_r = "lane" if group == 32 else f"(lane & {group - 1})"
-    o_expr = f"(j * {nw} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
-    cond = ([f"o < {n_out}"] if n_out % (nw * gpw) else []) + ([f"{lane_r} == 0"] if group > 1 else [])
+    lane_r, o_expr = _lanes(group, nw)
+    cond = ([f"o < {n_out}"] if n_out % outputs_per_pass(group, nw) else []) + ([f"{lane_r} == 0"] if group > 1 else [])
     return [
         "#pragma unroll",
         f"for (int j = 0; j < {count}; ++j) {{",
@@ -232,6 +242,25 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
         f"  if ({' && '.join(cond) or 'true'}) {{",
         *_indent(decl, 4),
         f"    {dst.name}[{offset(dst.strides, idx)}] = p;",
+        "  }",
+        "}",
+    ]
+
+
+def _block_acc_write(low: KernelLowering, i: int, dst: Buf, acc: str) -> list[str]:
+    """A block-wide accumulator's one output: each warp sums its threads' partials, warp 0 sums the
+    warps' and writes the tile (the epilogue's barrier publishes it). The partials of a rescaled sum
+    share their running max (every thread saw the same shift values), so they add as they are."""
+    nw = low.warps
+    return [
+        "{",
+        f"  __shared__ float a{i}_part[{nw}];",
+        f"  float p = warp_sum({acc}[0], 32);",
+        f"  if (lane == 0) a{i}_part[warp] = p;",
+        "  __syncthreads();",
+        "  if (warp == 0) {",
+        f"    p = warp_sum(lane < {nw} ? a{i}_part[lane] : 0.0f, 32);",
+        f"    if (lane == 0) {dst.name}[0] = p;",
         "  }",
         "}",
     ]
