@@ -434,6 +434,8 @@ def _is_its_value(d: _Draft, i: int, op: Accum) -> bool:
     docs/codegen.md, "One-iteration accumulators")."""
     if not (d.options.inline_accums and d.loop == 1 and op.reduce_dim is None and d.stores[op.x] is not Store.FRAG):
         return False
+    if d.options.inline_special:
+        return True
     reduces = any(_reduces(o) for o in d.ops)
     size = math.prod(d.tile(i))
     special = any(isinstance(o, UnaryOp) and o.fn.transcendental and math.prod(d.tile(j)) >= size

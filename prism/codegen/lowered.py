@@ -128,6 +128,9 @@ class Options:
     row_warps: bool = True
     # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)
     inline_accums: bool = True
+    # ... also in kernels that reduce and run a special function over tiles as large as the accumulator
+    # (the softmax family), which keep their accumulators when this is off
+    inline_special: bool = False
     # each warp owns a 2-D block of a matmul's 16x16 units and reuses every ldmatrix fragment across
     # its row or column of them (``MmaPlan.wm``/``wn``), instead of units dealt round-robin with two
     # ldmatrix per unit and k-step. On an H200 a 512x4096x4096 GEMM's tuned kernel went from 29% to 56%
@@ -466,14 +469,16 @@ class KernelLowering:
 
     @functools.cached_property
     def held(self) -> frozenset[int]:
-        """ReduceOps before or after the loop whose one output a block-wide reduction gives every thread in
-        a register (``<tile>_r``): each warp sums the warps' partials itself, so no warp publishes the
-        result through shared memory and no second barrier follows (a row per block: norms, softmax)."""
+        """ReduceOps before or after the loop, and block-wide lane-group accumulators, whose one output a
+        block-wide reduction gives every thread in a register (``<tile>_r``): each warp sums the warps'
+        partials itself, so no warp publishes the result through shared memory and no second barrier
+        follows (a row per block: norms, softmax)."""
         ops = self.kernel.ops
         return frozenset(
             i for i, op in enumerate(ops)
-            if isinstance(op, ReduceOp) and self.phases[i] in (Phase.PRE, Phase.POST)
-            and math.prod(self.tiles[i] or (1,)) == 1 and self.block_reduces(op.x, op.dim))
+            if (isinstance(op, ReduceOp) and self.phases[i] in (Phase.PRE, Phase.POST)
+                and math.prod(self.tiles[i] or (1,)) == 1 and self.block_reduces(op.x, op.dim))
+            or (i in self.accs and self.accs[i].kind is AccKind.RED and self.accs[i].group > 32))
 
     def frag_acc(self, i: int) -> int | None:
         """The accumulator holding matmul ``i``'s fragments, if it has one."""

@@ -341,7 +341,7 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
                 body += render_red_acc_write(low, j, a.x, op.reduce_dim, a.group, a.count, dst, f"ra{j}")
             case _:
                 assert_never(a.kind)
-    if low.accs:  # the accumulators' tiles are read below; with none, the last barrier already covers the tiles
+    if set(low.accs) - low.held:  # their tiles are read below; with none, the last barrier already covers the tiles
         body.append("__syncthreads();")
     for i, op in enumerate(low.kernel.ops):
         if low.phases[i] is Phase.POST and isinstance(op, ReduceOp):

@@ -230,7 +230,7 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
     out, n_out = _red_outputs(tile_x, dim)
     nw = low.warps
     if group > 32:
-        return _block_acc_write(low, i, dst, acc)
+        return _block_acc_held(low, i, dst, acc)
     decl, idx = decompose("o", out, f"a{i}_o")
     lane_r, o_expr = _lanes(group, nw)
     cond = ([f"o < {n_out}"] if n_out % outputs_per_pass(group, nw) else []) + ([f"{lane_r} == 0"] if group > 1 else [])
@@ -247,21 +247,20 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
     ]
 
 
-def _block_acc_write(low: KernelLowering, i: int, dst: Buf, acc: str) -> list[str]:
-    """A block-wide accumulator's one output: each warp sums its threads' partials, warp 0 sums the
-    warps' and writes the tile (the epilogue's barrier publishes it). The partials of a rescaled sum
-    share their running max (every thread saw the same shift values), so they add as they are."""
+def _block_acc_held(low: KernelLowering, i: int, dst: Buf, acc: str) -> list[str]:
+    """A block-wide accumulator's one output (``KernelLowering.held``): each warp sums its threads'
+    partials into shared memory, then every warp sums the warps' into the register ``<dst>_r``. The
+    partials of a rescaled sum share their running max (every thread saw the same shift values), so
+    they add as they are."""
     nw = low.warps
     return [
+        f"float {dst.name}_r;",
         "{",
         f"  __shared__ float a{i}_part[{nw}];",
         f"  float p = warp_sum({acc}[0], 32);",
         f"  if (lane == 0) a{i}_part[warp] = p;",
         "  __syncthreads();",
-        "  if (warp == 0) {",
-        f"    p = warp_sum(lane < {nw} ? a{i}_part[lane] : 0.0f, 32);",
-        f"    if (lane == 0) {dst.name}[0] = p;",
-        "  }",
+        f"  {dst.name}_r = warp_sum(lane < {nw} ? a{i}_part[lane] : 0.0f, 32);",
         "}",
     ]
 
