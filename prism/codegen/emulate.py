@@ -381,7 +381,7 @@ class _Block:
     def reduce(self, i: int, x: int, dim: int, fn: Reduce) -> None:
         """A ReduceOp pass: every output within the tile reduces its row and writes its tile."""
         g = self.low.groups[i]
-        count = -(-math.prod(self.tile(i)) // (self.low.warps * (32 // g)))
+        count = -(-math.prod(self.tile(i)) // outputs_per_pass(g, self.low.warps))
         o, idx, out, guard = self.outputs(x, dim, g, count)
         keep = o < math.prod(out) if guard else np.ones(o.shape, dtype=bool)
         idx = [v[keep] if isinstance(v, np.ndarray) else v for v in idx]

@@ -42,6 +42,7 @@ from prism.codegen.lowered import (
     Store,
     Sweep,
     block_wide,
+    held_value,
     outputs_per_pass,
     reads_loop_tiles_after,
     sweep,
@@ -596,15 +597,10 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
 
 
 def _held_rows(d: _Draft) -> bool:
-    """No reduction, or each one walked by the whole block for its one output: a ReduceOp before or
-    after the loop that leaves it in every thread's registers (``KernelLowering.held``), or a block-wide
-    lane-group accumulator (``_acc_plan``); a row per block, 16-byte runs a thread."""
-    def whole_block(j: int, o: BlockOp) -> bool:
-        if isinstance(o, ReduceOp):
-            return (d.phases[j] in (Phase.PRE, Phase.POST) and math.prod(d.tile(j)) == 1
-                    and block_wide(d.tile(o.x), o.dim, d.warps))
-        return j in d.accs and d.accs[j].group > 32
-    return all(whole_block(j, o) for j, o in enumerate(d.ops) if _reduces(o))
+    """No reduction, or each one walked by the whole block for its one output and held in every
+    thread's registers (``lowered.held_value``); a row per block, 16-byte runs a thread."""
+    return all(held_value(j, o, d.phases[j], d.tile, d.warps, d.accs.get(j))
+               for j, o in enumerate(d.ops) if _reduces(o))
 
 
 def _streamed(d: _Draft, op: Load) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prism.codegen.arch import Arch
@@ -388,6 +388,19 @@ def block_wide(tile_x: tuple[int, ...], dim: int, warps: int) -> bool:
     return warps > 1 and n_out < warps and tile_x[dim] >= 32 * warps
 
 
+def held_value(i: int, op: BlockOp, phase: Phase, tile: Callable[[int], tuple[int, ...]], warps: int,
+               acc: AccPlan | None) -> bool:
+    """Op ``i``'s one output is left in every thread's register by a block-wide reduction
+    (``KernelLowering.held``): a ReduceOp before or after the loop of one output walked by the whole
+    block, or a lane-group accumulator whose group is the whole block (``lower._acc_plan``)."""
+    match op:
+        case ReduceOp(x=x, dim=dim):
+            return phase in (Phase.PRE, Phase.POST) and math.prod(tile(i)) == 1 and block_wide(tile(x), dim, warps)
+        case Accum():
+            return acc is not None and acc.kind is AccKind.RED and acc.group > 32
+    return False
+
+
 def reads_loop_tiles_after(ops: Sequence[BlockOp], stores: Sequence[Store]) -> bool:
     """Some value after the loop reads a loop or prologue tile in place (an accumulator of a
     one-iteration loop, ``lower._is_its_value``): those tiles stay live after the loop."""
@@ -463,9 +476,7 @@ class KernelLowering:
 
     def block_reduces(self, x: int, dim: int) -> bool:
         """A reduction of value ``x`` over ``dim`` to a tile is block-wide (``render_reduce._block_reduce``)."""
-        tile_x = self.tiles[x]
-        assert tile_x is not None
-        return block_wide(tile_x, dim, self.warps)
+        return block_wide(self._tile(x), dim, self.warps)
 
     @functools.cached_property
     def held(self) -> frozenset[int]:
@@ -473,12 +484,13 @@ class KernelLowering:
         block-wide reduction gives every thread in a register (``<tile>_r``): each warp sums the warps'
         partials itself, so no warp publishes the result through shared memory and no second barrier
         follows (a row per block: norms, softmax)."""
-        ops = self.kernel.ops
-        return frozenset(
-            i for i, op in enumerate(ops)
-            if (isinstance(op, ReduceOp) and self.phases[i] in (Phase.PRE, Phase.POST)
-                and math.prod(self.tiles[i] or (1,)) == 1 and self.block_reduces(op.x, op.dim))
-            or (i in self.accs and self.accs[i].kind is AccKind.RED and self.accs[i].group > 32))
+        return frozenset(i for i, op in enumerate(self.kernel.ops)
+                         if held_value(i, op, self.phases[i], self._tile, self.warps, self.accs.get(i)))
+
+    def _tile(self, i: int) -> tuple[int, ...]:
+        t = self.tiles[i]
+        assert t is not None
+        return t
 
     def frag_acc(self, i: int) -> int | None:
         """The accumulator holding matmul ``i``'s fragments, if it has one."""

@@ -16,7 +16,7 @@ import math
 from typing import assert_never
 
 from prism.codegen.lower import ident
-from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPlan, Phase, Store
+from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPlan, Phase, Store, outputs_per_pass
 from prism.codegen.render_expr import Exprs
 from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
@@ -146,7 +146,7 @@ def _compute(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
             out += _matmul_call(low, i, a, b)
         case ReduceOp(fn, x, dim):
             g = low.groups[i]
-            out += render_reduce_pass(low, ex, x, dim, fn, g, -(-_numel(low, i) // (low.warps * (32 // g))),
+            out += render_reduce_pass(low, ex, x, dim, fn, g, -(-_numel(low, i) // outputs_per_pass(g, low.warps)),
                                       dst=low.bufs[i], acc=None, name=f"red{i}", held=i in low.held)
         case Accum(x, reduce_dim) if i in low.accs:  # (an inline one is read in place)
             out += _accumulate(low, ex, i, x, reduce_dim)

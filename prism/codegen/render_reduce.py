@@ -41,7 +41,7 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     out, n_out = _red_outputs(tile_x, dim)
     extent = tile_x[dim]
     nw = low.warps
-    if dst is not None and acc is None and block_reduces(low, x, dim):
+    if dst is not None and acc is None and low.block_reduces(x, dim):
         return _block_reduce(low, ex, x, dim, fn, dst, name, held)
     decl, idx = decompose("o", out, f"{name}_o")
     xidx = list(idx)
@@ -106,11 +106,6 @@ def run_width(extent: int, group: int) -> int:
     return next((v for v in (4, 2) if extent % (group * v) == 0), 1)
 
 
-def block_reduces(low: KernelLowering, x: int, dim: int) -> bool:
-    """Fewer outputs than warps and long rows: a reduction to a tile is ``_block_reduce``'s."""
-    return low.block_reduces(x, dim)
-
-
 def block_run(low: KernelLowering, x: int, dim: int) -> int:
     """Elements per run of a thread in the block-wide walk (``_block_reduce``) over the last dim: of 8,
     4, 2 and 1 that divide the row (8 halves: one 16-byte load), the one that gives a thread the fewest
@@ -131,7 +126,7 @@ def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -
     or of the block-wide walk (``block_run``); 1 for other dims."""
     tile_x = low.tiles[x]
     assert tile_x is not None
-    if (to_tile and block_reduces(low, x, dim)) or group > 32:
+    if (to_tile and low.block_reduces(x, dim)) or group > 32:
         return block_run(low, x, dim)
     if dim != len(tile_x) - 1:
         return 1
@@ -184,18 +179,8 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
         return [
             f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: one output, the whole block on it, "
             "held by every thread",
-            f"float {dst.name}_r;",
-            "{",
-            f"  __shared__ float {name}_part[{nw}];",
-            *_indent(decl, 2),
-            f"  float p = {init};",
-            pragma,
-            *_indent(walk, 2),
-            f"  p = {warp_op}(p, 32);",
-            f"  if (lane == 0) {name}_part[warp] = p;",
-            "  __syncthreads();",
-            f"  {dst.name}_r = {combined};",
-            "}",
+            *_held_combine(dst, f"{name}_part", nw, warp_op, init, [
+                *_indent(decl, 2), f"  float p = {init};", pragma, *_indent(walk, 2), f"  p = {warp_op}(p, 32);"]),
         ]
     return [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, the whole block on each",
@@ -224,7 +209,7 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
 def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: int, count: int, dst: Buf,
                          acc: str) -> list[str]:
     """After the loop: combine the lanes' partial sums with shuffles; the group leaders write the tile
-    (a block-wide accumulator: ``_block_acc_write``)."""
+    (a block-wide accumulator: ``_block_acc_held``)."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
@@ -249,18 +234,23 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
 
 def _block_acc_held(low: KernelLowering, i: int, dst: Buf, acc: str) -> list[str]:
     """A block-wide accumulator's one output (``KernelLowering.held``): each warp sums its threads'
-    partials into shared memory, then every warp sums the warps' into the register ``<dst>_r``. The
-    partials of a rescaled sum share their running max (every thread saw the same shift values), so
-    they add as they are."""
-    nw = low.warps
+    partials, then every warp sums the warps'. The partials of a rescaled sum share their running max
+    (every thread saw the same shift values), so they add as they are."""
+    return _held_combine(dst, f"a{i}_part", low.warps, "warp_sum", "0.0f", [f"  float p = warp_sum({acc}[0], 32);"])
+
+
+def _held_combine(dst: Buf, part: str, nw: int, warp_op: str, init: str, warp_value: list[str]) -> list[str]:
+    """``warp_value`` (lines inside the block's scope that leave each warp's combined value in ``p``, in
+    every lane), then the warps' values through ``part`` in shared memory, combined by every warp into
+    the register ``<dst>_r``: one barrier, nothing published."""
     return [
         f"float {dst.name}_r;",
         "{",
-        f"  __shared__ float a{i}_part[{nw}];",
-        f"  float p = warp_sum({acc}[0], 32);",
-        f"  if (lane == 0) a{i}_part[warp] = p;",
+        f"  __shared__ float {part}[{nw}];",
+        *warp_value,
+        f"  if (lane == 0) {part}[warp] = p;",
         "  __syncthreads();",
-        f"  {dst.name}_r = warp_sum(lane < {nw} ? a{i}_part[lane] : 0.0f, 32);",
+        f"  {dst.name}_r = {warp_op}(lane < {nw} ? {part}[lane] : {init}, 32);",
         "}",
     ]
 
