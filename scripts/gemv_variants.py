@@ -227,6 +227,39 @@ SETS["shift"] = [
 ]
 
 
+
+# the seventh: combine loops run in chunks of ``unroll`` iterations behind one wait and barrier
+# (``Options.unroll``; 1: the loop before it): safe split-KV attention (fused and spread combines), the
+# unsafe benchmark splits and the split-K GEMV combines. Indices of scaled_attention's constructed
+# templates as a fresh decode search of it numbers them: 1 split + combine, 2 its spread combine, 6
+# query rows over y
+def _u(cfg: str, plan: int, sizes: dict[str, int], values: tuple[int, ...]) -> list[Variant]:
+    return [v(cfg, plan, sizes, {"unroll": u}) for u in values]
+
+
+_UV = {16: (1, 4, 8), 32: (1, 4, 8), 64: (1, 2, 4, 8)}
+SETS["unroll"] = [
+    *_u(_SA, 6, {"k0_x": 2, "k0_y": 4, "s": 16, "k0_i": 1}, (1, 2, 4, 8)),
+    *(x for s in (16, 32, 64) for x in _u(_SA, 1, {"k0_x": 2, "s": s, "k0_i": 1}, _UV[s])),
+    *(x for s in (16, 32, 64) for x in _u(_SA, 2, {"k0_x": 2, "s": s, "k0_i": 1, "c": 8}, _UV[s])),
+    *(x for s in (16, 32, 64) for x in _u("gqa_h1024", 2, {"x": 2, "s": s, "i": 1}, (1, 4, 8))),
+    *(x for s in (16, 32) for x in _u("qknorm_gqa_h1024", 2, {"x": 2, "s": s, "i": 1}, (1, 8))),
+    *(x for s in (16, 32, 64) for x in _u("gqa_h2048", 2, {"x": 2, "s": s, "i": 1}, (1, 8))),
+    *(x for c in ("gqa_safe_h1024", "gqa_safe_h2048") for x in _u(c, 1, {"x": 2, "s": 16, "i": 1}, (1, 8))),
+    *_u(_RL1, 2, {"x": 64, "y": 4, "i": 2, "c": 64}, (1, 4)),
+    *_u(_SW1, 1, {"x": 64, "y": 4, "i": 4, "c": 64}, (1, 4)),
+]
+
+
+# the eighth: safe combines with the numerator's rescale once a run of 4 (``Options.rescaled_runs``), with
+# and without the chunks of the seventh, against the loop before both
+_BEFORE, _UNROLLED = {"rescaled_runs": 0, "unroll": 1}, {"rescaled_runs": 0}
+_SAFE_RUNS = [(_SA, 6, {"k0_x": 2, "k0_y": 4, "s": 16, "k0_i": 1}), (_SA, 1, {"k0_x": 2, "s": 16, "k0_i": 1}),
+              (_SA, 1, {"k0_x": 2, "s": 64, "k0_i": 1}), (_SA, 2, {"k0_x": 2, "s": 32, "k0_i": 1, "c": 8}),
+              (_SA, 2, {"k0_x": 2, "s": 64, "k0_i": 1, "c": 8}), ("gqa_safe_h1024", 1, {"x": 2, "s": 16, "i": 1}),
+              ("gqa_safe_h1024", 1, {"x": 2, "s": 8, "i": 1}), ("gqa_safe_h2048", 1, {"x": 2, "s": 16, "i": 1})]
+SETS["runs"] = [v(c, p, sz, o) for c, p, sz in _SAFE_RUNS for o in (_BEFORE, _UNROLLED, {})]
+
 # ------------------------------------------------------------------ source hacks
 
 

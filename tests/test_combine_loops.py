@@ -153,7 +153,7 @@ def test_a_private_loop_has_no_barrier_and_adds_in_vector_runs() -> None:
     src = generate(kg, arch="sm_80").kernels[0].source  # the default
     assert src == generate(kg, arch="sm_80", options=OWN).kernels[0].source
     base = generate(kg, arch="sm_80", options=Options(own_copies=False)).kernels[0].source
-    loop, base_loop = (s.split("namespace combine {")[1].split("for (int it = 0;")[1].split("// epilogue")[0]
+    loop, base_loop = (s.split("namespace combine {")[1].split("int sb_rd")[1].split("// epilogue")[0]
                        for s in (src, base))
     assert "__syncthreads" not in loop.split("cp_async_wait<0>")[0] and "__syncthreads" in base_loop
     assert "ld_run(a2_v0, s_N + " in loop and "ra2[j * 4 + 3] += a2_v0[3];" in loop

@@ -5,7 +5,7 @@
 For every custom kernel and every block of its grid it does, step by step, what the generated
 kernel does: the prologue's cp.async copies (loop-invariant tiles, the first ring stages), the
 hoisted ops, each loop iteration (wait, refill of the oldest ring slot, the loop ops; with
-``Options.late_refill`` the refill after the loop ops), the
+``Options.late_refill`` the refill after the loop ops; an unrolled loop waits once per chunk), the
 epilogue (accumulators to their tiles, post-loop reductions, the savers). Work is split as the
 source splits it: copies, saves and per-element passes by the sweeps of the IR (``e = tid + j *
 threads`` under the guard ``e < bound``), matmuls by warp, unit and k part with each lane's
@@ -173,7 +173,8 @@ class _Block:
         if low.streamed:  # ``render_kernel._streamed_loop``: no wait, refill or commit
             self.loop_ops()
             return
-        sm.wait(low.loop_wait)
+        if it % low.unroll == 0:  # (``KernelLowering.unroll``: one wait per chunk of iterations)
+            sm.wait(low.loop_wait)
         late = low.late_refill and bool(self.held)  # ``Options.late_refill``: the loop ops, then the refill
         if not late:
             self.refill(it)
@@ -404,8 +405,9 @@ class _Block:
                 self.red_accumulate(i, ap.x, op.reduce_dim)
 
     def ew_accumulate(self, i: int, x: int) -> None:
-        for e, idx in self.ew_items(i):
-            self.ew_add(i, x, e, idx)
+        items = self.ew_items(i)
+        for e, idx in items:  # a rescaled run reads its shift once, at its first element (``_rescaled_run``)
+            self.ew_add(i, x, e, idx, items[0][1])
 
     def ew_items(self, i: int) -> list[tuple[np.ndarray, Index]]:
         """(register slots, element indices) of accumulator i's items: runs of ``vec`` elements
@@ -415,12 +417,12 @@ class _Block:
         idx = decompose(e, tile, ap.vec)
         return [(e * ap.vec + k, [*idx[:-1], idx[-1] + k]) for k in range(ap.vec)]
 
-    def ew_add(self, i: int, x: int, e: np.ndarray, idx: Index) -> None:
+    def ew_add(self, i: int, x: int, e: np.ndarray, idx: Index, first: Index) -> None:
         ap, tile = self.low.accs[i], self.tile(i)
         v = self.read(x, bcast(idx, self.tile(x), tile)) * np.ones(e.shape)
         acc = self.acc[i]
         if ap.rescale is not None:
-            c = self.read(ap.rescale, bcast(idx, self.tile(ap.rescale), tile)) * np.ones(e.shape)
+            c = self.read(ap.rescale, bcast(first, self.tile(ap.rescale), tile)) * np.ones(e.shape)
             acc[e] = self.rescaled(acc[e], v, self.run_max[i], e, c)
         elif ap.fn is Reduce.MAX:
             acc[e] = np.fmax(acc[e], v)

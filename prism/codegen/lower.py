@@ -319,6 +319,7 @@ class _Draft:
     saves: dict[int, SavePlan] = field(default_factory=dict)
     elementwise: dict[int, Sweep] = field(default_factory=dict)
     skewed: tuple[int, ...] = ()
+    unroll: int = 1
 
     @property
     def ops(self) -> tuple[BlockOp, ...]:
@@ -735,6 +736,39 @@ def _skew(d: _Draft) -> None:
         d.bufs[i] = d.operands[i] = replace(d.bufs[i], ring=True, parity=True)
 
 
+# The most iterations a loop of ring Loads and element-wise accumulators (a combine) runs between one
+# wait and one barrier (``_unroll``).
+UNROLL = 8
+
+
+def _unroll(d: _Draft) -> None:
+    """A loop whose ops are ring Loads and element-wise accumulators only, a rescaled one among them (a
+    safe split kernel's combine: each iteration a chain of maxima and exponentials behind a wait and a
+    barrier) waits for the stages of ``unroll`` iterations at once and runs them behind one barrier
+    (``KernelLowering.unroll``): the largest power of two up to ``Options.unroll`` (None: ``UNROLL``)
+    that divides the loop and, where the ring is refilled, leaves it at least as many stages in flight
+    (``prefetch = stages - unroll``: a chunk's refills never land in a slot the chunk reads). Plain
+    sums keep one iteration a wait: their iterations are cheap, and a shallower ring cost them up to
+    1.3 µs on an H200 (docs/codegen.md, "Combines in chunks of iterations"); ``Options.unroll`` still
+    unrolls them."""
+    want = d.options.unroll or UNROLL
+    if want < 1:
+        raise d.fail(f"unroll = {want}; use 1 (no unrolling) or more")
+    if d.loop == 1 or d.stages == 1 or d.skewed or d.options.late_refill or d.options.shift_first:
+        return
+    looped = [i for i, op in enumerate(d.ops) if d.phases[i] is Phase.LOOP or isinstance(op, Accum)]
+    if not all((isinstance(d.ops[i], Load) and i in d.bufs and d.bufs[i].ring)
+               or (i in d.accs and d.accs[i].kind is AccKind.EW) for i in looped):
+        return
+    if d.options.unroll is None and not any(d.accs[i].rescale is not None for i in looped if i in d.accs):
+        return
+    cap = min(want, d.loop if d.prefetch >= d.loop else d.stages // 2)
+    u = max(u for u in (1, 2, 4, 8, 16) if u <= cap and d.loop % u == 0)
+    d.unroll = u
+    if d.prefetch < d.loop:
+        d.prefetch = d.stages - u
+
+
 def _place(d: _Draft) -> None:
     """Offsets: PRE tiles, LOOP tiles, then the rings; the POST tiles reuse the space from 0 (unless
     a value after the loop still reads the loop's tiles: then they follow them)."""
@@ -817,9 +851,35 @@ def _own_copies(d: _Draft) -> None:
             d.accs[i], d.elementwise[i] = own, lp.sweep
 
 
+def _rescaled_runs(d: _Draft) -> None:
+    """``Options.rescaled_runs``: a rescaled element-wise accumulator of a copied Load's whole tile whose
+    shift is constant along the tile's last dim (a safe combine: one max per row) takes the loader's
+    items, runs of its vector width, and rescales each run with one pair of exponentials (``AccPlan.vec``;
+    not ``own``: the shift is copied by other threads, so the loop keeps its barrier)."""
+    if not d.options.rescaled_runs or d.options.shift_first or d.loop == 1:
+        return
+    copies = {lp.op: lp for lp in d.loads if not lp.buf.direct and not lp.buf.transposed}
+    for i, a in list(d.accs.items()):
+        lp = copies.get(a.x)
+        if a.kind is not AccKind.EW or a.rescale is None or lp is None or lp.vec == 1 or d.tile(a.x) != d.tile(i):
+            continue
+        if not _one_shift_a_run(d, i, a.rescale):
+            continue
+        runs = replace(a, count=lp.sweep.per * lp.vec, vec=lp.vec)
+        if sum(b.regs for b in d.accs.values()) - a.regs + runs.regs <= MAX_ACC_REGS:
+            d.accs[i], d.elementwise[i] = runs, lp.sweep
+
+
+def _one_shift_a_run(d: _Draft, i: int, shift: int) -> bool:
+    """Accumulator ``i``'s shift is one value along its tile's last dim (extent 1 there)."""
+    tile = d.tile(shift)
+    return len(tile) == len(d.tile(i)) and tile[-1] == 1
+
+
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.
 PASSES: tuple[Callable[[_Draft], None], ...] = (
-    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _place, _copies, _own_copies,
+    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _unroll, _place, _copies, _own_copies,
+    _rescaled_runs,
 )
 
 
@@ -832,7 +892,7 @@ def _freeze(d: _Draft) -> KernelLowering:
                           d.smem_bytes, d.shapes, d.dtypes, args, d.scalars, d.ring_bytes,
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
                           max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill,
-                          d.skewed, d.options.shift_first)
+                          d.skewed, d.options.shift_first, d.unroll)
 
 
 def ident(name: str) -> str:

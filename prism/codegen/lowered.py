@@ -163,6 +163,15 @@ class Options:
     # bytes (``lower._tensor_dtypes``). Off: not yet timed on a GPU (docs/codegen.md, "Half operand
     # intermediates")
     half_operands: bool = False
+    # iterations of a loop of ring Loads and element-wise accumulators only (a split kernel's combine)
+    # run between one wait and one barrier (``KernelLowering.unroll``): None, the rule
+    # (``lower.UNROLL``, the largest power of two up to it dividing the loop that the ring allows);
+    # 1, one wait and barrier per iteration
+    unroll: int | None = None
+    # a rescaled element-wise accumulator whose shift is one value per row (a safe split-KV combine's
+    # numerator) adds runs of the loader's vector width, one pair of exponentials a run instead of
+    # one an element (``lower._rescaled_runs``)
+    rescaled_runs: bool = True
 
 
 DEFAULT_OPTIONS = Options()
@@ -442,6 +451,9 @@ class KernelLowering:
     # next stage, which the loop's wait already covers (one stage fewer in flight)
     skewed: tuple[int, ...] = ()
     shift_first_on: bool = False  # ``Options.shift_first``; where it applies: ``shift_first``
+    # loop iterations run between one wait and one barrier (``lower._unroll``): the loop waits for
+    # ``unroll`` stages at once and keeps ``prefetch - unroll`` in flight
+    unroll: int = 1
 
     @property
     def blocks(self) -> int:
@@ -514,8 +526,8 @@ class KernelLowering:
     @property
     def loop_wait(self) -> int:
         """The groups the loop's ``cp_async_wait`` leaves in flight: iteration it's stage landed (and it + 1's
-        too when ops are ``skewed``)."""
-        return self.prefetch - 1 - bool(self.skewed)
+        too when ops are ``skewed``; the stages of its ``unroll`` iterations when it starts a chunk)."""
+        return self.prefetch - self.unroll - bool(self.skewed)
 
     @property
     def private_loop(self) -> bool:

@@ -276,15 +276,15 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     body = _shift_maxima(low, ex) if low.shift_first else []
     if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
-    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{low.loop_wait}>();",
-             *([] if low.private_loop or low.shift_first else ["  __syncthreads();"])]
+    barrier = [] if low.private_loop or low.shift_first else ["  __syncthreads();"]
+    if low.unroll > 1:  # (no refill after, no skewed ops: ``lower._unroll``)
+        return [*body, *_unrolled(low, computed, barrier)]
+    body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{low.loop_wait}>();", *barrier]
     late = bool(ring) and low.late_refill
-    refill, advance = _refill(low, ring), [f"  sb_wr = sb_wr == {S - 1} ? 0 : sb_wr + 1;"] if ring else []
+    refill, advance = _refill(low, ring), _advance(low, ring)
     body += [] if late else refill
     if ring:
-        body += ["  const int sb = sb_rd;"]
-        body += [f"  {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + sb * {lp.buf.copy_elems};" for lp in ring]
-        body += [f"  sb_rd = sb_rd == {S - 1} ? 0 : sb_rd + 1;", *([] if late else advance)]
+        body += [*_slot_tiles(low, ring), *([] if late else advance)]
     if low.skewed:  # this iteration's copies, then the next iteration's skewed ops (ring slot sb_rd, advanced)
         body += [f"  {low.bufs[i].dtype.ctype}* const {low.bufs[i].name} = {low.bufs[i].name}_ring + (it & 1) * "
                  f"{low.bufs[i].copy_elems};" for i in low.skewed]
@@ -292,6 +292,28 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                  "  }"]
     tail = [*refill, *advance] if late else []
     return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
+
+
+def _slot_tiles(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:
+    """This iteration's ring tiles (slot ``sb_rd``), then the read slot advanced."""
+    return ["  const int sb = sb_rd;",
+            *[f"  {lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + sb * {lp.buf.copy_elems};" for lp in ring],
+            f"  sb_rd = sb_rd == {low.stages - 1} ? 0 : sb_rd + 1;"]
+
+
+def _advance(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:
+    return [f"  sb_wr = sb_wr == {low.stages - 1} ? 0 : sb_wr + 1;"] if ring else []
+
+
+def _unrolled(low: KernelLowering, computed: list[str], barrier: list[str]) -> list[str]:
+    """``KernelLowering.unroll``: chunks of ``unroll`` iterations behind one wait (their stages landed)
+    and one barrier; each iteration still refills one slot and commits one group, so every chunk's
+    wait counts the same. The refills land in slots no iteration of the chunk reads (``lower._unroll``)."""
+    ring = [lp for lp in low.loads if lp.buf.ring]
+    step = [*_refill(low, ring), *_advance(low, ring), *_slot_tiles(low, ring), *_indent(computed, 2)]
+    return [f"for (int i0 = 0; i0 < {low.loop}; i0 += {low.unroll}) {{", f"  cp_async_wait<{low.loop_wait}>();",
+            *barrier, "  #pragma unroll", f"  for (int iu = 0; iu < {low.unroll}; ++iu) {{",
+            "    const int it = i0 + iu;", *_indent(step, 2), "  }", "}", "cp_async_wait<0>();", "__syncthreads();"]
 
 
 def _shared_before_epilogue(low: KernelLowering) -> bool:

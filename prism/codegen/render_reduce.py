@@ -280,11 +280,30 @@ def render_ew_acc(low: KernelLowering, ex: Exprs, i: int, x: int, acc: str, *, w
     decl, idx = ew_item_index(low, i)
     rex = RunReads(ex, idx[-1], v, f"a{i}_v") if v > 1 else ex
     stmts: list[str] = []
-    for k in range(v):
+    if v > 1 and write is None and low.accs[i].rescale is not None:
+        stmts = _rescaled_run(low, rex, i, x, idx, acc)
+    for k in range(v if not stmts else 0):
         at, ik = (f"{acc}[j * {v} + {k}]" if v > 1 else f"{acc}[j]"), with_last(idx, k)
         stmts += _ew_step(low, rex, i, x, ik, at, write)
     loads = rex.loads if isinstance(rex, RunReads) else []
     return ew_item_loop(low, i, [*decl, *loads, *stmts])
+
+
+def _rescaled_run(low: KernelLowering, ex: Exprs, i: int, x: int, idx: list[str], acc: str) -> list[str]:
+    """A run of ``vec`` elements of rescaled accumulator ``i`` whose shift is one value along the run
+    (``lower._rescaled_runs``): the shift read once, the run's running max ``rm<i>[j]``, and one pair
+    of factors for all its elements."""
+    tile, tile_x, ap = low.tiles[i], low.tiles[x], low.accs[i]
+    assert ap.rescale is not None
+    tile_c = low.tiles[ap.rescale]
+    assert tile is not None and tile_x is not None and tile_c is not None and tile_c[-1] == 1
+    m = f"rm{i}[j]"
+    lines = [f"const float c = {ex.read(ap.rescale, bcast(idx, tile_c, tile))};", f"const float mn = fmaxf({m}, c);",
+             f"const float fo = {m} == mn ? 1.0f : __expf({m} - mn);", "const float fc = c == mn ? 1.0f : __expf(c - mn);"]
+    for k in range(ap.vec):
+        at = f"{acc}[j * {ap.vec} + {k}]"
+        lines.append(f"{at} = {at} * fo + ({ex.read(x, bcast(with_last(idx, k), tile_x, tile))}) * fc;")
+    return [*lines, f"{m} = mn;"]
 
 
 def render_shift_max(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
@@ -308,7 +327,7 @@ def _ew_step(low: KernelLowering, ex: Exprs, i: int, x: int, idx: list[str], at:
     if ap.rescale is not None:
         tile_c = low.tiles[ap.rescale]
         assert tile_c is not None
-        assert ap.vec == 1, "a rescaled accumulator keeps one element per item"
+        assert ap.vec == 1, "a rescaled accumulator in runs is rendered by _rescaled_run"
         m = f"rm{i}[j]"
         return [
             f"const float c = {ex.read(ap.rescale, bcast(idx, tile_c, tile))};",
