@@ -24,7 +24,7 @@ from prism.codegen.lowered import KernelLowering
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.ir import KernelGraph
 
-_SHAPE = {"batch": 1, "group": 8, "kv_len": 512, "head_dim": 32}  # 32 keys a split at s = 16
+_SHAPE = {"batch": 1, "group": 8, "kv_len": 512, "head_dim": 64}  # 32 keys a split at s = 16
 _G = {p: workloads.program(p, **_SHAPE) for p in ("gqa", "qknorm_gqa")}
 
 
@@ -104,3 +104,11 @@ def test_a_numerator_rescaled_by_its_row_max_adds_runs() -> None:
     assert "ra3[j * 4 + 3] = ra3[j * 4 + 3] * fo + (a3_v0[3]) * fc;" in body
     for opts in (Options(), Options(rescaled_runs=False), Options(stages=8)):
         assert emulate_error(kg, opts) < 1e-9
+
+
+def test_runs_that_would_idle_threads_are_not_taken() -> None:
+    """A tile of fewer runs than threads (a spread combine's share) keeps one element an item."""
+    kg = _safe(16)
+    low = _combine(kg, Options(warps=16))  # 512 threads, 128 runs of the numerator
+    assert all(a.vec == 1 for a in low.accs.values() if a.rescale is not None)
+    assert emulate_error(kg, Options(warps=16)) < 1e-9

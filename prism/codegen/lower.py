@@ -855,7 +855,9 @@ def _rescaled_runs(d: _Draft) -> None:
     """``Options.rescaled_runs``: a rescaled element-wise accumulator of a copied Load's whole tile whose
     shift is constant along the tile's last dim (a safe combine: one max per row) takes the loader's
     items, runs of its vector width, and rescales each run with one pair of exponentials (``AccPlan.vec``;
-    not ``own``: the shift is copied by other threads, so the loop keeps its barrier)."""
+    not ``own``: the shift is copied by other threads, so the loop keeps its barrier). Only where the
+    runs still give every thread one: a spread combine's small tiles (128 elements a block) ran
+    1-2 µs slower on an H200 with a quarter of the threads adding (docs/codegen.md, "Safe combines")."""
     if not d.options.rescaled_runs or d.options.shift_first or d.loop == 1:
         return
     copies = {lp.op: lp for lp in d.loads if not lp.buf.direct and not lp.buf.transposed}
@@ -863,7 +865,7 @@ def _rescaled_runs(d: _Draft) -> None:
         lp = copies.get(a.x)
         if a.kind is not AccKind.EW or a.rescale is None or lp is None or lp.vec == 1 or d.tile(a.x) != d.tile(i):
             continue
-        if not _one_shift_a_run(d, i, a.rescale):
+        if not _one_shift_a_run(d, i, a.rescale) or math.prod(d.tile(i)) // lp.vec < d.threads:
             continue
         runs = replace(a, count=lp.sweep.per * lp.vec, vec=lp.vec)
         if sum(b.regs for b in d.accs.values()) - a.regs + runs.regs <= MAX_ACC_REGS:
