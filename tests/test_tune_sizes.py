@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -303,3 +304,27 @@ def test_resources_report_a_loop_free_kernels_tiles() -> None:
     (k,) = resources(kg, "sm_90").kernels
     assert k.blocks == 1024 and k.tile_bytes == 4 * 1024 * 2 and k.run_bytes == 1024 * 2
 
+
+
+def test_an_attention_iteration_counts_its_rounds_and_a_gemv_iteration_one() -> None:
+    """``loop_rounds``: an attention split's iteration publishes its scores, their max and the
+    probabilities before the second matmul reads them; a GEMV's product goes to its accumulator. The
+    prior charges iterations by their rounds (``iteration_cost``), so an attention split with fewer,
+    longer iterations ranks above one of many short ones (H200: 8.9 µs at one iteration a split, 14.4
+    at eight; docs/off-the-suite.md, "The prior of split attention plans")."""
+    g = workloads.gqa_safe(batch=2, group=8, kv_len=4096, head_dim=128)
+    t = plans.safe_gqa_split_plan(g)
+    split = resources(t.instantiate({"x": 2, "s": 16, "i": 2}), "sm_90").kernels[0]
+    assert split.rounds >= 3 and 0.9 < split.reread < 1.2  # heads over x: every block its own keys
+    gemv = resources(plans.hand_plans("rmsnorm_linear", workloads.rmsnorm_linear(n=8, d=4096))[0].instantiate(
+        {"x": 128, "i": 16}), "sm_90").kernels[0]
+    assert gemv.rounds == 1 and gemv.reread < 2
+    more = dataclasses.replace(split, loop=8)
+    assert iteration_cost(more) == pytest.approx(iteration_cost(dataclasses.replace(split, rounds=1, loop=8)) * split.rounds)
+
+
+def test_the_prior_charges_a_grid_that_reads_its_inputs_many_times_over() -> None:
+    k = KernelResources("k", 1024, 128, 128, 2, 8, 16384, loop=4, tile_bytes=16384, run_bytes=256)
+    base = size_score(Resources((k,)), 132)
+    assert size_score(Resources((dataclasses.replace(k, reread=1.9),)), 132) == base  # up to twice: free
+    assert size_score(Resources((dataclasses.replace(k, reread=8.0),)), 132) == pytest.approx(base - 1.0)

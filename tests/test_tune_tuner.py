@@ -318,3 +318,22 @@ def test_refinement_walks_from_the_runner_up_structure_class_too() -> None:
     assert res.template_index == 0 and res.sizes == target and res.time_us == 1.0
     walked = [r for r in res.records[4:] if r.template == 0 and r.sizes == target]
     assert walked and walked[0].index < 4 + 8 // 2
+
+
+def test_a_plan_built_by_rule_is_timed_at_the_priors_best_of_its_legal_sizes() -> None:
+    """More templates than samples: a drawn template gets the best of a few random sizes, but a plan in
+    ``always`` (built by rule, timed whatever the draw) gets the prior's best of all its legal sizes."""
+    from prism.codegen.arch import arch as get_arch
+    from prism.codegen.resources import resources
+    from prism.codegen.sizes import legal_sizes, size_score
+    from prism.tune import tuner
+
+    g = workloads.rmsnorm_linear(n=1, d=4096)
+    template = plans.rmsnorm_linear_2d_plan(g)
+    templates = [template] * 6
+    _space, chosen = tuner._draw(g, templates, 2, 0, "sm_90", resources, None, 1, always=(4,))
+    (pick,) = [dict(s.sizes) for s in chosen if s.template == 4]
+    sms = get_arch("sm_90").sms
+    scores = [size_score(resources(template.instantiate(sz), "sm_90"), sms)
+              for sz in legal_sizes(template, arch="sm_90", resources=resources)]
+    assert size_score(resources(template.instantiate(pick), "sm_90"), sms) == max(scores)

@@ -13,8 +13,8 @@ import numpy as np
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, lower_graph
-from prism.codegen.lowered import KernelLowering
-from prism.ir import KernelGraph, Load
+from prism.codegen.lowered import KernelLowering, Phase, Store
+from prism.ir import Accum, KernelGraph, Load
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class KernelResources:
     loop: int = 1
     tile_bytes: int = 0  # bytes of the tiles a block loads (every Load, read in place or copied)
     run_bytes: int = 0  # the shortest contiguous run of a loaded tile in global memory (0: no Load)
+    rounds: int = 1  # dependent block-wide rounds of one loop iteration (``loop_rounds``)
+    reread: float = 1.0  # bytes the grid loads over the bytes of the tensors it loads (``reread``)
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,33 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
             continue
         tile, run = _load_bytes(low)
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, low.blocks, low.stages, low.acc_regs,
-                                    low.ring_bytes, low.loop, tile, run))
+                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread(low)))
     return Resources(tuple(out))
+
+
+def loop_rounds(low: KernelLowering) -> int:
+    """The dependent block-wide rounds of one loop iteration: the stage's arrival, then one per loop
+    value published to a shared tile (a matmul's product, a reduction, a materialised operand) that
+    another loop op reads: a barrier stands between them. A GEMV's iteration is one round (its product
+    goes to the accumulator); an attention split's is three or four (scores, their max, the
+    probabilities as the second matmul's operand)."""
+    ops, loop = low.kernel.ops, {i for i, ph in enumerate(low.phases) if ph is Phase.LOOP}
+    published = [i for i in loop if not isinstance(ops[i], Load | Accum) and low.stores[i] is not Store.INLINE
+                 and any(j in loop and not isinstance(ops[j], Accum) for j in low.users(i))]
+    return 1 + len(published)
+
+
+def reread(low: KernelLowering) -> float:
+    """How many times over the grid loads its input tensors: every block's tiles (a loop-varying one
+    once an iteration) against the tensors' bytes. 1 when the blocks share out the tensors; about 8
+    when eight blocks each read the same keys and values for one query row of an attention."""
+    grid = whole = 0
+    for op, shape in zip(low.kernel.ops, low.tiles, strict=True):
+        if isinstance(op, Load) and shape is not None:
+            esize = np.dtype(low.tensor_dtypes[op.tensor]).itemsize
+            grid += math.prod(shape) * esize * low.blocks * (low.loop if op.fmap is not None else 1)
+            whole += math.prod(low.tensor_shapes[op.tensor]) * esize
+    return grid / whole if whole else 1.0
 
 
 def _load_bytes(low: KernelLowering) -> tuple[int, int]:

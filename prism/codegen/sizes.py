@@ -310,7 +310,7 @@ def iteration_cost(k: KernelResources) -> float:
     than ``LATENCY_BYTES`` over the whole grid (its latency shows), falling with the grid's bytes per
     iteration past that (a pipelined stream hides it: 16 iterations of 2 MB cost what 8 of 4 MB do)."""
     grid_bytes = max(k.blocks * k.stage_bytes, 1)
-    return 0.1 * k.loop * min(1.0, LATENCY_BYTES / grid_bytes)
+    return 0.1 * k.loop * k.rounds * min(1.0, LATENCY_BYTES / grid_bytes)
 
 
 def size_score(res: Resources, sms: int) -> float:
@@ -326,7 +326,8 @@ def size_score(res: Resources, sms: int) -> float:
         blocks_term = abs(math.log2(first.blocks / (0.75 * sms)))
         stage_term = abs(math.log2(max(first.stage_bytes, 1024) / 16384))
     loops = sum(iteration_cost(k) for k in res.kernels)
-    return -blocks_term - 0.5 * stage_term - loops - 0.5 * (len(res.kernels) - 1)
+    rereads = sum(max(0.0, math.log2(max(k.reread, 1.0)) - 1) for k in res.kernels)
+    return -blocks_term - 0.5 * stage_term - loops - 0.5 * (len(res.kernels) - 1) - 0.5 * rereads
 
 
 RUN_BYTES = 128  # a loaded tile's rows shorter than this waste DRAM bursts

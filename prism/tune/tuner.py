@@ -323,14 +323,15 @@ def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, 
                    arch: str, resources: Any, always: Collection[int]) -> list[Sample]:
     """A sample for every size-free template (predefined or stitched plan) and every template in
     ``always`` (a plan built by rule) not drawn already: the plan made of predefined kernels is always
-    timed, so the winner is never slower than it. A template in ``always`` is timed at the assignment
-    ``_one_legal`` picks (``space`` keeps what was enumerated of it, for ``_refine``)."""
+    timed, so the winner is never slower than it. A template in ``always`` is timed at the prior's best
+    of its legal sizes (``_legal``: they are few templates, so their sizes are enumerated rather than
+    drawn as a many-template first round draws them; ``space`` keeps them for ``_refine``)."""
     drawn = {s.template for s in chosen}
     extra = []
     for t, tpl in enumerate(templates):
         if (tpl.symbols and t not in always) or t in drawn:
             continue
-        pick = _one_legal(tpl, arch, resources, None) if tpl.symbols else space[t] or _legal(tpl, arch, resources, None)
+        pick = space[t] or _legal(tpl, arch, resources, None)
         space[t] = space[t] or pick
         if pick:
             extra.append(Sample(t, tuple(pick[0].items())))
@@ -532,6 +533,10 @@ def _draw(graph: Graph, templates: Sequence[KernelGraph], samples: int, seed: in
         found = bool(chosen)
     if not found:
         raise TuningError(f"{graph!r}: no template has a legal size assignment on {arch}")
+    for n, smp in enumerate(chosen):  # a plan built by rule, drawn in a many-template first round
+        if smp.template in always and len(templates) > samples and templates[smp.template].symbols:
+            space[smp.template] = _legal(templates[smp.template], arch, resources, max_legal)
+            chosen[n] = Sample(smp.template, tuple(space[smp.template][0].items()))
     chosen.extend(_fixed_samples(templates, space, chosen, arch, resources, always))
     return space, chosen
 
