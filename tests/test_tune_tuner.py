@@ -332,8 +332,27 @@ def test_a_plan_built_by_rule_is_timed_at_the_priors_best_of_its_legal_sizes() -
     template = plans.rmsnorm_linear_2d_plan(g)
     templates = [template] * 6
     _space, chosen = tuner._draw(g, templates, 2, 0, "sm_90", resources, None, 1, always=(4,))
-    (pick,) = [dict(s.sizes) for s in chosen if s.template == 4]
+    pick = next(dict(s.sizes) for s in chosen if s.template == 4)  # (then its fewest iterations)
     sms = get_arch("sm_90").sms
     scores = [size_score(resources(template.instantiate(sz), "sm_90"), sms)
               for sz in legal_sizes(template, arch="sm_90", resources=resources)]
     assert size_score(resources(template.instantiate(pick), "sm_90"), sms) == max(scores)
+
+
+def test_a_plan_built_by_rule_is_also_timed_at_its_fewest_iterations() -> None:
+    """Its loop symbols are those that count iterations only (the split's ``i``; not ``s``, which is a
+    grid dim of the split and the combine's loop); besides the prior's pick, the same sizes with the
+    fewest iterations its legal sizes allow are timed too."""
+    from prism.codegen.resources import resources
+    from prism.codegen.sizes import legal_sizes
+    from prism.tune import tuner
+
+    g = workloads.gqa_safe(batch=2, group=8, kv_len=4096, head_dim=128)
+    split = plans.safe_gqa_split_plan(g)
+    assert tuner._loop_symbols(split) == {"i"} and tuner._loop_symbols(GOOD_2D) == {"i"}
+    _space, chosen = tuner._draw(g, [split] * 6, 2, 0, "sm_90", resources, None, 1, always=(4,))
+    picks = [dict(s.sizes) for s in chosen if s.template == 4]
+    assert len(picks) == 2 and picks[0]["i"] > picks[1]["i"]
+    legal = legal_sizes(split, arch="sm_90", resources=resources)
+    same = [sz for sz in legal if all(sz[k] == v for k, v in picks[0].items() if k != "i")]
+    assert picks[1]["i"] == min(sz["i"] for sz in same) and {**picks[0], "i": picks[1]["i"]} == picks[1]

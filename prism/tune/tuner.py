@@ -538,7 +538,35 @@ def _draw(graph: Graph, templates: Sequence[KernelGraph], samples: int, seed: in
             space[smp.template] = _legal(templates[smp.template], arch, resources, max_legal)
             chosen[n] = Sample(smp.template, tuple(space[smp.template][0].items()))
     chosen.extend(_fixed_samples(templates, space, chosen, arch, resources, always))
+    chosen.extend(_fewest_iterations(templates, space, chosen, always))
     return space, chosen
+
+
+def _loop_symbols(template: KernelGraph) -> set[str]:
+    """The size symbols that only count loop iterations (a kernel's loop, no grid dim's extent)."""
+    customs = [k for k in template.kernels if isinstance(k, CustomKernel)]
+    grid = {str(g) for k in customs for g in k.grid}
+    return {str(k.loop) for k in customs if str(k.loop) in template.symbols} - grid
+
+
+def _fewest_iterations(templates: Sequence[KernelGraph], space: list[list[dict[str, int]]], chosen: Sequence[Sample],
+                       always: Collection[int]) -> list[Sample]:
+    """For each plan built by rule, its timed size with the fewest loop iterations its legal sizes
+    allow, all else the same, as one more sample: a loop whose iterations are a chain of dependent
+    rounds (an attention split: scores, max, probabilities, product) is fastest at one or two
+    iterations, which the static prior, aiming at 16 KB stages, ranks low (H200: 8.9 µs at one
+    iteration against 11.7 at the prior's four; docs/off-the-suite.md, "The prior of split attention plans")."""
+    extra = []
+    for smp in list(chosen):
+        loops = _loop_symbols(templates[smp.template]) if smp.template in always else set()
+        if not loops:
+            continue
+        at = smp.size_map
+        same = [sz for sz in space[smp.template] if all(sz[k] == v for k, v in at.items() if k not in loops)]
+        fewest = min(same, key=lambda sz: (math.prod(sz[k] for k in loops), sorted(sz.items())), default=at)
+        if fewest != at:
+            extra.append(Sample(smp.template, tuple(fewest.items())))
+    return extra
 
 
 class _Profiler:
