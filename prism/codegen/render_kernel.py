@@ -6,6 +6,7 @@ Kernel shape::
                hoisted ops on the invariant tiles ("pre" phase)
     for it     wait for stage it; prefetch stage it + stages - 1; run the loop ops:
                materialise, mma into fragments, accumulate reductions in registers
+               (a safe combine's loop: chunks of ``unroll`` iterations behind one wait)
     epilogue   accumulators -> float32 tiles; post-loop ops inlined into the savers
 """
 
