@@ -42,6 +42,7 @@ from prism.codegen.lowered import (
     Store,
     Sweep,
     block_wide,
+    combine_loop,
     held_value,
     outputs_per_pass,
     reads_loop_tiles_after,
@@ -751,16 +752,13 @@ def _unroll(d: _Draft) -> None:
     sums keep one iteration a wait: their iterations are cheap, and a shallower ring cost them up to
     1.3 µs on an H200 (docs/codegen.md, "Combines in chunks of iterations"); ``Options.unroll`` still
     unrolls them."""
-    want = d.options.unroll or UNROLL
+    want = UNROLL if d.options.unroll is None else d.options.unroll
     if want < 1:
         raise d.fail(f"unroll = {want}; use 1 (no unrolling) or more")
     if d.loop == 1 or d.stages == 1 or d.skewed or d.options.late_refill or d.options.shift_first:
         return
-    looped = [i for i, op in enumerate(d.ops) if d.phases[i] is Phase.LOOP or isinstance(op, Accum)]
-    if not all((isinstance(d.ops[i], Load) and i in d.bufs and d.bufs[i].ring)
-               or (i in d.accs and d.accs[i].kind is AccKind.EW) for i in looped):
-        return
-    if d.options.unroll is None and not any(d.accs[i].rescale is not None for i in looped if i in d.accs):
+    only, rescaled = combine_loop(d.ops, d.phases, d.bufs, d.accs)
+    if not (rescaled or (only and d.options.unroll is not None)):
         return
     cap = min(want, d.loop if d.prefetch >= d.loop else d.stages // 2)
     u = max(u for u in (1, 2, 4, 8, 16) if u <= cap and d.loop % u == 0)
@@ -841,14 +839,9 @@ def _own_copies(d: _Draft) -> None:
     (``AccPlan.own``; with every stage copied before the loop, ``KernelLowering.private_loop``)."""
     if not d.options.own_copies or d.loop == 1:
         return
-    copies = {lp.op: lp for lp in d.loads if not lp.buf.direct and not lp.buf.transposed}
-    for i, a in list(d.accs.items()):
-        lp = copies.get(a.x)
-        if a.kind is not AccKind.EW or a.rescale is not None or lp is None or d.tile(a.x) != d.tile(i):
-            continue
-        own = replace(a, count=lp.sweep.per * lp.vec, vec=lp.vec, own=True)
-        if sum(b.regs for b in d.accs.values()) - a.regs + own.regs <= MAX_ACC_REGS:
-            d.accs[i], d.elementwise[i] = own, lp.sweep
+    for i, a, lp in _loader_tiles(d):
+        if a.rescale is None:
+            _take_items(d, i, replace(a, count=lp.sweep.per * lp.vec, vec=lp.vec, own=True), lp)
 
 
 def _rescaled_runs(d: _Draft) -> None:
@@ -860,16 +853,23 @@ def _rescaled_runs(d: _Draft) -> None:
     1-2 µs slower on an H200 with a quarter of the threads adding (docs/codegen.md, "Safe combines")."""
     if not d.options.rescaled_runs or d.options.shift_first or d.loop == 1:
         return
+    for i, a, lp in _loader_tiles(d):
+        if (a.rescale is not None and lp.vec > 1 and _one_shift_a_run(d, i, a.rescale)
+                and math.prod(d.tile(i)) // lp.vec >= d.threads):
+            _take_items(d, i, replace(a, count=lp.sweep.per * lp.vec, vec=lp.vec), lp)
+
+
+def _loader_tiles(d: _Draft) -> list[tuple[int, AccPlan, LoadPlan]]:
+    """Element-wise accumulators of a copied (not transposed) Load's whole tile, with that Load's plan."""
     copies = {lp.op: lp for lp in d.loads if not lp.buf.direct and not lp.buf.transposed}
-    for i, a in list(d.accs.items()):
-        lp = copies.get(a.x)
-        if a.kind is not AccKind.EW or a.rescale is None or lp is None or lp.vec == 1 or d.tile(a.x) != d.tile(i):
-            continue
-        if not _one_shift_a_run(d, i, a.rescale) or math.prod(d.tile(i)) // lp.vec < d.threads:
-            continue
-        runs = replace(a, count=lp.sweep.per * lp.vec, vec=lp.vec)
-        if sum(b.regs for b in d.accs.values()) - a.regs + runs.regs <= MAX_ACC_REGS:
-            d.accs[i], d.elementwise[i] = runs, lp.sweep
+    return [(i, a, copies[a.x]) for i, a in list(d.accs.items())
+            if a.kind is AccKind.EW and a.x in copies and d.tile(a.x) == d.tile(i)]
+
+
+def _take_items(d: _Draft, i: int, new: AccPlan, lp: LoadPlan) -> None:
+    """Accumulator ``i`` becomes ``new`` on the loader's sweep, if the registers stay within MAX_ACC_REGS."""
+    if sum(b.regs for b in d.accs.values()) - d.accs[i].regs + new.regs <= MAX_ACC_REGS:
+        d.accs[i], d.elementwise[i] = new, lp.sweep
 
 
 def _one_shift_a_run(d: _Draft, i: int, shift: int) -> bool:

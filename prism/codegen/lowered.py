@@ -410,6 +410,16 @@ def held_value(i: int, op: BlockOp, phase: Phase, tile: Callable[[int], tuple[in
     return False
 
 
+def combine_loop(ops: Sequence[BlockOp], phases: Sequence[Phase], bufs: Mapping[int, Buf],
+                 accs: Mapping[int, AccPlan]) -> tuple[bool, bool]:
+    """(the loop's ops are ring Loads and element-wise accumulators only: a split kernel's combine,
+    a rescaled (online-softmax) accumulator among them)."""
+    looped = [i for i, op in enumerate(ops) if phases[i] is Phase.LOOP or isinstance(op, Accum)]
+    only = all((isinstance(ops[i], Load) and i in bufs and bufs[i].ring) or (i in accs and accs[i].kind is AccKind.EW)
+               for i in looped)
+    return only, only and any(accs[i].rescale is not None for i in looped if i in accs)
+
+
 def reads_loop_tiles_after(ops: Sequence[BlockOp], stores: Sequence[Store]) -> bool:
     """Some value after the loop reads a loop or prologue tile in place (an accumulator of a
     one-iteration loop, ``lower._is_its_value``): those tiles stay live after the loop."""
@@ -549,11 +559,7 @@ class KernelLowering:
         loop, and the loop needs no barrier (no slot is refilled; every copy landed before it)."""
         if not self.shift_first_on or self.loop == 1 or self.prefetch < self.loop or self.streamed or self.skewed:
             return False
-        ops = self.kernel.ops
-        looped = [i for i, op in enumerate(ops) if self.phases[i] is Phase.LOOP or isinstance(op, Accum)]
-        return (all((isinstance(ops[i], Load) and self.bufs[i].ring)
-                    or (i in self.accs and self.accs[i].kind is AccKind.EW) for i in looped)
-                and any(self.accs[i].rescale is not None for i in looped if i in self.accs))
+        return combine_loop(self.kernel.ops, self.phases, self.bufs, self.accs)[1]
 
     def all_bufs(self) -> dict[str, Buf]:
         """Every shared-memory tile by name (a tile may be both a value's storage and an operand)."""

@@ -30,7 +30,7 @@ class KernelResources:
     tile_bytes: int = 0  # bytes of the tiles a block loads (every Load, read in place or copied)
     run_bytes: int = 0  # the shortest contiguous run of a loaded tile in global memory (0: no Load)
     rounds: int = 1  # dependent block-wide rounds of one loop iteration (``loop_rounds``)
-    reread: float = 1.0  # bytes the grid loads over the bytes of the tensors it loads (``reread``)
+    reread: float = 1.0  # bytes the grid loads over the bytes of the tensors it loads (``_load_bytes``)
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,9 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
     for low in gl.kernels:
         if low is None:
             continue
-        tile, run = _load_bytes(low)
+        tile, run, reread = _load_bytes(low)
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, low.blocks, low.stages, low.acc_regs,
-                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread(low)))
+                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread))
     return Resources(tuple(out))
 
 
@@ -75,23 +75,14 @@ def loop_rounds(low: KernelLowering) -> int:
     return 1 + len(published)
 
 
-def reread(low: KernelLowering) -> float:
-    """How many times over the grid loads its input tensors: every block's tiles (a loop-varying one
-    once an iteration) against the tensors' bytes. 1 when the blocks share out the tensors; about 8
-    when eight blocks each read the same keys and values for one query row of an attention."""
-    grid = whole = 0
-    for op, shape in zip(low.kernel.ops, low.tiles, strict=True):
-        if isinstance(op, Load) and shape is not None:
-            esize = np.dtype(low.tensor_dtypes[op.tensor]).itemsize
-            grid += math.prod(shape) * esize * low.blocks * (low.loop if op.fmap is not None else 1)
-            whole += math.prod(low.tensor_shapes[op.tensor]) * esize
-    return grid / whole if whole else 1.0
-
-
-def _load_bytes(low: KernelLowering) -> tuple[int, int]:
-    """(bytes of a block's loaded tiles, the shortest contiguous run among them): a tile's run is its
-    rows' length, or all of it where its rows are whole rows of the tensor."""
-    tile = 0
+def _load_bytes(low: KernelLowering) -> tuple[int, int, float]:
+    """(bytes of a block's loaded tiles, the shortest contiguous run among them, the reread factor): a
+    tile's run is its rows' length, or all of it where its rows are whole rows of the tensor. The
+    reread factor is how many times over the grid loads its input tensors: every block's tiles (a
+    loop-varying one once an iteration) against the tensors' bytes; 1 when the blocks share out the
+    tensors, about 8 when eight blocks each read the same keys and values for one query row of an
+    attention."""
+    tile = grid = whole = 0
     runs = []
     for op, shape in zip(low.kernel.ops, low.tiles, strict=True):
         if not isinstance(op, Load) or shape is None:
@@ -99,6 +90,8 @@ def _load_bytes(low: KernelLowering) -> tuple[int, int]:
         esize = np.dtype(low.tensor_dtypes[op.tensor]).itemsize
         nbytes = math.prod(shape) * esize
         tile += nbytes
+        grid += nbytes * low.blocks * (low.loop if op.fmap is not None else 1)
+        whole += math.prod(low.tensor_shapes[op.tensor]) * esize
         whole_rows = op.transposed or shape[-1] >= low.tensor_shapes[op.tensor][-1]
         runs.append(nbytes if whole_rows else shape[-1] * esize)
-    return tile, min(runs, default=0)
+    return tile, min(runs, default=0), grid / whole if whole else 1.0

@@ -331,10 +331,9 @@ def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, 
     for t, tpl in enumerate(templates):
         if (tpl.symbols and t not in always) or t in drawn:
             continue
-        pick = space[t] or _legal(tpl, arch, resources, None)
-        space[t] = space[t] or pick
-        if pick:
-            extra.append(Sample(t, tuple(pick[0].items())))
+        space[t] = space[t] or _legal(tpl, arch, resources, None)
+        if space[t]:
+            extra.append(Sample(t, tuple(space[t][0].items())))
     return extra
 
 
@@ -557,7 +556,7 @@ def _fewest_iterations(templates: Sequence[KernelGraph], space: list[list[dict[s
     iterations, which the static prior, aiming at 16 KB stages, ranks low (H200: 8.9 µs at one
     iteration against 11.7 at the prior's four; docs/off-the-suite.md, "The prior of split attention plans")."""
     extra = []
-    for smp in list(chosen):
+    for smp in chosen:
         loops = _loop_symbols(templates[smp.template]) if smp.template in always else set()
         if not loops:
             continue
