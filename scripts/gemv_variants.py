@@ -260,6 +260,17 @@ _SAFE_RUNS = [(_SA, 6, {"k0_x": 2, "k0_y": 4, "s": 16, "k0_i": 1}), (_SA, 1, {"k
               ("gqa_safe_h1024", 1, {"x": 2, "s": 8, "i": 1}), ("gqa_safe_h2048", 1, {"x": 2, "s": 16, "i": 1})]
 SETS["runs"] = [v(c, p, sz, o) for c, p, sz in _SAFE_RUNS for o in (_BEFORE, _UNROLLED, {})]
 
+
+# the ninth: batch-32 long-context safe attention (64 MB of K and V, floor ~16 µs): the hand split over its
+# split counts and iterations, chunked and not, and without the loop's arithmetic (timing only)
+_B32 = "gqa_safe_b32_kv4096"
+SETS["b32"] = [
+    *(v(_B32, 1, {"x": 32, "s": s, "i": i}, o) for s, i in ((4, 8), (4, 16), (8, 4), (8, 8), (8, 16), (16, 1),
+                                                            (16, 2), (16, 4), (16, 8)) for o in ({}, {"unroll": 1})),
+    *(v(_B32, 1, {"x": 32, "s": s, "i": i}, {}, ("nocomp",)) for s, i in ((8, 8), (16, 4))),
+    *(v(_B32, 1, {"x": 16, "s": s, "i": i}) for s, i in ((8, 8), (16, 4))),
+]
+
 # ------------------------------------------------------------------ source hacks
 
 
