@@ -271,6 +271,15 @@ SETS["b32"] = [
     *(v(_B32, 1, {"x": 16, "s": s, "i": i}) for s, i in ((8, 8), (16, 4))),
 ]
 
+# the tenth: the same kernels and the decode attention splits, run in two trees (padded against swizzled
+# unit-batch operand tiles: ``lower.swizzles``)
+SETS["swz"] = [
+    *(v(_B32, 1, {"x": 32, "s": s, "i": i}) for s, i in ((4, 8), (4, 16), (8, 8), (8, 16), (16, 4), (16, 8))),
+    *(v(c, 1, {"x": 2, "s": s, "i": 1}) for c in ("gqa_safe_h1024", "gqa_safe_h2048") for s in (8, 16)),
+    *(v(c, 2, {"x": 2, "s": 16, "i": 1}) for c in ("gqa_h1024", "gqa_h2048", "qknorm_gqa_h1024")),
+    v(_SA, 1, {"k0_x": 2, "s": 16, "k0_i": 1}), v(_SA, 6, {"k0_x": 2, "k0_y": 4, "s": 16, "k0_i": 1}),
+]
+
 # ------------------------------------------------------------------ source hacks
 
 
