@@ -27,7 +27,7 @@ import numpy as np
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.emulate_mem import EmulationError, Smem, global_index
-from prism.codegen.emulate_mma import Units, frag_rescale, frag_store, mma, swizzle_offset, units
+from prism.codegen.emulate_mma import Units, frag_rescale, frag_store, mma, swizzle_at, units
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, global_strides, lower_graph
 from prism.codegen.lowered import (
     AccKind,
@@ -246,7 +246,7 @@ class _Block:
         src = self.origin(lp.block_terms) + kt * lp.iter_stride + offset(global_strides(self.shape(lp.tensor)), idx)
         what = f"load of {lp.tensor} (op {lp.op})"
         g = global_index(self.g[lp.tensor], src, lp.vec, buf.esize, what, lp.tensor)
-        dst = swizzle_offset(buf, idx[0], idx[1]) if buf.swizzle else offset(buf.strides, idx)
+        dst = swizzle_at(buf, idx) if buf.swizzle else offset(buf.strides, idx)
         self.sm.write(buf, slot, dst, self.g[lp.tensor][g].reshape(-1, lp.vec), what, asynchronous=lp.nbytes >= 4)
         if buf.ring:
             self.held[buf.name][slot] = it
@@ -296,8 +296,8 @@ class _Block:
             return offset(b.strides, idx)
         if self.lane_run > 1:
             base = idx[-1] - idx[-1] % self.lane_run
-            return swizzle_offset(b, idx[0], base) + (idx[-1] - base)
-        return swizzle_offset(b, idx[0], idx[1])
+            return swizzle_at(b, [*idx[:-1], base]) + (idx[-1] - base)
+        return swizzle_at(b, idx)
 
     def define(self, i: int, idx: Index) -> np.ndarray:
         """The op's own computation (``Exprs.define``)."""

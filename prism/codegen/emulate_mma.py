@@ -8,6 +8,7 @@ row ``lane >> 2`` (+ 8), column c the fragment column ``h * 8 + 2 * (lane & 3)``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,12 @@ def swizzle_offset(buf: Buf, row: np.ndarray | int, col: np.ndarray | int) -> np
     per, keys = buf.swizzle_key()
     q = buf.chunk
     return np.asarray(row * buf.pitch + ((col // q) ^ ((row // per) % keys)) * q + col % q)
+
+
+def swizzle_at(buf: Buf, idx: Sequence[np.ndarray | int]) -> np.ndarray:
+    """``render_expr.swizzled_at``: leading dims (extent 1) by their strides, then ``swizzle_offset``."""
+    lead = sum((i * s for i, s in zip(idx[:-2], buf.strides[:-2], strict=True)), start=np.int64(0))
+    return np.asarray(lead + swizzle_offset(buf, idx[-2], idx[-1]))
 
 
 def _operand_rows(sm: Smem, buf: Buf, slot: int, addr: np.ndarray, what: str) -> np.ndarray:

@@ -85,10 +85,12 @@ def _pitch(shape: tuple[int, ...], esize: int) -> int:
 
 
 def swizzles(shape: tuple[int, ...], esize: int) -> bool:
-    """Whether a copied matmul operand tile can be swizzled (``Buf.swizzle``): 2-D, at least 2 rows,
-    and rows of 2, 4 or a multiple of 8 16-byte chunks (a chunk index XOR its key stays in the row)."""
+    """Whether a copied matmul operand tile can be swizzled (``Buf.swizzle``): 2-D (leading dims of
+    extent 1 allowed: a batched operand whose batch the grid maps), at least 2 rows, and rows of 2, 4
+    or a multiple of 8 16-byte chunks (a chunk index XOR its key stays in the row)."""
     n, q = shape[-1], 16 // esize
-    return len(shape) == 2 and shape[0] > 1 and n % q == 0 and (n // q in (2, 4) or (n // q) % 8 == 0)
+    return (len(shape) >= 2 and all(d == 1 for d in shape[:-2]) and shape[-2] > 1 and n % q == 0
+            and (n // q in (2, 4) or (n // q) % 8 == 0))
 
 
 def _copy_pitch(shape: tuple[int, ...], esize: int) -> int:

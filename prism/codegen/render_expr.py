@@ -82,6 +82,13 @@ def swizzled_offset(buf: Buf, row: str, col: str) -> str:
     return f"{row} * {buf.pitch} + ({col} ^ (({key} % {keys}) * {buf.chunk}))"
 
 
+def swizzled_at(buf: Buf, idx: Sequence[str]) -> str:
+    """The element offset of ``idx`` in a swizzled tile: its leading dims (extent 1) by their strides,
+    then its last two dims as (row, col) of ``swizzled_offset``."""
+    lead, tail = offset(buf.strides[:-2], idx[:-2]), swizzled_offset(buf, idx[-2], idx[-1])
+    return tail if lead == "0" else f"{lead} + {tail}"
+
+
 def decompose(var: str, shape: Sequence[int], prefix: str, vec: int = 1) -> tuple[list[str], list[str]]:
     """Split a flat item index ``var`` over ``shape`` (row-major; the last dim in steps of ``vec``).
 
@@ -141,7 +148,7 @@ class Exprs:
             return offset(b.gstrides, idx)
         if not b.swizzle:
             return offset(b.strides, idx)
-        return swizzled_offset(b, idx[0], idx[1])
+        return swizzled_at(b, idx)
 
     def pointer(self, b: Buf) -> str:
         """The C pointer tile ``b`` is indexed from (a direct Load's: its tile origin in global memory,

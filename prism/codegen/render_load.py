@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prism.codegen.lower import global_strides
 from prism.codegen.lowered import KernelLowering, LoadPlan, Sweep
-from prism.codegen.render_expr import decompose, offset, swizzled_offset
+from prism.codegen.render_expr import decompose, offset, swizzled_at
 
 COPY_FN = {16: "cp_async16", 8: "cp_async8", 4: "cp_async4"}
 
@@ -64,7 +64,7 @@ def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     sw = info.sweep
     nbytes = info.nbytes
     decl, idx = decompose("e", tile, "t", info.vec)
-    dst = swizzled_offset(info.buf, idx[0], idx[1]) if info.buf.swizzle else offset(info.buf.strides, idx)
+    dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
     src = offset(global_strides(shape), idx)
     if shared_address(info):
         at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"

@@ -125,7 +125,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 16 + t2);
+      cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 16 + t2);
     }
   }
 }
@@ -139,7 +139,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 64 + t2);
+      cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 64 + t2);
     }
   }
 }
@@ -153,7 +153,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 2) * 8;
       const int tr2 = e / 2;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 16 + t2);
+      cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 16 + t2);
     }
   }
 }
@@ -166,13 +166,15 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     if (u < 1) {
       const int mt = 0;
       const int np = 0;
-      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 16 + (lane >> 4) * 8);
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + np * 16 + (lane >> 4) * 8);
+      const int a_row = imin(mt * 16 + (lane & 15), 7);
+      const unsigned a_addr = smem_u32(A + a_row * 16);
+      const int a_key = (a_row / 4) % 2;  // swizzled A: chunk c of this row is at c ^ a_key
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 4) % 2) * 8)));
       #pragma unroll
       for (int q = 0; q < 1; ++q) {
         const int t = q;
         unsigned a[4], b[4];
-        ldsm_x4(a, a_addr + t * 32);
+        ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
         ldsm_x4_t(b, b_addr + t * 512);
         mma16816(acc[j][0], a, b[0], b[1]);
         mma16816(acc[j][1], a, b[2], b[3]);
@@ -209,7 +211,7 @@ __device__ __forceinline__ void mma_5(float (&acc)[1][2][4], const half_t* A, co
       const int mt = 0;
       const int np = 0;
       const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 24 + (lane >> 4) * 8);
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + np * 16 + (lane >> 4) * 8);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 4) % 2) * 8)));
       #pragma unroll
       for (int q = 0; q < 1; ++q) {
         const int t = q;
@@ -249,11 +251,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_gqa_split_2282c7f305(con
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 16] pitch 16
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 16] pitch 16  swizzled
   float* const mm3 = reinterpret_cast<float*>(smem + 256);  // loop [1, 8, 16] pitch 20
   half_t* const ew4 = reinterpret_cast<half_t*>(smem + 896);  // loop [1, 8, 16] pitch 24
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 1280);  // loop [1, 16, 16] pitch 16 ring of 2
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 2304);  // loop [1, 16, 16] pitch 16 ring of 2
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 1280);  // loop [1, 16, 16] pitch 16 ring of 2 swizzled
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 2304);  // loop [1, 16, 16] pitch 16 ring of 2 swizzled
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 16] pitch 20
   float* const acc7 = reinterpret_cast<float*>(smem + 640);  // post [1, 8, 1] pitch 1
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses

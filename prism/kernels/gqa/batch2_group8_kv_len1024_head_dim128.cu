@@ -1,7 +1,7 @@
 namespace prism_0 {
 // Prism generated kernel prism_program_k0_699a9cc945 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=32, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 26880 B dynamic shared memory
+// sizes: grid (x=32, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 21504 B dynamic shared memory
 // tensors: Kt[2, 128, 1024] float16 (input), Q[2, 8, 128] float16 (input), V[2, 1024, 128] float16 (input), t0[32, 8, 256] float32 (intermediate), t1[2, 8, 32] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0), fmap=None)             [1, 128, 32]   pre   smem s_Kt (once)
@@ -126,7 +126,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 4) * 8;
     const int tr2 = e / 4;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 48 + t2) * 2, src + t1 * 1024 + t2);
+    cp_async16(dst + (t1 * 32 + (t2 ^ (((t1 / 2) % 4) * 8))) * 2, src + t1 * 1024 + t2);
   }
 }
 
@@ -138,7 +138,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -150,7 +150,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -162,15 +162,17 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 2;
     const int mt = 0;
     const int np = u % 2;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 144 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 48 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 7);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = kpart * 4 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1536);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 1024);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -215,8 +217,8 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -252,12 +254,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_699a9cc945(co
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 32] pitch 48
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 12288);  // pre [1, 8, 128] pitch 144
-  half_t* const s_V = reinterpret_cast<half_t*>(smem + 14592);  // pre [1, 32, 128] pitch 144
-  float* const mm3 = reinterpret_cast<float*>(smem + 23808);  // pre [1, 8, 32] pitch 36 2 partial copies
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 26112);  // pre [1, 8, 32] pitch 40
-  float* const red6 = reinterpret_cast<float*>(smem + 26752);  // pre [1, 8, 1] pitch 1
+  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 32] pitch 32  swizzled
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 8192);  // pre [1, 8, 128] pitch 128  swizzled
+  half_t* const s_V = reinterpret_cast<half_t*>(smem + 10240);  // pre [1, 32, 128] pitch 128  swizzled
+  float* const mm3 = reinterpret_cast<float*>(smem + 18432);  // pre [1, 8, 32] pitch 36 2 partial copies
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 20736);  // pre [1, 8, 32] pitch 40
+  float* const red6 = reinterpret_cast<float*>(smem + 21376);  // pre [1, 8, 1] pitch 1
   float* const acc7 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 128] pitch 132
   float* const acc8 = reinterpret_cast<float*>(smem + 4224);  // post [1, 8, 1] pitch 1
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -270,8 +272,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_699a9cc945(co
   float ra8[1] = {};
   // prologue: loop-invariant tiles, then the first stages
   load_s_Kt(smem_base, g_s_Kt, tid);
-  load_s_Q(smem_base + 12288, g_s_Q, tid);
-  load_s_V(smem_base + 14592, g_s_V, tid);
+  load_s_Q(smem_base + 8192, g_s_Q, tid);
+  load_s_V(smem_base + 10240, g_s_V, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {

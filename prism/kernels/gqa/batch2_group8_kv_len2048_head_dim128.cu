@@ -1,7 +1,7 @@
 namespace prism_0 {
 // Prism generated kernel prism_program_k0_fed5f1926a (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 82432 B dynamic shared memory
+// sizes: grid (x=16, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 73984 B dynamic shared memory
 // tensors: Kt[2, 128, 2048] float16 (input), Q[2, 8, 128] float16 (input), V[2, 2048, 128] float16 (input), t0[2, 128, 1] float32 (intermediate), t1[2, 128, 128] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 128]  loop  smem s_Kt (ring x1)
@@ -125,7 +125,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 2048 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 2048 + t2);
   }
 }
 
@@ -137,7 +137,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -149,7 +149,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -161,14 +161,16 @@ __device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
       const int mt = (warp / 4) * 1 + r;
-      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 144 + (lane >> 4) * 8);
-      ldsm_x4(a[r], a_addr + t * 32);
+      const int a_row = imin(mt * 16 + (lane & 15), 7);
+      const unsigned a_addr = smem_u32(A + a_row * 128);
+      const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+      ldsm_x4(a[r], a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
     }
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -211,8 +213,8 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -248,11 +250,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_fed5f1926a(co
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 128] pitch 144
-  float* const mm3 = reinterpret_cast<float*>(smem + 2304);  // loop [1, 8, 128] pitch 132
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 6528);  // loop [1, 8, 128] pitch 136
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 8704);  // loop [1, 128, 128] pitch 144 ring of 1
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 45568);  // loop [1, 128, 128] pitch 144 ring of 1
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 128] pitch 128  swizzled
+  float* const mm3 = reinterpret_cast<float*>(smem + 2048);  // loop [1, 8, 128] pitch 132
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 6272);  // loop [1, 8, 128] pitch 136
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 8448);  // loop [1, 128, 128] pitch 128 ring of 1 swizzled
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 41216);  // loop [1, 128, 128] pitch 128 ring of 1 swizzled
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 1] pitch 1
   float* const acc7 = reinterpret_cast<float*>(smem + 128);  // post [1, 8, 128] pitch 132
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -269,8 +271,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_fed5f1926a(co
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
     if (st < 1) {
-      load_s_Kt(smem_base + 8704 + st * 36864, g_s_Kt + st * 128, tid);
-      load_s_V(smem_base + 45568 + st * 36864, g_s_V + st * 16384, tid);
+      load_s_Kt(smem_base + 8448 + st * 32768, g_s_Kt + st * 128, tid);
+      load_s_V(smem_base + 41216 + st * 32768, g_s_V + st * 16384, tid);
     }
     cp_async_commit();
   }
@@ -283,14 +285,14 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_fed5f1926a(co
     {
       const int nx = it + 1;
       if (nx < 1) {
-        load_s_Kt(smem_base + 8704 + sb_wr * 36864, g_s_Kt + nx * 128, tid);
-        load_s_V(smem_base + 45568 + sb_wr * 36864, g_s_V + nx * 16384, tid);
+        load_s_Kt(smem_base + 8448 + sb_wr * 32768, g_s_Kt + nx * 128, tid);
+        load_s_V(smem_base + 41216 + sb_wr * 32768, g_s_V + nx * 16384, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
-    half_t* const s_Kt = s_Kt_ring + sb * 18432;
-    half_t* const s_V = s_V_ring + sb * 18432;
+    half_t* const s_Kt = s_Kt_ring + sb * 16384;
+    half_t* const s_V = s_V_ring + sb * 16384;
     sb_rd = sb_rd == 0 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 0 ? 0 : sb_wr + 1;
     {

@@ -1,6 +1,6 @@
 // Prism generated kernel prism_program_k0_0699022f6c (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=32, y=8, z=1), for-loop 1; block 128 threads; 1 pipeline stage(s); 78208 B dynamic shared memory
+// sizes: grid (x=32, y=8, z=1), for-loop 1; block 128 threads; 1 pipeline stage(s); 69888 B dynamic shared memory
 // tensors: Kt[8, 128, 4096] float16 (input), Q[8, 4, 128] float16 (input), V[8, 4096, 128] float16 (input), t0[32, 4, 1024] float32 (intermediate), t1[1, 32, 32] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0, None), fmap=None)       [1, 128, 128]  pre   smem s_Kt (once)
@@ -154,7 +154,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 4096 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 4096 + t2);
   }
 }
 
@@ -167,7 +167,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
     }
   }
 }
@@ -180,7 +180,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -192,14 +192,16 @@ __device__ __forceinline__ void mma_3(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
       const int mt = (warp / 4) * 1 + r;
-      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 144 + (lane >> 4) * 8);
-      ldsm_x4(a[r], a_addr + t * 32);
+      const int a_row = imin(mt * 16 + (lane & 15), 3);
+      const unsigned a_addr = smem_u32(A + a_row * 128);
+      const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+      ldsm_x4(a[r], a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
     }
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -242,8 +244,8 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -278,11 +280,11 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 144
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 36864);  // pre [1, 4, 128] pitch 144
-  half_t* const s_V = reinterpret_cast<half_t*>(smem + 38016);  // pre [1, 128, 128] pitch 144
-  float* const mm3 = reinterpret_cast<float*>(smem + 74880);  // pre [1, 4, 128] pitch 132
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 77056);  // pre [1, 4, 128] pitch 136
+  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 128  swizzled
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 32768);  // pre [1, 4, 128] pitch 128  swizzled
+  half_t* const s_V = reinterpret_cast<half_t*>(smem + 33792);  // pre [1, 128, 128] pitch 128  swizzled
+  float* const mm3 = reinterpret_cast<float*>(smem + 66560);  // pre [1, 4, 128] pitch 132
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 68736);  // pre [1, 4, 128] pitch 136
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 128] pitch 132
   float* const acc7 = reinterpret_cast<float*>(smem + 2176);  // post [1, 4, 128] pitch 132
   float* const red8 = reinterpret_cast<float*>(smem + 4352);  // post [1, 4, 1] pitch 1
@@ -296,8 +298,8 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   float ra7[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
   load_s_Kt(smem_base, g_s_Kt, tid);
-  load_s_Q(smem_base + 36864, g_s_Q, tid);
-  load_s_V(smem_base + 38016, g_s_V, tid);
+  load_s_Q(smem_base + 32768, g_s_Q, tid);
+  load_s_V(smem_base + 33792, g_s_V, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {

@@ -1,12 +1,12 @@
 namespace prism_0 {
 // Prism generated kernel prism_program_k0_f991b2bbc0 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=32, y=8), for-loop 16; block 128 threads; 11 pipeline stage(s); 98432 B dynamic shared memory
+// sizes: grid (x=32, y=8), for-loop 16; block 128 threads; 12 pipeline stage(s); 100864 B dynamic shared memory
 // tensors: Kt[8, 128, 8192] float16 (input), Q[8, 4, 128] float16 (input), V[8, 8192, 128] float16 (input), t0[8, 128, 128] float32 (intermediate), t1[8, 128, 1] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 16]   loop  smem s_Kt (ring x11)
+//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 16]   loop  smem s_Kt (ring x12)
 //   %1  Load(Q, imap=(None, 0), fmap=None)           [1, 4, 128]    pre   smem s_Q (once)
-//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 16, 128]   loop  smem s_V (ring x11)
+//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 16, 128]   loop  smem s_V (ring x12)
 //   %3  matmul(%1, %0)                               [1, 4, 16]     loop  smem mm3 x4 partial
 //   %4  exp(%3)                                      [1, 4, 16]     loop  smem ew4
 //   %5  matmul(%4, %2)                               [1, 4, 128]    loop  mma fragments (2 unit(s)/warp, k split 1)
@@ -126,7 +126,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 2) * 8;
     const int tr2 = e / 2;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 16 + t2) * 2, src + t1 * 8192 + t2);
+    cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 8192 + t2);
   }
 }
 
@@ -139,7 +139,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
     }
   }
 }
@@ -152,7 +152,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -164,14 +164,16 @@ __device__ __forceinline__ void mma_3(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 1;
     const int mt = 0;
     const int np = 0;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 144 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 3);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 16 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 4) % 2) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int t = kpart * 2 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
       ldsm_x4_t(b, b_addr + t * 512);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
@@ -217,8 +219,8 @@ __device__ __forceinline__ void mma_5(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -254,11 +256,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_f991b2bbc0(co
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 144
-  float* const mm3 = reinterpret_cast<float*>(smem + 1152);  // loop [1, 4, 16] pitch 20 4 partial copies
-  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 2432);  // loop [1, 4, 16] pitch 24
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2688);  // loop [1, 128, 16] pitch 16 ring of 11
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 47744);  // loop [1, 16, 128] pitch 144 ring of 11
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 128  swizzled
+  float* const mm3 = reinterpret_cast<float*>(smem + 1024);  // loop [1, 4, 16] pitch 20 4 partial copies
+  half_t* const ew4 = reinterpret_cast<half_t*>(smem + 2304);  // loop [1, 4, 16] pitch 24
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2560);  // loop [1, 128, 16] pitch 16 ring of 12 swizzled
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 51712);  // loop [1, 16, 128] pitch 128 ring of 12 swizzled
   float* const acc6 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 16] pitch 20
   float* const acc7 = reinterpret_cast<float*>(smem + 384);  // post [1, 4, 128] pitch 132
   float* const red8 = reinterpret_cast<float*>(smem + 2560);  // post [1, 4, 1] pitch 1
@@ -274,32 +276,32 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_f991b2bbc0(co
   load_s_Q(smem_base, g_s_Q, tid);
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 10; ++st) {
+  for (int st = 0; st < 11; ++st) {
     if (st < 16) {
-      load_s_Kt(smem_base + 2688 + st * 4096, g_s_Kt + st * 16, tid);
-      load_s_V(smem_base + 47744 + st * 4608, g_s_V + st * 2048, tid);
+      load_s_Kt(smem_base + 2560 + st * 4096, g_s_Kt + st * 16, tid);
+      load_s_V(smem_base + 51712 + st * 4096, g_s_V + st * 2048, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<10>();
+  cp_async_wait<11>();
   __syncthreads();
-  int sb_rd = 0, sb_wr = 10;  // ring slots of it and of it + 10: it % 11, (it + 10) % 11
+  int sb_rd = 0, sb_wr = 11;  // ring slots of it and of it + 11: it % 12, (it + 11) % 12
   for (int it = 0; it < 16; ++it) {
-    cp_async_wait<9>();
+    cp_async_wait<10>();
     __syncthreads();
     {
-      const int nx = it + 10;
+      const int nx = it + 11;
       if (nx < 16) {
-        load_s_Kt(smem_base + 2688 + sb_wr * 4096, g_s_Kt + nx * 16, tid);
-        load_s_V(smem_base + 47744 + sb_wr * 4608, g_s_V + nx * 2048, tid);
+        load_s_Kt(smem_base + 2560 + sb_wr * 4096, g_s_Kt + nx * 16, tid);
+        load_s_V(smem_base + 51712 + sb_wr * 4096, g_s_V + nx * 2048, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
     half_t* const s_Kt = s_Kt_ring + sb * 2048;
-    half_t* const s_V = s_V_ring + sb * 2304;
-    sb_rd = sb_rd == 10 ? 0 : sb_rd + 1;
-    sb_wr = sb_wr == 10 ? 0 : sb_wr + 1;
+    half_t* const s_V = s_V_ring + sb * 2048;
+    sb_rd = sb_rd == 11 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 11 ? 0 : sb_wr + 1;
     {
       float f[1][2][4] = {};
       mma_3(f, s_Q, s_Kt, warp, lane);

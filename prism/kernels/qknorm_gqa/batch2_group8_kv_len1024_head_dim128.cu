@@ -1,7 +1,7 @@
 namespace prism_0 {
 // Prism generated kernel prism_program_k0_69b82ee972 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=8, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 82560 B dynamic shared memory
+// sizes: grid (x=8, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 74112 B dynamic shared memory
 // tensors: Kt[2, 128, 1024] float16 (input), Q[2, 8, 128] float16 (input), V[2, 1024, 128] float16 (input), t0[1, 64, 2] float32 (intermediate), t1[2, 8, 1024] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 128]  loop  smem s_Kt (ring x1)
@@ -131,7 +131,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 1024 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 1024 + t2);
   }
 }
 
@@ -143,7 +143,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -155,7 +155,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -167,14 +167,16 @@ __device__ __forceinline__ void mma_4(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
       const int mt = (warp / 4) * 1 + r;
-      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 7) * 144 + (lane >> 4) * 8);
-      ldsm_x4(a[r], a_addr + t * 32);
+      const int a_row = imin(mt * 16 + (lane & 15), 7);
+      const unsigned a_addr = smem_u32(A + a_row * 128);
+      const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+      ldsm_x4(a[r], a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
     }
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -217,8 +219,8 @@ __device__ __forceinline__ void mma_11(float (&acc)[2][2][4], const half_t* A, c
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -254,12 +256,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_69b82ee972(co
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 128] pitch 144
-  float* const red6 = reinterpret_cast<float*>(smem + 2304);  // pre [1, 8, 1] pitch 1
-  float* const mm4 = reinterpret_cast<float*>(smem + 2432);  // loop [1, 8, 128] pitch 132
-  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 6656);  // loop [1, 8, 128] pitch 136
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 8832);  // loop [1, 128, 128] pitch 144 ring of 1
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 45696);  // loop [1, 128, 128] pitch 144 ring of 1
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 8, 128] pitch 128  swizzled
+  float* const red6 = reinterpret_cast<float*>(smem + 2048);  // pre [1, 8, 1] pitch 1
+  float* const mm4 = reinterpret_cast<float*>(smem + 2176);  // loop [1, 8, 128] pitch 132
+  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 6400);  // loop [1, 8, 128] pitch 136
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 8576);  // loop [1, 128, 128] pitch 128 ring of 1 swizzled
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 41344);  // loop [1, 128, 128] pitch 128 ring of 1 swizzled
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 1] pitch 1
   float* const acc13 = reinterpret_cast<float*>(smem + 128);  // post [1, 8, 128] pitch 132
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -276,8 +278,8 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_69b82ee972(co
   #pragma unroll
   for (int st = 0; st < 1; ++st) {
     if (st < 1) {
-      load_s_Kt(smem_base + 8832 + st * 36864, g_s_Kt + st * 128, tid);
-      load_s_V(smem_base + 45696 + st * 36864, g_s_V + st * 16384, tid);
+      load_s_Kt(smem_base + 8576 + st * 32768, g_s_Kt + st * 128, tid);
+      load_s_V(smem_base + 41344 + st * 32768, g_s_V + st * 16384, tid);
     }
     cp_async_commit();
   }
@@ -294,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_69b82ee972(co
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
         unsigned red6_v0[2];
-        ld_run(red6_v0, reinterpret_cast<const unsigned*>(s_Q + red6_o1 * 144 + r0));
+        ld_run(red6_v0, reinterpret_cast<const unsigned*>(s_Q + red6_o1 * 128 + (r0 ^ ((red6_o1 % 8) * 8))));
         p += (hload((half_t)red6_v0[0]) * (hload((half_t)red6_v0[0]) * 0.0078125f));
         p += (hload((half_t)(red6_v0[0] >> 16)) * (hload((half_t)(red6_v0[0] >> 16)) * 0.0078125f));
         p += (hload((half_t)red6_v0[1]) * (hload((half_t)red6_v0[1]) * 0.0078125f));
@@ -315,14 +317,14 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_69b82ee972(co
     {
       const int nx = it + 1;
       if (nx < 1) {
-        load_s_Kt(smem_base + 8832 + sb_wr * 36864, g_s_Kt + nx * 128, tid);
-        load_s_V(smem_base + 45696 + sb_wr * 36864, g_s_V + nx * 16384, tid);
+        load_s_Kt(smem_base + 8576 + sb_wr * 32768, g_s_Kt + nx * 128, tid);
+        load_s_V(smem_base + 41344 + sb_wr * 32768, g_s_V + nx * 16384, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
-    half_t* const s_Kt = s_Kt_ring + sb * 18432;
-    half_t* const s_V = s_V_ring + sb * 18432;
+    half_t* const s_Kt = s_Kt_ring + sb * 16384;
+    half_t* const s_V = s_V_ring + sb * 16384;
     sb_rd = sb_rd == 0 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 0 ? 0 : sb_wr + 1;
     {

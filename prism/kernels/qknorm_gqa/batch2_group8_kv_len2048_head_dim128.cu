@@ -1,6 +1,6 @@
 // Prism generated kernel prism_program_k0_ebb872150d (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=2, z=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 79488 B dynamic shared memory
+// sizes: grid (x=16, y=2, z=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 71296 B dynamic shared memory
 // tensors: Kt[2, 128, 2048] float16 (input), Q[2, 8, 128] float16 (input), V[2, 2048, 128] float16 (input), t0[2, 8, 16] float32 (intermediate), t1[2, 8, 2048] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, None, 0), fmap=None)       [1, 128, 128]  pre   smem s_Kt (once)
@@ -159,7 +159,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 2048 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 2048 + t2);
   }
 }
 
@@ -185,7 +185,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -203,8 +203,8 @@ __device__ __forceinline__ void mma_9(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -247,8 +247,8 @@ __device__ __forceinline__ void mma_11(float (&acc)[2][2][4], const half_t* A, c
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -283,13 +283,13 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 144
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 36864);  // pre [1, 4, 128] pitch 144
-  half_t* const s_V = reinterpret_cast<half_t*>(smem + 38016);  // pre [1, 128, 128] pitch 144
-  float* const red4 = reinterpret_cast<float*>(smem + 74880);  // pre [1, 4, 1] pitch 1
-  half_t* const ew8 = reinterpret_cast<half_t*>(smem + 75008);  // pre [1, 4, 128] pitch 136
-  float* const mm9 = reinterpret_cast<float*>(smem + 76160);  // pre [1, 4, 128] pitch 132
-  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 78336);  // pre [1, 4, 128] pitch 136
+  half_t* const s_Kt = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 128, 128] pitch 128  swizzled
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 32768);  // pre [1, 4, 128] pitch 144
+  half_t* const s_V = reinterpret_cast<half_t*>(smem + 33920);  // pre [1, 128, 128] pitch 128  swizzled
+  float* const red4 = reinterpret_cast<float*>(smem + 66688);  // pre [1, 4, 1] pitch 1
+  half_t* const ew8 = reinterpret_cast<half_t*>(smem + 66816);  // pre [1, 4, 128] pitch 136
+  float* const mm9 = reinterpret_cast<float*>(smem + 67968);  // pre [1, 4, 128] pitch 132
+  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 70144);  // pre [1, 4, 128] pitch 136
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 1] pitch 1
   float* const acc13 = reinterpret_cast<float*>(smem + 128);  // post [1, 4, 128] pitch 132
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -302,8 +302,8 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   float ra13[2][2][4] = {};
   // prologue: loop-invariant tiles, then the first stages
   load_s_Kt(smem_base, g_s_Kt, tid);
-  load_s_Q(smem_base + 36864, g_s_Q, tid);
-  load_s_V(smem_base + 38016, g_s_V, tid);
+  load_s_Q(smem_base + 32768, g_s_Q, tid);
+  load_s_V(smem_base + 33920, g_s_V, tid);
   cp_async_commit();
   #pragma unroll
   for (int st = 0; st < 1; ++st) {

@@ -1,6 +1,6 @@
 // Prism generated kernel prism_program_k0_c958010982 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=8), for-loop 2; block 128 threads; 2 pipeline stage(s); 152064 B dynamic shared memory
+// sizes: grid (x=16, y=8), for-loop 2; block 128 threads; 2 pipeline stage(s); 135552 B dynamic shared memory
 // tensors: Kt[8, 128, 4096] float16 (input), Q[8, 4, 128] float16 (input), V[8, 4096, 128] float16 (input), t0[8, 64, 1] float32 (intermediate), t1[16, 4, 1024] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 128]  loop  smem s_Kt (ring x2)
@@ -159,7 +159,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 4096 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 4096 + t2);
   }
 }
 
@@ -172,7 +172,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
     }
   }
 }
@@ -185,7 +185,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -197,14 +197,16 @@ __device__ __forceinline__ void mma_4(float (&acc)[2][2][4], const half_t* A, co
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
       const int mt = (warp / 4) * 1 + r;
-      const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 144 + (lane >> 4) * 8);
-      ldsm_x4(a[r], a_addr + t * 32);
+      const int a_row = imin(mt * 16 + (lane & 15), 3);
+      const unsigned a_addr = smem_u32(A + a_row * 128);
+      const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+      ldsm_x4(a[r], a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
     }
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -247,8 +249,8 @@ __device__ __forceinline__ void mma_11(float (&acc)[2][2][4], const half_t* A, c
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -283,12 +285,12 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 144
-  float* const red5 = reinterpret_cast<float*>(smem + 1152);  // pre [1, 4, 1] pitch 1
-  float* const mm4 = reinterpret_cast<float*>(smem + 1280);  // loop [1, 4, 128] pitch 132
-  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 3456);  // loop [1, 4, 128] pitch 136
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 4608);  // loop [1, 128, 128] pitch 144 ring of 2
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 78336);  // loop [1, 128, 128] pitch 144 ring of 2
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 128  swizzled
+  float* const red5 = reinterpret_cast<float*>(smem + 1024);  // pre [1, 4, 1] pitch 1
+  float* const mm4 = reinterpret_cast<float*>(smem + 1152);  // loop [1, 4, 128] pitch 132
+  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 3328);  // loop [1, 4, 128] pitch 136
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 4480);  // loop [1, 128, 128] pitch 128 ring of 2 swizzled
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 70016);  // loop [1, 128, 128] pitch 128 ring of 2 swizzled
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 1] pitch 1
   float* const acc13 = reinterpret_cast<float*>(smem + 128);  // post [1, 4, 128] pitch 132
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -305,8 +307,8 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   #pragma unroll
   for (int st = 0; st < 2; ++st) {
     if (st < 2) {
-      load_s_Kt(smem_base + 4608 + st * 36864, g_s_Kt + st * 128, tid);
-      load_s_V(smem_base + 78336 + st * 36864, g_s_V + st * 16384, tid);
+      load_s_Kt(smem_base + 4480 + st * 32768, g_s_Kt + st * 128, tid);
+      load_s_V(smem_base + 70016 + st * 32768, g_s_V + st * 16384, tid);
     }
     cp_async_commit();
   }
@@ -323,7 +325,7 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
         unsigned red5_v0[2];
-        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 144 + r0));
+        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 128 + (r0 ^ ((red5_o1 % 8) * 8))));
         p += (hload((half_t)red5_v0[0]) * hload((half_t)red5_v0[0]));
         p += (hload((half_t)(red5_v0[0] >> 16)) * hload((half_t)(red5_v0[0] >> 16)));
         p += (hload((half_t)red5_v0[1]) * hload((half_t)red5_v0[1]));
@@ -344,14 +346,14 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
     {
       const int nx = it + 2;
       if (nx < 2) {
-        load_s_Kt(smem_base + 4608 + sb_wr * 36864, g_s_Kt + nx * 128, tid);
-        load_s_V(smem_base + 78336 + sb_wr * 36864, g_s_V + nx * 16384, tid);
+        load_s_Kt(smem_base + 4480 + sb_wr * 32768, g_s_Kt + nx * 128, tid);
+        load_s_V(smem_base + 70016 + sb_wr * 32768, g_s_V + nx * 16384, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
-    half_t* const s_Kt = s_Kt_ring + sb * 18432;
-    half_t* const s_V = s_V_ring + sb * 18432;
+    half_t* const s_Kt = s_Kt_ring + sb * 16384;
+    half_t* const s_V = s_V_ring + sb * 16384;
     sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     {

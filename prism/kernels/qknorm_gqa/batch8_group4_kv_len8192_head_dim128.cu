@@ -1,12 +1,12 @@
 namespace prism_0 {
 // Prism generated kernel prism_program_k0_7354911604 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=16, y=8), for-loop 16; block 128 threads; 4 pipeline stage(s); 88832 B dynamic shared memory
+// sizes: grid (x=16, y=8), for-loop 16; block 128 threads; 6 pipeline stage(s); 100992 B dynamic shared memory
 // tensors: Kt[8, 128, 8192] float16 (input), Q[8, 4, 128] float16 (input), V[8, 8192, 128] float16 (input), t0[8, 4, 512] float32 (intermediate), t1[8, 4, 2048] float32 (intermediate)
 // block graph (tile per block; where the value lives):
-//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 32]   loop  smem s_Kt (ring x4)
+//   %0  Load(Kt, imap=(2, 0), fmap=2)                [1, 128, 32]   loop  smem s_Kt (ring x6)
 //   %1  Load(Q, imap=(None, 0), fmap=None)           [1, 4, 128]    pre   smem s_Q (once)
-//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 32, 128]   loop  smem s_V (ring x4)
+//   %2  Load(V, imap=(1, 0), fmap=1)                 [1, 32, 128]   loop  smem s_V (ring x6)
 //   %3  square(%1)                                   [1, 4, 128]    pre   inline
 //   %4  matmul(%1, %0)                               [1, 4, 32]     loop  smem mm4 x2 partial
 //   %5  sum(%3, dim=2)                               [1, 4, 1]      pre   smem red5
@@ -131,7 +131,7 @@ __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict
     const int t2 = (e % 4) * 8;
     const int tr2 = e / 4;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 48 + t2) * 2, src + t1 * 8192 + t2);
+    cp_async16(dst + (t1 * 32 + (t2 ^ (((t1 / 2) % 4) * 8))) * 2, src + t1 * 8192 + t2);
   }
 }
 
@@ -144,7 +144,7 @@ __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict_
       const int t2 = (e % 16) * 8;
       const int tr2 = e / 16;
       const int t1 = tr2;
-      cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+      cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
     }
   }
 }
@@ -157,7 +157,7 @@ __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict_
     const int t2 = (e % 16) * 8;
     const int tr2 = e / 16;
     const int t1 = tr2;
-    cp_async16(dst + (t1 * 144 + t2) * 2, src + t1 * 128 + t2);
+    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
   }
 }
 
@@ -169,15 +169,17 @@ __device__ __forceinline__ void mma_4(float (&acc)[1][2][4], const half_t* A, co
     const int u = warp % 2;
     const int mt = 0;
     const int np = u % 2;
-    const unsigned a_addr = smem_u32(A + imin(mt * 16 + (lane & 15), 3) * 144 + (lane >> 4) * 8);
-    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 48 + np * 16 + (lane >> 4) * 8);
+    const int a_row = imin(mt * 16 + (lane & 15), 3);
+    const unsigned a_addr = smem_u32(A + a_row * 128);
+    const int a_key = a_row % 8;  // swizzled A: chunk c of this row is at c ^ a_key
+    const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 32 + ((np * 16 + (lane >> 4) * 8) ^ (((((lane & 7) + ((lane >> 3) & 1) * 8) / 2) % 4) * 8)));
     float c[2][2][4] = {};  // two independent accumulation chains (mma latency)
     #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int t = kpart * 4 + q;
       unsigned a[4], b[4];
-      ldsm_x4(a, a_addr + t * 32);
-      ldsm_x4_t(b, b_addr + t * 1536);
+      ldsm_x4(a, a_addr + (((t * 2 + (lane >> 4)) ^ a_key) << 4));
+      ldsm_x4_t(b, b_addr + t * 1024);
       mma16816(c[q & 1][0], a, b[0], b[1]);
       mma16816(c[q & 1][1], a, b[2], b[3]);
     }
@@ -222,8 +224,8 @@ __device__ __forceinline__ void mma_11(float (&acc)[2][2][4], const half_t* A, c
   #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int np = (warp % 4) * 2 + c;
-      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 144 + np * 16 + (lane >> 4) * 8);
-      ldsm_x4_t(b[c], b_addr + t * 4608);
+      const unsigned b_addr = smem_u32(B + ((lane & 7) + ((lane >> 3) & 1) * 8) * 128 + ((np * 16 + (lane >> 4) * 8) ^ ((((lane & 7) + ((lane >> 3) & 1) * 8) % 8) * 8)));
+      ldsm_x4_t(b[c], b_addr + t * 4096);
     }
   #pragma unroll
     for (int r = 0; r < 1; ++r) {
@@ -259,12 +261,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7354911604(co
   const int warp = tid >> 5;
   const int lane = tid & 31;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 144
-  float* const red5 = reinterpret_cast<float*>(smem + 1152);  // pre [1, 4, 1] pitch 1
-  float* const mm4 = reinterpret_cast<float*>(smem + 1280);  // loop [1, 4, 32] pitch 36 2 partial copies
-  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 2432);  // loop [1, 4, 32] pitch 40
-  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2816);  // loop [1, 128, 32] pitch 48 ring of 4
-  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 51968);  // loop [1, 32, 128] pitch 144 ring of 4
+  half_t* const s_Q = reinterpret_cast<half_t*>(smem + 0);  // pre [1, 4, 128] pitch 128  swizzled
+  float* const red5 = reinterpret_cast<float*>(smem + 1024);  // pre [1, 4, 1] pitch 1
+  float* const mm4 = reinterpret_cast<float*>(smem + 1152);  // loop [1, 4, 32] pitch 36 2 partial copies
+  half_t* const ew10 = reinterpret_cast<half_t*>(smem + 2304);  // loop [1, 4, 32] pitch 40
+  half_t* const s_Kt_ring = reinterpret_cast<half_t*>(smem + 2688);  // loop [1, 128, 32] pitch 32 ring of 6 swizzled
+  half_t* const s_V_ring = reinterpret_cast<half_t*>(smem + 51840);  // loop [1, 32, 128] pitch 128 ring of 6 swizzled
   float* const acc12 = reinterpret_cast<float*>(smem + 0);  // post [1, 4, 32] pitch 36
   float* const acc13 = reinterpret_cast<float*>(smem + 640);  // post [1, 4, 128] pitch 132
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
@@ -279,14 +281,14 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7354911604(co
   load_s_Q(smem_base, g_s_Q, tid);
   cp_async_commit();
   #pragma unroll
-  for (int st = 0; st < 3; ++st) {
+  for (int st = 0; st < 5; ++st) {
     if (st < 16) {
-      load_s_Kt(smem_base + 2816 + st * 12288, g_s_Kt + st * 32, tid);
-      load_s_V(smem_base + 51968 + st * 9216, g_s_V + st * 4096, tid);
+      load_s_Kt(smem_base + 2688 + st * 8192, g_s_Kt + st * 32, tid);
+      load_s_V(smem_base + 51840 + st * 8192, g_s_V + st * 4096, tid);
     }
     cp_async_commit();
   }
-  cp_async_wait<3>();
+  cp_async_wait<5>();
   __syncthreads();
   // loop-invariant ops, hoisted
   // red5: sum over dim 2 of a [1, 4, 128] tile: 4 outputs, 32 lanes each
@@ -299,7 +301,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7354911604(co
       #pragma unroll 4
       for (int r0 = lane * 4; r0 < 128; r0 += 128) {
         unsigned red5_v0[2];
-        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 144 + r0));
+        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 128 + (r0 ^ ((red5_o1 % 8) * 8))));
         p += prism_sq(hload((half_t)red5_v0[0]));
         p += prism_sq(hload((half_t)(red5_v0[0] >> 16)));
         p += prism_sq(hload((half_t)red5_v0[1]));
@@ -313,23 +315,23 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7354911604(co
     }
   }
   __syncthreads();
-  int sb_rd = 0, sb_wr = 3;  // ring slots of it and of it + 3: it % 4, (it + 3) % 4
+  int sb_rd = 0, sb_wr = 5;  // ring slots of it and of it + 5: it % 6, (it + 5) % 6
   for (int it = 0; it < 16; ++it) {
-    cp_async_wait<2>();
+    cp_async_wait<4>();
     __syncthreads();
     {
-      const int nx = it + 3;
+      const int nx = it + 5;
       if (nx < 16) {
-        load_s_Kt(smem_base + 2816 + sb_wr * 12288, g_s_Kt + nx * 32, tid);
-        load_s_V(smem_base + 51968 + sb_wr * 9216, g_s_V + nx * 4096, tid);
+        load_s_Kt(smem_base + 2688 + sb_wr * 8192, g_s_Kt + nx * 32, tid);
+        load_s_V(smem_base + 51840 + sb_wr * 8192, g_s_V + nx * 4096, tid);
       }
       cp_async_commit();
     }
     const int sb = sb_rd;
-    half_t* const s_Kt = s_Kt_ring + sb * 6144;
-    half_t* const s_V = s_V_ring + sb * 4608;
-    sb_rd = sb_rd == 3 ? 0 : sb_rd + 1;
-    sb_wr = sb_wr == 3 ? 0 : sb_wr + 1;
+    half_t* const s_Kt = s_Kt_ring + sb * 4096;
+    half_t* const s_V = s_V_ring + sb * 4096;
+    sb_rd = sb_rd == 5 ? 0 : sb_rd + 1;
+    sb_wr = sb_wr == 5 ? 0 : sb_wr + 1;
     {
       float f[1][2][4] = {};
       mma_4(f, s_Q, s_Kt, warp, lane);
