@@ -210,19 +210,23 @@ def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) ->
 
 def _prior_first(template: KernelGraph, legal: Sequence[tuple[dict[str, int], Any]], arch: str,
                  resources: Any) -> list[dict[str, int]]:
-    """The sizes of ``legal`` (with their footprints, or None to lower again) in order, but the best
-    by ``size_score`` moved first when the resources function is the code generator's: the
-    assignment that judges the template in the first round (``_first_round``)."""
+    """The sizes of ``legal`` (with their footprints, or None to lower again), best by ``size_score``
+    first when the resources function is the code generator's (else in order; equal scores keep their
+    order): the first judges the template in the first round (``_first_round``), the first
+    ``BUILT_TOP`` of a plan built by rule are timed (``_fixed_samples``)."""
     sizes = [sz for sz, _ in legal]
     if len(sizes) <= 1 or resources is not codegen_resources:
         return sizes
     sms = get_arch(arch).sms
     scores = [size_score(use if use is not None else codegen_resources(template.instantiate(sz), arch), sms)
               for sz, use in legal]
-    best = max(range(len(sizes)), key=lambda i: (scores[i], -i))
-    return [sizes[best], *sizes[:best], *sizes[best + 1:]]
+    return [sizes[i] for i in sorted(range(len(sizes)), key=lambda i: (-scores[i], i))]
 
 
+# the prior's best sizes of a plan built by rule that are timed. Near-equal scores are no ranking: a decode
+# LoRA split-K plan's best two (x = 128, s = 1 and x = 64, s = 2, 0.05 apart) ran 16.3 and 14.8 µs
+# (H200; docs/off-the-suite.md, "Split attention tiles without pads")
+BUILT_TOP = 2
 FIRST_ROUND_DRAWS = 8  # legal sizes drawn per template in the first round; the best by ``size_score`` is timed
 
 
@@ -321,19 +325,24 @@ def _round_robin(templates: Sequence[KernelGraph], rng: random.Random) -> list[i
 
 def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, int]]], chosen: Sequence[Sample],
                    arch: str, resources: Any, always: Collection[int]) -> list[Sample]:
-    """A sample for every size-free template (predefined or stitched plan) and every template in
-    ``always`` (a plan built by rule) not drawn already: the plan made of predefined kernels is always
-    timed, so the winner is never slower than it. A template in ``always`` is timed at the prior's best
-    of its legal sizes (``_legal``: they are few templates, so their sizes are enumerated rather than
-    drawn as a many-template first round draws them; ``space`` keeps them for ``_refine``)."""
-    drawn = {s.template for s in chosen}
+    """A sample for every size-free template (predefined or stitched plan) not drawn already, and
+    for every template in ``always`` (a plan built by rule) its ``BUILT_TOP`` best sizes by the prior
+    not drawn already: the plan made of predefined kernels is always timed, so the winner is never
+    slower than it. The sizes of a template in ``always`` are enumerated (``_legal``: they are few
+    templates) rather than drawn as a many-template first round draws them; ``space`` keeps them for
+    ``_refine``."""
+    drawn = {(s.template, s.sizes) for s in chosen}
     extra = []
     for t, tpl in enumerate(templates):
-        if (tpl.symbols and t not in always) or t in drawn:
+        if tpl.symbols and t not in always:
             continue
-        space[t] = space[t] or _legal(tpl, arch, resources, None)
-        if space[t]:
-            extra.append(Sample(t, tuple(space[t][0].items())))
+        if not space[t] or (tpl.symbols and len(space[t]) == 1):  # none, or the first round's one
+            space[t] = _legal(tpl, arch, resources, None)
+        for sz in space[t][:BUILT_TOP] if tpl.symbols else space[t][:1]:
+            smp = Sample(t, tuple(sz.items()))
+            if (smp.template, smp.sizes) not in drawn:
+                drawn.add((smp.template, smp.sizes))
+                extra.append(smp)
     return extra
 
 
