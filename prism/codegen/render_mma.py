@@ -187,7 +187,7 @@ def render_mma(low: KernelLowering, i: int) -> str:
     """``mma_<i>(acc, A, B, warp, lane)``: acc += A @ B over this warp's units and k-steps."""
     plan = low.mmas[i]
     a_buf, b_buf = low.operands[plan.a], low.operands[plan.b]
-    assert not (a_buf.swizzle and plan.a_bstride) and not (b_buf.swizzle and plan.b_bstride), "swizzle: tiles of one batch (leading dims of extent 1)"
+    assert not (a_buf.swizzle and plan.a_bstride) and not (b_buf.swizzle and plan.b_bstride), "swizzle: one batch"
     nw = low.warps
     if plan.blocked:
         return "\n".join([
