@@ -331,17 +331,15 @@ def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, 
     slower than it. The sizes of a template in ``always`` are enumerated (``_legal``: they are few
     templates) rather than drawn as a many-template first round draws them; ``space`` keeps them for
     ``_refine``."""
-    drawn = {(s.template, s.sizes) for s in chosen}
+    drawn = set(chosen)
     extra = []
     for t, tpl in enumerate(templates):
         if tpl.symbols and t not in always:
             continue
-        if not space[t] or (tpl.symbols and len(space[t]) == 1):  # none, or the first round's one
-            space[t] = _legal(tpl, arch, resources, None)
-        for sz in space[t][:BUILT_TOP] if tpl.symbols else space[t][:1]:
-            smp = Sample(t, tuple(sz.items()))
-            if (smp.template, smp.sizes) not in drawn:
-                drawn.add((smp.template, smp.sizes))
+        space[t] = space[t] or _legal(tpl, arch, resources, None)  # (``_draw`` enumerated the drawn ones)
+        for smp in (Sample(t, tuple(sz.items())) for sz in space[t][:BUILT_TOP]):  # a size-free one has one
+            if smp not in drawn:
+                drawn.add(smp)
                 extra.append(smp)
     return extra
 
