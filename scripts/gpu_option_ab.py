@@ -1,10 +1,11 @@
 """A/B of one code-generation option on searched plans of zoo programs (run on the device machine).
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--values A,B,...]
-        [--which decode] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick divisors|prior|blocks]
+        [--which decode|bench] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick divisors|prior|blocks]
         [--templates N] [--out FILE]
 
-For each program (rows merged as ``superoptimize`` merges them): its templates of ``--sources`` (default
+For each program (a zoo program at ``--which`` sizes, or with ``--which bench`` a configuration of the
+benchmark suite; rows merged as ``superoptimize`` merges them): its templates of ``--sources`` (default
 the searched ones; from the carried search cache, no search runs here), up to ``--sizes`` legal size
 choices each (spread over the first 200 legal ones of powers of two, or of the divisors of the shapes too
 (``--pick divisors``), or with ``--pick prior`` the static prior's best),
@@ -30,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torch
 
 from bench.zoo import zoo_graph
-from prism import pipeline, runtime
+from prism import pipeline, runtime, workloads
 from prism.codegen import Options, generate
 from prism.codegen.arch import arch as arch_of
 from prism.codegen.lower import DEFAULT_OPTIONS
@@ -89,8 +90,12 @@ def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
 
 def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sources: list[str] | None = None,
         pick: str = "spread", max_templates: int | None = None) -> dict[str, Any]:
-    graph = searched_graph(zoo_graph(name, which))  # the program superoptimize searches (the cache's key)
-    out = pipeline.search_and_verify(graph, program=name, progress=False)
+    if which == "bench":  # a configuration of the benchmark suite, e.g. rmsnorm_linear_d4096
+        cfg = workloads.config(name)
+        graph, program = cfg.build(), cfg.program
+    else:  # the program superoptimize searches (the cache's key)
+        graph, program = searched_graph(zoo_graph(name, which)), name
+    out = pipeline.search_and_verify(graph, program=program, progress=False)
     inputs = random_inputs(graph, default_scales(graph), 0)
     args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
     # the float64 reference on the inputs as rounded to their dtype: once for every variant

@@ -15,6 +15,7 @@ from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import Fusion, fusion, pair_fusion
 from prism.codegen.lower import lower_graph
 from prism.codegen.lowered import GraphLowering, KernelLowering
+from prism.codegen.resources import resources
 from prism.codegen.sizes import generated_sizes
 from prism.ir import Load, Save
 
@@ -151,3 +152,17 @@ def test_a_split_kernel_of_eight_warps_fuses_with_its_combine_at_eight() -> None
     assert sorted(k.block[0] for k in apart.kernels) == [128, 256]
     fused = generate(kg, arch="sm_80")
     assert [(k.name, k.block[0]) for k in fused.kernels] == [("split+combine", 256)]
+
+
+def test_resources_count_a_fused_pair_as_one_launch() -> None:
+    """``resources`` decides fusion as ``generate`` does (8 warps for both kernels included): the
+    static prior charges launches, not kernels."""
+    cfg = workloads.config("rmsnorm_linear_d4096")
+    template = plans.codegen_plans(cfg.program, cfg.build())[2]
+    for sizes, fused in (({"x": 4, "y": 4, "i": 32, "c": 4}, True), ({"x": 64, "y": 2, "i": 16, "c": 64}, False)):
+        kg = template.instantiate(sizes)
+        res = resources(kg, "sm_80")
+        assert (res.fused, res.launches) == (fused, 2 - fused)
+        assert res.launches == len(generate(kg, arch="sm_80").steps)
+    apart = resources(template.instantiate({"x": 4, "y": 4, "i": 32, "c": 4}), "sm_80", options=Options(fuse=False))
+    assert not apart.fused and apart.launches == 2

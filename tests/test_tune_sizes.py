@@ -328,3 +328,13 @@ def test_the_prior_charges_a_grid_that_reads_its_inputs_many_times_over() -> Non
     base = size_score(Resources((k,)), 132)
     assert size_score(Resources((dataclasses.replace(k, reread=1.9),)), 132) == base  # up to twice: free
     assert size_score(Resources((dataclasses.replace(k, reread=8.0),)), 132) == pytest.approx(base - 1.0)
+
+
+def test_the_prior_charges_launches_not_kernels() -> None:
+    """A split kernel fused with its combine is one launch: scored like one kernel, half a point above
+    the same pair launched apart."""
+    split = KernelResources("split", 1024, 128, 128, 2, 8, 16384, loop=4, tile_bytes=16384, run_bytes=256)
+    combine = dataclasses.replace(split, name="combine", blocks=32, loop=4)
+    apart, fused = Resources((split, combine)), Resources((split, combine), fused=True)
+    assert (apart.launches, fused.launches) == (2, 1)
+    assert size_score(fused, 132) == pytest.approx(size_score(apart, 132) + 0.5)

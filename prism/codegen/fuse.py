@@ -20,9 +20,12 @@ by whichever split blocks finish last, was slower fused than launched on its own
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from prism.codegen.lower import Options, lower_graph
 from prism.codegen.lowered import GraphLowering, KernelLowering
+from prism.errors import CodegenError
+from prism.ir import KernelGraph
 
 
 @dataclass(frozen=True)
@@ -150,3 +153,24 @@ def fusion(gl: GraphLowering) -> Fusion | None:
     if a is None or b is None:
         return None
     return pair_fusion(gl, a, b)
+
+
+def launch_fusion(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[GraphLowering, Options, Fusion | None]:
+    """The lowering, options and fusion ``generate`` launches ``kg`` with (``gl``: lowered with ``opts``).
+    With ``opts.fuse`` a fusable last pair is fused; a split kernel lowered with 8 warps (its
+    accumulators do not fit 4: ``lower.WARPS``) beside a combine of 4 cannot share one launch, so both
+    are lowered again with the larger count, kept when that fuses them."""
+    if not opts.fuse:
+        return gl, opts, None
+    if (fu := fusion(gl)) is not None:
+        return gl, opts, fu
+    warps = {low.warps for low in gl.kernels if low is not None}
+    if opts.warps is not None or len(warps) < 2:
+        return gl, opts, None
+    wide = replace(opts, warps=max(warps))
+    try:
+        again = lower_graph(kg, gl.arch, wide)
+    except CodegenError:
+        return gl, opts, None
+    fu = fusion(again)
+    return (again, wide, fu) if fu is not None else (gl, opts, None)

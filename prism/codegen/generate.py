@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import fields, replace
+from dataclasses import fields
 
 from prism.codegen.arch import arch as get_arch
-from prism.codegen.fuse import Fusion, fusion
+from prism.codegen.fuse import Fusion, launch_fusion
 from prism.codegen.lower import DEFAULT_OPTIONS, GraphLowering, Options, lower_graph
 from prism.codegen.lowered import KernelLowering
 from prism.codegen.plan import COUNTER_DTYPE, BufferSpec, KernelLaunch, LaunchPlan, PredefinedOp, Step
@@ -27,30 +27,12 @@ def entry_name(gl: GraphLowering, kernel: CustomKernel, options: Options) -> str
     return f"prism_{c_label(gl.kg.program)}_{c_ident(kernel.name)}_{digest}"
 
 
-def _one_block_size(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[GraphLowering, Options, Fusion | None]:
-    """A split kernel lowered with 8 warps (its accumulators do not fit 4: ``lower.WARPS``) beside a
-    combine of 4 cannot share one launch; both lowered with the larger count can."""
-    warps = {low.warps for low in gl.kernels if low is not None}
-    if opts.warps is not None or len(warps) < 2:
-        return gl, opts, None
-    wide = replace(opts, warps=max(warps))
-    try:
-        again = lower_graph(kg, gl.arch, wide)
-    except CodegenError:
-        return gl, opts, None
-    fu = fusion(again)
-    return (again, wide, fu) if fu is not None else (gl, opts, None)
-
-
 def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = None) -> LaunchPlan:
     """CUDA source and launch plan of a concrete μGraph for ``arch`` (raises CodegenError)."""
     if (bad := kernel_graph_name_problem(kg)) is not None:
         raise CodegenError(f"{show(kg.program)}: {bad}")
     opts = options or DEFAULT_OPTIONS
-    gl = lower_graph(kg, get_arch(arch), opts)
-    fu = fusion(gl) if opts.fuse else None
-    if fu is None and opts.fuse:
-        gl, opts, fu = _one_block_size(kg, gl, opts)
+    gl, opts, fu = launch_fusion(kg, lower_graph(kg, get_arch(arch), opts), opts)
     kg = gl.kg  # transposes of inputs folded into the loads that read them (prism.codegen.fold)
     second = None if fu is None else gl.kernels[fu.second]  # the combine, launched inside the split kernel
     steps: list[Step] = []

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from prism.codegen.arch import arch as get_arch
+from prism.codegen.fuse import launch_fusion
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, lower_graph
 from prism.codegen.lowered import KernelLowering, Phase, Store
 from prism.ir import Accum, KernelGraph, Load
@@ -36,6 +37,11 @@ class KernelResources:
 @dataclass(frozen=True)
 class Resources:
     kernels: tuple[KernelResources, ...]
+    fused: bool = False  # the last two kernels run as one launch (``fuse.launch_fusion``)
+
+    @property
+    def launches(self) -> int:
+        return len(self.kernels) - self.fused
 
     @property
     def smem_bytes(self) -> int:
@@ -52,7 +58,9 @@ class Resources:
 
 def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None = None) -> Resources:
     """Shared memory, threads and blocks per custom kernel; CodegenError when the sizes do not fit."""
-    gl = lower_graph(kg, get_arch(arch), options or DEFAULT_OPTIONS)
+    opts = options or DEFAULT_OPTIONS
+    gl = lower_graph(kg, get_arch(arch), opts)
+    _, _, fused = launch_fusion(kg, gl, opts)
     out = []
     for low in gl.kernels:
         if low is None:
@@ -60,7 +68,7 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
         tile, run, reread = _load_bytes(low)
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, low.blocks, low.stages, low.acc_regs,
                                     low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread))
-    return Resources(tuple(out))
+    return Resources(tuple(out), fused is not None)
 
 
 def loop_rounds(low: KernelLowering) -> int:

@@ -315,7 +315,9 @@ def iteration_cost(k: KernelResources) -> float:
 
 def size_score(res: Resources, sms: int) -> float:
     """A static prior over size choices, higher is better: about one wave of blocks, stages of ~16 KB,
-    few loop iterations where their latency shows (``iteration_cost``), one kernel (docs/codegen.md).
+    few loop iterations where their latency shows (``iteration_cost``), one launch (a split kernel fused
+    with its combine is one: a decode LoRA GEMV split 4 ways, fused, ran 12.8 µs where the prior's
+    two-launch picks ran 14.3-16.3; docs/off-the-suite.md, "The prior counts launches").
     Before ``iteration_cost`` (0.1 per iteration everywhere) its rank correlation with times measured on
     the H200 was 0.54-0.87 on the GEMV parts of a captured decoder layer at batch 1, -0.09-0.57 at batch
     16 (docs/off-the-suite.md, "What the tuner samples")."""
@@ -327,7 +329,7 @@ def size_score(res: Resources, sms: int) -> float:
         stage_term = abs(math.log2(max(first.stage_bytes, 1024) / 16384))
     loops = sum(iteration_cost(k) for k in res.kernels)
     rereads = sum(max(0.0, math.log2(max(k.reread, 1.0)) - 1) for k in res.kernels)
-    return -blocks_term - 0.5 * stage_term - loops - 0.5 * (len(res.kernels) - 1) - 0.5 * rereads
+    return -blocks_term - 0.5 * stage_term - loops - 0.5 * (res.launches - 1) - 0.5 * rereads
 
 
 RUN_BYTES = 128  # a loaded tile's rows shorter than this waste DRAM bursts
