@@ -11,7 +11,11 @@ from dataclasses import replace
 import pytest
 
 from prism import interpreter, pipeline, plans, workloads
+from prism.codegen import fuse, generate
+from prism.codegen.arch import arch
 from prism.codegen.emulate import emulate
+from prism.codegen.lower import DEFAULT_OPTIONS, lower_graph
+from prism.codegen.plan import KernelLaunch
 from prism.codegen.sizes import sample_legal_sizes
 from prism.graph import Graph
 from prism.ir import Accum, CustomKernel, KernelGraph, Load, ReduceOp, Save
@@ -216,3 +220,25 @@ def test_a_wrong_spread_reading_a_share_of_the_statistics_is_not_valid() -> None
     sizes = dict.fromkeys(bad.symbols, 1) | {"c": 2}
     with pytest.raises(IRError):
         infer(bad.instantiate(sizes))
+
+
+def test_a_norm_gemv_split_fuses_with_its_partials_read_past_l1() -> None:
+    """rmsnorm_linear's split saves the sum of squares as one float a block and a row, so with several
+    combining blocks they share the partial's 128-byte lines: the copy through L1 is refused
+    (``fuse._l1_safe``). ``launch_fusion`` lowers the plan again with the combine reading its partials
+    in place past L1 (``Options.partials_in_place``; the split kernel unchanged), which fuses; so
+    lowered, the combine emulates like the interpreter and the source reads them with ``ld_l2``."""
+    g, kg = _split("rmsnorm_linear")
+    concrete = kg.instantiate({"x": 2, "s": 4, "i": 1})
+    gl = lower_graph(concrete, arch("sm_80"), DEFAULT_OPTIONS)
+    assert fuse.fusion(gl) is None
+    again, opts, fu = fuse.launch_fusion(concrete, gl, DEFAULT_OPTIONS)
+    assert fu is not None and opts.partials_in_place
+    split, combine = again.kernels
+    assert split is not None and combine is not None and combine.streamed and not split.streamed
+    ins = inputs_of(concrete)
+    (out,) = [t.name for t in g.outputs]
+    assert relative_error(emulate(concrete, ins, options=opts)[out], g.evaluate(ins)[out]) < 1e-9
+    (launch,) = generate(concrete, arch="sm_80").steps
+    assert isinstance(launch, KernelLaunch) and "ld_l2(gi_s_part0" in launch.source
+    assert not fuse.launch_fusion(concrete, gl, replace(DEFAULT_OPTIONS, fuse=False))[2]

@@ -102,7 +102,7 @@ def _l1_safe(b: KernelLowering, tensor: str, read: _Split | None, shape: tuple[i
     two combining blocks read one 128-byte line: no block of the launch reads a line of the
     partials before they are complete then (the split blocks never read them), so L1, which is
     invalidated at each launch, holds no stale copy."""
-    loads = [lp for lp in b.loads if lp.tensor == tensor]
+    loads = [lp for lp in b.loads if lp.tensor == tensor and not lp.buf.l2]  # (read past L1: safe)
     if all(lp.nbytes >= 16 for lp in loads):
         return True
     if read is None or any(lp.nbytes < 4 for lp in loads):
@@ -156,21 +156,31 @@ def fusion(gl: GraphLowering) -> Fusion | None:
 
 
 def launch_fusion(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[GraphLowering, Options, Fusion | None]:
-    """The lowering, options and fusion ``generate`` launches ``kg`` with (``gl``: lowered with ``opts``).
-    With ``opts.fuse`` a fusable last pair is fused; a split kernel lowered with 8 warps (its
-    accumulators do not fit 4: ``lower.WARPS``) beside a combine of 4 cannot share one launch, so both
-    are lowered again with the larger count, kept when that fuses them."""
+    """The lowering, options and fusion ``generate`` launches ``kg`` with (``gl``: lowered with ``opts``):
+    with ``opts.fuse`` a fusable last pair is fused, else the first lowering again that fuses it
+    (``_refusals``) is taken; else ``gl`` as it is, launched apart."""
     if not opts.fuse:
         return gl, opts, None
     if (fu := fusion(gl)) is not None:
         return gl, opts, fu
+    for again_opts in _refusals(gl, opts):
+        try:
+            again = lower_graph(kg, gl.arch, again_opts)
+        except CodegenError:
+            continue
+        if (fu := fusion(again)) is not None:
+            return again, again_opts, fu
+    return gl, opts, None
+
+
+def _refusals(gl: GraphLowering, opts: Options) -> list[Options]:
+    """Options under which a pair that does not fuse may: both kernels at the larger warp count (a split
+    kernel lowered with 8 warps, its accumulators not fitting 4 (``lower.WARPS``), cannot share a launch
+    with a combine of 4); then also the combine's partials read in place past L1
+    (``Options.partials_in_place``: a per-block scalar partial, such as a norm's sum of squares beside a
+    split-K GEMV, is 4 bytes a combining block in lines other blocks share, which a copy through L1
+    may read stale)."""
     warps = {low.warps for low in gl.kernels if low is not None}
-    if opts.warps is not None or len(warps) < 2:
-        return gl, opts, None
-    wide = replace(opts, warps=max(warps))
-    try:
-        again = lower_graph(kg, gl.arch, wide)
-    except CodegenError:
-        return gl, opts, None
-    fu = fusion(again)
-    return (again, wide, fu) if fu is not None else (gl, opts, None)
+    wide = replace(opts, warps=max(warps)) if opts.warps is None and len(warps) > 1 else opts
+    out = [wide] if wide is not opts else []
+    return out if opts.partials_in_place else [*out, replace(wide, partials_in_place=True)]

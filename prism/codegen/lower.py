@@ -612,8 +612,13 @@ def _streamed(d: _Draft, op: Load) -> bool:
     shared tile (its accumulators are registers: element-wise or lane partials; a split kernel's
     combine) is read in place, each thread its own elements of every iteration, so the loop holds no
     copy, wait or barrier. A tensor another kernel writes (perhaps this launch's split blocks) is read
-    past L1 (``Buf.l2``)."""
-    if not d.options.direct_loops or op.fmap is None or op.transposed:
+    past L1 (``Buf.l2``). ``Options.partials_in_place``: the same in a kernel whose loop-varying Loads
+    all read such tensors (a combine of partials)."""
+    if op.fmap is None or op.transposed:
+        return False
+    loop_loads = [o for o in d.ops if isinstance(o, Load) and o.fmap is not None]
+    if not (d.options.direct_loops or (d.options.partials_in_place and all(o.tensor not in d.settled
+                                                                            for o in loop_loads))):
         return False
     return not any(isinstance(o, MatmulOp) or (isinstance(o, ReduceOp) and d.phases[j] is Phase.LOOP)
                    for j, o in enumerate(d.ops))

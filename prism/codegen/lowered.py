@@ -123,6 +123,11 @@ class Options:
     # fused split-KV combine ran 0.5-6 µs slower this way, the split-K combines 0-0.2 µs faster
     # (docs/codegen.md, "Combines that add their own copies")
     direct_loops: bool = False
+    # ``direct_loops`` for kernels whose loop reads a tensor another kernel of the plan writes (a
+    # combine's partials) and nothing else. Not set by hand: ``fuse.launch_fusion`` lowers a plan again
+    # with it when that lets a combine whose narrow partials share L1 lines (``fuse._l1_safe``) join its
+    # split kernel's launch
+    partials_in_place: bool = False
     # a row kernel (no loop, no matmul, settled tensors only) gets a warp count sized to its tile
     # (``lower._row_warps``) instead of 4; ignored when ``warps`` is set
     row_warps: bool = True
