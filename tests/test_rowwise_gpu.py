@@ -4,10 +4,13 @@ would do nothing is not emitted"); the CPU half of the check is tests/test_codeg
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bench.zoo import ZOO, zoo_graph
 from prism.codegen import generate
+from prism.codegen.arch import arch
 from prism.codegen.sizes import generated_sizes
 from prism.reference import relative_error
 from prism.rowwise import row_plan
@@ -26,7 +29,9 @@ def test_row_kernels_compute_their_program_on_the_gpu(name: str) -> None:
     if template is None:
         pytest.skip(f"{name} has no row-wise plan")
     legal = [s for s, _ in generated_sizes(template, "sm_90")]
-    assert legal
+    if not legal:  # only where a row cannot fit one block (vocab_softmax: 131,072 halves, 256 KB)
+        assert max(math.prod(t.shape[1:]) * 2 for t in g.inputs) > arch("sm_90").smem_max, name
+        pytest.skip(f"{name}: a row of its row-wise plan exceeds a block's shared memory")
     for sizes in legal[:: max(1, len(legal) // 2)][:2]:
         fn = compile_plan(generate(template.instantiate(sizes), arch="sm_90"))
         rng = torch.Generator().manual_seed(0)

@@ -360,3 +360,24 @@ def test_a_plan_built_by_rule_is_also_timed_at_its_fewest_iterations() -> None:
     for at, few in zip(top, fewest, strict=True):
         same = [sz for sz in legal if all(sz[k] == v for k, v in at.items() if k != "i")]
         assert at["i"] > few["i"] == min(sz["i"] for sz in same) and {**at, "i": few["i"]} == few
+
+
+def test_a_plan_built_by_rule_is_timed_at_each_launch_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prior charges launches, so a split whose combine fuses at some sizes (one launch) and not at
+    others (two) could be timed at fused sizes only; the prior's best size of the launch count its
+    ``BUILT_TOP`` best lack is timed too (here with one top size: the d = 4096 norm GEMV's split fuses
+    at x = 32, s = 4, not at x = 128, s = 1)."""
+    from prism.codegen.resources import resources
+    from prism.loopsplit import split_loop
+    from prism.tune import tuner
+
+    g = workloads.rmsnorm_linear(n=8, d=4096)
+    split = split_loop(g, plans.rmsnorm_linear_plan(g), "rmsnorm_linear")
+    assert split is not None
+    monkeypatch.setattr(tuner, "BUILT_TOP", 1)
+    space, chosen = tuner._draw(g, [split] * 6, 2, 0, "sm_90", resources, None, 1, always=(4,))
+    picks = [dict(s.sizes) for s in chosen if s.template == 4]
+    launches = [resources(split.instantiate(sz), "sm_90").launches for sz in space[4]]
+    assert launches[0] == 1 and 2 in launches
+    assert picks[:2] == [space[4][0], space[4][launches.index(2)]]
+    assert len(chosen) == len(set(chosen))

@@ -337,11 +337,38 @@ def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, 
         if tpl.symbols and t not in always:
             continue
         space[t] = space[t] or _legal(tpl, arch, resources, None)  # (``_draw`` enumerated the drawn ones)
-        for smp in (Sample(t, tuple(sz.items())) for sz in space[t][:BUILT_TOP]):  # a size-free one has one
+        picks = [*space[t][:BUILT_TOP], *_other_launches(tpl, space[t], arch, resources)]  # a size-free one: one
+        for smp in (Sample(t, tuple(sz.items())) for sz in picks):
             if smp not in drawn:
                 drawn.add(smp)
                 extra.append(smp)
     return extra
+
+
+LAUNCH_SCAN = 32  # the prior's best sizes of a plan built by rule searched for another launch count
+
+
+def _other_launches(template: KernelGraph, ordered: Sequence[dict[str, int]], arch: str,
+                    resources: Any) -> list[dict[str, int]]:
+    """Of a plan built by rule (its sizes ``ordered`` by the prior), the prior's best size of each
+    launch count its ``BUILT_TOP`` best lack, among the first ``LAUNCH_SCAN``: a split fused with its
+    combine where its combine grid is small (one launch), launched apart where not (two). The prior
+    charges a launch, so its best sizes can all be fused ones; a split GEMV that is faster apart (a
+    decode post-norm matmul part: 7.2 µs stitched in a tuning that timed the unfused sizes, 7.7 when
+    it timed only fused ones, H200) keeps one sample of that kind."""
+    if resources is not codegen_resources or len(ordered) <= BUILT_TOP:
+        return []
+
+    def launches(sz: dict[str, int]) -> int:
+        return codegen_resources(template.instantiate(sz), arch).launches
+
+    seen = {launches(sz) for sz in ordered[:BUILT_TOP]}
+    out = []
+    for sz in ordered[BUILT_TOP:LAUNCH_SCAN]:
+        if (n := launches(sz)) not in seen:
+            seen.add(n)
+            out.append(sz)
+    return out
 
 
 def _by_time(records: Mapping[int, SampleRecord]) -> list[SampleRecord]:
@@ -545,7 +572,7 @@ def _draw(graph: Graph, templates: Sequence[KernelGraph], samples: int, seed: in
             chosen[n] = Sample(smp.template, tuple(space[smp.template][0].items()))
     chosen.extend(_fixed_samples(templates, space, chosen, arch, resources, always))
     chosen.extend(_fewest_iterations(templates, space, chosen, always))
-    return space, chosen
+    return space, list(dict.fromkeys(chosen))  # (two sizes of a plan may share their fewest iterations)
 
 
 def _loop_symbols(template: KernelGraph) -> set[str]:

@@ -1,5 +1,4 @@
-namespace prism_0 {
-// Prism generated kernel prism_program_k0_69b82ee972 (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_b6d693de6e (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=8, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 74112 B dynamic shared memory
 // tensors: Kt[2, 128, 1024] float16 (input), Q[2, 8, 128] float16 (input), V[2, 1024, 128] float16 (input), t0[1, 64, 2] float32 (intermediate), t1[2, 8, 1024] float32 (intermediate)
@@ -20,6 +19,19 @@ namespace prism_0 {
 //   %13 Accum(%11)                                   [1, 8, 128]    post  registers (frag) -> smem acc13
 //   %14 Save(%12 -> t0, omap=(1, 2))                                save  global
 //   %15 Save(%13 -> t1, omap=(2, 0))                                save  global
+
+// fused: each block runs split kernel 'k0', then the last of the 8 blocks feeding a block of 'k1' runs that block (prism.codegen.fuse)
+
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=2), for-loop 8; block 128 threads; 1 pipeline stage(s); 4352 B dynamic shared memory
+// tensors: t0[1, 64, 2] float32 (intermediate), t1[2, 8, 1024] float32 (intermediate), O[2, 8, 128] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(2,), fmap=1)                  [1, 8, 1]      loop  smem s_t0 (once)
+//   %1  Load(t1, imap=(0,), fmap=2)                  [1, 8, 128]    loop  smem s_t1 (once)
+//   %2  Accum(%0)                                    [1, 8, 1]      post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 8, 128]    post  registers (ew) -> smem acc3
+//   %4  div(%3, %2)                                  [1, 8, 128]    post  inline
+//   %5  Save(%4 -> O, omap=(0,))                                    save  global
 
 
 
@@ -121,7 +133,35 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
     *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
   }
 }
+// after a block's saves: one arrival on the combining block's counter by thread 0, an acq_rel atomic
+// after the block barrier (the pattern of CUTLASS's split-K semaphore): the release makes the block's
+// saves visible device-wide before the count (the barrier orders every thread's saves before thread
+// 0's release, and release is cumulative), the acquire orders the last block's reads of every other
+// block's partials after it; true in every thread of the block that arrived last, which resets the
+// counter for the next launch (no other block touches it any more; the launch's end orders the reset)
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
+  __syncthreads();
+  unsigned old = 0;
+  if (tid == 0) asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
+  if (last && tid == 0) *counter = 0u;
+  return last;
+}
+// a tensor another kernel writes, read in place past L1 (``Buf.l2``): ld.global.cg, volatile so
+// that no load moves above the acquire of a fused combine's arrival
+__device__ __forceinline__ float ld_l2(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ half_t ld_l2(const half_t* p) {
+  half_t v;
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
 
+
+namespace split {
 
 // Kt[2, 128, 1024] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
@@ -249,8 +289,7 @@ __device__ __forceinline__ void store_11(const float (&acc)[2][2][4], float* D, 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_69b82ee972(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1) {
-  const uint3 bid = blockIdx;
+__device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -421,157 +460,16 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_69b82ee972(co
   }
 }
 
-}  // namespace prism_0
+}  // namespace split
 
-namespace prism_1 {
-// Prism generated kernel prism_program_k1_69b82ee972 (deterministic output; do not edit)
-// program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=2), for-loop 8; block 128 threads; 8 pipeline stage(s); 35840 B dynamic shared memory
-// tensors: t0[1, 64, 2] float32 (intermediate), t1[2, 8, 1024] float32 (intermediate), O[2, 8, 128] float16 (output)
-// block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(2,), fmap=1)                  [1, 8, 1]      loop  smem s_t0 (ring x8)
-//   %1  Load(t1, imap=(0,), fmap=2)                  [1, 8, 128]    loop  smem s_t1 (ring x8)
-//   %2  Accum(%0)                                    [1, 8, 1]      post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [1, 8, 128]    post  registers (ew) -> smem acc3
-//   %4  div(%3, %2)                                  [1, 8, 128]    post  inline
-//   %5  Save(%4 -> O, omap=(0,))                                    save  global
+namespace combine {
 
-
-
-typedef unsigned short half_t;  // raw float16 / bfloat16 bits
-
-// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ float prism_sq(float x) { return x * x; }
-__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-__device__ __forceinline__ float prism_gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float warp_sum(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float hload(half_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ half_t hstore(float f) {
-  half_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
-}
-__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
-                                             float h) {
-  uint4 v;
-  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
-  *reinterpret_cast<uint4*>(p) = v;
-}
-__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
-  uint2 v;
-  v.x = pack2(a, b); v.y = pack2(c, d);
-  *reinterpret_cast<uint2*>(p) = v;
-}
-__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
-  float4 v;
-  v.x = a; v.y = b; v.z = c; v.w = d;
-  *reinterpret_cast<float4*>(p) = v;
-}
-__device__ __forceinline__ void st_f2(float* p, float a, float b) {
-  float2 v;
-  v.x = a; v.y = b;
-  *reinterpret_cast<float2*>(p) = v;
-}
-__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
-// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
-template <typename T, int N>
-__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
-  constexpr int B = N * (int)sizeof(T);
-  if constexpr (B % 16 == 0) {
-#pragma unroll
-    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
-  } else if constexpr (B == 8) {
-    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
-  } else {
-    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
-    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
-  }
-}
-
-
-// t0[1, 64, 2] -> tile [1, 8, 1]: 8 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 8) {
-      const int t1 = e;
-      cp_async4(dst + (t1) * 4, src + t1 * 2);
-    }
-  }
-}
-
-// t1[2, 8, 1024] -> tile [1, 8, 128]: 256 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 32) * 4;
-    const int tr2 = e / 32;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 136 + t2) * 4, src + t1 * 1024 + t2);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_69b82ee972(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
-  const uint3 bid = blockIdx;
+__device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 8, 1] pitch 1 ring of 8
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 256);  // loop [1, 8, 128] pitch 136 ring of 8
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 1] pitch 1
   float* const acc3 = reinterpret_cast<float*>(smem + 128);  // post [1, 8, 128] pitch 132
-  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const float* const g_s_t0 = t_t0 + (int)bid.x;
   const float* const g_s_t1 = t_t1 + (int)bid.x * 8192;
@@ -579,57 +477,54 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_69b82ee972(co
   float ra2[1] = {};
   float ra3[8] = {};
   // prologue: loop-invariant tiles, then the first stages
-  cp_async_commit();
-  #pragma unroll
-  for (int st = 0; st < 8; ++st) {
-    if (st < 8) {
-      load_s_t0(smem_base + st * 32, g_s_t0 + st * 16, tid);
-      load_s_t1(smem_base + 256 + st * 4352, g_s_t1 + st * 128, tid);
-    }
-    cp_async_commit();
-  }
-  cp_async_wait<8>();
-  __syncthreads();
-  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 8: it % 8, (it + 8) % 8
-  for (int it = 0; it < 8; ++it) {
-    cp_async_wait<7>();
-    {
-      const int nx = it + 8;
-      if (nx < 8) {
-        load_s_t0(smem_base + sb_wr * 32, g_s_t0 + nx * 16, tid);
-        load_s_t1(smem_base + 256 + sb_wr * 4352, g_s_t1 + nx * 128, tid);
-      }
-      cp_async_commit();
-    }
-    const int sb = sb_rd;
-    float* const s_t0 = s_t0_ring + sb * 8;
-    float* const s_t1 = s_t1_ring + sb * 1088;
-    sb_rd = sb_rd == 7 ? 0 : sb_rd + 1;
-    sb_wr = sb_wr == 7 ? 0 : sb_wr + 1;
+  for (int it0 = 0; it0 < 8; it0 += 8) {
+    float pf2_0[8][1];
+    float pf3_0[8][8];
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
-      const int e = tid + j * 128;
-      if (e < 8) {
-        const int a2_e1 = e;
-        ra2[j] += s_t0[a2_e1];
+    for (int u = 0; u < 8; ++u) {
+      const int it = it0 + u;
+      const float* const gi_s_t0 = g_s_t0 + it * 16;
+      const float* const gi_s_t1 = g_s_t1 + it * 128;
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        const int e = tid + j * 128;
+        if (e < 8) {
+          const int a2_e1 = e;
+          pf2_0[u][j] = ld_l2(gi_s_t0 + a2_e1 * 2);
+        }
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int e = tid + j * 128;
+        const int a3_e2 = (e % 128);
+        const int a3_er2 = e / 128;
+        const int a3_e1 = a3_er2;
+        pf3_0[u][j] = ld_l2(gi_s_t1 + a3_e1 * 1024 + a3_e2);
       }
     }
     #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int e = tid + j * 128;
-      const int a3_e2 = (e % 32) * 4;
-      const int a3_er2 = e / 32;
-      const int a3_e1 = a3_er2;
-      float a3_v0[4];
-      ld_run(a3_v0, s_t1 + a3_e1 * 136 + a3_e2);
-      ra3[j * 4 + 0] += a3_v0[0];
-      ra3[j * 4 + 1] += a3_v0[1];
-      ra3[j * 4 + 2] += a3_v0[2];
-      ra3[j * 4 + 3] += a3_v0[3];
+    for (int u = 0; u < 8; ++u) {
+      const int it = it0 + u;
+      const float* const gi_s_t0 = g_s_t0 + it * 16;
+      const float* const gi_s_t1 = g_s_t1 + it * 128;
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        const int e = tid + j * 128;
+        if (e < 8) {
+          const int a2_e1 = e;
+          ra2[j] += pf2_0[u][j];
+        }
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int e = tid + j * 128;
+        const int a3_e2 = (e % 128);
+        const int a3_er2 = e / 128;
+        const int a3_e1 = a3_er2;
+        ra3[j] += pf3_0[u][j];
+      }
     }
   }
-  cp_async_wait<0>();
-  __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
   for (int j = 0; j < 1; ++j) {
@@ -640,15 +535,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_69b82ee972(co
     }
   }
   #pragma unroll
-  for (int j = 0; j < 2; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int e = tid + j * 128;
-    const int a3_e2 = (e % 32) * 4;
-    const int a3_er2 = e / 32;
+    const int a3_e2 = (e % 128);
+    const int a3_er2 = e / 128;
     const int a3_e1 = a3_er2;
-    acc3[a3_e1 * 132 + a3_e2] = ra3[j * 4 + 0];
-    acc3[a3_e1 * 132 + (a3_e2 + 1)] = ra3[j * 4 + 1];
-    acc3[a3_e1 * 132 + (a3_e2 + 2)] = ra3[j * 4 + 2];
-    acc3[a3_e1 * 132 + (a3_e2 + 3)] = ra3[j * 4 + 3];
+    acc3[a3_e1 * 132 + a3_e2] = ra3[j];
   }
   __syncthreads();
   // save O[2, 8, 128] <- tile [1, 8, 128], omap (0,): 8-element stores
@@ -675,4 +567,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_69b82ee972(co
   }
 }
 
-}  // namespace prism_1
+}  // namespace combine
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_b6d693de6e(const half_t* __restrict__ t_Kt, const half_t* __restrict__ t_Q, const half_t* __restrict__ t_V, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+  split::run(t_Kt, t_Q, t_V, t_t0, t_t1, blockIdx);
+  const uint3 cb = make_uint3(blockIdx.y, 0, 0);
+  const unsigned cb_lin = cb.x + 2u * (cb.y + 1u * cb.z);
+  if (!arrive_last(prism_done + cb_lin, 8u, (int)threadIdx.x)) return;
+  combine::run(t_t0, t_t1, t_O, cb);
+}

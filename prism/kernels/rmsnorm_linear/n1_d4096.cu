@@ -1,5 +1,4 @@
-namespace prism_0 {
-// Prism generated kernel prism_program_k0_51c0872e2c (deterministic output; do not edit)
+// Prism generated kernel prism_program_k0_acd2e81274 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
 // sizes: grid (x=16, y=16), for-loop 8; block 128 threads; 5 pipeline stage(s); 82560 B dynamic shared memory
 // tensors: W[4096, 4096] float16 (input), X[1, 4096] float16 (input), t0[16, 4096] float32 (intermediate), t1[16, 16] float32 (intermediate)
@@ -14,6 +13,21 @@ namespace prism_0 {
 //   %7  Save(%5 -> t0, omap=(1, 0))                                 save  global
 //   %8  scale(%6, {'recip_dim': ['X', 1]})           [1, 1]         post  inline
 //   %9  Save(%8 -> t1, omap=(1, 0))                                 save  global
+
+// fused: each block runs split kernel 'k0', then the last of the 16 blocks feeding a block of 'k1' runs that block (prism.codegen.fuse)
+
+// program program, kernel 'k1' (2 of 2 custom), target sm_80
+// sizes: grid (x=16), for-loop 16; block 128 threads; 1 pipeline stage(s); 1152 B dynamic shared memory
+// tensors: t0[16, 4096] float32 (intermediate), t1[16, 16] float32 (intermediate), O[1, 4096] float16 (output)
+// block graph (tile per block; where the value lives):
+//   %0  Load(t0, imap=(0,), fmap=1)                  [1, 256]       loop  smem s_t0 (once)
+//   %1  Load(t1, imap=(0,), fmap=1)                  [1, 1]         loop  smem s_t1 (once)
+//   %2  Accum(%0)                                    [1, 256]       post  registers (ew) -> smem acc2
+//   %3  Accum(%1)                                    [1, 1]         post  registers (ew) -> smem acc3
+//   %4  add_scalar(%3, {'const': 1e-06})             [1, 1]         post  inline
+//   %5  rsqrt(%4)                                    [1, 1]         post  inline
+//   %6  mul(%2, %5)                                  [1, 256]       post  inline
+//   %7  Save(%6 -> O, omap=(1,))                                    save  global
 
 
 
@@ -115,7 +129,35 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
     *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
   }
 }
+// after a block's saves: one arrival on the combining block's counter by thread 0, an acq_rel atomic
+// after the block barrier (the pattern of CUTLASS's split-K semaphore): the release makes the block's
+// saves visible device-wide before the count (the barrier orders every thread's saves before thread
+// 0's release, and release is cumulative), the acquire orders the last block's reads of every other
+// block's partials after it; true in every thread of the block that arrived last, which resets the
+// counter for the next launch (no other block touches it any more; the launch's end orders the reset)
+__device__ __forceinline__ bool arrive_last(unsigned* counter, unsigned count, int tid) {
+  __syncthreads();
+  unsigned old = 0;
+  if (tid == 0) asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  const bool last = __syncthreads_or(tid == 0 && old == count - 1u) != 0;
+  if (last && tid == 0) *counter = 0u;
+  return last;
+}
+// a tensor another kernel writes, read in place past L1 (``Buf.l2``): ld.global.cg, volatile so
+// that no load moves above the acquire of a fused combine's arrival
+__device__ __forceinline__ float ld_l2(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ half_t ld_l2(const half_t* p) {
+  half_t v;
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
 
+
+namespace split {
 
 // W[4096, 4096] -> tile [32, 256]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
@@ -185,8 +227,7 @@ __device__ __forceinline__ void store_3(const float (&acc)[4][2][4], float* D, c
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) prism_program_k0_51c0872e2c(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1) {
-  const uint3 bid = blockIdx;
+__device__ __forceinline__ void run(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -303,226 +344,71 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_51c0872e2c(co
   }
 }
 
-}  // namespace prism_0
+}  // namespace split
 
-namespace prism_1 {
-// Prism generated kernel prism_program_k1_51c0872e2c (deterministic output; do not edit)
-// program program, kernel 'k1' (2 of 2 custom), target sm_80
-// sizes: grid (x=16), for-loop 16; block 128 threads; 16 pipeline stage(s); 18432 B dynamic shared memory
-// tensors: t0[16, 4096] float32 (intermediate), t1[16, 16] float32 (intermediate), O[1, 4096] float16 (output)
-// block graph (tile per block; where the value lives):
-//   %0  Load(t0, imap=(0,), fmap=1)                  [1, 256]       loop  smem s_t0 (ring x16)
-//   %1  Load(t1, imap=(0,), fmap=1)                  [1, 1]         loop  smem s_t1 (ring x16)
-//   %2  Accum(%0)                                    [1, 256]       post  registers (ew) -> smem acc2
-//   %3  Accum(%1)                                    [1, 1]         post  registers (ew) -> smem acc3
-//   %4  add_scalar(%3, {'const': 1e-06})             [1, 1]         post  inline
-//   %5  rsqrt(%4)                                    [1, 1]         post  inline
-//   %6  mul(%2, %5)                                  [1, 256]       post  inline
-//   %7  Save(%6 -> O, omap=(1,))                                    save  global
+namespace combine {
 
-
-
-typedef unsigned short half_t;  // raw float16 / bfloat16 bits
-
-// the compiler's own conversion (not inline PTX): it keeps shared-pointer arithmetic 32-bit
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-// dst: a shared-memory byte address (32-bit, as smem_u32 gives it)
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async8(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ float prism_sq(float x) { return x * x; }
-__device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
-__device__ __forceinline__ float prism_gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float warp_sum(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float hload(half_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ half_t hstore(float f) {
-  half_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-// d += a @ b on one 16x8x16 tile: float16 operands, float32 accumulators
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  return (unsigned)hstore(lo) | ((unsigned)hstore(hi) << 16);
-}
-__device__ __forceinline__ void st_h8(half_t* p, float a, float b, float c, float d, float e, float f, float g,
-                                             float h) {
-  uint4 v;
-  v.x = pack2(a, b); v.y = pack2(c, d); v.z = pack2(e, f); v.w = pack2(g, h);
-  *reinterpret_cast<uint4*>(p) = v;
-}
-__device__ __forceinline__ void st_h4(half_t* p, float a, float b, float c, float d) {
-  uint2 v;
-  v.x = pack2(a, b); v.y = pack2(c, d);
-  *reinterpret_cast<uint2*>(p) = v;
-}
-__device__ __forceinline__ void st_h2(half_t* p, float a, float b) { *reinterpret_cast<unsigned*>(p) = pack2(a, b); }
-__device__ __forceinline__ void st_h1(half_t* p, float a) { *p = hstore(a); }
-__device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float d) {
-  float4 v;
-  v.x = a; v.y = b; v.z = c; v.w = d;
-  *reinterpret_cast<float4*>(p) = v;
-}
-__device__ __forceinline__ void st_f2(float* p, float a, float b) {
-  float2 v;
-  v.x = a; v.y = b;
-  *reinterpret_cast<float2*>(p) = v;
-}
-__device__ __forceinline__ void st_f1(float* p, float a) { *p = a; }
-// a run of N elements of shared memory into registers, in 16-, 8- or 4-byte loads (p aligned to them)
-template <typename T, int N>
-__device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
-  constexpr int B = N * (int)sizeof(T);
-  if constexpr (B % 16 == 0) {
-#pragma unroll
-    for (int q = 0; q < B / 16; ++q) reinterpret_cast<uint4*>(d)[q] = reinterpret_cast<const uint4*>(p)[q];
-  } else if constexpr (B == 8) {
-    *reinterpret_cast<uint2*>(d) = *reinterpret_cast<const uint2*>(p);
-  } else {
-    static_assert(B == 4, "ld_run: 4, 8 or 16k bytes");
-    *reinterpret_cast<unsigned*>(d) = *reinterpret_cast<const unsigned*>(p);
-  }
-}
-
-
-// t0[16, 4096] -> tile [1, 256]: 64 copies of 16 B over 128 threads
-__device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 64) {
-      const int t1 = e * 4;
-      cp_async16(dst + (t1) * 4, src + t1);
-    }
-  }
-}
-
-// t1[16, 16] -> tile [1, 1]: 1 copies of 4 B over 128 threads
-__device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 1) {
-      cp_async4(dst, src + 0);
-    }
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(128) prism_program_k1_51c0872e2c(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {
-  const uint3 bid = blockIdx;
+__device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = threadIdx.x;
   // shared-memory tiles (the post-loop tiles reuse the loop's space)
-  float* const s_t0_ring = reinterpret_cast<float*>(smem + 0);  // loop [1, 256] pitch 256 ring of 16
-  float* const s_t1_ring = reinterpret_cast<float*>(smem + 16384);  // loop [1, 1] pitch 1 ring of 16
   float* const acc2 = reinterpret_cast<float*>(smem + 0);  // post [1, 256] pitch 256
   float* const acc3 = reinterpret_cast<float*>(smem + 1024);  // post [1, 1] pitch 1
-  const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const float* const g_s_t0 = t_t0 + (int)bid.x * 4096;
   const float* const g_s_t1 = t_t1 + (int)bid.x * 16;
   // accumulators (registers)
-  float ra2[4] = {};
+  float ra2[2] = {};
   float ra3[1] = {};
   // prologue: loop-invariant tiles, then the first stages
-  cp_async_commit();
-  #pragma unroll
-  for (int st = 0; st < 16; ++st) {
-    if (st < 16) {
-      load_s_t0(smem_base + st * 1024, g_s_t0 + st * 256, tid);
-      load_s_t1(smem_base + 16384 + st * 16, g_s_t1 + st * 1, tid);
-    }
-    cp_async_commit();
-  }
-  cp_async_wait<16>();
-  __syncthreads();
-  int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 16: it % 16, (it + 16) % 16
-  for (int it = 0; it < 16; ++it) {
-    cp_async_wait<15>();
-    {
-      const int nx = it + 16;
-      if (nx < 16) {
-        load_s_t0(smem_base + sb_wr * 1024, g_s_t0 + nx * 256, tid);
-        load_s_t1(smem_base + 16384 + sb_wr * 16, g_s_t1 + nx * 1, tid);
-      }
-      cp_async_commit();
-    }
-    const int sb = sb_rd;
-    float* const s_t0 = s_t0_ring + sb * 256;
-    float* const s_t1 = s_t1_ring + sb * 4;
-    sb_rd = sb_rd == 15 ? 0 : sb_rd + 1;
-    sb_wr = sb_wr == 15 ? 0 : sb_wr + 1;
+  for (int it0 = 0; it0 < 16; it0 += 16) {
+    float pf2_0[16][2];
+    float pf3_0[16][1];
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
-      const int e = tid + j * 128;
-      if (e < 64) {
-        const int a2_e1 = e * 4;
-        float a2_v0[4];
-        ld_run(a2_v0, s_t0 + a2_e1);
-        ra2[j * 4 + 0] += a2_v0[0];
-        ra2[j * 4 + 1] += a2_v0[1];
-        ra2[j * 4 + 2] += a2_v0[2];
-        ra2[j * 4 + 3] += a2_v0[3];
+    for (int u = 0; u < 16; ++u) {
+      const int it = it0 + u;
+      const float* const gi_s_t0 = g_s_t0 + it * 256;
+      const float* const gi_s_t1 = g_s_t1 + it * 1;
+      #pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int e = tid + j * 128;
+        const int a2_e1 = e;
+        pf2_0[u][j] = ld_l2(gi_s_t0 + a2_e1);
+      }
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        const int e = tid + j * 128;
+        if (e < 1) {
+          pf3_0[u][j] = ld_l2(gi_s_t1 + 0);
+        }
       }
     }
     #pragma unroll
-    for (int j = 0; j < 1; ++j) {
-      const int e = tid + j * 128;
-      if (e < 1) {
-        ra3[j] += s_t1[0];
+    for (int u = 0; u < 16; ++u) {
+      const int it = it0 + u;
+      const float* const gi_s_t0 = g_s_t0 + it * 256;
+      const float* const gi_s_t1 = g_s_t1 + it * 1;
+      #pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int e = tid + j * 128;
+        const int a2_e1 = e;
+        ra2[j] += pf2_0[u][j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 1; ++j) {
+        const int e = tid + j * 128;
+        if (e < 1) {
+          ra3[j] += pf3_0[u][j];
+        }
       }
     }
   }
-  cp_async_wait<0>();
-  __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   #pragma unroll
-  for (int j = 0; j < 1; ++j) {
+  for (int j = 0; j < 2; ++j) {
     const int e = tid + j * 128;
-    if (e < 64) {
-      const int a2_e1 = e * 4;
-      acc2[a2_e1] = ra2[j * 4 + 0];
-      acc2[(a2_e1 + 1)] = ra2[j * 4 + 1];
-      acc2[(a2_e1 + 2)] = ra2[j * 4 + 2];
-      acc2[(a2_e1 + 3)] = ra2[j * 4 + 3];
-    }
+    const int a2_e1 = e;
+    acc2[a2_e1] = ra2[j];
   }
   #pragma unroll
   for (int j = 0; j < 1; ++j) {
@@ -556,4 +442,12 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_51c0872e2c(co
   }
 }
 
-}  // namespace prism_1
+}  // namespace combine
+
+extern "C" __global__ void __launch_bounds__(128) prism_program_k0_acd2e81274(const half_t* __restrict__ t_W, const half_t* __restrict__ t_X, float* __restrict__ t_t0, float* __restrict__ t_t1, half_t* __restrict__ t_O, unsigned* __restrict__ prism_done) {
+  split::run(t_W, t_X, t_t0, t_t1, blockIdx);
+  const uint3 cb = make_uint3(blockIdx.y, 0, 0);
+  const unsigned cb_lin = cb.x + 16u * (cb.y + 1u * cb.z);
+  if (!arrive_last(prism_done + cb_lin, 16u, (int)threadIdx.x)) return;
+  combine::run(t_t0, t_t1, t_O, cb);
+}
