@@ -49,7 +49,7 @@ from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
 from prism.tune.inductor import InductorKernel, Timer, compare
 from prism.tune.inputs import InputSampler, check_examples, example_values, input_sampler, part_sampler
 from prism.tune.tolerance import tolerance
-from prism.tune.tuner import Stage, reference_error, tune
+from prism.tune.tuner import Stage, TuneResult, reference_error, tune
 
 if TYPE_CHECKING:
     from prism.search.config import SearchConfig
@@ -534,6 +534,17 @@ class Summary(TypedDict, total=False):
 _TUNED_KEYS = ("best_us", "samples", "compiled", "failed", "distinct_kernels", "arch", "sizes", "template")
 
 
+@dataclass(frozen=True)
+class _Tuned:
+    """A tuning's answer: the compiled kernel, the summary, the concrete plan and, when that plan is made
+    of predefined kernels only, the fastest timed plan with a generated kernel (``_fastest_generated``)."""
+
+    kernel: Any
+    summary: Summary
+    plan: KernelGraph
+    generated: KernelGraph | None = None
+
+
 @dataclass
 class _TuneRequest:
     graph: Graph
@@ -605,18 +616,20 @@ def superoptimize(
     weights = _tuning_weights(graph, outcome, cache and not settings().no_cache) if stitched else [1.0]
     budget = _Budget(time_budget, weights)  # the parts, then the final choice
     if stitched:
-        plans = []
+        tuned = []
         for po in outcome.parts:
             req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
                                f"{program}.p{po.part.index}", _built(po.outcome.sources))
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
-            plans.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary())[2])
-        candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
-        sources.append(PlanSource.STITCHED)
+            tuned.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary()))
+        for plans in _stitchings(tuned):
+            candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
+            sources.append(PlanSource.STITCHED)
     summary["parts_tune_s"] = time.perf_counter() - t_parts
     built = _built(sources)
-    kernel, summary, concrete = _tune_cached(_TuneRequest(graph, candidates, sampler, program, built), backend,
-                                             target, samples, seed, budget.next(), cache, summary)
+    final = _tune_cached(_TuneRequest(graph, candidates, sampler, program, built), backend, target, samples, seed,
+                         budget.next(), cache, summary)
+    kernel, summary, concrete = final.kernel, final.summary, final.plan
     summary["plan_source"] = sources[int(summary["template"])].value
     if inductor and isinstance(backend, CudaBackend):
         kernel = _versus_inductor(graph, backend, kernel, summary, sampler, seed, progress=progress)
@@ -708,17 +721,17 @@ def _elements(graph: Graph) -> int:
 
 
 def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, samples: int, seed: int,
-                 time_budget: float | None, cache: bool, summary: Summary) -> tuple[Any, Summary, KernelGraph]:
-    """Tune ``req`` (or load its tuned plan, checked again); return (kernel, summary, concrete plan)."""
+                 time_budget: float | None, cache: bool, summary: Summary) -> _Tuned:
+    """Tune ``req`` (or load its tuned plan, checked again)."""
     graph = req.graph
     use_cache = cache and not settings().no_cache
     store = JsonCache("tuned", TUNE_CACHE_SCHEMA)
     key, to_cache = _tuned_key(graph, backend.arch())
     if use_cache and (hit := _tuned_hit(req, backend, store, key, to_cache, seed)) is not None:
-        kernel, kg, rec_summary, err, secs = hit
+        kernel, kg, rec_summary, err, secs, generated = hit
         summary.update(rec_summary)
         summary.update({"tune_cache_hit": True, "tune_s": secs, "rel_err": err})
-        return kernel, summary, kg
+        return _Tuned(kernel, summary, kg, generated)
     log.info("%s: tuning %d templates", req.program, len(req.templates))
     result = tune(graph, req.templates, samples=samples, seed=seed, time_budget=time_budget, arch=target,
                   backend=backend, inputs=req.sampler, always=req.always)
@@ -738,25 +751,58 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
         "tuning": result.summary,
     })
     concrete = result.template.instantiate(result.sizes)
+    generated = _fastest_generated(result, req.templates) if not _generates(concrete) else None
     if use_cache:
-        store.put_or_warn(key, {"kernel_graph": renamed(concrete, to_cache).to_json(),
-                                "summary": {k: summary.get(k) for k in _TUNED_KEYS}})
-    return result.kernel, summary, concrete
+        rec = {"kernel_graph": renamed(concrete, to_cache).to_json(), "summary": {k: summary.get(k) for k in _TUNED_KEYS}}
+        if generated is not None:
+            rec["generated_graph"] = renamed(generated, to_cache).to_json()
+        store.put_or_warn(key, rec)
+    return _Tuned(result.kernel, summary, concrete, generated)
+
+
+def _generates(kg: KernelGraph) -> bool:
+    return any(isinstance(k, CustomKernel) for k in kg.kernels)
+
+
+def _fastest_generated(result: TuneResult, templates: Sequence[KernelGraph]) -> KernelGraph | None:
+    """The fastest timed sample of ``result`` whose plan has a generated kernel, concrete (None: none
+    was timed). Not checked here: a stitched plan made with it is checked when it wins (``tune``)."""
+    timed = [r for r in result.records
+             if r.stage is None and r.time_us is not None and math.isfinite(r.time_us)
+             and _generates(templates[r.template])]
+    best = min(timed, key=lambda r: (cast(float, r.time_us), r.index), default=None)
+    return None if best is None else templates[best.template].instantiate(best.sizes)
+
+
+def _stitchings(tuned: Sequence[_Tuned]) -> list[list[KernelGraph]]:
+    """The plans of the parts to stitch: each part's tuned plan; and, where a part's winner is made of
+    predefined kernels only but a generated plan of it was timed, the same with that one too. Each
+    part is tuned alone, so a vendor kernel that wins its part by a hair can lose in the whole
+    program: post_norm at decode ran 7.6-7.7 µs with its matmul part's vendor GEMM and 7.16 µs with its
+    generated one (H200; docs/off-the-suite.md, "Stitched plans with generated parts"). The whole
+    program's tuning times both."""
+    first = [t.plan for t in tuned]
+    second = [t.generated or t.plan for t in tuned]
+    return [first] if second == first else [first, second]
 
 
 def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str, to_cache: Mapping[str, str],
-               seed: int) -> tuple[Any, KernelGraph, Summary, float, float] | None:
+               seed: int) -> tuple[Any, KernelGraph, Summary, float, float, KernelGraph | None] | None:
     """The cached tuned plan of ``req`` (stored under the cache's names, ``to_cache``) when it still
     compiles, runs and passes the reference check (kernel, plan, its cached summary, relative error,
-    seconds); None (evicting a bad entry) otherwise."""
+    seconds, the generated alternative ``_fastest_generated`` stored with it); None (evicting a bad
+    entry) otherwise."""
     graph = req.graph
     back = {pos: mine for mine, pos in to_cache.items()}
-    hit = store.get(key, lambda p: (_fitting([validate(renamed(KernelGraph.from_json(p["kernel_graph"]), back))],
-                                             graph)[0],
-                                    cast(Summary, dict(p["summary"]))))
+
+    def plan(doc: Any) -> KernelGraph:
+        return _fitting([validate(renamed(KernelGraph.from_json(doc), back))], graph)[0]
+
+    hit = store.get(key, lambda p: (plan(p["kernel_graph"]), cast(Summary, dict(p["summary"])),
+                                    plan(p["generated_graph"]) if "generated_graph" in p else None))
     if hit is None:
         return None
-    kg, rec_summary = hit
+    kg, rec_summary, generated = hit
     t0 = time.perf_counter()
     try:
         kernel = backend.compile(kg)
@@ -767,7 +813,7 @@ def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str, 
         kernel, err = None, math.inf
         log.warning("cached tuned kernel %s does not run (%s)", key, e)
     if kernel is not None and err < tolerance(graph):
-        return kernel, kg, rec_summary, err, time.perf_counter() - t0
+        return kernel, kg, rec_summary, err, time.perf_counter() - t0, generated
     store.evict(key, f"a kernel that fails the reference check (rel. error {err:.3g})")
     return None
 

@@ -132,7 +132,8 @@ def test_programs_that_differ_only_in_names_share_one_tuning() -> None:
     for g in (program("x", "w", "y"), program("h", "gate", "out"), program("in1", "in0", "out0")):
         req = pipeline._TuneRequest(g, [predefined_plan(g)], input_sampler(g, None, None), "p")
         results.append(pipeline._tune_cached(req, backend, None, 3, 0, None, True, pipeline.Summary()))
-    (_, first, _), (_, second, kg), (_, third, kg3) = results
+    first, second, third = (r.summary for r in results)
+    kg, kg3 = results[1].plan, results[2].plan
     assert not first["tune_cache_hit"] and second["tune_cache_hit"] and second["rel_err"] < 1e-9
     assert {t.name for t in kg.inputs} == {"h", "gate"} and [t.name for t in kg.outputs] == ["out"]
     assert third["tune_cache_hit"] and third["rel_err"] < 1e-9  # checked against its own reference
@@ -333,3 +334,63 @@ def test_superoptimize_keeps_every_tuning_call_inside_its_time_budget(monkeypatc
         # no call may run past the whole tuning's deadline; a call starts some microseconds after its
         # share is computed (the spy's own overhead among them), so the check allows 1 ms for that
         assert at + share <= start + 30.0 + 1e-3
+
+
+def test_a_part_won_by_predefined_kernels_is_also_stitched_with_its_fastest_generated_plan() -> None:
+    """Parts are tuned alone, so a vendor kernel that wins its part by a hair may lose in the whole: a
+    tuning whose winner is made of predefined kernels only keeps its fastest timed generated plan
+    (stored in the tuned cache beside it), and the parts are stitched both ways."""
+    from prism.ir import CustomKernel
+    from prism.partition import predefined_plan
+
+    g = workloads.rmsnorm_linear(4, 32)
+    templates = [*plans.hand_plans("rmsnorm_linear", g), predefined_plan(g)]
+
+    def vendor_first(kg: KernelGraph) -> float:
+        return 1.0 if not any(isinstance(k, CustomKernel) for k in kg.kernels) else 2.0 + _timer(kg) / 1000
+
+    backend = InterpreterBackend(vendor_first)
+    req = pipeline._TuneRequest(g, templates, input_sampler(g, None, None), "p")
+    tuned = [pipeline._tune_cached(req, backend, None, 6, 0, None, True, pipeline.Summary()) for _ in range(2)]
+    assert not tuned[0].summary["tune_cache_hit"] and tuned[1].summary["tune_cache_hit"]
+    for t in tuned:
+        assert not any(isinstance(k, CustomKernel) for k in t.plan.kernels)
+        assert t.generated is not None and any(isinstance(k, CustomKernel) for k in t.generated.kernels)
+    assert tuned[1].generated == tuned[0].generated  # (from the cache)
+    gen = tuned[0].generated
+    assert gen is not None
+    generated_won = pipeline._Tuned(None, pipeline.Summary(), gen)  # a part a generated plan won
+    assert pipeline._stitchings([tuned[0], generated_won]) == [[tuned[0].plan, gen], [gen, gen]]
+    assert pipeline._stitchings([generated_won]) == [[generated_won.plan]]
+
+
+def test_superoptimize_times_both_stitchings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through ``superoptimize``: every part won by its predefined kernels, the whole program's tuning
+    gets two stitched plans (the parts' winners, and their fastest generated plans) and the faster wins."""
+    import re
+
+    from prism.ir import CustomKernel
+
+    g = workloads.rmsnorm_linear(4, 32)
+    _seed_search_cache("rmsnorm_linear", g)
+    assert pipeline.search_and_verify(g, progress=False).parts
+    made: list[list[list[KernelGraph]]] = []
+    real = pipeline._stitchings
+
+    def spy(tuned):  # type: ignore[no-untyped-def]
+        made.append(real(tuned))
+        return made[-1]
+
+    def timer(kg: KernelGraph) -> float:  # predefined kernels win a part; generated parts win the whole
+        custom = sum(isinstance(k, CustomKernel) for k in kg.kernels)
+        if any(re.match(r"p\d+_", k.name) for k in kg.kernels):  # a stitched plan
+            return 10.0 - custom
+        return 20.0 if custom else 15.0
+
+    monkeypatch.setattr(pipeline, "_stitchings", spy)
+    res = pipeline.superoptimize(g, samples=3, backend=InterpreterBackend(timer), progress=False, cache=False)
+    ((winners, generated),) = made
+    assert all(not any(isinstance(k, CustomKernel) for k in p.kernels) for p in winners)
+    assert all(any(isinstance(k, CustomKernel) for k in p.kernels) for p in generated)
+    assert res.summary["plan_source"] == "stitched" and res.summary["rel_err"] < 1e-9
+    assert sum(isinstance(k, CustomKernel) for k in res.kernel_graph.kernels) >= len(generated)
