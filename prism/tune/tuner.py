@@ -353,9 +353,10 @@ def _other_launches(template: KernelGraph, ordered: Sequence[dict[str, int]], ar
     """Of a plan built by rule (its sizes ``ordered`` by the prior), the prior's best size of each
     launch count its ``BUILT_TOP`` best lack, among the first ``LAUNCH_SCAN``: a split fused with its
     combine where its combine grid is small (one launch), launched apart where not (two). The prior
-    charges a launch, so its best sizes can all be fused ones; a split GEMV that is faster apart (a
-    decode post-norm matmul part: 7.2 µs stitched in a tuning that timed the unfused sizes, 7.7 when
-    it timed only fused ones, H200) keeps one sample of that kind."""
+    charges a launch, so its best sizes can all be fused ones, yet a split can be faster apart: one of
+    a decode LoRA GEMV's built plans ran 14.79 µs launched apart (x = 64, s = 2) and 15.39 fused
+    (x = 32, s = 4; H200, docs/off-the-suite.md, "The prior counts launches"); it keeps one sample of
+    the other kind."""
     if resources is not codegen_resources or len(ordered) <= BUILT_TOP:
         return []
 
