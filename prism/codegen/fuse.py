@@ -119,10 +119,8 @@ def _l1_safe(b: KernelLowering, tensor: str, read: _Split | None, shape: tuple[i
 
 def pair_fusion(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> Fusion | None:
     """The fusion of split kernel ``a`` and combining kernel ``b`` (consecutive in the graph), or None."""
-    if a.threads != b.threads or len(a.grid) > 3 or len(b.grid) > 3 or a.blocks <= b.blocks:
+    if a.threads != b.threads or not _grids_fuse(gl, a, b):
         return None
-    if b.blocks * SMALL_COMBINE > gl.arch.sms:
-        return None  # a wide combine: fused, it queues behind the split blocks (docs/codegen.md, "Fused combine")
     written = {op.tensor: op.omap for op in a.kernel.saves}
     if not written or set(written) & set(b.saves_tensors()) or set(written) & {op.tensor for op in a.kernel.loads}:
         return None
@@ -142,17 +140,27 @@ def pair_fusion(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> Fusi
     return Fusion(a.index, b.index, coords, count, f"done.{b.kernel.name}")
 
 
+def _grids_fuse(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> bool:
+    """The grids allow a fusion (what no lowering option changes): at most 3-D, more split blocks than
+    combining ones, and a small combine (a wide one, fused, queues behind the split blocks:
+    docs/codegen.md, "Fused combine")."""
+    return len(a.grid) <= 3 and len(b.grid) <= 3 and a.blocks > b.blocks and b.blocks * SMALL_COMBINE <= gl.arch.sms
+
+
+def _last_pair(gl: GraphLowering) -> tuple[KernelLowering, KernelLowering] | None:
+    """The plan's last two kernels when both are custom (consecutive), else None."""
+    if len(gl.kernels) < 2 or gl.kernels[-2] is None or gl.kernels[-1] is None:
+        return None
+    return gl.kernels[-2], gl.kernels[-1]
+
+
 def fusion(gl: GraphLowering) -> Fusion | None:
     """The fusion of the plan's last two kernels when both are custom and consecutive, else None.
 
     Only the last pair: a split plan has its combine last, and one fusion per plan keeps the launch
     plan a list of launches."""
-    if len(gl.kernels) < 2:
-        return None
-    a, b = gl.kernels[-2], gl.kernels[-1]
-    if a is None or b is None:
-        return None
-    return pair_fusion(gl, a, b)
+    pair = _last_pair(gl)
+    return None if pair is None else pair_fusion(gl, *pair)
 
 
 def launch_fusion(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[GraphLowering, Options, Fusion | None]:
@@ -163,6 +171,8 @@ def launch_fusion(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[Gr
         return gl, opts, None
     if (fu := fusion(gl)) is not None:
         return gl, opts, fu
+    if (pair := _last_pair(gl)) is None or not _grids_fuse(gl, *pair):
+        return gl, opts, None  # no lowering would fuse it
     for again_opts in _refusals(gl, opts):
         try:
             again = lower_graph(kg, gl.arch, again_opts)
