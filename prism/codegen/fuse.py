@@ -167,12 +167,10 @@ def launch_fusion(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[Gr
     """The lowering, options and fusion ``generate`` launches ``kg`` with (``gl``: lowered with ``opts``):
     with ``opts.fuse`` a fusable last pair is fused, else the first lowering again that fuses it
     (``_refusals``) is taken; else ``gl`` as it is, launched apart."""
-    if not opts.fuse:
-        return gl, opts, None
-    if (fu := fusion(gl)) is not None:
+    if not opts.fuse or (pair := _last_pair(gl)) is None or not _grids_fuse(gl, *pair):
+        return gl, opts, None  # (no option changes a grid: no lowering would fuse it)
+    if (fu := pair_fusion(gl, *pair)) is not None:
         return gl, opts, fu
-    if (pair := _last_pair(gl)) is None or not _grids_fuse(gl, *pair):
-        return gl, opts, None  # no lowering would fuse it
     for again_opts in _refusals(gl, opts):
         try:
             again = lower_graph(kg, gl.arch, again_opts)

@@ -614,14 +614,16 @@ def _streamed(d: _Draft, op: Load) -> bool:
     copy, wait or barrier. A tensor another kernel writes (perhaps this launch's split blocks) is read
     past L1 (``Buf.l2``). ``Options.partials_in_place``: the same in a kernel whose loop-varying Loads
     all read such tensors (a combine of partials)."""
-    if op.fmap is None or op.transposed:
-        return False
-    loop_loads = [o for o in d.ops if isinstance(o, Load) and o.fmap is not None]
-    if not (d.options.direct_loops or (d.options.partials_in_place and all(o.tensor not in d.settled
-                                                                            for o in loop_loads))):
+    if op.fmap is None or op.transposed or not (d.options.direct_loops or (d.options.partials_in_place
+                                                                          and _reads_partials_only(d))):
         return False
     return not any(isinstance(o, MatmulOp) or (isinstance(o, ReduceOp) and d.phases[j] is Phase.LOOP)
                    for j, o in enumerate(d.ops))
+
+
+def _reads_partials_only(d: _Draft) -> bool:
+    """Every loop-varying Load reads a tensor another kernel of the plan writes (a combine's partials)."""
+    return all(o.tensor not in d.settled for o in d.ops if isinstance(o, Load) and o.fmap is not None)
 
 
 def _mm_operand(d: _Draft, i: int) -> bool:

@@ -357,8 +357,9 @@ def _other_launches(template: KernelGraph, ordered: Sequence[dict[str, int]], ar
     a decode LoRA GEMV's built plans ran 14.79 µs launched apart (x = 64, s = 2) and 15.39 fused
     (x = 32, s = 4; H200, docs/off-the-suite.md, "The prior counts launches"); it keeps one sample of
     the other kind."""
-    if resources is not codegen_resources or len(ordered) <= BUILT_TOP:
-        return []
+    customs = sum(isinstance(k, CustomKernel) for k in template.kernels)
+    if resources is not codegen_resources or len(ordered) <= BUILT_TOP or customs < 2:
+        return []  # (one custom kernel: one launch at every size)
 
     def launches(sz: dict[str, int]) -> int:
         return codegen_resources(template.instantiate(sz), arch).launches
@@ -366,6 +367,8 @@ def _other_launches(template: KernelGraph, ordered: Sequence[dict[str, int]], ar
     seen = {launches(sz) for sz in ordered[:BUILT_TOP]}
     out = []
     for sz in ordered[BUILT_TOP:LAUNCH_SCAN]:
+        if len(seen) == 2:  # fused or not: the only two counts a plan has
+            break
         if (n := launches(sz)) not in seen:
             seen.add(n)
             out.append(sz)
@@ -573,7 +576,7 @@ def _draw(graph: Graph, templates: Sequence[KernelGraph], samples: int, seed: in
             chosen[n] = Sample(smp.template, tuple(space[smp.template][0].items()))
     chosen.extend(_fixed_samples(templates, space, chosen, arch, resources, always))
     chosen.extend(_fewest_iterations(templates, space, chosen, always))
-    return space, list(dict.fromkeys(chosen))  # (two sizes of a plan may share their fewest iterations)
+    return space, chosen
 
 
 def _loop_symbols(template: KernelGraph) -> set[str]:
@@ -590,7 +593,7 @@ def _fewest_iterations(templates: Sequence[KernelGraph], space: list[list[dict[s
     rounds (an attention split: scores, max, probabilities, product) is fastest at one or two
     iterations, which the static prior, aiming at 16 KB stages, ranks low (H200: 8.9 µs at one
     iteration against 11.7 at the prior's four; docs/off-the-suite.md, "The prior of split attention plans")."""
-    extra = []
+    have, extra = set(chosen), []
     for smp in chosen:
         loops = _loop_symbols(templates[smp.template]) if smp.template in always else set()
         if not loops:
@@ -598,8 +601,10 @@ def _fewest_iterations(templates: Sequence[KernelGraph], space: list[list[dict[s
         at = smp.size_map
         same = [sz for sz in space[smp.template] if all(sz[k] == v for k, v in at.items() if k not in loops)]
         fewest = min(same, key=lambda sz: (math.prod(sz[k] for k in loops), sorted(sz.items())), default=at)
-        if fewest != at:
-            extra.append(Sample(smp.template, tuple(fewest.items())))
+        few = Sample(smp.template, tuple(fewest.items()))
+        if fewest != at and few not in have:  # (two sizes of a plan may share their fewest iterations)
+            have.add(few)
+            extra.append(few)
     return extra
 
 
