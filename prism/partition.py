@@ -8,8 +8,9 @@
   into connected runs between heavy ops, each cut into chunks of at most ``max_ops`` ops. Parts are
   ordered so that a part only reads tensors of earlier parts (a heavy op increases the *level* of
   what depends on it; ops of one level that touch are one run, so runs of one level never depend on
-  each other). A norm feeding weight matmuls joins each of them (prologues), and so does a weight's
-  transpose (searched without it, planned and tuned with it: docs/off-the-suite.md).
+  each other). An activation or a gate of weight matmuls joins their part (epilogues: ``silu(x @ W1)``,
+  ``silu(x @ Wg) * (x @ Wu)``), a norm feeding weight matmuls joins each of them (prologues), and so
+  does a weight's transpose (searched without it, planned and tuned with it: docs/off-the-suite.md).
 * ``Part.graph``: the part as a program of its own (cut tensors become inputs and outputs), searched
   and cached under its own structure key, so a repeated block is searched once.
 * ``stitch(graph, parts, plans)``: one kernel graph of the whole program from one plan per part.
@@ -177,9 +178,11 @@ def _chunks(graph: Graph, run: list[int], max_ops: int) -> list[list[int]]:
 
 def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True) -> list[Part]:
     """The program's parts in an order where each reads only inputs and earlier parts' tensors.
-    ``prologues``: a matmul takes the chunk that computes its left operand into its part
-    (``_with_prologues``), so an RMS norm and the matmul it feeds can become one kernel (unless
-    that leaves one part: the whole program, which its own search covers)."""
+    ``prologues``: an element-wise chunk takes the matmuls whose values it alone reads into its part
+    (``_with_epilogues``), then a matmul takes the chunk that computes its left operand into its part
+    (``_with_prologues``), so an activation runs once on a projection's output and an RMS norm and the
+    matmul it feeds can become one kernel (unless that leaves one part: the whole program, which its
+    own search covers; then without the epilogues, then without either)."""
     if max_ops < 1:
         raise IRError(f"max_ops {max_ops}: a part holds at least one op")
     graph.check_complete()
@@ -196,8 +199,8 @@ def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True)
             keyed.append(((levels[chunk[0]], 1, chunk[0]), chunk, False))
     keyed.sort(key=lambda t: t[0])
     groups = [(nodes, heavy) for _, nodes, heavy in keyed]
-    merged = _with_prologues(graph, groups) if prologues else groups
-    for candidate in ((_with_weight_transposes(graph, merged), merged) if prologues else (merged,)):
+    merges = [_with_prologues(graph, _with_epilogues(graph, groups, max_ops)), _with_prologues(graph, groups)]
+    for candidate in [c for m in merges for c in (_with_weight_transposes(graph, m), m)] if prologues else [groups]:
         if len(candidate) > 1:  # one part would be the program itself: its own search covers that
             groups = _ordered(graph, candidate)
             break
@@ -258,6 +261,41 @@ def _weight_matmul_operands(graph: Graph) -> set[int]:
     return {graph.nodes[i].args[0] for i in range(len(graph.nodes)) if _weight_matmul(graph, i)}
 
 
+def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops: int) -> list[tuple[list[int], bool]]:
+    """An element-wise chunk takes into its part the weight matmuls (``_epilogue_matmul``) whose values
+    only it reads, as many as fit ``max_ops``: ``silu(x @ W1) @ W2`` becomes ``silu(x @ W1)`` and a plain
+    ``@ W2``, ``silu(x @ Wg) * (x @ Wu)`` one part. As the next matmul's prologue the activation would
+    run on every tile each block of that matmul loads (once per column block, a pass and a barrier per
+    iteration: 16.6 µs for a decode down projection where the plain GEMV takes 11.2, H200,
+    docs/off-the-suite.md "Activations as epilogues"); as an epilogue it runs once per output."""
+    owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
+    taken: dict[int, int] = {}  # matmul group -> the chunk group that takes it
+    for c, (chunk, heavy) in enumerate(groups):
+        if heavy or not all(graph.nodes[i].kind in (OpKind.UNARY, OpKind.BINARY) for i in chunk):
+            continue
+        inside = set(chunk)
+        reads = {a for i in chunk for a in graph.nodes[i].args if a not in inside}
+        mms = sorted({owner[a] for a in reads if a in owner and _epilogue_matmul(graph, groups[owner[a]], inside)})
+        # an activation or a gate of the matmuls alone: a residual or a bias (another input) after the
+        # loop has no searched one-kernel form (``prism.epilogue``), so such a part would get the vendor GEMM
+        if mms and reads <= {groups[m][0][0] for m in mms} and len(chunk) + len(mms) <= max_ops:
+            taken.update(dict.fromkeys(mms, c))
+    return [(sorted([*nodes, *(groups[m][0][0] for m, to in taken.items() if to == g)]), heavy)
+            for g, (nodes, heavy) in enumerate(groups) if g not in taken]
+
+
+def _epilogue_matmul(graph: Graph, group: tuple[list[int], bool], chunk: set[int]) -> bool:
+    """``group`` is one weight matmul whose value only ``chunk`` reads. (A norm computing its left
+    operand then runs as a part of its own, not as the matmul's prologue: a decode Llama MLP block's
+    gate and up projections as one part with their activation, 19-21 µs, against two norm-prologue
+    GEMVs of 12.6 µs each and the activation's pass in the down projection, H200.)"""
+    nodes, heavy = group
+    if not heavy or len(nodes) != 1 or not _weight_matmul(graph, m := nodes[0]):
+        return False
+    return m not in {i for _, i in graph.output_indices} and all(
+        j in chunk for j, n in enumerate(graph.nodes) if m in n.args)
+
+
 def _with_prologues(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[tuple[list[int], bool]]:
     """A chunk whose values are read outside it only as the left operand of weight matmuls
     (``_weight_matmul``) joins each of them: an RMS norm feeding the q, k and v projections is
@@ -270,8 +308,8 @@ def _with_prologues(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[
     for c, (chunk, heavy) in enumerate(groups):
         inside = set(chunk)
         readers = {j for j, n in enumerate(graph.nodes) if j not in inside and inside & set(n.args)}
-        if heavy or not readers or inside & outputs:
-            continue
+        if heavy or not readers or inside & outputs or any(graph.nodes[i].kind in HEAVY for i in chunk):
+            continue  # (a part an epilogue made holds its matmuls: it is no prologue)
         if all(_weight_matmul(graph, j) and graph.nodes[j].args[1] not in inside and groups[owner[j]][1]
                for j in readers):
             joins[c] = sorted({owner[j] for j in readers})

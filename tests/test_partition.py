@@ -344,3 +344,40 @@ def test_a_program_too_large_to_search_whole_gets_the_row_vendor_plan(monkeypatc
     monkeypatch.setitem(sys.modules, "egglog", None)  # a GPU image: no prover (the parts' plans are cached)
     bare = pipeline.search_and_verify(g, program="mlp", progress=False)
     assert bare.of(pipeline.PlanSource.CONSTRUCTED) == () and bare.of(pipeline.PlanSource.STITCHED)
+
+
+def _kinds(g: Graph, nodes: tuple[int, ...]) -> list[str]:
+    return [g.nodes[i].kind.value for i in nodes]
+
+
+def test_an_activation_of_projections_is_their_epilogue_not_the_next_matmuls_prologue() -> None:
+    """silu(x @ W1) @ W2: the activation runs once on the first projection's output (one part) and the
+    down projection is a plain matmul; a gate of two projections takes both; a norm before them then
+    runs as a part of its own; a residual (another input) after a projection is no epilogue, so the
+    norm stays the projection's prologue."""
+    g = zoo_graph("mlp_silu")
+    assert [(p.heavy, _kinds(g, p.nodes)) for p in partition(g)] == [
+        (False, ["matmul", "unary"]), (True, ["matmul"])]
+    g = zoo_graph("swiglu_mlp")
+    assert [(p.heavy, _kinds(g, p.nodes)) for p in partition(g)] == [
+        (False, ["matmul", "unary", "matmul", "binary"]), (True, ["matmul"])]
+    g = zoo_graph("llama_mlp_block")
+    kinds = [_kinds(g, p.nodes) for p in partition(g)]
+    assert ["unary", "reduce", "unary", "unary", "unary", "binary", "binary"] in kinds  # the weighted norm alone
+    assert ["transpose", "matmul", "unary", "transpose", "matmul", "binary"] in kinds  # gate, up and silu * up
+    g = zoo_graph("norm_matmul_residual")
+    norm = ["unary", "reduce", "unary", "unary", "unary", "binary"]
+    assert [_kinds(g, p.nodes) for p in partition(g)] == [[*norm, "matmul"], ["binary"]]
+    g = zoo_graph("swiglu_mlp")  # 4 ops do not fit parts of 3: no epilogue, the gate's matmuls stay apart
+    assert all(_kinds(g, p.nodes).count("matmul") <= 1 for p in partition(g, max_ops=3))
+
+
+def test_epilogue_parts_stitch_to_the_program() -> None:
+    """Every plan of mlp_silu, its stitched plans of the epilogue part and the plain matmul among them,
+    computes the program (interpreter, float64)."""
+    g = zoo_graph("mlp_silu")
+    out = pipeline.search_and_verify(g, program="mlp_silu", cache=False, progress=False)
+    assert [len(po.part.nodes) for po in out.parts] == [2, 1]
+    assert out.of(pipeline.PlanSource.STITCHED)
+    for kg in out.templates:
+        assert run_plan(g, kg) < 1e-9, kg.program

@@ -266,13 +266,15 @@ def test_the_tuning_budget_is_shared_by_the_parts_and_the_final_choice() -> None
 
 def test_the_parts_that_hold_more_data_get_more_tuning_time() -> None:
     """A GEMV part outweighs an element-wise one; a part with one plan (a transpose, here also an
-    output, so it stays a part of its own) gets nothing."""
+    output, so it stays a part of its own) gets nothing. (The element-wise tail reads a second input,
+    so it is no epilogue of the matmul.)"""
     g = Graph()
     x = g.input((4, 256), name="x")
     w = g.input((64, 256), name="w")
+    r = g.input((4, 64), name="r")
     wt = g.transpose(w)
     y = g.matmul(g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5))), wt)
-    g.output(g.add(g.silu(y), 1.0), "o")
+    g.output(g.add(g.silu(y), r), "o")
     g.output(wt, "wt")
     out = pipeline.search_and_verify(g, progress=False)
     weights = pipeline._tuning_weights(g, out)
@@ -285,13 +287,15 @@ def test_the_parts_that_hold_more_data_get_more_tuning_time() -> None:
 
 
 def test_a_part_that_repeats_an_earlier_one_is_not_tuned_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The gate and the up projection of a gated MLP: one part's structure and shapes, one tuning; the
-    repeat gets no budget share (it reads the cache) unless the tuned cache is off."""
+    """Two projections of one normed input (a key and a value projection, each taking the norm as its
+    prologue): one part's structure and shapes, one tuning; the repeat gets no budget share (it reads
+    the cache) unless the tuned cache is off."""
     g = Graph()
     x = g.input((4, 256), name="x")
     w1, w2 = g.input((256, 64), name="w1"), g.input((256, 64), name="w2")
     h = g.mul(x, g.rsqrt(g.add(g.mean(g.square(x), -1), 1e-5)))
-    g.output(g.mul(g.silu(g.matmul(h, w1)), g.matmul(h, w2)), "o")
+    g.output(g.matmul(h, w1), "k")
+    g.output(g.matmul(h, w2), "v")
     out = pipeline.search_and_verify(g, progress=False)
     keys = [pipeline._tuned_key(po.part.graph, "")[0] for po in out.parts]
     first, repeat = (i for i, k in enumerate(keys) if keys.count(k) == 2)
