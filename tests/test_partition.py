@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from prism import interpreter, pipeline
 from prism.codegen.sizes import legal_sizes
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph, Load, PredefinedKernel
-from prism.partition import partition, predefined_plan, stitch
+from prism.partition import MAX_PART_OPS, partition, predefined_plan, stitch
 from prism.verify import verify_all
 
 
@@ -381,3 +383,52 @@ def test_epilogue_parts_stitch_to_the_program() -> None:
     assert out.of(pipeline.PlanSource.STITCHED)
     for kg in out.templates:
         assert run_plan(g, kg) < 1e-9, kg.program
+
+
+def _random_mlp(seed: int, n: int = 3, d: int = 8) -> Graph:
+    """Chains of projections (some through a weight's transpose), activations, gates, residuals and
+    norms over one to four weights, with a second output now and then."""
+    rng = random.Random(seed)
+    g = Graph()
+    vals = [g.input((n, d), name="X")]
+    ws = [g.input((d, d), name=f"W{i}") for i in range(rng.randint(1, 4))]
+    if rng.random() < 0.3:
+        vals.append(g.input((n, d), name="R"))
+    for _ in range(rng.randint(2, 9)):
+        a, k = rng.choice(vals), rng.random()
+        if k < 0.3:
+            vals.append(getattr(g, rng.choice(("silu", "neg", "gelu", "sqrt")))(a))
+        elif k < 0.5:
+            vals.append(getattr(g, rng.choice(("add", "mul")))(a, rng.choice(vals)))
+        elif k < 0.8:
+            w = rng.choice(ws)
+            vals.append(g.matmul(a, g.transpose(w) if rng.random() < 0.3 else w))
+        else:
+            vals.append(g.rms_norm(a, 1e-5))
+    outs = [vals[-1], *([rng.choice(vals[:-1])] if rng.random() < 0.3 and len(vals) > 2 else [])]
+    for i, o in enumerate(dict.fromkeys(outs)):
+        g.output(o, f"O{i}")
+    return g.without_dead_ops()
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_partitions_of_random_mlps_cover_them_in_order_and_stitch_back(chunk: int) -> None:
+    """The epilogue and prologue merges on 100 random programs each: every op in a part, no part reads a
+    later one, at most ``MAX_PART_OPS + 2`` ops a part (a norm chunk of one op more and the projection it
+    is the prologue of; the transposes a part folds aside), and the parts'
+    predefined plans stitched compute the program."""
+    for seed in range(100 * chunk, 100 * chunk + 100):
+        g = _random_mlp(seed)
+        parts = partition(g)
+        ops = [i for i, node in enumerate(g.nodes) if node.kind is not OpKind.INPUT]
+        assert sorted({i for p in parts for i in p.nodes}) == ops, seed
+        done = set(g.input_indices)
+        for p in parts:
+            assert all(a in done or a in p.nodes for i in p.nodes for a in g.nodes[i].args), seed
+            assert len(p.nodes) - len(p.transposes) <= MAX_PART_OPS + 2, seed
+            done.update(p.nodes)
+        ins = _inputs(g, seed)
+        ref = g.evaluate(ins)
+        out = interpreter.run(stitch(g, parts, [predefined_plan(p.graph) for p in parts], "mlp"), ins)
+        for k, v in ref.items():
+            assert np.allclose(out[k], v, rtol=1e-9, atol=1e-12, equal_nan=True), (seed, k)
