@@ -176,13 +176,14 @@ def _chunks(graph: Graph, run: list[int], max_ops: int) -> list[list[int]]:
     return [*out, rest] if rest else out
 
 
-def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True) -> list[Part]:
+def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True, epilogues: bool = True) -> list[Part]:
     """The program's parts in an order where each reads only inputs and earlier parts' tensors.
     ``prologues``: an element-wise chunk takes the matmuls whose values it alone reads into its part
     (``_with_epilogues``), then a matmul takes the chunk that computes its left operand into its part
     (``_with_prologues``), so an activation runs once on a projection's output and an RMS norm and the
     matmul it feeds can become one kernel (unless that leaves one part: the whole program, which its
-    own search covers; then without the epilogues, then without either)."""
+    own search covers; then without the epilogues, then without either). ``epilogues=False``: prologues
+    only (the partition whose matmul part and element-wise tail ``prism.epilogue`` fuses)."""
     if max_ops < 1:
         raise IRError(f"max_ops {max_ops}: a part holds at least one op")
     graph.check_complete()
@@ -199,7 +200,8 @@ def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True)
             keyed.append(((levels[chunk[0]], 1, chunk[0]), chunk, False))
     keyed.sort(key=lambda t: t[0])
     groups = [(nodes, heavy) for _, nodes, heavy in keyed]
-    merges = [_with_prologues(graph, _with_epilogues(graph, groups, max_ops)), _with_prologues(graph, groups)]
+    merges = [_with_prologues(graph, _with_epilogues(graph, groups, max_ops))] if epilogues else []
+    merges.append(_with_prologues(graph, groups))
     for candidate in [c for m in merges for c in (_with_weight_transposes(graph, m), m)] if prologues else [groups]:
         if len(candidate) > 1:  # one part would be the program itself: its own search covers that
             groups = _ordered(graph, candidate)

@@ -226,7 +226,8 @@ def search_and_verify(
     elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
         whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
-        constructed = (*_constructed(graph, program, cache), *_epilogues(graph, part_outcomes, program, cache))
+        head = _epilogue_head(graph, part_outcomes, program, cache, progress, time_budget, part_ops)
+        constructed = (*_constructed(graph, program, cache), *_epilogues(graph, head, program, cache))
     searched = whole.templates if whole is not None else ()
     if partitioned and searched:  # the flash-decoding shape of the searched one-kernel plans, also by rule
         # (a pipeline search's plans split under a key of their own: the default search's splits are
@@ -346,13 +347,33 @@ def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, 
     return _built_by_rule(graph, program, cache, CONSTRUCTED_KEY, "row_vendor_plan", build)
 
 
-def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: bool) -> tuple[KernelGraph, ...]:
+def _epilogue_head(graph: Graph, parts: list[PartOutcome], program: str, cache: bool, progress: bool,
+                   time_budget: float | None, part_ops: int) -> tuple[PartOutcome, Part] | None:
+    """(a matmul part with its search outcome, the element-wise part after it) that ``_epilogues`` fuses:
+    the program's two parts, or where an epilogue took the matmul into the element-wise part (a norm, a
+    matmul, an activation: the norm alone, then the matmul with its activation) the prologue-only
+    partition's two, its matmul part searched here (None when neither is such a pair)."""
+    if len(parts) == 2 and _has_matmul(parts[0].part):
+        return parts[0], parts[1].part
+    alt = partition(graph, part_ops, epilogues=False) if len(parts) == 2 else []
+    if len(alt) != 2 or not _has_matmul(alt[0]) or not alt[0].searchable:
+        return None
+    return _search_parts(graph, alt[:1], program, cache, progress, time_budget)[0], alt[1]
+
+
+def _has_matmul(part: Part) -> bool:
+    return any(n.kind is OpKind.MATMUL for n in part.graph.nodes)
+
+
+def _epilogues(graph: Graph, head: tuple[PartOutcome, Part] | None, program: str,
+               cache: bool) -> tuple[KernelGraph, ...]:
     """The epilogue plans of a program of two parts, a matmul part's one-kernel plans with the
     element-wise part after it (``prism.epilogue``), each proven whole."""
-    if len(parts) != 2 or not any(n.kind is OpKind.MATMUL for n in parts[0].part.graph.nodes):
+    if head is None:
         return ()
+    matmul, tail = head
     return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", lambda: epilogue_plans(
-        graph, parts[0].outcome.of(PlanSource.SEARCHED), parts[1].part.graph, program, _proven))
+        graph, matmul.outcome.of(PlanSource.SEARCHED), tail.graph, program, _proven))
 
 
 def _splits(graph: Graph, searched: Sequence[KernelGraph], program: str, cache: bool,

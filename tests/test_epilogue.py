@@ -13,9 +13,10 @@ from bench.zoo import zoo_graph
 from prism import interpreter, pipeline
 from prism.codegen.emulate import emulate
 from prism.epilogue import epilogue_plans, fuse
-from prism.graph import Graph
+from prism.graph import Graph, OpKind
 from prism.ir import Accum, CustomKernel, KernelGraph, Load, Save
 from prism.ops import Reduce
+from prism.partition import partition
 from prism.reference import relative_error
 from prism.verify import verify_all
 from tests.test_emulate import cheap_sizes, inputs_of
@@ -116,3 +117,21 @@ def test_the_tuner_times_the_epilogue_plans_that_fit_and_skips_the_rest() -> Non
                backend=InterpreterBackend(lambda kg: float(kg.kernels[0].grid[0]), resources=resources))
     assert res.template_index in sized and res.rel_err < 1e-2
     assert {r.template for r in res.records} == set(sized)
+
+
+def test_a_norm_projection_and_activation_keeps_its_epilogue_plans() -> None:
+    """norm_matmul_silu: the activation takes the projection into its part (partition epilogues), which
+    leaves the norm a part of its own; the whole program's epilogue plans are built from the
+    prologue-only partition (the norm with the projection, then the activation), proven, and compute it."""
+    g = zoo_graph("norm_matmul_silu", "decode")
+    assert not any(n.kind is OpKind.MATMUL for n in partition(g)[0].graph.nodes)
+    assert any(n.kind is OpKind.MATMUL for n in partition(g, epilogues=False)[0].graph.nodes)
+    g, plans = _epilogues("norm_matmul_silu")
+    assert plans, "no epilogue plan"
+    ran = 0
+    for kg in plans:
+        assert verify_all(g, [kg])[0].proven
+        for sizes in cheap_sizes(kg, 1, None):
+            ran += 1
+            _check(g, kg.instantiate(sizes))
+    assert ran
