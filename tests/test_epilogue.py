@@ -128,10 +128,8 @@ def test_a_norm_projection_and_activation_keeps_its_epilogue_plans() -> None:
     assert any(n.kind is OpKind.MATMUL for n in partition(g, epilogues=False)[0].graph.nodes)
     g, plans = _epilogues("norm_matmul_silu")
     assert plans, "no epilogue plan"
-    ran = 0
-    for kg in plans:
-        assert verify_all(g, [kg])[0].proven
-        for sizes in cheap_sizes(kg, 1, None):
-            ran += 1
-            _check(g, kg.instantiate(sizes))
-    assert ran
+    assert all(verify_all(g, [kg])[0].proven for kg in plans)
+    sized = [(kg, sizes) for kg in plans for sizes in cheap_sizes(kg, 1, None)]
+    assert sized
+    for kg, sizes in sized[:2]:  # (emulating each takes seconds; the tests above emulate the rest of the kind)
+        _check(g, kg.instantiate(sizes))
