@@ -21,7 +21,7 @@ names (never equal to a user's) for the tensors between parts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from prism.errors import IRError
@@ -200,9 +200,7 @@ def partition(graph: Graph, max_ops: int = MAX_PART_OPS, prologues: bool = True,
             keyed.append(((levels[chunk[0]], 1, chunk[0]), chunk, False))
     keyed.sort(key=lambda t: t[0])
     groups = [(nodes, heavy) for _, nodes, heavy in keyed]
-    merges = [_with_prologues(graph, _with_epilogues(graph, groups, max_ops))] if epilogues else []
-    merges.append(_with_prologues(graph, groups))
-    for candidate in [c for m in merges for c in (_with_weight_transposes(graph, m), m)] if prologues else [groups]:
+    for candidate in _merges(graph, groups, max_ops, epilogues) if prologues else (groups,):
         if len(candidate) > 1:  # one part would be the program itself: its own search covers that
             groups = _ordered(graph, candidate)
             break
@@ -263,6 +261,17 @@ def _weight_matmul_operands(graph: Graph) -> set[int]:
     return {graph.nodes[i].args[0] for i in range(len(graph.nodes)) if _weight_matmul(graph, i)}
 
 
+def _merges(graph: Graph, groups: list[tuple[list[int], bool]], max_ops: int,
+            epilogues: bool) -> Iterator[list[tuple[list[int], bool]]]:
+    """The merged groupings ``partition`` tries, in order (computed as they are asked for): with
+    epilogues (``epilogues``) then without, prologues joined in both, each with the weight transposes
+    joined, then without them."""
+    for base in ((_with_epilogues(graph, groups, max_ops),) if epilogues else ()) + (groups,):
+        merged = _with_prologues(graph, base)
+        yield _with_weight_transposes(graph, merged)
+        yield merged
+
+
 def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops: int) -> list[tuple[list[int], bool]]:
     """An element-wise chunk takes into its part the weight matmuls (``_epilogue_matmul``) whose values
     only it reads, as many as fit ``max_ops``: ``silu(x @ W1) @ W2`` becomes ``silu(x @ W1)`` and a plain
@@ -271,13 +280,19 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
     iteration: 16.6 µs for a decode down projection where the plain GEMV takes 11.2, H200,
     docs/off-the-suite.md "Activations as epilogues"); as an epilogue it runs once per output."""
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
+    outputs = {i for _, i in graph.output_indices}
+    readers: dict[int, set[int]] = {}
+    for j, n in enumerate(graph.nodes):
+        for a in n.args:
+            readers.setdefault(a, set()).add(j)
     taken: dict[int, int] = {}  # matmul group -> the chunk group that takes it
     for c, (chunk, heavy) in enumerate(groups):
         if heavy or not all(graph.nodes[i].kind in (OpKind.UNARY, OpKind.BINARY) for i in chunk):
             continue
         inside = set(chunk)
         reads = {a for i in chunk for a in graph.nodes[i].args if a not in inside}
-        mms = sorted({owner[a] for a in reads if a in owner and _epilogue_matmul(graph, groups[owner[a]], inside)})
+        mms = sorted({owner[a] for a in reads if a in owner and a not in outputs and readers[a] <= inside
+                      and _epilogue_matmul(graph, groups[owner[a]])})
         # an activation or a gate of the matmuls alone: a residual or a bias (another input) after the
         # loop has no searched one-kernel form (``prism.epilogue``), so such a part would get the vendor GEMM
         if mms and reads <= {groups[m][0][0] for m in mms} and len(chunk) + len(mms) <= max_ops:
@@ -286,16 +301,14 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
             for g, (nodes, heavy) in enumerate(groups) if g not in taken]
 
 
-def _epilogue_matmul(graph: Graph, group: tuple[list[int], bool], chunk: set[int]) -> bool:
-    """``group`` is one weight matmul whose value only ``chunk`` reads. (A norm computing its left
-    operand then runs as a part of its own, not as the matmul's prologue: a decode Llama MLP block's
-    gate and up projections as one part with their activation, 19-21 µs, against two norm-prologue
-    GEMVs of 12.6 µs each and the activation's pass in the down projection, H200.)"""
+def _epilogue_matmul(graph: Graph, group: tuple[list[int], bool]) -> bool:
+    """``group`` is one weight matmul (its value read by the chunk alone: ``_with_epilogues`` checks).
+    (A norm computing its left operand then runs as a part of its own, not as the matmul's prologue: a
+    decode Llama MLP block's gate and up projections as one part with their activation, 19-21 µs,
+    against two norm-prologue GEMVs of 12.6 µs each and the activation's pass in the down projection,
+    H200.)"""
     nodes, heavy = group
-    if not heavy or len(nodes) != 1 or not _weight_matmul(graph, m := nodes[0]):
-        return False
-    return m not in {i for _, i in graph.output_indices} and all(
-        j in chunk for j, n in enumerate(graph.nodes) if m in n.args)
+    return heavy and len(nodes) == 1 and _weight_matmul(graph, nodes[0])
 
 
 def _with_prologues(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[tuple[list[int], bool]]:

@@ -226,8 +226,9 @@ def search_and_verify(
     elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
         whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
-        head = _epilogue_head(graph, part_outcomes, program, cache, progress, time_budget, part_ops)
-        constructed = (*_constructed(graph, program, cache), *_epilogues(graph, head, program, cache))
+        epilogues = _epilogues(graph, part_outcomes, program, cache, part_ops, lambda head: _search_parts(
+            graph, [head], program, cache, progress, time_budget)[0])
+        constructed = (*_constructed(graph, program, cache), *epilogues)
     searched = whole.templates if whole is not None else ()
     if partitioned and searched:  # the flash-decoding shape of the searched one-kernel plans, also by rule
         # (a pipeline search's plans split under a key of their own: the default search's splits are
@@ -347,33 +348,37 @@ def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, 
     return _built_by_rule(graph, program, cache, CONSTRUCTED_KEY, "row_vendor_plan", build)
 
 
-def _epilogue_head(graph: Graph, parts: list[PartOutcome], program: str, cache: bool, progress: bool,
-                   time_budget: float | None, part_ops: int) -> tuple[PartOutcome, Part] | None:
-    """(a matmul part with its search outcome, the element-wise part after it) that ``_epilogues`` fuses:
-    the program's two parts, or where an epilogue took the matmul into the element-wise part (a norm, a
-    matmul, an activation: the norm alone, then the matmul with its activation) the prologue-only
-    partition's two, its matmul part searched here (None when neither is such a pair)."""
-    if len(parts) == 2 and _has_matmul(parts[0].part):
-        return parts[0], parts[1].part
-    alt = partition(graph, part_ops, epilogues=False) if len(parts) == 2 else []
-    if len(alt) != 2 or not _has_matmul(alt[0]) or not alt[0].searchable:
+def _epilogue_pair(graph: Graph, parts: Sequence[PartOutcome], part_ops: int) -> tuple[Part, Part] | None:
+    """(a matmul part, the element-wise part after it) that ``_epilogues`` fuses: the program's two parts,
+    or where an epilogue took the matmul into the element-wise part (a norm, a matmul, an activation:
+    the norm alone, then the matmul with its activation) the prologue-only partition's two (None when
+    neither is such a pair)."""
+    if len(parts) != 2:
         return None
-    return _search_parts(graph, alt[:1], program, cache, progress, time_budget)[0], alt[1]
+    if _has_matmul(parts[0].part):
+        return parts[0].part, parts[1].part
+    alt = partition(graph, part_ops, epilogues=False)
+    return (alt[0], alt[1]) if len(alt) == 2 and _has_matmul(alt[0]) and alt[0].searchable else None
 
 
 def _has_matmul(part: Part) -> bool:
     return any(n.kind is OpKind.MATMUL for n in part.graph.nodes)
 
 
-def _epilogues(graph: Graph, head: tuple[PartOutcome, Part] | None, program: str,
-               cache: bool) -> tuple[KernelGraph, ...]:
+def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: bool, part_ops: int,
+               search: Callable[[Part], PartOutcome]) -> tuple[KernelGraph, ...]:
     """The epilogue plans of a program of two parts, a matmul part's one-kernel plans with the
-    element-wise part after it (``prism.epilogue``), each proven whole."""
-    if head is None:
+    element-wise part after it (``prism.epilogue``), each proven whole; a matmul part the program's
+    partition does not have is searched (``search``) only when the plans are not cached."""
+    if (pair := _epilogue_pair(graph, parts, part_ops)) is None:
         return ()
-    matmul, tail = head
-    return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", lambda: epilogue_plans(
-        graph, matmul.outcome.of(PlanSource.SEARCHED), tail.graph, program, _proven))
+    head, tail = pair
+
+    def build() -> list[KernelGraph]:
+        found = next((po for po in parts if po.part.nodes == head.nodes), None) or search(head)
+        return epilogue_plans(graph, found.outcome.of(PlanSource.SEARCHED), tail.graph, program, _proven)
+
+    return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", build)
 
 
 def _splits(graph: Graph, searched: Sequence[KernelGraph], program: str, cache: bool,

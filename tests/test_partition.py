@@ -12,7 +12,7 @@ from prism import interpreter, pipeline
 from prism.codegen.sizes import legal_sizes
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph, Load, PredefinedKernel
-from prism.partition import MAX_PART_OPS, partition, predefined_plan, stitch
+from prism.partition import MAX_PART_OPS, Part, partition, predefined_plan, stitch
 from prism.verify import verify_all
 
 
@@ -40,23 +40,30 @@ def test_predefined_plan_of_every_zoo_program_is_right_and_proven(name: str) -> 
     assert verify_all(g, [kg])[0].proven
 
 
+def _assert_ordered_cover(g: Graph, parts: list[Part], label: object) -> list[int]:
+    """Every op of ``g`` is in a part and no part reads a later one; the ops."""
+    ops = [i for i, n in enumerate(g.nodes) if n.kind is not OpKind.INPUT]
+    assert sorted({i for p in parts for i in p.nodes}) == ops, label  # every op in a part
+    done = set(g.input_indices)
+    for p in parts:
+        assert all(a in done or a in p.nodes for i in p.nodes for a in g.nodes[i].args), ("reads a later part", label)
+        done.update(p.nodes)
+    return ops
+
+
 @pytest.mark.parametrize("name", list(ZOO))
 def test_partition_is_an_ordered_cover_of_the_program(name: str) -> None:
     g = zoo_graph(name)
     parts = partition(g, max_ops=3)
-    ops = [i for i, n in enumerate(g.nodes) if n.kind is not OpKind.INPUT]
-    assert sorted({i for p in parts for i in p.nodes}) == ops  # every op in a part
+    ops = _assert_ordered_cover(g, parts, name)
     for i in ops:  # in several: a prologue recomputed by each matmul it feeds
         holders = [p for p in parts if i in p.nodes]
         assert len(holders) == 1 or (g.nodes[i].kind is not OpKind.MATMUL and all(
             sum(g.nodes[j].kind is OpKind.MATMUL for j in p.nodes) == 1 for p in holders))
-    done = set(g.input_indices)
     for p in parts:
         matmuls = sum(g.nodes[i].kind is OpKind.MATMUL for i in p.nodes)
         # a chunk feeding a weight matmul may hold one op more, and the matmul may take it
         assert p.heavy or (len(p.nodes) <= 4 + matmuls and matmuls <= 1)
-        assert all(a in done or a in p.nodes for i in p.nodes for a in g.nodes[i].args), "reads a later part"
-        done.update(p.nodes)
     # stitching the parts' predefined plans gives the program back
     st = stitch(g, parts, [predefined_plan(p.graph) for p in parts], name)
     assert run_plan(g, st) < 1e-12
@@ -420,13 +427,8 @@ def test_partitions_of_random_mlps_cover_them_in_order_and_stitch_back(chunk: in
     for seed in range(100 * chunk, 100 * chunk + 100):
         g = _random_mlp(seed)
         parts = partition(g)
-        ops = [i for i, node in enumerate(g.nodes) if node.kind is not OpKind.INPUT]
-        assert sorted({i for p in parts for i in p.nodes}) == ops, seed
-        done = set(g.input_indices)
-        for p in parts:
-            assert all(a in done or a in p.nodes for i in p.nodes for a in g.nodes[i].args), seed
-            assert len(p.nodes) - len(p.transposes) <= MAX_PART_OPS + 2, seed
-            done.update(p.nodes)
+        _assert_ordered_cover(g, parts, seed)
+        assert all(len(p.nodes) - len(p.transposes) <= MAX_PART_OPS + 2 for p in parts), seed
         ins = _inputs(g, seed)
         ref = g.evaluate(ins)
         out = interpreter.run(stitch(g, parts, [predefined_plan(p.graph) for p in parts], "mlp"), ins)
