@@ -7,9 +7,9 @@
     fn(X=X, W=W)                                    # inputs by name
 
 * Compilation: ``cupy.RawModule`` (NVRTC; CuPy adds ``-arch`` for the current device), options
-  ``PRISM_NVRTC_OPTIONS``; modules are cached in-process by a hash of source + options + device
-  (CuPy also keeps compiled binaries on disk). A rejected source raises ``CompileError`` with the
-  source, the NVRTC log and the failing line.
+  ``codegen.arch.COMPILE_FLAGS`` and then ``PRISM_NVRTC_OPTIONS``; modules are cached in-process by a
+  hash of source + options + device (CuPy also keeps compiled binaries on disk). A rejected source
+  raises ``CompileError`` with the source, the NVRTC log and the failing line.
 * Calls check device, dtype, shape, contiguity and 16-byte alignment (``InputError`` /
   ``DeviceError``), allocate outputs of the inputs' kind unless ``out=`` is given, and launch on the
   caller's current stream (torch: ``torch.cuda.current_stream()``; CuPy: the current CuPy stream).
@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from prism.codegen.arch import SMEM_DEFAULT
+from prism.codegen.arch import COMPILE_FLAGS, SMEM_DEFAULT
 from prism.codegen.plan import COUNTER_DTYPE, KernelLaunch, LaunchPlan, PredefinedOp
 from prism.errors import CompileError, DeviceError, InputError
 from prism.ir import TensorSpec
 
-NVRTC_OPTIONS: tuple[str, ...] = ("--std=c++17",)
+NVRTC_OPTIONS: tuple[str, ...] = COMPILE_FLAGS
 ALIGNMENT = 16
 
 _MODULES: dict[str, Any] = {}  # hash of (source, options, device) -> cupy.RawModule

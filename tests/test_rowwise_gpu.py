@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from bench.zoo import ZOO, zoo_graph
@@ -43,3 +44,32 @@ def test_row_kernels_compute_their_program_on_the_gpu(name: str) -> None:
         for t, o in zip(g.outputs, outs, strict=True):
             err = relative_error(o.double().cpu().numpy(), want[t.name])
             assert err < 2e-2, f"{name} sizes {sizes} output {t.name}: relative error {err:.3e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["silu_mul", "sigmoid_gate", "softmax", "rms_norm", "l2_normalize", "hypot", "isru"])
+@pytest.mark.parametrize("scale", [1e-6, 8e3])
+def test_approximate_division_and_sqrt_keep_extreme_inputs(name: str, scale: float) -> None:
+    """Kernels compile with approximate float32 division and square root (``arch.COMPILE_FLAGS``):
+    inputs at the ends of float16's range (subnormal, and large enough that ``exp(-x)`` overflows)
+    still compute the program (a quotient by infinity is 0, not NaN; subnormals are not flushed)."""
+    torch = pytest.importorskip("torch")
+    from prism.runtime import compile_plan
+
+    g = zoo_graph(name, "decode")
+    template = row_plan(g, name)
+    assert template is not None, name
+    sizes = next(s for s, _ in generated_sizes(template, "sm_90"))
+    fn = compile_plan(generate(template.instantiate(sizes), arch="sm_90"))
+    rng = torch.Generator().manual_seed(1)
+    xs = {t.name: (torch.randn(t.shape, generator=rng, dtype=torch.float64) * scale).to(torch.float16)
+          for t in g.inputs}
+    want = g.evaluate({k: v.double().numpy() for k, v in xs.items()})
+    out = fn(*[xs[t.name].cuda() for t in g.inputs])
+    torch.cuda.synchronize()
+    outs = out if isinstance(out, tuple) else (out,)
+    for t, o in zip(g.outputs, outs, strict=True):
+        got = o.double().cpu().numpy()
+        assert not np.isnan(got).any(), f"{name} at scale {scale:g}: NaN in {t.name}"
+        err = relative_error(got, want[t.name])
+        assert err < 2e-2, f"{name} at scale {scale:g}, output {t.name}: relative error {err:.3e}"

@@ -13,6 +13,12 @@ from prism.errors import CodegenError
 SMEM_DEFAULT = 48 * 1024  # above this a kernel needs the opt-in attribute
 MAX_THREADS = 1024  # threads per block
 MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid dim x, y, z
+# How every generated source is compiled (NVRTC at run time, nvcc in the offline checks): float32
+# division and square root as the hardware's approximations (at most 2 ulp of float32, as Triton's
+# kernels compute them) instead of the IEEE-rounded sequences with their slow-path branch. Outputs are
+# 16-bit, so the results round the same (docs/codegen.md, "Approximate division and square root").
+# Denormals are kept (no flush to zero): a norm of tiny values must not divide by zero.
+COMPILE_FLAGS: tuple[str, ...] = ("--std=c++17", "--prec-div=false", "--prec-sqrt=false")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from prism.codegen.arch import COMPILE_FLAGS
 from prism.errors import CompileError
 
 _LOC = re.compile(r"\((\d+)\): (?:error|catastrophic error)")
@@ -54,7 +55,7 @@ def _compile_unit(batch: list[tuple[str, str]], arch: str, workdir: str, tag: in
     with open(path, "w") as f:
         f.write("".join(text))
     proc = subprocess.run(
-        [nvcc, f"-arch={arch}", "-c", path, "-o", os.path.join(workdir, f"unit{tag}.o"), "-Xptxas", "-v",
+        [nvcc, f"-arch={arch}", *COMPILE_FLAGS, "-c", path, "-o", os.path.join(workdir, f"unit{tag}.o"), "-Xptxas", "-v",
          "-w"], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         log = proc.stderr + proc.stdout
