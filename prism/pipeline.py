@@ -221,7 +221,7 @@ def search_and_verify(
         except (SearchError, VerificationError) as e:  # outside what the search or prover handle
             log.warning("%s: no whole-program search (%s); parts and predefined kernels remain", program, e)
             whole = SearchOutcome(program, graph.structure_key(), (), False, {"whole_program_error": str(e)})
-        if config is None and cfg.loop_one and whole.templates and not any(map(has_sizes, whole.templates)):
+        if config is None and cfg.loop_one and whole.templates and not _some_plan_fits(graph, whole.templates):
             whole = _with_pipelines(graph, program, cache, progress, cfg, whole)
     elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
         whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
@@ -267,6 +267,15 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
     stats = {**whole.stats, "pipelines": len(fits), "pipelines_searched": len(more.templates)}
     return replace(whole, templates=(*whole.templates, *fits), stats=stats,
                    sources=(*whole.sources, *[PlanSource.SEARCHED] * len(fits)))
+
+
+def _some_plan_fits(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
+    """Some template can be generated at ``graph``'s shapes and holds no input row longer than a block's
+    shared memory. A plan reading such rows in place (its accumulators inline) may be generated, but
+    walks each row with one block: the two-kernel pipelines are searched then too."""
+    shapes = {t.name: t.shape for t in graph.inputs}
+    smem = get_arch("sm_80").smem_max
+    return any(_tile_floor(t, shapes) <= smem and has_sizes(t) for t in templates)
 
 
 def _tile_floor(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:

@@ -303,14 +303,24 @@ def test_one_iteration_accumulators_are_read_in_place() -> None:
     assert inlined >= 3
 
 
-def test_the_softmax_family_keeps_its_one_iteration_accumulators() -> None:
-    """A kernel that reduces and runs exp over whole rows keeps its accumulators (measured faster so:
-    lower._is_its_value); the same kernels emulate like the interpreter either way."""
+def test_the_softmax_family_reads_its_one_iteration_accumulators_in_place_unless_told_not_to() -> None:
+    """A kernel that reduces and runs exp over whole rows reads its one-iteration element-wise
+    accumulators in place (``Options.inline_special``, on) and keeps them with the option off
+    (lower._is_its_value); the kernels emulate like the interpreter either way."""
     items = _searched(_graph("softmax"), "softmax")
     assert items
+    kept = Options(inline_special=False)
+    seen = 0
     for label, t in items:
         for sizes in cheap_sizes(t, 1, MAX_WORK):
             kg = t.instantiate(sizes)
             low = lower.lower_graph(kg, arch("sm_80")).kernels[0]
-            assert low is not None and low.loop == 1 and not low.reads_loop_tiles_after, label
-            assert emulate_error(kg) < 1e-6, label
+            off = lower.lower_graph(kg, arch("sm_80"), kept).kernels[0]
+            assert low is not None and off is not None and low.loop == 1 and not off.reads_loop_tiles_after, label
+            ew = [i for i, op in enumerate(low.kernel.ops) if isinstance(op, Accum) and op.reduce_dim is None]
+            seen += len(ew)
+            assert all(low.stores[i] is lowered.Store.INLINE for i in ew), label
+            assert all(off.stores[i] is lowered.Store.ACC for i in ew), label
+            for options in (None, kept):
+                assert emulate_error(kg, options) < 1e-6, (label, options)
+    assert seen > 0

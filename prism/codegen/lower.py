@@ -432,11 +432,10 @@ def _stores(d: _Draft) -> None:
 def _is_its_value(d: _Draft, i: int, op: Accum) -> bool:
     """A for-loop of one iteration: an element-wise accumulator (any fn, rescaled or not) holds its
     one value, so it is read in place (inline) instead of going through registers and a tile.
-    Fragments of a matmul keep their accumulator (the fragments are its storage). So do kernels
-    that reduce and run a special function (exp, ...) over tiles as large as the accumulator: the
-    softmax family measured 2-21% slower read in place on an H200, while norms and element-wise
-    programs were 1-22% faster (a rule fitted to that measurement, mechanism not found;
-    docs/codegen.md, "One-iteration accumulators")."""
+    Fragments of a matmul keep their accumulator (the fragments are its storage). With
+    ``Options.inline_special`` off, so do kernels that reduce and run a special function (exp, ...)
+    over tiles as large as the accumulator (the softmax family; docs/codegen.md, "One-iteration
+    accumulators" and "Approximate division and square root")."""
     if not (d.options.inline_accums and d.loop == 1 and op.reduce_dim is None and d.stores[op.x] is not Store.FRAG):
         return False
     if d.options.inline_special:

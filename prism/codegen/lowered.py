@@ -134,8 +134,10 @@ class Options:
     # a for-loop of one iteration: element-wise accumulators read their value in place (lower._is_its_value)
     inline_accums: bool = True
     # ... also in kernels that reduce and run a special function over tiles as large as the accumulator
-    # (the softmax family), which keep their accumulators when this is off
-    inline_special: bool = False
+    # (the softmax family), which keep their accumulators when this is off. On since 2026-12-04: with
+    # approximate division it was faster for 13 of 16 softmax programs and sizes on an H200, 3% slower
+    # for one (docs/codegen.md, "Approximate division and square root")
+    inline_special: bool = True
     # each warp owns a 2-D block of a matmul's 16x16 units and reuses every ldmatrix fragment across
     # its row or column of them (``MmaPlan.wm``/``wn``), instead of units dealt round-robin with two
     # ldmatrix per unit and k-step. On an H200 a 512x4096x4096 GEMM's tuned kernel went from 29% to 56%

@@ -1,7 +1,7 @@
 namespace prism_0 {
 // Prism generated kernel prism_program_k0_699a9cc945 (deterministic output; do not edit)
 // program program, kernel 'k0' (1 of 2 custom), target sm_80
-// sizes: grid (x=32, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 21504 B dynamic shared memory
+// sizes: grid (x=32, y=2), for-loop 1; block 128 threads; 1 pipeline stage(s); 25728 B dynamic shared memory
 // tensors: Kt[2, 128, 1024] float16 (input), Q[2, 8, 128] float16 (input), V[2, 1024, 128] float16 (input), t0[32, 8, 256] float32 (intermediate), t1[2, 8, 32] float32 (intermediate)
 // block graph (tile per block; where the value lives):
 //   %0  Load(Kt, imap=(2, 0), fmap=None)             [1, 128, 32]   pre   smem s_Kt (once)
@@ -12,7 +12,7 @@ namespace prism_0 {
 //   %5  matmul(%4, %2)                               [1, 8, 128]    loop  mma fragments (2 unit(s)/warp, k split 1)
 //   %6  sum(%4, dim=2)                               [1, 8, 1]      pre   smem red6
 //   %7  Accum(%5)                                    [1, 8, 128]    post  registers (frag) -> smem acc7
-//   %8  Accum(%6)                                    [1, 8, 1]      post  registers (ew) -> smem acc8
+//   %8  Accum(%6)                                    [1, 8, 1]      post  inline
 //   %9  Save(%7 -> t0, omap=(0, 2))                                 save  global
 //   %10 Save(%8 -> t1, omap=(2, 0))                                 save  global
 
@@ -260,8 +260,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_699a9cc945(co
   float* const mm3 = reinterpret_cast<float*>(smem + 18432);  // pre [1, 8, 32] pitch 36 2 partial copies
   half_t* const ew4 = reinterpret_cast<half_t*>(smem + 20736);  // pre [1, 8, 32] pitch 40
   float* const red6 = reinterpret_cast<float*>(smem + 21376);  // pre [1, 8, 1] pitch 1
-  float* const acc7 = reinterpret_cast<float*>(smem + 0);  // post [1, 8, 128] pitch 132
-  float* const acc8 = reinterpret_cast<float*>(smem + 4224);  // post [1, 8, 1] pitch 1
+  float* const acc7 = reinterpret_cast<float*>(smem + 21504);  // post [1, 8, 128] pitch 132
   const unsigned smem_base = smem_u32(smem);  // cp.async destinations as 32-bit shared addresses
   // this block's tile origins in global memory
   const half_t* const g_s_Kt = t_Kt + (int)bid.y * 131072 + (int)bid.x * 32;
@@ -269,7 +268,6 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_699a9cc945(co
   const half_t* const g_s_V = t_V + (int)bid.y * 131072 + (int)bid.x * 4096;
   // accumulators (registers)
   float ra7[2][2][4] = {};
-  float ra8[1] = {};
   // prologue: loop-invariant tiles, then the first stages
   load_s_Kt(smem_base, g_s_Kt, tid);
   load_s_Q(smem_base + 8192, g_s_Q, tid);
@@ -330,27 +328,11 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_699a9cc945(co
     __syncthreads();
     cp_async_commit();
     mma_5(ra7, ew4, s_V, warp, lane);
-    #pragma unroll
-    for (int j = 0; j < 1; ++j) {
-      const int e = tid + j * 128;
-      if (e < 8) {
-        const int a8_e1 = e;
-        ra8[j] += red6[a8_e1];
-      }
-    }
   }
   cp_async_wait<0>();
   __syncthreads();
   // epilogue: accumulators to shared memory, then the post-loop ops and savers
   store_5(ra7, acc7, warp, lane);
-  #pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 8) {
-      const int a8_e1 = e;
-      acc8[a8_e1] = ra8[j];
-    }
-  }
   __syncthreads();
   // save t0[32, 8, 256] <- tile [1, 8, 128], omap (0, 2): 4-element stores
   {
@@ -378,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_699a9cc945(co
       const int e = tid + j * 128;
       if (e < 8) {
         const int s10_1 = e;
-        const float v0 = acc8[s10_1];
+        const float v0 = red6[s10_1];
         st_f1(t_t1 + blk_10 + s10_1 * 32, v0);
       }
     }
