@@ -64,8 +64,9 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ float prism_sq(float x) { return x * x; }
 __device__ __forceinline__ float prism_silu(float x) { return x / (1.0f + __expf(-x)); }
+// GELU's tanh form through 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)): one __expf and a division, no tanhf
 __device__ __forceinline__ float prism_gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+  return x / (1.0f + __expf(-1.5957691216f * (x + 0.044715f * x * x * x)));
 }
 __device__ __forceinline__ float warp_sum(float v, int width) {
   for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
