@@ -88,8 +88,9 @@ def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
     return [legal[k] for k in picks]
 
 
-def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sources: list[str] | None = None,
-        pick: str = "spread", max_templates: int | None = None) -> dict[str, Any]:
+def program_setup(name: str, which: str) -> tuple[Any, list[Any], list[Any]]:
+    """The search outcome of zoo program ``name`` at ``which`` sizes (or, with ``which`` "bench", of a
+    benchmark configuration), GPU inputs, and the float64 reference on those inputs as rounded."""
     if which == "bench":  # a configuration of the benchmark suite, e.g. rmsnorm_linear_d4096
         cfg = workloads.config(name)
         graph, program = cfg.build(), cfg.program
@@ -100,7 +101,12 @@ def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sou
     args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
     # the float64 reference on the inputs as rounded to their dtype: once for every variant
     halves = {t.name: a.double().cpu().numpy() for t, a in zip(graph.inputs, args, strict=True)}
-    ref = [graph.evaluate(halves)[t.name] for t in graph.outputs]
+    return out, args, [graph.evaluate(halves)[t.name] for t in graph.outputs]
+
+
+def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sources: list[str] | None = None,
+        pick: str = "spread", max_templates: int | None = None) -> dict[str, Any]:
+    out, args, ref = program_setup(name, which)
     best: dict[str, float] = {}
     rows = []
     templates = [(f"{src}:{ti}", t) for src in (sources or ["searched"])
