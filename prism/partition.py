@@ -225,11 +225,12 @@ def _with_weight_transposes(graph: Graph, groups: list[tuple[list[int], bool]]) 
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
     outputs = {i for _, i in graph.output_indices}
     joins: dict[int, list[int]] = {}  # transpose group -> the matmul groups it joins
+    read_by = _readers(graph)
     for c, (nodes, heavy) in enumerate(groups):
         t = nodes[0]
         if not (heavy and len(nodes) == 1 and graph.nodes[t].kind is OpKind.TRANSPOSE) or t in outputs:
             continue
-        readers = [j for j, n in enumerate(graph.nodes) if t in n.args]
+        readers = read_by.get(t, set())
         if readers and all(_weight_matmul(graph, j) and graph.nodes[j].args[1] == t for j in readers):
             joins[c] = sorted({owner[j] for j in readers})
     return [(sorted([*nodes, *(groups[c][0][0] for c, to in joins.items() if g in to)]), heavy)
@@ -281,10 +282,7 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
     docs/off-the-suite.md "Activations as epilogues"); as an epilogue it runs once per output."""
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
     outputs = {i for _, i in graph.output_indices}
-    readers: dict[int, set[int]] = {}
-    for j, n in enumerate(graph.nodes):
-        for a in n.args:
-            readers.setdefault(a, set()).add(j)
+    readers = _readers(graph)
     taken: dict[int, int] = {}  # matmul group -> the chunk group that takes it
     for c, (chunk, heavy) in enumerate(groups):
         if heavy or not all(graph.nodes[i].kind in (OpKind.UNARY, OpKind.BINARY) for i in chunk):
@@ -299,6 +297,15 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
             taken.update(dict.fromkeys(mms, c))
     return [(sorted([*nodes, *(groups[m][0][0] for m, to in taken.items() if to == g)]), heavy)
             for g, (nodes, heavy) in enumerate(groups) if g not in taken]
+
+
+def _readers(graph: Graph) -> dict[int, set[int]]:
+    """Node -> the nodes that read its value (nodes no one reads are absent)."""
+    readers: dict[int, set[int]] = {}
+    for j, n in enumerate(graph.nodes):
+        for a in n.args:
+            readers.setdefault(a, set()).add(j)
+    return readers
 
 
 def _epilogue_matmul(graph: Graph, group: tuple[list[int], bool]) -> bool:
@@ -320,9 +327,10 @@ def _with_prologues(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
     outputs = {i for _, i in graph.output_indices}
     joins: dict[int, list[int]] = {}  # chunk group -> the matmul groups it joins
+    read_by = _readers(graph)
     for c, (chunk, heavy) in enumerate(groups):
         inside = set(chunk)
-        readers = {j for j, n in enumerate(graph.nodes) if j not in inside and inside & set(n.args)}
+        readers = {j for i in chunk for j in read_by.get(i, ())} - inside
         if heavy or not readers or inside & outputs or any(graph.nodes[i].kind in HEAVY for i in chunk):
             continue  # (a part an epilogue made holds its matmuls: it is no prologue)
         if all(_weight_matmul(graph, j) and graph.nodes[j].args[1] not in inside and groups[owner[j]][1]

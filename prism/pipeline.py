@@ -261,9 +261,7 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
     except (SearchError, VerificationError) as e:
         log.warning("%s: no pipeline search (%s)", program, e)
         return whole
-    shapes = {t.name: t.shape for t in graph.inputs}
-    fits = [t for t in more.templates if len(t.kernels) > 1 and _tile_floor(t, shapes) <= get_arch("sm_80").smem_max
-            and has_sizes(t)]
+    fits = [t for t in more.templates if len(t.kernels) > 1 and _fits(graph, t)]
     stats = {**whole.stats, "pipelines": len(fits), "pipelines_searched": len(more.templates)}
     return replace(whole, templates=(*whole.templates, *fits), stats=stats,
                    sources=(*whole.sources, *[PlanSource.SEARCHED] * len(fits)))
@@ -273,9 +271,14 @@ def _some_plan_fits(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
     """Some template can be generated at ``graph``'s shapes and holds no input row longer than a block's
     shared memory. A plan reading such rows in place (its accumulators inline) may be generated, but
     walks each row with one block: the two-kernel pipelines are searched then too."""
+    return any(_fits(graph, t) for t in templates)
+
+
+def _fits(graph: Graph, kg: KernelGraph) -> bool:
+    """``kg`` holds no input row longer than a block's shared memory (``_tile_floor``, the cheap test
+    first) and can be generated at ``graph``'s shapes."""
     shapes = {t.name: t.shape for t in graph.inputs}
-    smem = get_arch("sm_80").smem_max
-    return any(_tile_floor(t, shapes) <= smem and has_sizes(t) for t in templates)
+    return _tile_floor(kg, shapes) <= get_arch("sm_80").smem_max and has_sizes(kg)
 
 
 def _tile_floor(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
