@@ -58,13 +58,17 @@ SPLIT = "s"  # the split grid dim's size symbol (a fresh name is taken where the
 class Partial:
     """A value the split kernel saves as ``tensor``: the accumulator at op ``x`` of the original
     kernel or, with ``running_max``, the running max of its loop op ``x`` (a rescaling shift).
-    The combine accumulates it with ``fn``, rescaled by the maxes of partial ``shift`` if given."""
+    The combine accumulates it with ``fn``, rescaled by the maxes of partial ``shift`` if given. With
+    ``reduced``, the split kernel saves the accumulator reduced by the post-loop ReduceOp at that op
+    index (its only use, and one that commutes with the combine: ``_reduced``), and the combine's
+    accumulator stands for that ReduceOp."""
 
     x: int
     tensor: str
     fn: Reduce = Reduce.SUM
     shift: str | None = None
     running_max: bool = False
+    reduced: int | None = None
 
 
 def split_plans(graph: Graph, plans: Sequence[KernelGraph], program: str, prove: Prover) -> list[KernelGraph]:
@@ -110,7 +114,7 @@ def split_loop(graph: Graph, kg: KernelGraph, program: str) -> KernelGraph | Non
         return None
     taken = {t.name for t in (*kg.inputs, *kg.outputs)} | {
         sv.tensor for lk in kg.kernels if isinstance(lk, CustomKernel) for sv in lk.saves}
-    partials = _partials(k, phases, taken)
+    partials = _partials(k, phases, taken, _op_unit_dims(kg, k))
     s = _fresh(kg)
     split = _split_kernel(k, phases, partials, dims, _ranks(kg, k), s)
     if split is None:
@@ -178,9 +182,10 @@ def _fresh(kg: KernelGraph, base: str = SPLIT) -> str:
     return next(n for n in itertools.chain([base], (f"{base}{i}" for i in itertools.count(1))) if n not in used)
 
 
-def _partials(k: CustomKernel, phases: list[OpPhase], taken: set[str]) -> list[Partial]:
+def _partials(k: CustomKernel, phases: list[OpPhase], taken: set[str], ones: list[set[int]]) -> list[Partial]:
     """The accumulators the post-loop phase uses, in op order, each after the running-max partial its
-    rescaling needs (one per shift op, shared by the accumulators it rescales)."""
+    rescaling needs (one per shift op, shared by the accumulators it rescales), each reduced before it
+    is saved where ``_reduced`` allows."""
     used = {a for i, op in enumerate(k.ops) if phases[i] is not OpPhase.LOOP for a in op_args(op)}
     names = (n for n in (f"part{j}" for j in itertools.count()) if n not in taken)
     out: list[Partial] = []
@@ -191,8 +196,32 @@ def _partials(k: CustomKernel, phases: list[OpPhase], taken: set[str]) -> list[P
         if op.rescale is not None and op.rescale not in maxes:
             maxes[op.rescale] = next(names)
             out.append(Partial(op.rescale, maxes[op.rescale], Reduce.MAX, running_max=True))
-        out.append(Partial(i, next(names), op.fn, None if op.rescale is None else maxes[op.rescale]))
+        out.append(Partial(i, next(names), op.fn, None if op.rescale is None else maxes[op.rescale],
+                           reduced=_reduced(k, i, ones)))
     return out
+
+
+# an accumulator's fn and the post-loop ReduceOp's fn that commute: the reduction of the whole loop's
+# accumulator is the accumulation of the iterations' (or splits') reductions
+_COMMUTING = {(Reduce.SUM, Reduce.SUM), (Reduce.MAX, Reduce.MAX)}
+
+
+def _reduced(k: CustomKernel, acc: int, ones: list[set[int]]) -> int | None:
+    """The post-loop ReduceOp that is the only use of accumulator ``acc`` and that the split kernel can
+    apply before saving, or None: the two fns commute and a rescaling shift has extent 1 along the
+    reduced dim (the shift is then one factor for the whole reduced run: ``Σ_d Σ_p N_p · exp(M_p − M)``
+    is ``Σ_p exp(M_p − M) · Σ_d N_p``). A softmax over a row longer than a tile accumulates its
+    exponentials tile-wide and sums them after the loop; reduced, its partials are one float32 a row
+    and split, not a tile (a 128K-entry vocabulary: 2 MB of partials, which four combining blocks read
+    in 13 µs on an H200; docs/off-the-suite.md, "Partials reduced before they are saved")."""
+    op = k.ops[acc]
+    assert isinstance(op, Accum)
+    users = [j for j, u in enumerate(k.ops) if acc in op_args(u)]
+    if len(users) != 1 or not isinstance(red := k.ops[users[0]], ReduceOp) or op.reduce_dim is not None:
+        return None
+    if (op.fn, red.fn) not in _COMMUTING or (op.rescale is not None and red.dim not in ones[op.rescale]):
+        return None
+    return users[0]
 
 
 def _split_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Partial], dims: tuple[int | None, ...],
@@ -216,6 +245,13 @@ def _split_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Partial
         if p.running_max:
             ops.append(Accum(x, fn=Reduce.MAX))
             x = len(ops) - 1
+        if p.reduced is not None:
+            red = k.ops[p.reduced]
+            assert isinstance(red, ReduceOp)
+            if red.dim in dims:
+                return None
+            ops.append(ReduceOp(red.fn, x, red.dim))
+            x = len(ops) - 1
         free = next((d for d in range(ranks[p.x]) if d not in dims), None)
         if free is None or any(d is not None and d >= ranks[p.x] for d in dims):
             return None
@@ -235,9 +271,12 @@ def _combine_kernel(k: CustomKernel, phases: list[OpPhase], partials: list[Parti
         if p.running_max:
             continue
         new[p.x] = len(ops)
+        if p.reduced is not None:
+            new[p.reduced] = len(ops)  # the accumulated reductions are the ReduceOp's value
         ops.append(Accum(j, fn=p.fn, rescale=None if p.shift is None else load[p.shift]))
+    reductions = {p.reduced for p in partials}
     for i, op in enumerate(k.ops):
-        if phases[i] is not OpPhase.LOOP and not isinstance(op, Accum):
+        if phases[i] is not OpPhase.LOOP and not isinstance(op, Accum) and i not in reductions:
             new[i] = len(ops)
             ops.append(renumbered(op, new))
     return CustomKernel(f"{k.name}_combine", k.grid, s, tuple(ops))
@@ -291,7 +330,13 @@ def _widened(op: BlockOp, d: int, ones: dict[str, set[int]]) -> BlockOp:
 
 
 def _unit_dims(kg: KernelGraph, k: CustomKernel) -> dict[str, set[int]]:
-    """Per tensor ``k`` saves, the dims of extent 1 at every size: reduced by a ReduceOp or an
+    """Per tensor ``k`` saves, the dims of extent 1 at every size (``_op_unit_dims``)."""
+    ones = _op_unit_dims(kg, k)
+    return {op.tensor: ones[i] for i, op in enumerate(k.ops) if isinstance(op, Save)}
+
+
+def _op_unit_dims(kg: KernelGraph, k: CustomKernel) -> list[set[int]]:
+    """Per op of ``k``, the dims of its tile of extent 1 at every size: reduced by a ReduceOp or an
     accumulator, or of extent 1 in every input that reaches them."""
     shapes = {t.name: t.shape for t in kg.inputs}
     ones: list[set[int]] = []
@@ -313,4 +358,4 @@ def _unit_dims(kg: KernelGraph, k: CustomKernel) -> dict[str, set[int]]:
                 ones.append(ones[x])
             case _:
                 assert_never(op)
-    return {op.tensor: ones[i] for i, op in enumerate(k.ops) if isinstance(op, Save)}
+    return ones

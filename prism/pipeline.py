@@ -64,7 +64,7 @@ TUNE_CACHE_SCHEMA = 4
 WHOLE_PROGRAM_OPS = 12
 CONSTRUCTED_KEY = "-rows"  # the search cache's key of such a program's row-vendor plan: its structure key, then this
 EPILOGUE_KEY = "-epilogue"  # and of its epilogue plans (prism.epilogue)
-SPLIT_KEY = "-split2"  # and of its split-loop plans (prism.loopsplit; 2: with the spread combines)
+SPLIT_KEY = "-split3"  # and of its split-loop plans (prism.loopsplit; 2: spread combines, 3: reduced partials)
 # Seconds each symbolic search may take (its mapping instantiation gets as long again).
 DEFAULT_SEARCH_BUDGET_S = 30.0
 # Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).

@@ -98,3 +98,21 @@ def test_a_superoptimize_record_names_the_plan_that_won(monkeypatch: pytest.Monk
     assert (info["prism_template"], info["prism_sizes"], info["prism_plan_source"]) == (7, {"k0_x": 64}, "searched")
     assert info["prism_kernels"] == ["k0", "k1"] and info["prism_tuner_us"] == 3.0
     assert seen["inductor"] is False  # the suite times Prism's own kernels
+
+
+def _record(config: str, prism_us: float, best_us: float, floor_us: float) -> dict[str, Any]:
+    return report.finish_record({"config": config, "prism_us": prism_us, "compile_us": best_us, "floor_us": floor_us,
+                                 "prism_source": "superoptimize"})
+
+
+@pytest.mark.parametrize(("small_us", "best_us", "geomean_met", "small_met"),
+                         [(2.9, 7.5, True, True), (3.1, 8.0, True, False), (2.9, 5.8, False, True)])
+def test_the_summary_checks_the_issues_targets(small_us: float, best_us: float, geomean_met: bool,
+                                               small_met: bool) -> None:
+    """2.5x geometric mean over the best baseline, the two d = 4096 GEMVs at 80% of their floor, the
+    other configurations at 3 µs or less."""
+    recs = [_record("rmsnorm_linear_d4096", 10.0, 25.0, 8.5), _record("swiglu_d4096", 20.0, 50.0, 15.0),
+            _record("gqa_h1024", small_us, best_us, 0.25)]
+    summary = report.summarize(recs)
+    assert summary["geomean_target_met"] is geomean_met and summary["small_target_met"] is small_met
+    assert summary["floor_target_met"] is False  # swiglu_d4096 at 75% of its floor

@@ -355,11 +355,14 @@ def test_a_plan_built_by_rule_is_also_timed_at_its_fewest_iterations() -> None:
     _space, chosen = tuner._draw(g, [split] * 6, 2, 0, "sm_90", resources, None, 1, always=(4,))
     picks = [dict(s.sizes) for s in chosen if s.template == 4]
     top, fewest = picks[:tuner.BUILT_TOP], picks[tuner.BUILT_TOP:]
-    assert tuner.BUILT_TOP == 2 and top == _space[4][:2] and len(fewest) == 2
+    assert tuner.BUILT_TOP == 2 and top == _space[4][:2]
     legal = legal_sizes(split, arch="sm_90", resources=resources)
-    for at, few in zip(top, fewest, strict=True):
-        same = [sz for sz in legal if all(sz[k] == v for k, v in at.items() if k != "i")]
-        assert at["i"] > few["i"] == min(sz["i"] for sz in same) and {**at, "i": few["i"]} == few
+    wanted = []  # each top size at its fewest iterations, where it is not there already
+    for at in top:
+        least = min(sz["i"] for sz in legal if all(sz[k] == v for k, v in at.items() if k != "i"))
+        if at["i"] > least and {**at, "i": least} not in top + wanted:
+            wanted.append({**at, "i": least})
+    assert wanted and fewest == wanted
 
 
 def test_a_plan_built_by_rule_is_timed_at_each_launch_count(monkeypatch: pytest.MonkeyPatch) -> None:

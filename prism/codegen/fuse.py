@@ -1,6 +1,6 @@
 """Fusing a split kernel with the kernel that combines its partial results: one launch, not two.
 
-A two-kernel plan (split-K GEMV, split-KV attention) launches a *split* kernel A whose blocks write
+A split plan (split-K GEMV, split-KV attention, a long row's split statistics) launches a *split* kernel A whose blocks write
 partial results (intermediate tensors) and a *combine* kernel B whose blocks read them. When every
 block of A writes into the tiles of exactly one block of B, the two run as one kernel of A's grid:
 each A block saves its partials and counts itself in on its B block's counter with one acq_rel atomic
@@ -9,7 +9,9 @@ that counts in last (all partials of that B block are written) resets the counte
 Nothing waits on another block, so any block schedule completes, and the second launch with its gap
 (about 1 µs in a CUDA graph on an H200) is gone.
 
-:func:`fusion` decides whether a pair of consecutive custom kernels has that shape and, if so, how a
+:func:`fusion` finds a pair of consecutive custom kernels of that shape (the last such pair: a split
+plan's combine is its last kernel, or the second where a statistics-then-element-wise pipeline's first
+kernel was split) and how a
 block of A finds its B block: per grid dim q of B, ``b_q = a_p // ratio`` for one grid dim p of A.
 Two more conditions: the combine's copies of the partials must not read a stale L1 line
 (:func:`_l1_safe`), and its grid must be small (at most a quarter of the SMs): a wide combine, run
@@ -19,6 +21,7 @@ by whichever split blocks finish last, was slower fused than launched on its own
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -147,29 +150,27 @@ def _grids_fuse(gl: GraphLowering, a: KernelLowering, b: KernelLowering) -> bool
     return len(a.grid) <= 3 and len(b.grid) <= 3 and a.blocks > b.blocks and b.blocks * SMALL_COMBINE <= gl.arch.sms
 
 
-def _last_pair(gl: GraphLowering) -> tuple[KernelLowering, KernelLowering] | None:
-    """The plan's last two kernels when both are custom (consecutive), else None."""
-    if len(gl.kernels) < 2 or gl.kernels[-2] is None or gl.kernels[-1] is None:
-        return None
-    return gl.kernels[-2], gl.kernels[-1]
+def _pairs(gl: GraphLowering) -> list[tuple[KernelLowering, KernelLowering]]:
+    """The plan's pairs of consecutive custom kernels, the last pair first: a split plan has its combine
+    last, or second where a pipeline's split statistics kernel comes first and the kernel that reads
+    the statistics after the combine."""
+    ks = gl.kernels
+    return [(a, b) for a, b in reversed(list(itertools.pairwise(ks))) if a is not None and b is not None]
 
 
 def fusion(gl: GraphLowering) -> Fusion | None:
-    """The fusion of the plan's last two kernels when both are custom and consecutive, else None.
-
-    Only the last pair: a split plan has its combine last, and one fusion per plan keeps the launch
-    plan a list of launches."""
-    pair = _last_pair(gl)
-    return None if pair is None else pair_fusion(gl, *pair)
+    """The fusion of the plan's first pair of consecutive custom kernels, from the last, that fuses;
+    None when none does. One fusion per plan keeps the launch plan a list of launches."""
+    return next((fu for pair in _pairs(gl) if (fu := pair_fusion(gl, *pair)) is not None), None)
 
 
 def launch_fusion(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[GraphLowering, Options, Fusion | None]:
     """The lowering, options and fusion ``generate`` launches ``kg`` with (``gl``: lowered with ``opts``):
-    with ``opts.fuse`` a fusable last pair is fused, else the first lowering again that fuses it
+    with ``opts.fuse`` a fusable pair is fused (``fusion``), else the first lowering again that fuses one
     (``_refusals``) is taken; else ``gl`` as it is, launched apart."""
-    if not opts.fuse or (pair := _last_pair(gl)) is None or not _grids_fuse(gl, *pair):
+    if not opts.fuse or not any(_grids_fuse(gl, *pair) for pair in _pairs(gl)):
         return gl, opts, None  # (no option changes a grid: no lowering would fuse it)
-    if (fu := pair_fusion(gl, *pair)) is not None:
+    if (fu := fusion(gl)) is not None:
         return gl, opts, fu
     for again_opts in _refusals(gl, opts):
         try:

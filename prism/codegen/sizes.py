@@ -318,18 +318,34 @@ def size_score(res: Resources, sms: int) -> float:
     few loop iterations where their latency shows (``iteration_cost``), one launch (a split kernel fused
     with its combine is one: a decode LoRA GEMV split 4 ways, fused, ran 12.8 µs where the prior's
     two-launch picks ran 14.3-16.3; docs/off-the-suite.md, "The prior counts launches").
-    Before ``iteration_cost`` (0.1 per iteration everywhere) its rank correlation with times measured on
-    the H200 was 0.54-0.87 on the GEMV parts of a captured decoder layer at batch 1, -0.09-0.57 at batch
-    16 (docs/off-the-suite.md, "What the tuner samples")."""
+    A later kernel's blocks count too, in the share of the first kernel's bytes it loads
+    (``_later_blocks_term``). Before ``iteration_cost`` (0.1 per iteration everywhere) its rank
+    correlation with times measured on the H200 was 0.54-0.87 on the GEMV parts of a captured decoder
+    layer at batch 1, -0.09-0.57 at batch 16 (docs/off-the-suite.md, "What the tuner samples")."""
     first = res.kernels[0]
-    if first.loop == 1 and first.tile_bytes:
-        blocks_term, stage_term = _loop_free_terms(first, sms)
-    else:
-        blocks_term = abs(math.log2(first.blocks / (0.75 * sms)))
-        stage_term = abs(math.log2(max(first.stage_bytes, 1024) / 16384))
+    blocks_term, stage_term = _kernel_terms(first, sms)
+    blocks_term += sum(_later_blocks_term(k, first, sms) for k in res.kernels[1:])
     loops = sum(iteration_cost(k) for k in res.kernels)
     rereads = sum(max(0.0, math.log2(max(k.reread, 1.0)) - 1) for k in res.kernels)
     return -blocks_term - 0.5 * stage_term - loops - 0.5 * (res.launches - 1) - 0.5 * rereads
+
+
+def _kernel_terms(k: KernelResources, sms: int) -> tuple[float, float]:
+    """(blocks term, stage or tile term) of one kernel."""
+    if k.loop == 1 and k.tile_bytes:
+        return _loop_free_terms(k, sms)
+    return abs(math.log2(k.blocks / (0.75 * sms))), abs(math.log2(max(k.stage_bytes, 1024) / 16384))
+
+
+def _later_blocks_term(k: KernelResources, first: KernelResources, sms: int) -> float:
+    """A later kernel's blocks term, weighted by the bytes its grid loads over the first kernel's (at
+    most 1): a combine that reads a split's small partials weighs little, but the element-wise kernel
+    of a statistics-then-normalise pipeline, which reads the whole row again, as much as the first
+    (a 128K-vocabulary softmax's pipelines ranked one block of it first, and ran 120-195 µs at decode
+    where the plan's 64-block sizes ran 16-29; docs/off-the-suite.md, "Partials reduced before they
+    are saved")."""
+    weight = min(1.0, k.grid_bytes / max(first.grid_bytes, 1))
+    return weight * _kernel_terms(k, sms)[0]
 
 
 RUN_BYTES = 128  # a loaded tile's rows shorter than this waste DRAM bursts

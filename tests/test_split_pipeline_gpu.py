@@ -1,0 +1,81 @@
+"""A softmax over rows longer than a tile as the search's statistics-then-element-wise pipeline (a
+128K-entry vocabulary), its statistics kernel split (``prism.loopsplit``): the split saves each row's
+partial statistics reduced (one float32 a row and split), and the split and its combine run as one
+launch before the element-wise kernel (``prism.codegen.fuse``: the plan's first pair). The plan is
+built here by hand, as the search finds it, so the GPU half needs no prover; the CPU half checks its
+structure and emulates it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prism import interpreter
+from prism.codegen import generate
+from prism.codegen.emulate import emulate
+from prism.graph import Graph
+from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, UnaryOp, infer
+from prism.loopsplit import split_loop
+from prism.ops import Binary, Reduce, Unary
+from prism.reference import relative_error
+
+
+def _softmax(n: int, d: int) -> Graph:
+    g = Graph()
+    g.output(g.softmax(g.input((n, d), "float16", "X"), -1), "O")
+    return g
+
+
+def _pipeline(g: Graph) -> KernelGraph:
+    """Row max and rescaled sum of exponentials in a loop over the row (one block a row), then
+    ``exp(x - max) / sum`` element-wise: one of the plans the search proves for a long-row softmax."""
+    stats = CustomKernel("k0", ("k0_x",), "k0_i", (
+        Load("X", (0,), 1), ReduceOp(Reduce.MAX, 0, 1), BinaryOp(Binary.SUB, 0, 1), Accum(1, fn=Reduce.MAX),
+        UnaryOp(Unary.EXP, 2), Save(3, "t0", (0,)), Accum(4, fn=Reduce.SUM, rescale=1),
+        ReduceOp(Reduce.SUM, 6, 1), Save(7, "t1", (0,))))
+    normalise = CustomKernel("k1", ("k1_x",), 1, (  # (one-iteration accumulators, as the search writes them)
+        Load("X", (1,)), Load("t0", (None,)), Load("t1", (None,)), BinaryOp(Binary.SUB, 0, 1), Accum(2),
+        UnaryOp(Unary.EXP, 3), Accum(5, rescale=1), BinaryOp(Binary.DIV, 6, 4), Save(7, "O", (1,))))
+    return KernelGraph.of(g, "long_softmax", [stats, normalise])
+
+
+def _split(n: int, d: int) -> tuple[Graph, KernelGraph]:
+    g = _softmax(n, d)
+    plan = split_loop(g, _pipeline(g), "long_softmax")
+    assert plan is not None
+    return g, plan
+
+
+SIZES = [{"k0_x": 4, "s": 16, "k0_i": 1, "k1_x": 1024}, {"k0_x": 2, "s": 8, "k0_i": 4, "k1_x": 256}]
+
+
+def test_the_split_saves_reduced_partials_and_emulates_like_the_program() -> None:
+    g, plan = _split(4, 8192)
+    x = np.random.default_rng(3).standard_normal((4, 8192)) * 4
+    want = g.evaluate({"X": x})["O"]
+    for sizes in SIZES:
+        concrete = plan.instantiate(sizes)
+        split = concrete.kernels[0]
+        assert isinstance(split, CustomKernel)
+        shapes, _ = infer(concrete)
+        assert all(shapes[sv.tensor] == (4, sizes["s"]) for sv in split.saves)
+        assert relative_error(interpreter.run(concrete, {"X": x})["O"], want) < 1e-9
+        assert relative_error(emulate(concrete, {"X": x})["O"], want) < 1e-9
+        steps = generate(concrete, arch="sm_90").steps
+        assert [s.name for s in steps] == ["k0_split+k0_combine", "k1"]  # the first pair is one launch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", SIZES)
+def test_a_split_long_row_softmax_runs_on_the_gpu(sizes: dict[str, int]) -> None:
+    torch = pytest.importorskip("torch")
+    from prism.runtime import compile_plan
+
+    g, plan = _split(4, 131072)
+    x = torch.randn((4, 131072), generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 4
+    want = g.evaluate({"X": x.numpy()})["O"]
+    fn = compile_plan(generate(plan.instantiate(sizes), arch="sm_90"))
+    for _ in range(3):  # the counters the fused launch's last blocks reset serve the next call
+        got = fn(x.to(torch.float16).cuda())
+        torch.cuda.synchronize()
+        assert relative_error(got.double().cpu().numpy(), want) < 2e-2
