@@ -13,6 +13,7 @@ import pytest
 from prism import interpreter
 from prism.codegen import generate
 from prism.codegen.emulate import emulate
+from prism.codegen.resources import resources
 from prism.graph import Graph
 from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, UnaryOp, infer
 from prism.loopsplit import split_loop
@@ -63,6 +64,18 @@ def test_the_split_saves_reduced_partials_and_emulates_like_the_program() -> Non
         assert relative_error(emulate(concrete, {"X": x})["O"], want) < 1e-9
         steps = generate(concrete, arch="sm_90").steps
         assert [s.name for s in steps] == ["k0_split+k0_combine", "k1"]  # the first pair is one launch
+
+
+@pytest.mark.parametrize("sizes", SIZES)
+def test_resources_report_the_lowering_that_is_launched(sizes: dict[str, int]) -> None:
+    """At 131,072 a row the split kernel takes more warps than its combine; fused, both are lowered
+    again at the larger count, and that is what ``resources`` (the tuner's prior) reports."""
+    _, plan = _split(4, 131072)
+    concrete = plan.instantiate(sizes)
+    res = resources(concrete, "sm_90")
+    steps = generate(concrete, arch="sm_90").steps
+    assert res.launches == len(steps) == 2 and steps[0].block[0] > 128
+    assert res.kernels[0].threads == res.kernels[1].threads == steps[0].block[0]
 
 
 @pytest.mark.gpu

@@ -58,10 +58,11 @@ class Resources:
 
 
 def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None = None) -> Resources:
-    """Shared memory, threads and blocks per custom kernel; CodegenError when the sizes do not fit."""
+    """Shared memory, threads and blocks per custom kernel, of the lowering ``generate`` launches (a
+    fused pair may be lowered again at one warp count: ``fuse.launch_fusion``); CodegenError when the
+    sizes do not fit."""
     opts = options or DEFAULT_OPTIONS
-    gl = lower_graph(kg, get_arch(arch), opts)
-    _, _, fused = launch_fusion(kg, gl, opts)
+    gl, _, fused = launch_fusion(kg, lower_graph(kg, get_arch(arch), opts), opts)
     out = []
     for low in gl.kernels:
         if low is None:
