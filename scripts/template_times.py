@@ -7,7 +7,8 @@
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/template_times.py time spec.json --deadline 200
 
 Templates are numbered as ``pipeline.search_and_verify`` lists them for the program with its rows merged
-as ``superoptimize`` merges them. One JSON line per timed row (and one per program for torch.compile).
+as ``superoptimize`` merges them. One JSON line per timed row (``gpu_option_ab._variant``: µs and
+relative error, or the error) and one per program for torch.compile.
 """
 
 from __future__ import annotations
@@ -46,48 +47,38 @@ def spec(entries: list[str], sources: set[str], top: int) -> list[dict[str, Any]
 
 
 def time_rows(rows: list[dict[str, Any]], deadline: float) -> None:
-    import torch
+    """Each row timed as ``gpu_option_ab`` times a variant (its program's inputs, reference and check),
+    at the default options; torch.compile of each program once, on the same inputs."""
+    import gpu_option_ab as ab  # (scripts/ is this script's directory: on sys.path)
 
-    from prism import runtime
-    from prism.codegen import generate
-    from prism.reference import relative_error
-    from prism.torch_program import torch_program
-    from prism.tune.timing import graph_time_us
-    from prism.tune.tuner import default_scales, random_inputs
+    from prism.codegen.lower import DEFAULT_OPTIONS
 
     setups: dict[tuple[str, str], Any] = {}
-
-    def setup(name: str, which: str) -> Any:
-        if (name, which) not in setups:
-            g = searched_graph(zoo_graph(name, which))
-            found = pipeline.search_and_verify(g, program=name, progress=False)
-            values = random_inputs(g, default_scales(g), 3)
-            ref = g.evaluate(values)[g.outputs[0].name]
-
-            def make(i: int) -> list[Any]:
-                vals = values if i == 0 else random_inputs(g, default_scales(g), 100 + i)
-                return [torch.tensor(vals[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in g.inputs]
-
-            fn = torch.compile(torch_program(g), dynamic=False)
-            err = relative_error(fn(*make(0)).double().cpu().numpy(), ref)
-            print(json.dumps({"name": name, "which": which, "system": "compile", "us": graph_time_us(fn, make),
-                              "err": err}), flush=True)
-            setups[(name, which)] = (found, ref, make)
-        return setups[(name, which)]
-
     for row in rows:
         if time.time() > deadline:
             print(json.dumps({"deadline": True}), flush=True)
             return
-        found, ref, make = setup(row["name"], row["which"])
-        us: float | None = None
-        try:
-            fn = runtime.compile_plan(generate(found.templates[row["t"]].instantiate(row["sizes"]), arch="sm_80"))
-            err: Any = relative_error(fn(*make(0)).double().cpu().numpy(), ref)
-            us = graph_time_us(fn, make) if err < 1e-2 else None
-        except Exception as e:  # a size that does not build is a row, not the end of the probe
-            err = repr(e)[:160]
-        print(json.dumps({**row, "us": us, "err": err}), flush=True)
+        key = (row["name"], row["which"])
+        if key not in setups:
+            setups[key] = ab.program_setup(*key)
+            print(json.dumps(_compiled(*key, *setups[key][1:])), flush=True)
+        out, args, ref = setups[key]
+        rec = ab._variant(out.templates[row["t"]].instantiate(row["sizes"]), DEFAULT_OPTIONS, args, ref)
+        print(json.dumps({**row, **rec}), flush=True)
+
+
+def _compiled(name: str, which: str, args: list[Any], ref: list[Any]) -> dict[str, Any]:
+    """torch.compile of the program: checked on ``args`` against ``ref``, then graph-timed."""
+    import torch
+
+    from prism.reference import relative_error
+    from prism.torch_program import torch_program
+    from prism.tune.timing import graph_time_us
+
+    fn = torch.compile(torch_program(searched_graph(zoo_graph(name, which))), dynamic=False)
+    err = relative_error(fn(*args).double().cpu().numpy(), ref[0])
+    us = graph_time_us(fn, lambda i: [a.clone() for a in args] if i else args, replays=10)
+    return {"name": name, "which": which, "system": "compile", "us": us, "rel_err": err}
 
 
 def main(argv: list[str]) -> int:

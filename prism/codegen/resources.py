@@ -67,9 +67,9 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
     for low in gl.kernels:
         if low is None:
             continue
-        tile, run, grid = _load_bytes(low)
+        tile, run, grid, reread = _load_bytes(low)
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, low.blocks, low.stages, low.acc_regs,
-                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), _reread(low, grid), grid))
+                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread, grid))
     return Resources(tuple(out), fused is not None)
 
 
@@ -90,21 +90,14 @@ def loop_rounds(low: KernelLowering) -> int:
 SHORT_TILE_BYTES = 128
 
 
-def _reread(low: KernelLowering, grid: int) -> float:
-    """How many times over the grid loads its input tensors: ``grid`` (``_load_bytes``) against the
-    tensors' bytes; 1 when the blocks share out the tensors, about 8 when eight blocks each read the
-    same keys and values for one query row of an attention."""
-    whole = sum(math.prod(low.tensor_shapes[op.tensor]) * np.dtype(low.tensor_dtypes[op.tensor]).itemsize
-                for op, shape in zip(low.kernel.ops, low.tiles, strict=True) if isinstance(op, Load) and shape is not None)
-    return grid / whole if whole else 1.0
-
-
-def _load_bytes(low: KernelLowering) -> tuple[int, int, int]:
+def _load_bytes(low: KernelLowering) -> tuple[int, int, int, float]:
     """(bytes of a block's loaded tiles, the shortest contiguous run among them, the bytes the whole
-    grid loads: every block's tiles, a loop-varying one once an iteration): a tile's run is its rows'
-    length, or all of it where its rows are whole rows of the tensor; tiles under ``SHORT_TILE_BYTES``
-    count only where all are."""
-    tile = grid = 0
+    grid loads, the reread factor): a tile's run is its rows' length, or all of it where its rows are
+    whole rows of the tensor; tiles under ``SHORT_TILE_BYTES`` count only where all are. The grid loads
+    every block's tiles, a loop-varying one once an iteration; the reread factor is that against the
+    tensors' bytes: 1 when the blocks share out the tensors, about 8 when eight blocks each read the
+    same keys and values for one query row of an attention."""
+    tile = grid = whole = 0
     runs = []
     for op, shape in zip(low.kernel.ops, low.tiles, strict=True):
         if not isinstance(op, Load) or shape is None:
@@ -113,6 +106,7 @@ def _load_bytes(low: KernelLowering) -> tuple[int, int, int]:
         nbytes = math.prod(shape) * esize
         tile += nbytes
         grid += nbytes * low.blocks * (low.loop if op.fmap is not None else 1)
+        whole += math.prod(low.tensor_shapes[op.tensor]) * esize
         whole_rows = op.transposed or shape[-1] >= low.tensor_shapes[op.tensor][-1]
         runs.append((nbytes < SHORT_TILE_BYTES, nbytes if whole_rows else shape[-1] * esize))
-    return tile, min(runs, default=(False, 0))[1], grid
+    return tile, min(runs, default=(False, 0))[1], grid, grid / whole if whole else 1.0
