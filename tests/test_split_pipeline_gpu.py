@@ -92,3 +92,33 @@ def test_a_split_long_row_softmax_runs_on_the_gpu(sizes: dict[str, int]) -> None
         got = fn(x.to(torch.float16).cuda())
         torch.cuda.synchronize()
         assert relative_error(got.double().cpu().numpy(), want) < 2e-2
+
+
+def test_the_tuner_climbs_the_prior_from_its_drawn_sizes() -> None:
+    """At 131,072 a row the split pipeline has far more size assignments than the tuner enumerates
+    (``FULL_ENUMERATION``): it draws ``SIZES_PER_TEMPLATE`` at random, and the prior's best few were
+    not among them. ``prior_ascent`` climbs from the best drawn to a size no one-symbol change
+    improves, and the tuner's first sample of the template is that size."""
+    from prism.codegen.sizes import candidate_values, is_legal, prior_ascent, size_score
+    from prism.tune import tuner
+
+    _, plan = _split(4, 131072)
+    values = candidate_values(plan)
+    assert len(values) ** len(plan.symbols) > tuner.FULL_ENUMERATION
+
+    def score(sizes: dict[str, int]) -> float:
+        return size_score(resources(plan.instantiate(sizes), "sm_90"), 132)
+
+    drawn = tuner._drawn(plan, "sm_90", resources, tuner.SIZES_PER_TEMPLATE)
+    first = tuner._legal(plan, "sm_90", resources, None)[0]
+    assert first not in drawn and score(first) > max(score(sz) for sz in drawn)
+    top = prior_ascent(plan, {"k0_x": 1, "s": 2, "k0_i": 64, "k1_x": 4}, "sm_90", max_checks=1000)
+    assert is_legal(plan.instantiate(top), "sm_90", resources=resources)
+    best = score(top)
+    for sym in plan.symbols:  # a local optimum: no single symbol's value scores higher
+        for v in values:
+            near = {**top, sym: v}
+            if is_legal(plan.instantiate(near), "sm_90", resources=resources):
+                assert score(near) <= best
+    start = {"k0_x": 1, "s": 2, "k0_i": 64, "k1_x": 4}
+    assert prior_ascent(plan, start, "sm_90", max_checks=0) == start

@@ -30,7 +30,7 @@ import numpy as np
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.resources import resources as codegen_resources
-from prism.codegen.sizes import candidate_values, drawn_sizes, is_legal, iter_legal, size_score
+from prism.codegen.sizes import candidate_values, drawn_sizes, is_legal, iter_legal, prior_ascent, size_score
 from prism.errors import CompileError, TuningError
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph
@@ -193,12 +193,16 @@ def _drawn(template: KernelGraph, arch: str, resources: Any, count: int) -> list
 
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
     """The legal sizes of ``template`` (all of them, at most ``cap``; past ``FULL_ENUMERATION``
-    candidate assignments ``SIZES_PER_TEMPLATE`` drawn), the best by the static prior first
-    (``_prior_first``)."""
+    candidate assignments ``SIZES_PER_TEMPLATE`` drawn, and before them the end of the prior's
+    ascent from the best drawn, ``prior_ascent``), the best by the static prior first (``_prior_first``)."""
     values = candidate_values(template)
     if len(values) ** len(template.symbols) > FULL_ENUMERATION:
         drawn = _drawn(template, arch, resources, SIZES_PER_TEMPLATE)
-        return _prior_first(template, [(sz, None) for sz in drawn], arch, resources)
+        ranked = _prior_first(template, [(sz, None) for sz in drawn], arch, resources)
+        if not ranked or resources is not codegen_resources:
+            return ranked
+        top = prior_ascent(template, ranked[0], arch)
+        return [top, *(sz for sz in ranked if sz != top)]
     legal: list[tuple[dict[str, int], Any]] = []
     for sizes, use in iter_legal(template, arch=arch, resources=resources, values=values):
         legal.append((sizes, use))
