@@ -197,11 +197,14 @@ def speedup_plot(records: Sequence[dict[str, Any]], systems: Sequence[str], titl
                  entry_width: float = 1.1) -> Path | None:
     """Bars of each system's speedup over the best baseline per record with one (log scale), a black tick
     at the roofline floor's; ``label`` names an entry, ``group`` (optional) marks runs of entries.
-    None, with a warning, when matplotlib is missing."""
+    None, with a warning, when matplotlib is missing or no record has a baseline (a Prism-only run)."""
+    recs = [r for r in records if r.get("best_baseline_us")]
+    if not recs:
+        log.warning("no entry has a baseline time: no speedup plot written (%s)", path)
+        return None
     plt = _pyplot()
     if plt is None:
         return None
-    recs = [r for r in records if r.get("best_baseline_us")]
     data = speedups(recs, systems)
     drawn = [s for s in systems if s in data]
     fig, ax = plt.subplots(figsize=(max(6.0, entry_width * len(recs) + 2), 4.5))

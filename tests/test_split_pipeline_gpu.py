@@ -98,7 +98,8 @@ def test_the_tuner_climbs_the_prior_from_its_drawn_sizes() -> None:
     """At 131,072 a row the split pipeline has far more size assignments than the tuner enumerates
     (``FULL_ENUMERATION``): it draws ``SIZES_PER_TEMPLATE`` at random, and the prior's best few were
     not among them. ``prior_ascent`` climbs from the best drawn to a size no one-symbol change
-    improves, and the tuner's first sample of the template is that size."""
+    improves, and the tuner's first sample of the template is that size; a plan built by rule is timed
+    at the two best drawn too."""
     from prism.codegen.sizes import candidate_values, is_legal, prior_ascent, size_score
     from prism.tune import tuner
 
@@ -122,3 +123,8 @@ def test_the_tuner_climbs_the_prior_from_its_drawn_sizes() -> None:
                 assert score(near) <= best
     start = {"k0_x": 1, "s": 2, "k0_i": 64, "k1_x": 4}
     assert prior_ascent(plan, start, "sm_90", max_checks=0) == start
+    # as a plan built by rule: the ascent end and the two best drawn are all timed (the drawn ones hedge
+    # the prior's errors)
+    timed = [s.size_map for s in tuner._fixed_samples([plan], [[]], [], "sm_90", resources, {0})]
+    best_drawn = tuner._prior_first(plan, [(sz, None) for sz in drawn], "sm_90", resources)[:2]
+    assert first in timed and all(sz in timed for sz in best_drawn)

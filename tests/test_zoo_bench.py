@@ -113,6 +113,18 @@ def test_plotted_speedups_per_system_and_floor() -> None:
     assert data["floor"] == [(0, 2.5), (1, 1.5), (2, 1.25)]
 
 
+def test_a_run_without_baselines_writes_no_plot_and_does_not_fail(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    result = _fake_result()
+    for rec in result["rows"]:
+        for system in ("eager", "compile", "max_autotune"):
+            rec.pop(f"{system}_us", None)
+        zoo_bench._finish(rec)
+    with caplog.at_level(logging.WARNING):
+        assert zoo_bench.write_plot(result, tmp_path / "zoo.png") is None
+    assert "no entry has a baseline time" in caplog.text and not (tmp_path / "zoo.png").exists()
+
+
 def test_plot_is_written_when_matplotlib_is_there(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     result = _fake_result()

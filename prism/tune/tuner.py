@@ -191,12 +191,17 @@ def _drawn(template: KernelGraph, arch: str, resources: Any, count: int) -> list
     return drawn_sizes(template, arch, resources, count, max_checks=4 * SIZES_PER_TEMPLATE)
 
 
+def _drawn_not_enumerated(template: KernelGraph) -> bool:
+    """Whether ``_legal`` draws the template's sizes (more than ``FULL_ENUMERATION`` candidate assignments)."""
+    return len(candidate_values(template)) ** len(template.symbols) > FULL_ENUMERATION
+
+
 def _legal(template: KernelGraph, arch: str, resources: Any, cap: int | None) -> list[dict[str, int]]:
     """The legal sizes of ``template`` (all of them, at most ``cap``; past ``FULL_ENUMERATION``
     candidate assignments ``SIZES_PER_TEMPLATE`` drawn, and before them the end of the prior's
     ascent from the best drawn, ``prior_ascent``), the best by the static prior first (``_prior_first``)."""
     values = candidate_values(template)
-    if len(values) ** len(template.symbols) > FULL_ENUMERATION:
+    if _drawn_not_enumerated(template):
         drawn = _drawn(template, arch, resources, SIZES_PER_TEMPLATE)
         ranked = _prior_first(template, [(sz, None) for sz in drawn], arch, resources)
         if not ranked or resources is not codegen_resources:
@@ -229,7 +234,11 @@ def _prior_first(template: KernelGraph, legal: Sequence[tuple[dict[str, int], An
 
 # the prior's best sizes of a plan built by rule that are timed. Near-equal scores are no ranking: a decode
 # LoRA split-K plan's best two (x = 128, s = 1 and x = 64, s = 2, 0.05 apart) ran 16.3 and 14.8 µs
-# (H200; docs/off-the-suite.md, "Split attention tiles without pads")
+# (H200; docs/off-the-suite.md, "Split attention tiles without pads"). A template whose sizes are drawn
+# (``_drawn_not_enumerated``) times one more: the prior's ascent end
+# (``prior_ascent``) beside the two best drawn, which hedge the prior's errors (a decode masked
+# attention's split plan: 8.15 µs at a size next to its drawn second, 8.83 with the ascent end and the
+# drawn best alone; docs/off-the-suite.md, "The prior climbs from the drawn sizes")
 BUILT_TOP = 2
 FIRST_ROUND_DRAWS = 8  # legal sizes drawn per template in the first round; the best by ``size_score`` is timed
 
@@ -341,7 +350,8 @@ def _fixed_samples(templates: Sequence[KernelGraph], space: list[list[dict[str, 
         if tpl.symbols and t not in always:
             continue
         space[t] = space[t] or _legal(tpl, arch, resources, None)  # (``_draw`` enumerated the drawn ones)
-        picks = [*space[t][:BUILT_TOP], *_other_launches(tpl, space[t], arch, resources)]  # a size-free one: one
+        top = BUILT_TOP + _drawn_not_enumerated(tpl)  # drawn: the prior's ascent end and the two best drawn
+        picks = [*space[t][:top], *_other_launches(tpl, space[t], arch, resources)]  # a size-free one: one
         for smp in (Sample(t, tuple(sz.items())) for sz in picks):
             if smp not in drawn:
                 drawn.add(smp)
