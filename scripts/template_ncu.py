@@ -5,6 +5,7 @@ kernels of the program, launched twice (run on the device machine with the searc
         --section SpeedOfLight --section WarpStateStats python3 scripts/template_ncu.py col_sum prefill \\
         'searched|4|{"k0_x": 128, "k0_i": 8}'
     ... -k 'regex:triton_' ... python3 scripts/template_ncu.py col_sum prefill compile
+    ... python3 scripts/template_ncu.py gqa_h1024 bench 'constructed|7|{"k0_x": 2, "k0_y": 8, "s": 8, "k0_i": 1}'
 
 The template is the program's as ``scripts/gpu_option_ab.py`` numbers them (rows merged as
 ``superoptimize`` merges them), so a variant that script timed can be profiled by its row.
@@ -21,23 +22,33 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torch
 
 from bench.zoo import zoo_graph
-from prism import pipeline, runtime
+from prism import pipeline, runtime, workloads
 from prism.codegen import generate
+from prism.graph import Graph
 from prism.rows import searched_graph
 from prism.torch_program import torch_program
 from prism.tune.tuner import default_scales, random_inputs
 
 
+def _graph(name: str, which: str) -> tuple[Graph, str]:
+    """The program superoptimize searches (the cache's key): a zoo entry, or with ``which`` "bench" a
+    configuration of the benchmark suite (e.g. gqa_h1024)."""
+    if which == "bench":
+        cfg = workloads.config(name)
+        return cfg.build(), cfg.program
+    return searched_graph(zoo_graph(name, which)), name
+
+
 def main(argv: list[str]) -> int:
     name, which, what = argv
-    graph = searched_graph(zoo_graph(name, which))
+    graph, program = _graph(name, which)
     values = random_inputs(graph, default_scales(graph), 0)
     args = [torch.tensor(values[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
     if what == "compile":
         fn = torch.compile(torch_program(graph), dynamic=False)
     else:
         src, index, sizes = what.split("|")
-        templates = pipeline.search_and_verify(graph, program=name, progress=False).of(
+        templates = pipeline.search_and_verify(graph, program=program, progress=False).of(
             pipeline.PlanSource[src.upper()])
         fn = runtime.compile_plan(generate(templates[int(index)].instantiate(json.loads(sizes)), arch="sm_80"))
     for _ in range(2):
