@@ -37,6 +37,7 @@ SUMMARY_FIELDS = {
     "template": "prism_template",  # which verified plan won, at which sizes, from where: the run's plan
     "sizes": "prism_sizes",
     "plan_source": "prism_plan_source",
+    "timed": "prism_timed",  # [template, sizes, µs] of every timed sample (scripts/zoo_prior.py)
 }
 
 

@@ -65,7 +65,8 @@ class Runner:
                         "kernels": [getattr(k, "name", "?") for k in fast.kernel_graph.kernels],
                         # the generated plan's own time when superoptimize compared it with torch.compile's
                         "generated_us": (s.get("inductor") or {}).get("generated_us"),
-                        "inductor_verdict": s.get("inductor")})  # both times, or why Inductor's was left out
+                        "inductor_verdict": s.get("inductor"),  # both times, or why Inductor's was left out
+                        "prism_timed": s.get("timed")})  # the whole program's timed samples (scripts/zoo_prior.py)
             return fast
         base = torch_program(graph)
         if system == "eager":

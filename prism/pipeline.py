@@ -563,6 +563,7 @@ class Summary(TypedDict, total=False):
     sizes: dict[str, int]
     tune_cache_hit: bool
     tuning: dict[str, Any]  # TuneResult.summary
+    timed: list[list[Any]]  # [template, sizes, µs] of every timed sample (scripts/zoo_prior.py)
     plan_source: str  # a PlanSource value, or prism.tune.inductor.SOURCE when torch.compile's kernels won
     inductor: dict[str, Any]  # the comparison with torch.compile's kernels (prism.tune.inductor.Verdict)
     rows_merged: bool  # leading dims of [batch, tokens, d] activations merged into rows (prism.rows)
@@ -787,6 +788,10 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
         "sizes": result.sizes,
         "tune_cache_hit": False,
         "tuning": result.summary,
+        # every timed sample as [template, sizes, µs]: what calibrates the static size prior
+        # (scripts/zoo_prior.py); not cached
+        "timed": [[r.template, r.sizes, r.time_us] for r in result.records
+                  if r.stage is None and math.isfinite(r.time_us)],
     })
     concrete = result.template.instantiate(result.sizes)
     generated = _fastest_generated(result, req.templates) if not _generates(concrete) else None

@@ -101,6 +101,8 @@ def test_superoptimize_tunes_then_hits_the_tuned_cache() -> None:
     built = by_source.get("constructed", 0) * 2 * BUILT_TOP
     assert 6 + 3 <= s["samples"] <= 6 + 3 + 2 + built and s["rel_err"] < 1e-9
     assert first.kernel_graph.is_concrete
+    # every timed sample of the whole program's tuning, for calibrating the prior (scripts/zoo_prior.py)
+    assert 0 < len(s["timed"]) <= s["samples"] and min(us for _, _, us in s["timed"]) == s["best_us"]
     second = pipeline.superoptimize(g, program="rmsnorm_linear", samples=6, seed=1, backend=backend)
     assert second.summary["tune_cache_hit"] and second.kernel_graph == first.kernel_graph
     assert second.summary["best_us"] == s["best_us"]

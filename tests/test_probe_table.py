@@ -7,23 +7,15 @@ fail the run with ``--allow-known``; any other defect does."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "probe_table.py"
+from tests.scripts_loader import load_script
 
 
 def _probe() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("probe_table", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["probe_table"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("probe_table")
 
 
 def test_quick_probe_finds_no_defect(capsys: pytest.CaptureFixture[str]) -> None:
