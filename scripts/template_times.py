@@ -29,7 +29,7 @@ from prism.rows import searched_graph
 def spec(entries: list[str], sources: set[str], top: int) -> list[dict[str, Any]]:
     from prism.codegen.resources import resources
     from prism.codegen.sizes import size_score
-    from prism.tune import tuner
+    from prism.tune import draw
 
     out = []
     for entry in entries:
@@ -38,7 +38,7 @@ def spec(entries: list[str], sources: set[str], top: int) -> list[dict[str, Any]
         for t, (kg, src) in enumerate(zip(found.templates, found.sources, strict=True)):
             if src.name.lower() not in sources:
                 continue
-            for rank, sizes in enumerate(tuner._legal(kg, "sm_90", resources, 3000)[:top]):
+            for rank, sizes in enumerate(draw.legal_sizes_of(kg, "sm_90", resources, 3000)[:top]):
                 res = resources(kg.instantiate(sizes), "sm_90")
                 out.append({"name": name, "which": which, "t": t, "src": src.name, "sizes": sizes, "rank": rank,
                             "score": round(size_score(res, 132), 3), "blocks": [k.blocks for k in res.kernels],

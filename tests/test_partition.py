@@ -274,10 +274,10 @@ def test_a_norm_feeding_a_linear_layer_gets_one_norm_kernel_and_the_vendor_gemm(
         assert run_plan(g, kg) < 1e-12
     import random
 
-    from prism.tune.tuner import _round_robin, _structure_class
+    from prism.tune.draw import _round_robin, structure_class
 
-    mixed = next(t for t, kg in enumerate(out.templates) if _structure_class(kg)[0] == 1 and _structure_class(kg)[2])
-    first_round = len({_structure_class(kg) for kg in out.templates})
+    mixed = next(t for t, kg in enumerate(out.templates) if structure_class(kg)[0] == 1 and structure_class(kg)[2])
+    first_round = len({structure_class(kg) for kg in out.templates})
     assert mixed in _round_robin(out.templates, random.Random(0))[:first_round]  # the tuner draws it first
     from prism import codegen
     from prism.codegen import nvcc

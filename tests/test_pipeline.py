@@ -15,8 +15,8 @@ from prism.errors import DeviceError
 from prism.graph import Graph
 from prism.ir import CustomKernel, KernelGraph
 from prism.tune.backends import InterpreterBackend
+from prism.tune.draw import BUILT_TOP
 from prism.tune.inputs import input_sampler
-from prism.tune.tuner import BUILT_TOP
 from prism.verify import verify_all
 
 

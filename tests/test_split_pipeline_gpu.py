@@ -101,17 +101,17 @@ def test_the_tuner_climbs_the_prior_from_its_drawn_sizes() -> None:
     improves, and the tuner's first sample of the template is that size; a plan built by rule is timed
     at the two best drawn too."""
     from prism.codegen.sizes import candidate_values, is_legal, prior_ascent, size_score
-    from prism.tune import tuner
+    from prism.tune import draw
 
     _, plan = _split(4, 131072)
     values = candidate_values(plan)
-    assert len(values) ** len(plan.symbols) > tuner.FULL_ENUMERATION
+    assert len(values) ** len(plan.symbols) > draw.FULL_ENUMERATION
 
     def score(sizes: dict[str, int]) -> float:
         return size_score(resources(plan.instantiate(sizes), "sm_90"), 132)
 
-    drawn = tuner._drawn(plan, "sm_90", resources, tuner.SIZES_PER_TEMPLATE)
-    first = tuner._legal(plan, "sm_90", resources, None)[0]
+    drawn = draw._drawn(plan, "sm_90", resources, draw.SIZES_PER_TEMPLATE)
+    first = draw.legal_sizes_of(plan, "sm_90", resources, None)[0]
     assert first not in drawn and score(first) > max(score(sz) for sz in drawn)
     top = prior_ascent(plan, {"k0_x": 1, "s": 2, "k0_i": 64, "k1_x": 4}, "sm_90", max_checks=1000)
     assert is_legal(plan.instantiate(top), "sm_90", resources=resources)
@@ -125,6 +125,6 @@ def test_the_tuner_climbs_the_prior_from_its_drawn_sizes() -> None:
     assert prior_ascent(plan, start, "sm_90", max_checks=0) == start
     # as a plan built by rule: the ascent end and the two best drawn are all timed (the drawn ones hedge
     # the prior's errors)
-    timed = [s.size_map for s in tuner._fixed_samples([plan], [[]], [], "sm_90", resources, {0})]
-    best_drawn = tuner._prior_first(plan, [(sz, None) for sz in drawn], "sm_90", resources)[:2]
+    timed = [s.size_map for s in draw._fixed_samples([plan], [[]], [], "sm_90", resources, {0})]
+    best_drawn = draw._prior_first(plan, [(sz, None) for sz in drawn], "sm_90", resources)[:2]
     assert first in timed and all(sz in timed for sz in best_drawn)

@@ -232,12 +232,12 @@ def test_a_sparse_legal_set_still_gets_sizes_to_time() -> None:
     """Its row-wise kernels read the GEMMs' outputs, whose splits are checked only at the leaves, so
     random descents rarely reach a legal leaf; the ascending descent backs them up."""
     from prism.codegen.resources import resources as codegen_resources
-    from prism.tune import tuner
+    from prism.tune import draw
 
     plan = _decoder_block_rows()
-    assert len(candidate_values(plan)) ** len(plan.symbols) > tuner.FULL_ENUMERATION
-    for got in (tuner._legal(plan, "sm_90", codegen_resources, None),
-                tuner._one_legal(plan, "sm_90", codegen_resources, None)):
+    assert len(candidate_values(plan)) ** len(plan.symbols) > draw.FULL_ENUMERATION
+    for got in (draw.legal_sizes_of(plan, "sm_90", codegen_resources, None),
+                draw._one_legal(plan, "sm_90", codegen_resources, None)):
         assert got
         for sizes in got:  # legal: shapes infer, the generator's resources fit (it raises otherwise)
             concrete = plan.instantiate(sizes)

@@ -11,7 +11,7 @@ import pytest
 from prism import plans, workloads
 from prism.errors import CompileError, TuningError
 from prism.ir import CustomKernel, KernelGraph
-from prism.tune import InterpreterBackend, tune
+from prism.tune import InterpreterBackend, draw, tune
 from prism.tune.tuner import Stage, default_scales, input_scales
 
 GRAPH = workloads.rmsnorm_linear(n=8, d=32)
@@ -150,13 +150,14 @@ def test_more_templates_than_samples_draws_templates_first(monkeypatch: pytest.M
     from prism.tune import tuner
 
     enumerated: list[KernelGraph] = []
-    real = tuner._legal
+    real = draw.legal_sizes_of
 
     def counting(template: KernelGraph, *a: Any) -> list[dict[str, int]]:
         enumerated.append(template)
         return real(template, *a)
 
-    monkeypatch.setattr(tuner, "_legal", counting)
+    monkeypatch.setattr(tuner, "legal_sizes_of", counting)  # the refinement's enumeration
+    monkeypatch.setattr(draw, "legal_sizes_of", counting)  # the draw's
     many = [GOOD_1D, GOOD_2D] * 6
     a = tune(GRAPH, many, samples=4, seed=2, backend=backend(), jobs=1, refine=0)
     b = tune(GRAPH, many, samples=4, seed=2, backend=backend(), jobs=1, refine=0)
@@ -222,15 +223,14 @@ def test_a_huge_size_space_is_sampled_not_enumerated(monkeypatch: pytest.MonkeyP
     """Past ``FULL_ENUMERATION`` candidate assignments a template gets ``SIZES_PER_TEMPLATE`` legal
     sizes by random descents: all legal, distinct, the same on every call (seeded by the template)."""
     from prism.codegen.sizes import legal_sizes
-    from prism.tune import tuner
 
     full = legal_sizes(GOOD_2D, arch="sm_90", resources=None)
-    monkeypatch.setattr(tuner, "FULL_ENUMERATION", 10)
-    monkeypatch.setattr(tuner, "SIZES_PER_TEMPLATE", 20)
-    got = tuner._legal(GOOD_2D, "sm_90", None, None)
+    monkeypatch.setattr(draw, "FULL_ENUMERATION", 10)
+    monkeypatch.setattr(draw, "SIZES_PER_TEMPLATE", 20)
+    got = draw.legal_sizes_of(GOOD_2D, "sm_90", None, None)
     assert 0 < len(got) <= 20 < len(full)
     assert all(s in full for s in got) and len({tuple(s.items()) for s in got}) == len(got)
-    assert tuner._legal(GOOD_2D, "sm_90", None, None) == got
+    assert draw.legal_sizes_of(GOOD_2D, "sm_90", None, None) == got
 
 
 def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
@@ -243,7 +243,6 @@ def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
     from prism.codegen.arch import arch as get_arch
     from prism.codegen.resources import resources
     from prism.codegen.sizes import candidate_values, legal_sizes, sample_legal_sizes, size_score
-    from prism.tune import tuner
 
     g = workloads.rmsnorm_linear(n=1, d=4096)
     template = plans.rmsnorm_linear_2d_plan(g)
@@ -252,17 +251,17 @@ def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
     def score(sz: dict[str, int]) -> float:
         return size_score(resources(template.instantiate(sz), "sm_90"), sms)
 
-    (pick,) = tuner._one_legal(template, "sm_90", resources, None)
-    drawn = sample_legal_sizes(template, arch="sm_90", count=tuner.FIRST_ROUND_DRAWS,
+    (pick,) = draw._one_legal(template, "sm_90", resources, None)
+    drawn = sample_legal_sizes(template, arch="sm_90", count=draw.FIRST_ROUND_DRAWS,
                                rng=random.Random(zlib.crc32(template.dumps().encode())),
                                values=candidate_values(template), resources=resources)
-    assert len(drawn) == tuner.FIRST_ROUND_DRAWS and pick in drawn
+    assert len(drawn) == draw.FIRST_ROUND_DRAWS and pick in drawn
     assert score(pick) == max(score(sz) for sz in drawn)
     every = sorted(score(sz) for sz in legal_sizes(template, arch="sm_90", resources=resources))
     assert score(pick) >= every[len(every) // 2]  # in the better half of all legal sizes
     # another resources function (tests' fakes, None): the first drawn size, unscored
-    assert tuner._one_legal(template, "sm_90", None, None) == sample_legal_sizes(
-        template, arch="sm_90", count=tuner.FIRST_ROUND_DRAWS, rng=random.Random(zlib.crc32(template.dumps().encode())),
+    assert draw._one_legal(template, "sm_90", None, None) == sample_legal_sizes(
+        template, arch="sm_90", count=draw.FIRST_ROUND_DRAWS, rng=random.Random(zlib.crc32(template.dumps().encode())),
         values=candidate_values(template), resources=None)[:1]
 
 
@@ -273,12 +272,11 @@ def test_no_more_templates_than_samples_times_each_templates_prior_best_first() 
     from prism.codegen.arch import arch as get_arch
     from prism.codegen.resources import resources
     from prism.codegen.sizes import legal_sizes, size_score
-    from prism.tune import tuner
 
     g = workloads.rmsnorm_linear(n=1, d=4096)
     templates = [plans.rmsnorm_linear_plan(g), plans.rmsnorm_linear_2d_plan(g)]
     sms = get_arch("sm_90").sms
-    space = [tuner._legal(t, "sm_90", resources, None) for t in templates]
+    space = [draw.legal_sizes_of(t, "sm_90", resources, None) for t in templates]
     for t, got in zip(templates, space, strict=True):
         every = legal_sizes(t, arch="sm_90", resources=resources)
         scores = [size_score(resources(t.instantiate(sz), "sm_90"), sms) for sz in every]
@@ -287,13 +285,13 @@ def test_no_more_templates_than_samples_times_each_templates_prior_best_first() 
         ranked = [scores[every.index(sz)] for sz in got]
         assert ranked == sorted(ranked, reverse=True) and len(set(ranked)) > 1
     for seed in range(3):
-        chosen = tuner._first_round(templates, space, 6, seed)
+        chosen = draw._first_round(templates, space, 6, seed)
         assert {(s.template, s.sizes) for s in chosen[:2]} == {(0, tuple(space[0][0].items())),
                                                                (1, tuple(space[1][0].items()))}
         assert len({(s.template, s.sizes) for s in chosen}) == 6
         assert all(s.size_map in space[s.template] for s in chosen)
     # one sample: one template's prior best (its class first in the round-robin)
-    (only,) = tuner._first_round(templates, space, 1, 0)
+    (only,) = draw._first_round(templates, space, 1, 0)
     assert only.size_map == space[only.template][0]
 
 
@@ -328,12 +326,11 @@ def test_a_plan_built_by_rule_is_timed_at_the_priors_best_of_its_legal_sizes() -
     from prism.codegen.arch import arch as get_arch
     from prism.codegen.resources import resources
     from prism.codegen.sizes import legal_sizes, size_score
-    from prism.tune import tuner
 
     g = workloads.rmsnorm_linear(n=1, d=4096)
     template = plans.rmsnorm_linear_2d_plan(g)
     templates = [template] * 6
-    _space, chosen = tuner._draw(g, templates, 2, 0, "sm_90", resources, None, 1, always=(4,))
+    _space, chosen = draw.draw_samples(g, templates, 2, 0, "sm_90", resources, None, 1, always=(4,))
     pick = next(dict(s.sizes) for s in chosen if s.template == 4)  # (then its fewest iterations)
     sms = get_arch("sm_90").sms
     scores = [size_score(resources(template.instantiate(sz), "sm_90"), sms)
@@ -347,15 +344,14 @@ def test_a_plan_built_by_rule_is_also_timed_at_its_fewest_iterations() -> None:
     at the fewest iterations its legal sizes allow (all else the same) is timed too."""
     from prism.codegen.resources import resources
     from prism.codegen.sizes import legal_sizes
-    from prism.tune import tuner
 
     g = workloads.gqa_safe(batch=2, group=8, kv_len=4096, head_dim=128)
     split = plans.safe_gqa_split_plan(g)
-    assert tuner._loop_symbols(split) == {"i"} and tuner._loop_symbols(GOOD_2D) == {"i"}
-    _space, chosen = tuner._draw(g, [split] * 6, 2, 0, "sm_90", resources, None, 1, always=(4,))
+    assert draw._loop_symbols(split) == {"i"} and draw._loop_symbols(GOOD_2D) == {"i"}
+    _space, chosen = draw.draw_samples(g, [split] * 6, 2, 0, "sm_90", resources, None, 1, always=(4,))
     picks = [dict(s.sizes) for s in chosen if s.template == 4]
-    top, fewest = picks[:tuner.BUILT_TOP], picks[tuner.BUILT_TOP:]
-    assert tuner.BUILT_TOP == 2 and top == _space[4][:2]
+    top, fewest = picks[:draw.BUILT_TOP], picks[draw.BUILT_TOP:]
+    assert draw.BUILT_TOP == 2 and top == _space[4][:2]
     legal = legal_sizes(split, arch="sm_90", resources=resources)
     wanted = []  # each top size at its fewest iterations, where it is not there already
     for at in top:
@@ -372,13 +368,12 @@ def test_a_plan_built_by_rule_is_timed_at_each_launch_count(monkeypatch: pytest.
     at x = 32, s = 4, not at x = 128, s = 1)."""
     from prism.codegen.resources import resources
     from prism.loopsplit import split_loop
-    from prism.tune import tuner
 
     g = workloads.rmsnorm_linear(n=8, d=4096)
     split = split_loop(g, plans.rmsnorm_linear_plan(g), "rmsnorm_linear")
     assert split is not None
-    monkeypatch.setattr(tuner, "BUILT_TOP", 1)
-    space, chosen = tuner._draw(g, [split] * 6, 2, 0, "sm_90", resources, None, 1, always=(4,))
+    monkeypatch.setattr(draw, "BUILT_TOP", 1)
+    space, chosen = draw.draw_samples(g, [split] * 6, 2, 0, "sm_90", resources, None, 1, always=(4,))
     picks = [dict(s.sizes) for s in chosen if s.template == 4]
     launches = [resources(split.instantiate(sz), "sm_90").launches for sz in space[4]]
     assert launches[0] == 1 and 2 in launches

@@ -12,7 +12,7 @@ from prism.codegen.resources import resources
 from prism.codegen.sizes import size_score
 from prism.ir import KernelGraph
 from prism.rows import searched_graph
-from prism.tune import tuner
+from prism.tune import draw
 from tests.scripts_loader import load_script
 
 
@@ -27,7 +27,7 @@ def test_the_prior_is_scored_against_the_timed_sizes() -> None:
     templates = list(pipeline.search_and_verify(graph, program="softmax", progress=False).of(*zp.WHOLE))
     def by_score(kg: KernelGraph) -> list[dict[str, int]]:
         """One legal size per prior score, the best scored first."""
-        sizes = tuner._legal(kg, "sm_90", resources, None)
+        sizes = draw.legal_sizes_of(kg, "sm_90", resources, None)
         scores = [size_score(resources(kg.instantiate(sz), "sm_90"), 132) for sz in sizes]
         distinct: dict[float, dict[str, int]] = {}
         for i in sorted(range(len(sizes)), key=lambda i: -scores[i]):
