@@ -790,8 +790,7 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
         "tuning": result.summary,
         # every timed sample as [template, sizes, µs]: what calibrates the static size prior
         # (scripts/zoo_prior.py); not cached
-        "timed": [[r.template, r.sizes, r.time_us] for r in result.records
-                  if r.stage is None and math.isfinite(r.time_us)],
+        "timed": [[r.template, r.sizes, r.time_us] for r in result.timed],
     })
     concrete = result.template.instantiate(result.sizes)
     generated = _fastest_generated(result, req.templates) if not _generates(concrete) else None
@@ -810,9 +809,7 @@ def _generates(kg: KernelGraph) -> bool:
 def _fastest_generated(result: TuneResult, templates: Sequence[KernelGraph]) -> KernelGraph | None:
     """The fastest timed sample of ``result`` whose plan has a generated kernel, concrete (None: none
     was timed). Not checked here: a stitched plan made with it is checked when it wins (``tune``)."""
-    timed = [r for r in result.records
-             if r.stage is None and r.time_us is not None and math.isfinite(r.time_us)
-             and _generates(templates[r.template])]
+    timed = [r for r in result.timed if _generates(templates[r.template])]
     best = min(timed, key=lambda r: (cast(float, r.time_us), r.index), default=None)
     return None if best is None else templates[best.template].instantiate(best.sizes)
 

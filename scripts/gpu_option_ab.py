@@ -37,6 +37,7 @@ from prism.codegen.arch import arch as arch_of
 from prism.codegen.lower import DEFAULT_OPTIONS
 from prism.codegen.sizes import POW2, candidate_values, generated_sizes, size_score
 from prism.errors import CodegenError
+from prism.graph import Graph
 from prism.reference import relative_error
 from prism.rows import searched_graph
 from prism.tune.timing import graph_time_us
@@ -88,14 +89,19 @@ def _picks(t: Any, n_sizes: int, pick: str) -> list[dict[str, int]]:
     return [legal[k] for k in picks]
 
 
-def program_setup(name: str, which: str) -> tuple[Any, list[Any], list[Any]]:
-    """The search outcome of zoo program ``name`` at ``which`` sizes (or, with ``which`` "bench", of a
-    benchmark configuration), GPU inputs, and the float64 reference on those inputs as rounded."""
-    if which == "bench":  # a configuration of the benchmark suite, e.g. rmsnorm_linear_d4096
+def program_graph(name: str, which: str) -> tuple[Graph, str]:
+    """(graph, program name) that superoptimize searches (the cache's key) for zoo program ``name`` at
+    ``which`` sizes or, with ``which`` "bench", for a benchmark configuration (e.g. rmsnorm_linear_d4096)."""
+    if which == "bench":
         cfg = workloads.config(name)
-        graph, program = cfg.build(), cfg.program
-    else:  # the program superoptimize searches (the cache's key)
-        graph, program = searched_graph(zoo_graph(name, which)), name
+        return cfg.build(), cfg.program
+    return searched_graph(zoo_graph(name, which)), name
+
+
+def program_setup(name: str, which: str) -> tuple[Any, list[Any], list[Any]]:
+    """The search outcome of ``program_graph(name, which)``, GPU inputs, and the float64 reference on
+    those inputs as rounded."""
+    graph, program = program_graph(name, which)
     out = pipeline.search_and_verify(graph, program=program, progress=False)
     inputs = random_inputs(graph, default_scales(graph), 0)
     args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]

@@ -18,30 +18,20 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
 
 import torch
+from gpu_option_ab import program_graph
 
-from bench.zoo import zoo_graph
-from prism import pipeline, runtime, workloads
+from prism import pipeline, runtime
 from prism.codegen import generate
-from prism.graph import Graph
-from prism.rows import searched_graph
 from prism.torch_program import torch_program
 from prism.tune.tuner import default_scales, random_inputs
 
 
-def _graph(name: str, which: str) -> tuple[Graph, str]:
-    """The program superoptimize searches (the cache's key): a zoo entry, or with ``which`` "bench" a
-    configuration of the benchmark suite (e.g. gqa_h1024)."""
-    if which == "bench":
-        cfg = workloads.config(name)
-        return cfg.build(), cfg.program
-    return searched_graph(zoo_graph(name, which)), name
-
-
 def main(argv: list[str]) -> int:
     name, which, what = argv
-    graph, program = _graph(name, which)
+    graph, program = program_graph(name, which)
     values = random_inputs(graph, default_scales(graph), 0)
     args = [torch.tensor(values[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
     if what == "compile":

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+
+import prior_correlation
 
 from bench.zoo import zoo_graph
 from prism import pipeline, workloads
@@ -33,21 +36,8 @@ WHOLE = (pipeline.PlanSource.SEARCHED, pipeline.PlanSource.CONSTRUCTED, pipeline
 
 
 def spearman(a: list[float], b: list[float]) -> float | None:
-    """Rank correlation (ties by order); None for fewer than three pairs."""
-    if len(a) < 3:
-        return None
-
-    def ranks(v: list[float]) -> list[float]:
-        out = [0.0] * len(v)
-        for r, i in enumerate(sorted(range(len(v)), key=lambda i: v[i])):
-            out[i] = float(r)
-        return out
-
-    ra, rb = ranks(a), ranks(b)
-    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
-    var = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
-    return cov / var if var else None
+    """``prior_correlation.spearman``; None for fewer than three pairs."""
+    return prior_correlation.spearman(a, b) if len(a) >= 3 else None
 
 
 def _graph(row: dict[str, Any]) -> tuple[Graph, str]:

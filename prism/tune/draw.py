@@ -59,7 +59,6 @@ def legal_sizes_of(template: KernelGraph, arch: str, resources: Any, cap: int | 
     """The legal sizes of ``template`` (all of them, at most ``cap``; past ``FULL_ENUMERATION``
     candidate assignments ``SIZES_PER_TEMPLATE`` drawn, and before them the end of the prior's
     ascent from the best drawn, ``prior_ascent``), the best by the static prior first (``_prior_first``)."""
-    values = candidate_values(template)
     if _drawn_not_enumerated(template):
         drawn = _drawn(template, arch, resources, SIZES_PER_TEMPLATE)
         ranked = _prior_first(template, [(sz, None) for sz in drawn], arch, resources)
@@ -68,7 +67,7 @@ def legal_sizes_of(template: KernelGraph, arch: str, resources: Any, cap: int | 
         top = prior_ascent(template, ranked[0], arch)
         return [top, *(sz for sz in ranked if sz != top)]
     legal: list[tuple[dict[str, int], Any]] = []
-    for sizes, use in iter_legal(template, arch=arch, resources=resources, values=values):
+    for sizes, use in iter_legal(template, arch=arch, resources=resources):  # over ``candidate_values``
         legal.append((sizes, use))
         if cap is not None and len(legal) >= cap:
             log.warning("a template has more than %d legal sizes; enumeration truncated", cap)

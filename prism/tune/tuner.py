@@ -105,6 +105,11 @@ class TuneResult:
         }
 
     @property
+    def timed(self) -> tuple[SampleRecord, ...]:
+        """The samples that were timed and not rejected by the check, in sample order."""
+        return tuple(r for r in self.records if r.stage is None and math.isfinite(r.time_us))
+
+    @property
     def summary(self) -> dict[str, Any]:
         return {"arch": self.arch, "best_us": self.time_us, "rel_err": self.rel_err,
                 "template": self.template_index, "sizes": self.sizes, **self.counts,
