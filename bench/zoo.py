@@ -2,7 +2,8 @@
 
 Every entry builds a :class:`prism.Graph` from named sizes. ``small`` sizes are tiny (every dim 1 to 8)
 for CPU tests; ``decode`` and ``prefill`` sizes are realistic LLM shapes for benchmarks (``prefill`` is
-None for decode-attention). Those sizes are powers of two; ``decode_odd`` and ``prefill_odd`` are the same
+None for decode-attention). Those sizes are powers of two (but for the held-out programs, ``HELD_OUT``, which
+take the widths of the models they come from); ``decode_odd`` and ``prefill_odd`` are the same
 programs at sizes of real models that are not (``odd_sizes``: 5 or 7 rows, 77 or 1000 tokens, widths of 2560,
 3584 or 768, 11008 or 13824 features, a 50,257-entry vocabulary, 7 query heads per KV head, 4000 cached
 positions). Every realistic program keeps its inputs well under 256 MB in float16.
@@ -548,6 +549,90 @@ def masked_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: 
     return g
 
 
+# ---------------------------------------------------------------------- 8. held out (2026-12-04)
+def gated_rms_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, z = _rows(g, n, d, dtype, "X", "Z")
+    w = g.input((1, d), dtype, "G")
+    g.output(g.mul(g.mul(g.rms_norm(x, EPS), w), g.silu(z)), "O")
+    return g
+
+
+def softmax_bias(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    b = g.input((1, d), dtype, "B")
+    g.output(g.softmax(g.add(g.scale(x, 0.5), b), -1), "O")
+    return g
+
+
+def layer_norm_affine(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    gain, bias = g.input((1, d), dtype, "G"), g.input((1, d), dtype, "B")
+    g.output(g.add(g.mul(_layer_norm(g, x), gain), bias), "O")
+    return g
+
+
+def col_rms_scale(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.mul(x, g.rsqrt(g.add_scalar(g.mean(g.square(x), 0), EPS))), "O")
+    return g
+
+
+def bilinear_score(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, y = _rows(g, n, d, dtype, "X", "Y")
+    w = g.input((d, d), dtype, "W")
+    g.output(g.sum(g.mul(g.matmul(x, w), y), -1), "O")
+    return g
+
+
+def gelu_mlp_bias(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w1, b1 = g.input((d, f), dtype, "W1"), g.input((1, f), dtype, "B1")
+    w2 = g.input((f, d), dtype, "W2")
+    g.output(g.matmul(g.gelu(g.add(g.matmul(x, w1), b1)), w2), "O")
+    return g
+
+
+def norm_two_proj(n: int, d: int, f: int, k: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w = g.input((1, d), dtype, "G")
+    wq, wk = g.input((d, f), dtype, "Wq"), g.input((d, k), dtype, "Wk")
+    a = g.mul(g.rms_norm(x, EPS), w)
+    g.output(g.matmul(a, wq), "O")
+    g.output(g.matmul(a, wk), "K")
+    return g
+
+
+def dual_input_gate(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, y = _rows(g, n, d, dtype, "X", "Y")
+    wa, wb = g.input((d, d), dtype, "Wa"), g.input((d, d), dtype, "Wb")
+    g.output(g.div(g.matmul(x, wa), g.add_scalar(g.exp(g.neg(g.matmul(y, wb))), 1.0)), "O")
+    return g
+
+
+def classifier_softmax(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w, b = g.input((d, f), dtype, "W"), g.input((1, f), dtype, "B")
+    g.output(g.softmax(g.add(g.matmul(x, w), b), -1), "O")
+    return g
+
+
+def attention_hd64(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    p = g.softmax(g.scale(g.matmul(q, kt), 0.125), -1)
+    g.output(g.matmul(p, v), "O")
+    return g
+
+
 # ---------------------------------------------------------------------- the zoo
 def _nd(n: int, d: int) -> dict[str, int]:
     return {"n": n, "d": d}
@@ -678,9 +763,38 @@ _PROGRAMS: list[ZooProgram] = [
     # 7. shapes past a block's shared memory (docs/off-the-suite.md, "Reductions longer than a tile")
     ZooProgram("vocab_softmax", "reduction", softmax, _nd(4, 8), _nd(4, 131072), _nd(32, 131072),
                "O = softmax(logits) over a 128K vocabulary: sampling probabilities; a row does not fit a tile."),
+    # 8. held out: written 2026-12-04, after twelve sessions tuned the defaults to sections 1-7, and run
+    #    before anything was changed for them (docs/off-the-suite.md, "Held-out programs")
+    ZooProgram("gated_rms_norm", "reduction", gated_rms_norm, _nd(4, 8), _nd(8, 5120), _nd(1024, 5120),
+               "O = rms_norm(X) * G * silu(Z): the gated RMS norm of a Mamba-2 block."),
+    ZooProgram("softmax_bias", "reduction", softmax_bias, _nd(4, 8), _nd(32, 1024), _nd(4096, 1024),
+               "O = softmax(0.5 * X + B) with a bias row B (1, d): logits with a positional bias."),
+    ZooProgram("layer_norm_affine", "reduction", layer_norm_affine, _nd(4, 8), _nd(16, 768), _nd(2048, 768),
+               "O = layer_norm(X) * G + B: a GPT-2 / BERT layer norm with gain and bias."),
+    ZooProgram("col_rms_scale", "reduction", col_rms_scale, _nd(4, 8), _nd(64, 2048), _nd(4096, 2048),
+               "O = X * rsqrt(mean(X^2, dim 0) + eps): each column scaled by its RMS over the rows."),
+    ZooProgram("bilinear_score", "matmul", bilinear_score, _nd(4, 8), _nd(8, 1024), _nd(512, 1024),
+               "O = sum((X @ W) * Y, -1): a bilinear score per row, a column (n, 1)."),
+    ZooProgram("gelu_mlp_bias", "matmul", gelu_mlp_bias, _ndf(4, 8, 8), _ndf(8, 768, 3072), _ndf(512, 768, 3072),
+               "O = gelu(X @ W1 + B1) @ W2: a GPT-2 MLP with its first bias."),
+    ZooProgram("norm_two_proj", "matmul", norm_two_proj, {"n": 4, "d": 8, "f": 8, "k": 4},
+               {"n": 4, "d": 4096, "f": 4096, "k": 1024}, {"n": 512, "d": 4096, "f": 4096, "k": 1024},
+               "A = rms_norm(X) * G; O = A @ Wq; K = A @ Wk: query and key projections of one normed input."),
+    ZooProgram("dual_input_gate", "matmul", dual_input_gate, _nd(4, 8), _nd(8, 2048), _nd(512, 2048),
+               "O = (X @ Wa) * sigmoid(Y @ Wb), sigmoid written out: one input gated by another's projection."),
+    ZooProgram("classifier_softmax", "matmul", classifier_softmax, _ndf(4, 8, 8), _ndf(16, 2048, 1000),
+               _ndf(256, 2048, 1000), "O = softmax(X @ W + B) over 1000 classes: a classifier head."),
+    ZooProgram("attention_hd64", "attention", attention_hd64, _SMALL_ATTN, _attn(8, 4, 2048, 64), None,
+               "O = softmax((Q @ Kt) / 8) @ V at head_dim 64: decode GQA attention of a smaller model."),
+    ZooProgram("mha_attention", "attention", scaled_attention, _attn(2, 1, 8, 8), _attn(32, 1, 1024, 128), None,
+               "O = softmax((Q @ Kt) / sqrt(128)) @ V with one query per KV head: multi-head decode attention."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
+# section 8: run on the H200 before any change was made for them (docs/off-the-suite.md, "Held-out programs")
+HELD_OUT: frozenset[str] = frozenset(("gated_rms_norm", "softmax_bias", "layer_norm_affine", "col_rms_scale",
+                                      "bilinear_score", "gelu_mlp_bias", "norm_two_proj", "dual_input_gate",
+                                      "classifier_softmax", "attention_hd64", "mha_attention"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 
