@@ -10,7 +10,8 @@ split by a grid dim and the loop) with every parallel size 2.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from prism.reference import relative_error
 
 SCREEN_SIZE = 2
 TOLERANCE = 1e-8
+UNIT_SETS = 31  # size sets with 1s tried for a plan that runs at none of the usual ones (5 symbols: all)
 
 
 def small_instance(graph: Graph) -> Graph:
@@ -67,15 +69,24 @@ def screen(graph: Graph, candidates: Sequence[KernelGraph], *, seed: int = 0) ->
     out: list[bool | None] = []
     for cand in candidates:
         kg = cand.with_shapes(ins, outs)
-        verdict: bool | None = None
-        for sizes in _size_sets(kg.symbols):  # wrong at one size set: wrong (the others are not run)
-            ok = _at(kg, sizes, inputs, ref)
-            if ok is False:
-                verdict = False
-                break
-            verdict = verdict if ok is None else True
+        verdict = _verdict(kg, _size_sets(kg.symbols), inputs, ref)
+        if verdict is None:  # it runs at none: a size splits a dim of extent 1 (one query head, one row)
+            verdict = _verdict(kg, _unit_size_sets(kg.symbols), inputs, ref)
         out.append(verdict)
     return out
+
+
+def _verdict(kg: KernelGraph, size_sets: Iterable[dict[str, int]], inputs: dict[str, np.ndarray],
+             ref: dict[str, np.ndarray]) -> bool | None:
+    """False when ``kg`` is wrong at one of the size sets (the later ones are not run), True when it
+    runs at one and is right at every one it runs at, None when it runs at none."""
+    verdict: bool | None = None
+    for sizes in size_sets:
+        ok = _at(kg, sizes, inputs, ref)
+        if ok is False:
+            return False
+        verdict = verdict if ok is None else True
+    return verdict
 
 
 def _size_sets(symbols: Sequence[str]) -> list[dict[str, int]]:
@@ -84,6 +95,16 @@ def _size_sets(symbols: Sequence[str]) -> list[dict[str, int]]:
     same = {s: SCREEN_SIZE for s in symbols}
     mixed = {s: SCREEN_SIZE * (2 if i % 2 == 0 else 1) for i, s in enumerate(sorted(symbols))}
     return [same] if mixed == same else [same, mixed]
+
+
+def _unit_size_sets(symbols: Sequence[str]) -> Iterator[dict[str, int]]:
+    """Sizes of SCREEN_SIZE and 1, most SCREEN_SIZEs first (the all-SCREEN_SIZE set has run already), at
+    most UNIT_SETS of them: for a plan whose grid or loop splits a dim of extent 1, which only a size of
+    1 divides. A size set that does not divide a dim fails at once, before anything is computed."""
+    names = sorted(symbols)
+    combos = sorted(itertools.product((SCREEN_SIZE, 1), repeat=len(names)), key=lambda c: c.count(1))
+    for combo in combos[1:UNIT_SETS + 1]:
+        yield dict(zip(names, combo, strict=True))
 
 
 def _at(kg: KernelGraph, sizes: dict[str, int], inputs: dict[str, np.ndarray],
