@@ -69,6 +69,9 @@ SPLIT_KEY = "-split3"  # and of its split-loop plans (prism.loopsplit; 2: spread
 DEFAULT_SEARCH_BUDGET_S = 30.0
 # Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).
 MAX_STITCHED = 4
+# A matmul-free program whose every plan walks this many bytes of an input with one block (``_walk_bytes``:
+# a column statistic over 1024+ rows, a row of 8192+ elements) gets the two-kernel pipelines searched too.
+LONG_WALK_BYTES = 16 * 1024
 
 
 class PlanSource(enum.Enum):
@@ -165,10 +168,12 @@ def cache_key(graph: Graph, config: SearchConfig | None) -> str:
     if config is None:
         return key
     budgets = ("time_budget_s", "max_candidates", "progress", "check_feasible")  # not the space: its limits
-    space = {k: v for k, v in vars(config).items() if k not in budgets}
     from prism.search.config import SearchConfig
 
-    if space == {k: v for k, v in vars(SearchConfig()).items() if k in space}:
+    defaults = vars(SearchConfig())
+    # only what differs from the defaults: a field added later (at its default) keeps every key
+    space = {k: v for k, v in vars(config).items() if k not in budgets and v != defaults[k]}
+    if not space:
         return key
     digest = hashlib.sha256(repr(sorted(space.items())).encode()).hexdigest()[:8]
     return f"{key}-{digest}"
@@ -233,7 +238,8 @@ def search_and_verify(
     if partitioned and searched:  # the flash-decoding shape of the searched one-kernel plans, also by rule
         # (a pipeline search's plans split under a key of their own: the default search's splits are
         # cached for the same program at shapes its plans fit)
-        suffix = SPLIT_KEY + ("-pipelines" if whole is not None and "pipelines" in whole.stats else "")
+        pipelines = whole.stats.get("pipelines_key") if whole is not None else None  # whose plans were split
+        suffix = SPLIT_KEY + (f"-pipelines-{str(pipelines).rsplit('-', 1)[-1]}" if pipelines else "")
         constructed = (*constructed, *_splits(graph, searched, program, cache, suffix))
     templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
     sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
@@ -255,23 +261,43 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
     hold whole rows; a pipeline computes the statistics in a loop, then the element-wise result
     (docs/off-the-suite.md, "Reductions longer than a tile"). Searched only then: the wider space
     takes several times the default search's time."""
-    log.info("%s: no searched plan fits these shapes; searching two-kernel pipelines too", program)
+    log.info("%s: no searched plan fits these shapes in short blocks; searching two-kernel pipelines too", program)
+    wider = replace(cfg, split_only=False, last_loop_one=True)
     try:
-        more = _search_whole(graph, program, cache, progress, replace(cfg, split_only=False))
+        more = _search_whole(graph, program, cache, progress, wider)
     except (SearchError, VerificationError) as e:
         log.warning("%s: no pipeline search (%s)", program, e)
         return whole
     fits = [t for t in more.templates if len(t.kernels) > 1 and _fits(graph, t)]
-    stats = {**whole.stats, "pipelines": len(fits), "pipelines_searched": len(more.templates)}
+    stats = {**whole.stats, "pipelines": len(fits), "pipelines_searched": len(more.templates),
+             "pipelines_key": cache_key(graph, wider)}
     return replace(whole, templates=(*whole.templates, *fits), stats=stats,
                    sources=(*whole.sources, *[PlanSource.SEARCHED] * len(fits)))
 
 
 def _some_plan_fits(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
-    """Some template can be generated at ``graph``'s shapes and holds no input row longer than a block's
-    shared memory. A plan reading such rows in place (its accumulators inline) may be generated, but
-    walks each row with one block: the two-kernel pipelines are searched then too."""
-    return any(_fits(graph, t) for t in templates)
+    """Some template can be generated at ``graph``'s shapes, holds no input row longer than a block's
+    shared memory and walks fewer than ``LONG_WALK_BYTES`` of an input with one block. A plan reading
+    long rows in place (its accumulators inline) may be generated, but walks each row with one block;
+    a column statistic's plans walk every row of their columns: the two-kernel pipelines are searched
+    then too (docs/off-the-suite.md, "Column statistics: pipelines whose last kernel has no loop")."""
+    shapes = {t.name: t.shape for t in graph.inputs}
+    return any(_walk_bytes(t, shapes) < LONG_WALK_BYTES and _fits(graph, t) for t in templates)
+
+
+def _walk_bytes(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
+    """The most bytes of one program input a block of ``kg`` reads at its largest grid: every dim its
+    grid does not split (the loop's included: one block walks all of it), and at least 8 elements of a
+    split last dim (a 16-byte run; 2 bytes an element)."""
+    out = 0
+    for k in kg.kernels:
+        for op in k.ops if isinstance(k, CustomKernel) else ():
+            if isinstance(op, Load) and op.tensor in shapes:
+                shape = shapes[op.tensor]
+                walked = math.prod(n for a, n in enumerate(shape) if a not in op.imap)
+                last_split = len(shape) - 1 in op.imap and shape[-1] > 1
+                out = max(out, walked * (min(8, shape[-1]) if last_split else 1) * 2)
+    return out
 
 
 def _fits(graph: Graph, kg: KernelGraph) -> bool:

@@ -27,6 +27,8 @@ class SearchConfig:
     kernel pipeline that fuses less is left out of the space.
     ``loop_one`` also builds every one-kernel graph with no for-loop (loop size 1): a program with
     nothing to reduce (an elementwise chain) has no mapping that is right for every loop size.
+    ``last_loop_one`` does the same for the later kernel of a pipeline (``split_only`` off): the
+    element-wise kernel after column statistics reads its rows by its grid, not by a loop.
     ``check_feasible`` asks z3, for every candidate, whether any mapping satisfies all constraints
     (off by default: mapping instantiation answers the same question, a candidate without mappings
     then simply yields none).
@@ -54,6 +56,7 @@ class SearchConfig:
     share_sizes: bool = True
     split_only: bool = True
     loop_one: bool = False
+    last_loop_one: bool = False
     check_feasible: bool = False
     time_budget_s: float = 600.0
     max_candidates: int = 100_000

@@ -593,7 +593,7 @@ class Generator:
         save come on top."""
         return self.max_ops - len(roots) + 2 * sum(self._is_max(r) for r in roots)
 
-    def _second_sizes(self, grid0: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    def _second_sizes(self, grid0: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str | int]]:
         """Sizes of the second kernel. The first kernel's grid dims are interchangeable, so one
         representative of each way to share them is enough: the loop reuses the first grid size
         (a split graph), the second kernel's grid may reuse the next ones."""
@@ -602,6 +602,8 @@ class Generator:
             fresh = tuple(f"k1_{p}" for p in PARALLEL[:ng])
             if not self.cfg.split_only:
                 yield fresh, f"k1_{LOOP}"
+                if self.cfg.last_loop_one:
+                    yield fresh, 1
             if not share:
                 continue
             loop, rest = grid0[0], grid0[1:]
