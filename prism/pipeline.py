@@ -238,9 +238,7 @@ def search_and_verify(
     if partitioned and searched:  # the flash-decoding shape of the searched one-kernel plans, also by rule
         # (a pipeline search's plans split under a key of their own: the default search's splits are
         # cached for the same program at shapes its plans fit)
-        pipelines = whole.stats.get("pipelines_key") if whole is not None else None  # whose plans were split
-        suffix = SPLIT_KEY + (f"-pipelines-{str(pipelines).rsplit('-', 1)[-1]}" if pipelines else "")
-        constructed = (*constructed, *_splits(graph, searched, program, cache, suffix))
+        constructed = (*constructed, *_splits(graph, searched, program, cache, _split_suffix(whole)))
     templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
     sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
                *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
@@ -252,15 +250,23 @@ def search_and_verify(
                          sources, tuple(part_outcomes))
 
 
+def _split_suffix(whole: SearchOutcome | None) -> str:
+    """The cache-key suffix of the split-loop plans of ``whole``'s searched plans: a pipeline search's
+    splits under that search's digest (splits of an older pipeline space are not read back)."""
+    key = whole.stats.get("pipelines_key") if whole is not None else None
+    return SPLIT_KEY + (f"-pipelines-{key.rsplit('-', 1)[-1]}" if isinstance(key, str) else "")
+
+
 def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg: SearchConfig,
                     whole: SearchOutcome) -> SearchOutcome:
     """``whole`` with the plans of a search that also builds two-kernel pipelines (``split_only``
-    off: a first kernel's results read by a second that does not loop over its grid), for a program
-    none of whose searched plans can be generated at its shapes. A softmax or norm whose reduced
-    extent does not fit one block's shared memory (a 128K-vocabulary softmax) has only plans that
-    hold whole rows; a pipeline computes the statistics in a loop, then the element-wise result
-    (docs/off-the-suite.md, "Reductions longer than a tile"). Searched only then: the wider space
-    takes several times the default search's time."""
+    off: a first kernel's results read by a second that does not loop over its grid, or has no loop),
+    for a program none of whose searched plans can be generated at its shapes in short blocks
+    (``_some_plan_fits``). A softmax or norm whose reduced extent does not fit one block's shared
+    memory (a 128K-vocabulary softmax) has only plans that hold whole rows, a column statistic only
+    plans that walk whole columns; a pipeline computes the statistics in a loop, then the element-wise
+    result (docs/off-the-suite.md, "Reductions longer than a tile"). Searched only then: the wider
+    space takes several times the default search's time."""
     log.info("%s: no searched plan fits these shapes in short blocks; searching two-kernel pipelines too", program)
     wider = replace(cfg, split_only=False, last_loop_one=True)
     try:
