@@ -126,14 +126,44 @@ def _reads(k: Kernel) -> set[str]:
     return {ld.tensor for ld in k.loads} if isinstance(k, CustomKernel) else set(k.inputs)
 
 
-def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set[str], maps: bool) -> str:
-    names: dict[str, str] = {n: n for n in io}
-    syms: dict[str, str] = {}
-    n_inter = [0]
+# A kernel's body in canonical order: its op texts, each a str or, for a load or save whose maps are
+# written, (text before the map, the map, text after it): the maps alone follow the grid permutation.
+Piece = str | tuple[str, tuple[int | None, ...], str]
 
-    def fresh() -> str:  # "~" is in no identifier: never equal to a program's tensor name
-        n_inter[0] += 1
-        return f"~t{n_inter[0] - 1}"
+
+@functools.lru_cache(maxsize=1 << 16)
+def _body(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bool
+          ) -> tuple[tuple[Piece, ...], tuple[tuple[str, str], ...]]:
+    """The pieces of a kernel's body given the tensor names so far (``names``, sorted items), and the
+    names after it (its saves to intermediates named ``~t<n>`` in order): the same for every grid
+    permutation ``_render`` tries, so computed once."""
+    named = dict(names)
+    n_inter = sum(v.startswith("~t") for v in named.values())
+    order = _order(ops, names, maps)
+    pos = {j: i for i, j in enumerate(order)}
+    body: list[Piece] = []
+    for j in order:
+        op = ops[j]
+        args = tuple(pos[a] for a in sorted_args(op))
+        if isinstance(op, BinaryOp) and op.fn in COMMUTATIVE:
+            args = tuple(sorted(args))
+        match op:
+            case Load(tensor, imap, fmap):
+                name = named.get(tensor, tensor)
+                body.append((f"L({name}|", imap, f"|{fmap})") if maps else f"L({name})")
+            case Save(_, tensor, omap):
+                if tensor not in named:
+                    named[tensor] = f"~t{n_inter}"  # "~" is in no identifier: never a program's tensor name
+                    n_inter += 1
+                body.append((f"S({args[0]},{named[tensor]}|", omap, ")") if maps else f"S({args[0]},{named[tensor]})")
+            case _:
+                body.append(f"{type(op).__name__}({','.join(map(str, args))};{op_params(op)})")
+    return tuple(body), tuple(sorted(named.items()))
+
+
+def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set[str], maps: bool) -> str:
+    names: tuple[tuple[str, str], ...] = tuple(sorted((n, n) for n in io))
+    syms: dict[str, str] = {}
 
     def sym(s: int | str) -> str:
         if isinstance(s, int):
@@ -145,33 +175,17 @@ def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set
     parts: list[str] = []
     for k, perm in zip(kernels, perms, strict=True):
         if isinstance(k, PredefinedKernel):
-            ins = ",".join(names.get(t, t) for t in k.inputs)
-            if k.output not in names:
-                names[k.output] = fresh()
+            named = dict(names)
+            ins = ",".join(named.get(t, t) for t in k.inputs)
+            if k.output not in named:
+                named[k.output] = f"~t{sum(v.startswith('~t') for v in named.values())}"
+                names = tuple(sorted(named.items()))
             fn = k.fn and k.fn.value
-            parts.append(f"P[{k.kind.value}|{fn}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{names[k.output]}]")
+            parts.append(f"P[{k.kind.value}|{fn}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{named[k.output]}]")
             continue
-        grid = [k.grid[p] for p in perm]
-        head = f"K[{','.join(sym(g) for g in grid)};{sym(k.loop)}]"
-        order = _order(k.ops, tuple(sorted(names.items())), maps)
-        pos = {j: i for i, j in enumerate(order)}
-        body = []
-        for j in order:
-            op = k.ops[j]
-            args = tuple(pos[a] for a in sorted_args(op))
-            if isinstance(op, BinaryOp) and op.fn in COMMUTATIVE:
-                args = tuple(sorted(args))
-            match op:
-                case Load(tensor, imap, fmap):
-                    extra = f"|{[imap[p] for p in perm]}|{fmap}" if maps else ""
-                    body.append(f"L({names.get(tensor, tensor)}{extra})")
-                case Save(_, tensor, omap):
-                    if tensor not in names:
-                        names[tensor] = fresh()
-                    extra = f"|{[omap[p] for p in perm]}" if maps else ""
-                    body.append(f"S({args[0]},{names[tensor]}{extra})")
-                case _:
-                    body.append(f"{type(op).__name__}({','.join(map(str, args))};{op_params(op)})")
+        head = f"K[{','.join(sym(k.grid[p]) for p in perm)};{sym(k.loop)}]"
+        pieces, names = _body(k.ops, names, maps)
+        body = [pc if isinstance(pc, str) else f"{pc[0]}{[pc[1][p] for p in perm]}{pc[2]}" for pc in pieces]
         parts.append(head + "{" + ";".join(body) + "}")
     return " ".join(parts)
 
