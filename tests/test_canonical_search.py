@@ -72,3 +72,19 @@ def test_grid_order_and_maps() -> None:
     assert canonical_key(wrong) != canonical_key(kg)  # maps matter ...
     assert structure_key(wrong) == structure_key(kg)  # ... except in the structure key
     assert structure_key(plans.rmsnorm_linear_plan(g)) != structure_key(kg)  # 1 vs 2 grid dims
+
+
+def test_the_canonical_text_of_a_two_kernel_plan_is_pinned() -> None:
+    """The text the rendering produced before its kernel bodies were cached (``canonical._body``):
+    search caches and plan deduplication key on it, so a change of format is a change of keys."""
+    from test_verify import SMALL
+
+    from prism.search import canonical_form
+
+    kg = plans.safe_gqa_split_plan(workloads.program("gqa_safe", **SMALL["gqa_safe"]))
+    assert canonical_form(kg) == (
+        "K[s0,s1;s2]{L(Kt|[0, 2]|2);L(Q|[0, None]|None);L(V|[0, 1]|1);MatmulOp(1,0;);ReduceOp(3;max|2);"
+        "BinaryOp(3,4;sub);Accum(4;None|max|False);UnaryOp(5;exp|None);S(6,~t0|[0, 2]);MatmulOp(7,2;);"
+        "Accum(7,4;2|sum|True);Accum(9,4;None|sum|True);S(10,~t1|[0, 2]);S(11,~t2|[0, 2])} "
+        "K[s0;s1]{L(~t0|[0]|2);L(~t1|[0]|2);L(~t2|[0]|2);Accum(1,0;None|sum|True);Accum(2,0;None|sum|True);"
+        "BinaryOp(4,3;div);S(5,O|[0])}")
