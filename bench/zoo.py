@@ -490,12 +490,16 @@ def matmul_chain3(n: int, d: int, r: int, dtype: str = "float16") -> Graph:
 
 
 # ---------------------------------------------------------------------- 5. attention (3-D batched)
-def scaled_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+def _softmax_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str, scale: float) -> Graph:
     g = Graph()
     q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
-    p = g.softmax(g.scale(g.matmul(q, kt), ATTN_SCALE), -1)
+    p = g.softmax(g.scale(g.matmul(q, kt), scale), -1)
     g.output(g.matmul(p, v), "O")
     return g
+
+
+def scaled_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    return _softmax_attention(batch, group, kv_len, head_dim, dtype, ATTN_SCALE)
 
 
 def qnorm_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
@@ -626,11 +630,7 @@ def classifier_softmax(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
 
 
 def attention_hd64(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
-    g = Graph()
-    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
-    p = g.softmax(g.scale(g.matmul(q, kt), 0.125), -1)
-    g.output(g.matmul(p, v), "O")
-    return g
+    return _softmax_attention(batch, group, kv_len, head_dim, dtype, 64**-0.5)
 
 
 # ---------------------------------------------------------------------- the zoo

@@ -16,7 +16,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
@@ -296,14 +296,19 @@ def _walk_bytes(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
     grid does not split (the loop's included: one block walks all of it), and at least 8 elements of a
     split last dim (a 16-byte run; 2 bytes an element)."""
     out = 0
+    for op, shape in _input_loads(kg, shapes):
+        walked = math.prod(n for a, n in enumerate(shape) if a not in op.imap)
+        last_split = len(shape) - 1 in op.imap and shape[-1] > 1
+        out = max(out, walked * (min(8, shape[-1]) if last_split else 1) * 2)
+    return out
+
+
+def _input_loads(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> Iterator[tuple[Load, tuple[int, ...]]]:
+    """Every Load of a program input in ``kg``'s generated kernels, with the input's shape."""
     for k in kg.kernels:
         for op in k.ops if isinstance(k, CustomKernel) else ():
             if isinstance(op, Load) and op.tensor in shapes:
-                shape = shapes[op.tensor]
-                walked = math.prod(n for a, n in enumerate(shape) if a not in op.imap)
-                last_split = len(shape) - 1 in op.imap and shape[-1] > 1
-                out = max(out, walked * (min(8, shape[-1]) if last_split else 1) * 2)
-    return out
+                yield op, shapes[op.tensor]
 
 
 def _fits(graph: Graph, kg: KernelGraph) -> bool:
@@ -317,14 +322,9 @@ def _tile_floor(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
     """The most bytes one Load of a program input holds at any sizes: the dims that neither a grid dim
     nor the loop splits are whole in its tile (a cheap test before ``has_sizes`` lowers sizes; the
     wider search returns hundreds of plans, most of which hold whole rows)."""
-    out = 0
-    for k in kg.kernels:
-        for op in k.ops if isinstance(k, CustomKernel) else ():
-            if isinstance(op, Load) and op.tensor in shapes:
-                shape = shapes[op.tensor]
-                whole = math.prod(n for a, n in enumerate(shape) if a not in op.imap and a != op.fmap)
-                out = max(out, whole * 2)  # 2 bytes an element: for wider dtypes a lower floor, so none that fits is dropped
-    return out
+    wholes = (math.prod(n for a, n in enumerate(shape) if a not in op.imap and a != op.fmap)
+              for op, shape in _input_loads(kg, shapes))
+    return 2 * max(wholes, default=0)  # 2 bytes an element: for wider dtypes a lower floor, so none that fits is dropped
 
 
 def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool, progress: bool,

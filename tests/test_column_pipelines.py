@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pytest
 from test_partition import run_plan
 
 from prism import pipeline
@@ -28,12 +27,6 @@ def _col_rms_scale(n: int, d: int) -> Graph:
     return g
 
 
-@pytest.fixture()
-def own_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))
-
-
-@pytest.mark.usefixtures("own_cache")
 def test_column_statistics_over_many_rows_get_split_pipelines_that_compute_them() -> None:
     g = _col_rms_scale(2048, 64)
     out = pipeline.search_and_verify(g, program="col_rms_scale", progress=False)
@@ -51,7 +44,6 @@ def test_column_statistics_over_many_rows_get_split_pipelines_that_compute_them(
     assert relative_error(got, g.evaluate({"X": x})["O"]) < 1e-9
 
 
-@pytest.mark.usefixtures("own_cache")
 def test_the_same_statistics_over_few_rows_are_not_searched_again() -> None:
     out = pipeline.search_and_verify(_col_rms_scale(16, 64), program="col_rms_scale", progress=False)
     assert "pipelines" not in out.stats

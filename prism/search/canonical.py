@@ -131,6 +131,12 @@ def _reads(k: Kernel) -> set[str]:
 Piece = str | tuple[str, tuple[int | None, ...], str]
 
 
+def _fresh(named: dict[str, str]) -> str:
+    """The name of the next intermediate tensor: ``~t<n>`` after the n named so far ("~" is in no
+    identifier: never a program's tensor name)."""
+    return f"~t{sum(v.startswith('~t') for v in named.values())}"
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _body(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bool
           ) -> tuple[tuple[Piece, ...], tuple[tuple[str, str], ...]]:
@@ -138,7 +144,6 @@ def _body(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bo
     names after it (its saves to intermediates named ``~t<n>`` in order): the same for every grid
     permutation ``_render`` tries, so computed once."""
     named = dict(names)
-    n_inter = sum(v.startswith("~t") for v in named.values())
     order = _order(ops, names, maps)
     pos = {j: i for i, j in enumerate(order)}
     body: list[Piece] = []
@@ -153,8 +158,7 @@ def _body(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bo
                 body.append((f"L({name}|", imap, f"|{fmap})") if maps else f"L({name})")
             case Save(_, tensor, omap):
                 if tensor not in named:
-                    named[tensor] = f"~t{n_inter}"  # "~" is in no identifier: never a program's tensor name
-                    n_inter += 1
+                    named[tensor] = _fresh(named)
                 body.append((f"S({args[0]},{named[tensor]}|", omap, ")") if maps else f"S({args[0]},{named[tensor]})")
             case _:
                 body.append(f"{type(op).__name__}({','.join(map(str, args))};{op_params(op)})")
@@ -178,7 +182,7 @@ def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set
             named = dict(names)
             ins = ",".join(named.get(t, t) for t in k.inputs)
             if k.output not in named:
-                named[k.output] = f"~t{sum(v.startswith('~t') for v in named.values())}"
+                named[k.output] = _fresh(named)
                 names = tuple(sorted(named.items()))
             fn = k.fn and k.fn.value
             parts.append(f"P[{k.kind.value}|{fn}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{named[k.output]}]")
