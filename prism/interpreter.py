@@ -13,7 +13,7 @@ from typing import assert_never
 
 import numpy as np
 
-from prism.errors import InputError
+from prism.errors import InputError, IRError
 from prism.graph import OpKind
 from prism.ir import (
     Accum,
@@ -168,7 +168,7 @@ def run_predefined(k: PredefinedKernel, tensors: dict[str, np.ndarray], scalars:
 def input_tensors(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The program's inputs as float64 arrays by name (InputError for a missing or misshapen one)."""
     tensors: dict[str, np.ndarray] = {}
-    for t in kg.inputs:
+    for t in kg.true_inputs:  # (a padded tail's plan reads the program's tensors)
         if t.name not in inputs:
             raise InputError(f"{kg.program}: no value for input {t.name!r}")
         arr = np.asarray(inputs[t.name], dtype=np.float64)
@@ -179,7 +179,11 @@ def input_tensors(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str
 
 
 def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a concrete μGraph on float64 inputs (by name); return its outputs by name."""
+    """Run a concrete μGraph on float64 inputs (by name); return its outputs by name. A plan with a
+    padded tail runs in the emulator (``prism.codegen.emulate``), which masks it as the GPU does."""
+    if kg.tail is not None:
+        raise IRError(f"{kg.program}: the interpreter runs plans at the program's shapes, not padded "
+                      f"to {kg.tail.padded}; prism.codegen.emulate runs padded ones")
     shapes, per_kernel = infer(kg)
     tensors = input_tensors(kg, inputs)
     scalars = {t.name: t.shape for t in kg.inputs}

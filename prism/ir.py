@@ -186,13 +186,43 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class Tail:
+    """A dim padded up to a tile multiple: every tensor axis of extent ``padded`` holds ``valid``
+    elements in memory (``valid < padded``); the kernels run at ``padded`` and mask the rest
+    (``prism.codegen.tails``: zero-filled copies, reductions that skip the tail)."""
+
+    padded: int
+    valid: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.valid < self.padded:
+            raise IRError(f"tail: {self.valid} valid of {self.padded} padded elements (need 1 <= valid < padded)")
+
+    def true_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The extents in memory of a tensor of ``shape`` as the kernels see it."""
+        return tuple(self.valid if s == self.padded else s for s in shape)
+
+
+@dataclass(frozen=True)
 class KernelGraph:
-    """A whole program as kernels. ``inputs``/``outputs`` match the source Graph's by name."""
+    """A whole program as kernels. ``inputs``/``outputs`` match the source Graph's by name; with a
+    ``tail``, their shapes are padded (``Tail``) and the program's are ``true_inputs``/``true_outputs``."""
 
     program: str
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     kernels: tuple[Kernel, ...]
+    tail: Tail | None = None
+
+    @property
+    def true_inputs(self) -> tuple[TensorSpec, ...]:
+        return self.inputs if self.tail is None else tuple(replace(t, shape=self.tail.true_shape(t.shape))
+                                                           for t in self.inputs)
+
+    @property
+    def true_outputs(self) -> tuple[TensorSpec, ...]:
+        return self.outputs if self.tail is None else tuple(replace(t, shape=self.tail.true_shape(t.shape))
+                                                            for t in self.outputs)
 
     @property
     def symbols(self) -> list[str]:
@@ -225,10 +255,19 @@ class KernelGraph:
         return replace(self, kernels=kernels)
 
     def with_shapes(self, inputs: Mapping[str, tuple[int, ...]], outputs: Mapping[str, tuple[int, ...]]) -> KernelGraph:
-        """The same plan for other input/output sizes (ranks must agree)."""
+        """The same plan for other input/output sizes (ranks must agree; the program's sizes: a tail
+        is dropped)."""
         ins = tuple(replace(t, shape=tuple(inputs[t.name])) for t in self.inputs)
         outs = tuple(replace(t, shape=tuple(outputs[t.name])) for t in self.outputs)
-        return replace(self, inputs=ins, outputs=outs)
+        return replace(self, inputs=ins, outputs=outs, tail=None)
+
+    def padded(self, tail: Tail) -> KernelGraph:
+        """This plan (no tail, the program's shapes) run at ``tail.padded`` wherever a tensor has an
+        axis of ``tail.valid`` elements."""
+        def pad(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+            return tuple(replace(t, shape=tuple(tail.padded if s == tail.valid else s for s in t.shape)) for t in specs)
+        assert self.tail is None, "a plan is padded once"
+        return replace(self, inputs=pad(self.inputs), outputs=pad(self.outputs), tail=tail)
 
     def to_json(self) -> dict[str, object]:
         return {"format": FORMAT, "version": VERSION, **_kg_to_obj(self)}
@@ -250,7 +289,7 @@ class KernelGraph:
             raise SerializationError(f"kernel graph format version {obj.get('version')!r}; this Prism reads {VERSION}")
         try:
             kg = _kg_from_obj(obj)
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, IRError) as e:
             raise SerializationError(f"malformed kernel graph document: {e!r}") from e
         if (bad := kernel_graph_name_problem(kg)) is not None:
             raise SerializationError(f"kernel graph document: {bad}")
@@ -337,12 +376,13 @@ def _kg_to_obj(kg: KernelGraph) -> dict[str, object]:
                  "output": k.output, "fn": None if k.fn is None else k.fn.value, "dim": k.dim,
                  "scalar": scalar_to_json(k.scalar)}
             )
-    return {
+    out: dict[str, object] = {
         "program": kg.program,
         "inputs": [[t.name, list(t.shape), t.dtype] for t in kg.inputs],
         "outputs": [[t.name, list(t.shape), t.dtype] for t in kg.outputs],
         "kernels": kernels,
     }
+    return out if kg.tail is None else out | {"tail": [kg.tail.padded, kg.tail.valid]}  # (no tail: the old form)
 
 
 def _fn_from(kind: OpKind, v: object) -> Unary | Binary | Reduce | None:
@@ -386,7 +426,11 @@ def _kg_from_obj(obj: Mapping[str, Any]) -> KernelGraph:
             )
         else:
             raise ValueError(f"unknown kernel type {k['type']!r}")
-    return KernelGraph(str(obj["program"]), specs("inputs"), specs("outputs"), tuple(kernels))
+    tail = obj.get("tail")
+    if tail is not None and not (isinstance(tail, list) and len(tail) == 2 and all(type(v) is int for v in tail)):
+        raise ValueError(f"tail {tail!r} is not [padded, valid]")
+    return KernelGraph(str(obj["program"]), specs("inputs"), specs("outputs"), tuple(kernels),
+                       None if tail is None else Tail(tail[0], tail[1]))
 
 
 # ---------------------------------------------------------------------------------- validation

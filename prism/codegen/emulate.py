@@ -59,7 +59,7 @@ def emulate(kg: KernelGraph, inputs: Mapping[str, np.ndarray], *, arch: str = "s
 def emulate_lowering(gl: GraphLowering, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     kg = gl.kg
     tensors = input_tensors(kg, inputs)
-    scalars = {t.name: t.shape for t in kg.inputs}
+    scalars = {t.name: t.shape for t in kg.true_inputs}
     with np.errstate(all="ignore"):
         for k, low in zip(kg.kernels, gl.kernels, strict=True):
             if isinstance(k, PredefinedKernel):
@@ -245,11 +245,30 @@ class _Block:
         kt = (it + self.rot) % self.low.loop  # the iteration whose tiles this stage holds (rotated order)
         src = self.origin(lp.block_terms) + kt * lp.iter_stride + offset(global_strides(self.shape(lp.tensor)), idx)
         what = f"load of {lp.tensor} (op {lp.op})"
-        g = global_index(self.g[lp.tensor], src, lp.vec, buf.esize, what, lp.tensor)
+        ok = self.copied(lp, idx, kt) * np.ones(e.shape, dtype=bool)  # (a padded tail's zeros: nothing read)
+        g = global_index(self.g[lp.tensor], np.broadcast_to(src, e.shape)[ok], lp.vec, buf.esize, what, lp.tensor)
+        vals = np.zeros((e.size, lp.vec))
+        vals[ok] = self.g[lp.tensor][g].reshape(-1, lp.vec)
         dst = swizzle_at(buf, idx) if buf.swizzle else offset(buf.strides, idx)
-        self.sm.write(buf, slot, dst, self.g[lp.tensor][g].reshape(-1, lp.vec), what, asynchronous=lp.nbytes >= 4)
+        self.sm.write(buf, slot, dst, vals, what, asynchronous=lp.nbytes >= 4)
         if buf.ring:
             self.held[buf.name][slot] = it
+
+    def copied(self, lp: LoadPlan, idx: Index, it: int) -> np.ndarray | bool:
+        """Which copies of a Load read memory: those before a padded tail's end (``render_loader``)."""
+        tails = self.low.tails
+        if tails is None or lp.op not in tails.loads:
+            return True
+        view, stored = tails.loads[lp.op]
+        o = tails.axes[lp.op][view]
+        assert o is not None
+        return np.asarray(idx[stored]) < tails.valid - o.start(self.coord, it)
+
+    def tail_limit(self, i: int, axis: int) -> int | None:
+        """The valid elements of value ``i``'s tile along ``axis`` this iteration (None: no tail there)."""
+        tails = self.low.tails
+        o = None if tails is None else tails.axes[i][axis]
+        return None if o is None or tails is None else tails.valid - o.start(self.coord, self.it)
 
     def save(self, i: int) -> None:
         """The saver of Save op ``i``: ``vec`` consecutive values of a row per store."""
@@ -338,6 +357,9 @@ class _Block:
         e = active(self.low.elementwise[i])
         idx = decompose(e, self.tile(i))
         val = self.define(i, idx) if own else self.read(i, idx)
+        for a in range(len(idx)):  # a matmul operand is zero past a padded tail (``render_save._tail_zero``)
+            if (lim := self.tail_limit(i, a)) is not None:
+                val = np.where(np.asarray(idx[a]) < lim, val, 0.0)
         copy = self.slots.get(dst.name, 0) if dst.ring else 0  # (a ``Buf.parity`` tile: this iteration's copy)
         self.sm.write(dst, copy, offset(dst.strides, idx), val * np.ones(e.shape), f"materialise op {i} into {dst.name}")
 
@@ -379,6 +401,12 @@ class _Block:
         finally:
             self.lane_run = 1
 
+    def tail_masked(self, x: int, dim: int, rows: np.ndarray, identity: float) -> np.ndarray:
+        """Rows of ``x`` along ``dim`` with a padded tail's elements replaced by ``identity`` (``render_reduce._walk``)."""
+        if (lim := self.tail_limit(x, dim)) is None:
+            return rows
+        return np.where(np.arange(rows.shape[1]) < lim, rows, identity)
+
     def reduce(self, i: int, x: int, dim: int, fn: Reduce) -> None:
         """A ReduceOp pass: every output within the tile reduces its row and writes its tile."""
         g = self.low.groups[i]
@@ -386,7 +414,8 @@ class _Block:
         o, idx, out, guard = self.outputs(x, dim, g, count)
         keep = o < math.prod(out) if guard else np.ones(o.shape, dtype=bool)
         idx = [v[keep] if isinstance(v, np.ndarray) else v for v in idx]
-        rows = self.row_values(x, dim, idx, int(keep.sum()), lane_run(self.low, x, dim, g, True))
+        rows = self.tail_masked(x, dim, self.row_values(x, dim, idx, int(keep.sum()), lane_run(self.low, x, dim, g, True)),
+                                0.0 if fn is Reduce.SUM else -np.inf)
         p = rows.sum(axis=1) if fn is Reduce.SUM else rows.max(axis=1)
         dst = self.low.bufs[i]
         self.sm.write(dst, 0, offset(dst.strides, idx), p, f"reduction op {i}")
@@ -441,7 +470,8 @@ class _Block:
         o, idx, out, guard = self.outputs(x, dim, ap.group, ap.count)
         keep = o < math.prod(out) if guard else np.ones(o.shape, dtype=bool)
         kidx = [v[keep] if isinstance(v, np.ndarray) else v for v in idx]
-        p = self.row_values(x, dim, kidx, int(keep.sum()), lane_run(self.low, x, dim, ap.group, False)).sum(axis=1)
+        rows = self.row_values(x, dim, kidx, int(keep.sum()), lane_run(self.low, x, dim, ap.group, False))
+        p = self.tail_masked(x, dim, rows, 0.0).sum(axis=1)
         at = o[keep]
         if ap.rescale is not None:
             c = self.read(ap.rescale, bcast(kidx, self.tile(ap.rescale), out)) * np.ones(at.shape)

@@ -54,7 +54,7 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
     buffers = tuple(BufferSpec(n, gl.shapes[n], gl.dtypes[n]) for n in gl.intermediates)
     if fu is not None and second is not None:
         buffers += (BufferSpec(fu.counter, (second.blocks,), COUNTER_DTYPE),)
-    return LaunchPlan(kg.program, arch, kg.inputs, kg.outputs, buffers, tuple(steps), kg.dumps())
+    return LaunchPlan(kg.program, arch, kg.true_inputs, kg.true_outputs, buffers, tuple(steps), kg.dumps())
 
 
 def _grid3(low: KernelLowering) -> tuple[int, int, int]:

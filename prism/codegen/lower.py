@@ -20,6 +20,7 @@ from typing import assert_never
 
 from prism.codegen.arch import MAX_GRID, Arch
 from prism.codegen.fold import fold_transposes
+from prism.codegen.tails import TailPlan, memory_shapes, tail_plan
 from prism.codegen.lowered import (
     DEFAULT_OPTIONS,
     HALF_DTYPES,
@@ -137,13 +138,15 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
     for name, shp in shapes.items():
         if math.prod(shp) > MAX_ELEMS:
             raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
-    scalars = {t.name: t.shape for t in kg.inputs}
+    scalars = {t.name: t.shape for t in kg.true_inputs}  # (a mean divides by the program's extent)
+    mem = memory_shapes(kg, shapes)
     settled = settled_tensors(kg)
     lowered: list[KernelLowering | None] = []
     for idx, (k, ks) in enumerate(zip(kg.kernels, per_kernel, strict=True)):
         if isinstance(k, CustomKernel):
             assert ks is not None
-            draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, settled, arch, options)
+            draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, settled, arch, options,
+                                      mem=mem)
             lowered.append(_lower_kernel(draft, _warps_to_try(k, ks, settled, options)))
         else:
             lowered.append(None)
@@ -323,6 +326,8 @@ class _Draft:
     elementwise: dict[int, Sweep] = field(default_factory=dict)
     skewed: tuple[int, ...] = ()
     unroll: int = 1
+    mem: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # extents in memory (``tails.memory_shapes``)
+    tails: TailPlan | None = None
 
     @property
     def ops(self) -> tuple[BlockOp, ...]:
@@ -539,7 +544,7 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
             st = Storage.HALF if d.dtypes[t] in HALF_DTYPES else Storage.F32
             name, ring, tr = uniq(f"s_{c_ident(t)}"), op.fmap is not None, op.transposed
             if _direct(d, i, op):
-                return Buf(name, region, st, tile, tile[-1], direct=True, gstrides=global_strides(d.shapes[t]),
+                return Buf(name, region, st, tile, tile[-1], direct=True, gstrides=global_strides(d.mem[t]),
                            l2=d.loop > 1 and t not in d.settled)
             stored = _transposed_tile(d, i, st, tile) if tr else tile
             if st is Storage.HALF and _mm_operand(d, i) and swizzles(stored, st.esize):
@@ -800,7 +805,7 @@ def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
     """The copy of a Load's tile. The tile origin and iteration stride follow the maps (dims of the
     loaded view: the transpose's for a transposed load); the vectors run along the stored rows."""
     stored, tile, buf = d.shapes[op.tensor], d.tile(i), d.bufs[i]
-    shape, gst = load_shape(stored, op.transposed), load_shape(global_strides(stored), op.transposed)
+    shape, gst = load_shape(stored, op.transposed), load_shape(global_strides(d.mem[op.tensor]), op.transposed)
     terms = []
     for a in range(len(shape)):
         size = shape[a]
@@ -815,7 +820,7 @@ def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
         strides = [t for _, t in terms] + list(gst[:-1]) + [gstep]
         buf = d.bufs[i] = replace(buf, galign=math.gcd(16, *(t * buf.esize for t in strides)), gstep=gstep)
     vec = next((v for v in (16 // buf.esize, 8 // buf.esize, 4 // buf.esize)
-                if v >= 1 and buf.shape[-1] % v == 0 and stored[-1] % v == 0 and buf.pitch % v == 0), 1)
+                if v >= 1 and buf.shape[-1] % v == 0 and d.mem[op.tensor][-1] % v == 0 and buf.pitch % v == 0), 1)
     return LoadPlan(i, op.tensor, buf, f"load_{buf.name}", tuple(terms), iter_stride, vec,
                     sweep(math.prod(tile) // vec, d.threads))
 
@@ -826,7 +831,7 @@ def save_vec(tile: tuple[int, ...], shape: tuple[int, ...], esize: int) -> int:
 
 
 def _save_plan(d: _Draft, i: int, op: Save) -> SavePlan:
-    tile, shape = d.tile(op.x), d.shapes[op.tensor]
+    tile, shape = d.tile(op.x), d.mem[op.tensor]
     half = d.dtypes[op.tensor] != "float32"
     vec = save_vec(tile, shape, 2 if half else 4)
     gst = global_strides(shape)
@@ -886,10 +891,22 @@ def _one_shift_a_run(d: _Draft, i: int, shift: int) -> bool:
     return len(tile) == len(d.tile(i)) and tile[-1] == 1
 
 
+def _tails(d: _Draft) -> None:
+    """With a padded tail (``prism.codegen.tails``): the origins of the kernel's values along it, and
+    the schedules that move where a tile starts refused."""
+    d.tails = tail_plan(d.kg, d.ops, d.tiles, d.shapes, d.grid, d.loop, f"{d.kg.program}: kernel {d.k.name!r}")
+    if d.tails is None:
+        return
+    padded = {i for i in d.tails.loads}
+    if (min(d.options.rotate, d.loop, math.prod(d.grid)) > 1 or d.skewed or d.options.shift_first
+            or any(lp.buf.direct for lp in d.loads if lp.op in padded)):
+        raise d.fail("a padded tail with a rotated loop, skewed ops, shift maxima first or a tile read in place")
+
+
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.
 PASSES: tuple[Callable[[_Draft], None], ...] = (
     _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _unroll, _place, _copies, _own_copies,
-    _rescaled_runs,
+    _rescaled_runs, _tails,
 )
 
 
@@ -899,10 +916,10 @@ def _freeze(d: _Draft) -> KernelLowering:
     args = tuple(dict.fromkeys([*loads, *saves]))
     return KernelLowering(d.k, d.index, d.grid, d.loop, d.dtype, d.warps, d.stages, d.prefetch, d.tiles,
                           tuple(d.phases), tuple(d.stores), d.bufs, d.operands, d.mmas, d.accs, d.groups,
-                          d.smem_bytes, d.shapes, d.dtypes, args, d.scalars, d.ring_bytes,
+                          d.smem_bytes, d.mem, d.dtypes, args, d.scalars, d.ring_bytes,
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
                           max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill,
-                          d.skewed, d.options.shift_first, d.unroll)
+                          d.skewed, d.options.shift_first, d.unroll, d.tails)
 
 
 def ident(name: str) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prism.codegen.arch import Arch
+from prism.codegen.tails import TailPlan
 from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, op_args
 from prism.ops import Reduce
 
@@ -471,6 +472,7 @@ class KernelLowering:
     # loop iterations run between one wait and one barrier (``lower._unroll``): the loop waits for
     # ``unroll`` stages at once and keeps ``prefetch - unroll`` in flight
     unroll: int = 1
+    tails: TailPlan | None = None  # the padded dim's origins (``prism.codegen.tails``), with a Tail
 
     @property
     def blocks(self) -> int:

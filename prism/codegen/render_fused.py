@@ -64,6 +64,7 @@ def render_fused(gl: GraphLowering, a: KernelLowering, b: KernelLowering, fu: Fu
     ]
     combine_header = header(gl, b, entry).split("\n", 1)[1]  # its first line names the entry again
     parts = [header(gl, a, entry), note, combine_header, "",
-             prelude(a.dtype, a.l2_prefetch, fused=True, l2_loads=reads_past_l1(a, b)), _namespace("split", a),
+             prelude(a.dtype, a.l2_prefetch, fused=True, l2_loads=reads_past_l1(a, b),
+                     tails=a.tails is not None or b.tails is not None), _namespace("split", a),
              _namespace("combine", b), "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"

@@ -203,8 +203,14 @@ def _load_dst(lp: LoadPlan, slot: str | None) -> str:
     return lp.buf.name if slot is None else f"{lp.buf.name}_ring + {slot} * {lp.buf.copy_elems}"
 
 
-def _ring_copy(lp: LoadPlan, slot: str, it: str) -> str:
-    return f"{lp.fn}({_load_dst(lp, slot)}, g_{lp.buf.name} + {it} * {lp.iter_stride}, tid);"
+def _ring_copy(low: KernelLowering, lp: LoadPlan, slot: str, it: str) -> str:
+    return f"{lp.fn}({_load_dst(lp, slot)}, g_{lp.buf.name} + {it} * {lp.iter_stride}, tid{tail_arg(low, lp, it)});"
+
+
+def tail_arg(low: KernelLowering, lp: LoadPlan, it: str) -> str:
+    """The loader's last argument with a padded tail along its tile: the valid elements from the tile's
+    start (``prism.codegen.tails``); else nothing."""
+    return "" if low.tails is None or lp.op not in low.tails.loads else f", {low.tails.load_limit(lp.op, it)}"
 
 
 def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
@@ -213,12 +219,12 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     fixed = [lp for lp in low.copied_loads if not lp.buf.ring]
     ring = [lp for lp in low.loads if lp.buf.ring]
     if fixed or ring:  # (tiles read in place in global memory need no copy, wait or barrier)
-        body += [f"{lp.fn}({_load_dst(lp, None)}, g_{lp.buf.name}, tid);" for lp in fixed]
+        body += [f"{lp.fn}({_load_dst(lp, None)}, g_{lp.buf.name}, tid{tail_arg(low, lp, '0')});" for lp in fixed]
         body += [*(rotation_decl(low) if ring else []), "cp_async_commit();", "#pragma unroll",
                  f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
         if ring:
             decl, kt = tile_iter(low, "st", "kt")
-            body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *[f"    {_ring_copy(lp, 'st', kt)}" for lp in ring],
+            body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *[f"    {_ring_copy(low, lp, 'st', kt)}" for lp in ring],
                      "  }"]
         first = low.prefetch - bool(low.skewed)  # (skewed ops: stage 0 as well, for iteration 0's)
         body += ["  cp_async_commit();", "}", f"cp_async_wait<{first}>();", "__syncthreads();"]
@@ -343,7 +349,7 @@ def _refill(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:
         return ["  cp_async_commit();"]
     decl, kx = tile_iter(low, "nx", "kx")
     return ["  {", f"    const int nx = it + {low.prefetch};", f"    if (nx < {low.loop}) {{", *_indent(decl, 6),
-            *[f"      {_ring_copy(lp, 'sb_wr', kx)}" for lp in ring], "    }", "    cp_async_commit();", "  }"]
+            *[f"      {_ring_copy(low, lp, 'sb_wr', kx)}" for lp in ring], "    }", "    cp_async_commit();", "  }"]
 
 
 def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
@@ -400,7 +406,8 @@ def block_code(low: KernelLowering) -> list[str]:
 def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     kernel = [f'extern "C" __global__ void __launch_bounds__({low.threads}) {entry}({", ".join(params(low))}) {{',
               "  const uint3 bid = blockIdx;", *_indent(block_code(low), 2), "}"]
-    parts = [header(gl, low, entry), "", prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low)),
+    parts = [header(gl, low, entry), "",
+             prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low), tails=low.tails is not None),
              *device_functions(low),
              "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"

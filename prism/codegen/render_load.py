@@ -66,15 +66,22 @@ def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     decl, idx = decompose("e", tile, "t", info.vec)
     dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
     src = offset(global_strides(shape), idx)
+    tails = low.tails
+    ok = None if tails is None or info.op not in tails.loads else f"{idx[tails.loads[info.op][1]]} < lim"
     if shared_address(info):
         at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
-        copy, dtype = f"{COPY_FN[nbytes]}({at}, src + {src});", "unsigned"
+        copy = (f"{COPY_FN[nbytes]}({at}, src + {src});" if ok is None else  # (a tail's zeros: the tile origin read)
+                f"{COPY_FN[nbytes]}z({at}, {ok} ? src + {src} : src, {ok});")
+        dtype = "unsigned"
     else:
-        copy, dtype = f"dst[{dst}] = src[{src}];", f"{info.ctype}*"
+        copy = f"dst[{dst}] = src[{src}];" if ok is None else f"dst[{dst}] = {ok} ? src[{src}] : ({info.ctype})0;"
+        dtype = f"{info.ctype}*"
+    lim = "" if ok is None else ", const int lim"
     lines = [
-        f"// {info.tensor}{list(shape)} -> tile {list(tile)}: {sw.items} copies of {nbytes} B over {sw.threads} threads",
+        f"// {info.tensor}{list(shape)} -> tile {list(tile)}: {sw.items} copies of {nbytes} B over {sw.threads} threads"
+        + ("" if ok is None else "; zeros past the padded tail's valid elements"),
         f"__device__ __forceinline__ void {info.fn}({dtype} dst, const {info.ctype}* __restrict__ src,"
-        " const int tid) {",
+        f" const int tid{lim}) {{",
         "#pragma unroll",
         f"  for (int j = 0; j < {sw.per}; ++j) {{",
         f"    const int e = tid + j * {sw.threads};",

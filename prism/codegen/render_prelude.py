@@ -161,10 +161,25 @@ __device__ __forceinline__ half_t ld_l2(const half_t* p) {
 """
 
 
-def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False, l2_loads: bool = False) -> str:
+_ZFILL = r"""// a padded tail's copies (prism.codegen.tails): ok false copies zeros (a source size of 0 reads nothing)
+__device__ __forceinline__ void cp_async16z(unsigned dst, const void* src, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async8z(unsigned dst, const void* src, bool ok) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(dst), "l"(src), "r"(ok ? 8 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async4z(unsigned dst, const void* src, bool ok) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+"""
+
+
+def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False, l2_loads: bool = False,
+            tails: bool = False) -> str:
     """Helpers for a kernel whose half tensors have ``dtype`` (float16 or bfloat16); ``l2_prefetch``
     adds an ``.L2::<n>B`` prefetch hint to the 16-byte copies; ``fused``: a split kernel fused with
-    its combine (``arrive_last``); ``l2_loads``: tiles read in place past L1 (``ld_l2``)."""
+    its combine (``arrive_last``); ``l2_loads``: tiles read in place past L1 (``ld_l2``); ``tails``:
+    zero-filling copies (``cp_async16z``...)."""
     common = _COMMON.replace("{L2}", f".L2::{l2_prefetch}B" if l2_prefetch else "")
     return (common + (_BF16 if dtype == "bfloat16" else _F16) + _STORES + (_FUSED if fused else "")
-            + (_L2_LOADS if l2_loads else ""))
+            + (_L2_LOADS if l2_loads else "") + (_ZFILL if tails else ""))

@@ -51,7 +51,8 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     lane_r, o_expr = _lanes(group, nw)
     guard = n_out % outputs_per_pass(group, nw) != 0
     run = lane_run(low, x, dim, group, dst is not None and acc is None)
-    walk = _walk(ex, x, xidx, comb, name, lane_r, extent, group, run, run_width(extent, group))
+    walk = _walk(ex, x, xidx, comb, name, lane_r, extent, group, run, run_width(extent, group),
+                 _tail(low, x, dim, init))
     who = "the whole block, thread partials" if group > 32 else f"{group} lanes each"
     lines = [
         f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, {who}",
@@ -89,6 +90,12 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
         lines.append("  }")
     lines.append("}")
     return [*lines, "__syncthreads();"] if dst is not None else lines
+
+
+def _tail(low: KernelLowering, x: int, dim: int, identity: str) -> tuple[str, str] | None:
+    """(valid elements of ``x``'s tile along ``dim``, ``identity``) where a padded tail runs along it."""
+    lim = None if low.tails is None else low.tails.limit(x, dim)
+    return None if lim is None else (lim, identity)
 
 
 def _lanes(group: int, warps: int) -> tuple[str, str]:
@@ -143,14 +150,18 @@ def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, v: int) -> lis
 
 
 def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str, extent: int, group: int,
-          run: int, v: int) -> list[str]:
+          run: int, v: int, tail: tuple[str, str] | None = None) -> list[str]:
     """The walk of ``group`` threads (``lane_r``: this one's index) over the reduced dim, ``comb``
     taking each element: in runs of ``run`` along the last dim (base ``r0``), each run read once into
-    registers by vector loads (``RunReads``); else ``_lane_stride``."""
+    registers by vector loads (``RunReads``); else ``_lane_stride``. ``tail``: (valid elements of the
+    reduced dim in the tile, the reduction's identity), taken past them (``prism.codegen.tails``)."""
+    def take(value: str, r: str) -> str:
+        return comb.format(v=value if tail is None else f"({r} < {tail[0]} ? {value} : {tail[1]})")
+
     if run == 1:
-        return _lane_stride(lane_r, extent, group, comb.format(v=ex.read(x, xidx)), v)
+        return _lane_stride(lane_r, extent, group, take(ex.read(x, xidx), "r"), v)
     rex = RunReads(ex, "r0", run, f"{name}_v")
-    stmts = [comb.format(v=rex.read(x, with_last([*xidx[:-1], "r0"], k))) for k in range(run)]
+    stmts = [take(rex.read(x, at := with_last([*xidx[:-1], "r0"], k)), at[-1]) for k in range(run)]
     return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {run}; r0 < {extent}; r0 += {group * run}) {{",
             *_indent([*rex.loads, *stmts], 2), "}"]  # the reads above filled rex.loads
 
@@ -172,7 +183,8 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
     comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
     warp_op = "warp_sum" if fn is Reduce.SUM else "warp_max"
     # the whole block is the walk's group; the walk's pragma stays at the block's indentation
-    pragma, *walk = _walk(ex, x, xidx, comb, name, "tid", tile_x[dim], nt, block_run(low, x, dim), 1)
+    pragma, *walk = _walk(ex, x, xidx, comb, name, "tid", tile_x[dim], nt, block_run(low, x, dim), 1,
+                          _tail(low, x, dim, init))
     combined = f"{warp_op}(lane < {nw} ? {name}_part[lane] : {init}, 32)"
     if held:
         assert n_out == 1, "a held reduction has one output"

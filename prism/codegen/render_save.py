@@ -11,7 +11,7 @@ import math
 
 from prism.codegen.lower import global_strides, ident
 from prism.codegen.lowered import Buf, KernelLowering, sweep
-from prism.codegen.render_expr import Exprs, decompose, offset, run_values
+from prism.codegen.render_expr import Exprs, decompose, offset, run_values, with_last
 from prism.codegen.render_load import block_origin, sweep_lines
 from prism.ir import Save
 
@@ -51,6 +51,15 @@ def materialise_vec(tile: tuple[int, ...], dst: Buf) -> int:
                  and all(s % v == 0 for s in dst.strides[:-1])), 1)
 
 
+def _tail_zero(low: KernelLowering, i: int, idx: list[str], v: str) -> str:
+    """``v``, or 0 past the valid elements of a padded tail along value ``i``'s tile: a matmul operand
+    is zero there (``prism.codegen.tails``)."""
+    if low.tails is None:
+        return v
+    conds = [f"{idx[a]} < {o.limit_c(low.tails.valid, 'it')}" for a, o in low.tails.padded_axes(i)]
+    return v if not conds else f"({' && '.join(conds)} ? {v} : 0.0f)"
+
+
 def render_materialise(low: KernelLowering, ex: Exprs, i: int, dst: Buf, *, own: bool) -> list[str]:
     """Write value ``i`` into the half tile ``dst`` (``own``: dst is i's storage, so compute i's op): each
     thread computes a run of ``materialise_vec`` elements and stores them at once."""
@@ -60,7 +69,7 @@ def render_materialise(low: KernelLowering, ex: Exprs, i: int, dst: Buf, *, own:
     sw = sweep(math.prod(tile) // vec, low.threads)
     decl, idx = decompose("e", tile, f"m{i}_", vec)
     vals = run_values(ex, i, idx, vec, f"m{i}_v", own=own)
-    args = ", ".join(f"v{k}" for k in range(vec))
+    args = ", ".join(_tail_zero(low, i, with_last(idx, k), f"v{k}") for k in range(vec))
     body = [*decl, *vals, f"st_h{vec}({dst.name} + {offset(dst.strides, idx)}, {args});"]
     return [f"// {dst.name} = half(op {i}) [{', '.join(map(str, tile))}]: {vec}-element stores", "#pragma unroll 4",
             f"for (int j = 0; j < {sw.per}; ++j) {{", f"  const int e = tid + j * {sw.threads};",

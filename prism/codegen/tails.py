@@ -1,0 +1,235 @@
+"""Padded tails: a plan run at a dim padded up to a multiple of its tiles, the padding masked.
+
+A dim whose extent no tile size of a template divides in legal tiles (a KV cache of 1,000
+positions, where an mma tile takes multiples of 16) is run at ``Tail.padded`` (1,008 or 1,024)
+while the tensors hold ``Tail.valid`` elements along it (``prism.ir.Tail``). Every tile axis of a
+kernel's values that runs along the padded dim has an ``Origin``: where its tile starts in the dim,
+from the block's coordinates and the loop iteration. The generated code then
+
+* copies zeros where a Load's tile runs past ``valid`` (cp.async with a source size of 0: nothing
+  is read there),
+* skips the tail in every reduction over it (the reduction's identity instead: 0 for a sum, -inf for
+  a max), the element-wise accumulators included,
+* writes zeros into the tail of every value it materialises as a matmul operand (the product of a
+  tail element is then 0 whatever the other operand holds: both operands are zero there).
+
+Values an element-wise op computes in the tail are never read by anything else, so they may be
+anything. Why the masked plan computes the program: every verified plan is equivalent to the
+program at every size, and it reaches the padded dim only through per-position ops and reductions;
+skipping the tail in each reduction is the plan at the shorter extent with a shorter last tile, which
+only regroups the reductions' terms (docs/codegen.md, "Padded tails"). Every plan returned is
+checked against the float64 reference at the program's own shapes besides.
+
+What is not supported (``CodegenError``, the tuner skips the sizes): a tensor that some kernel
+writes along the padded dim (an output or an intermediate), a tail no tile of a Load reaches with
+at least one valid element (every tile but the last is whole), a Load with two padded axes, and
+the loop orders and schedules that move where a tile starts (rotation, skewed ops, streamed loops,
+shift maxima first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from prism.errors import CodegenError
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    ReduceOp,
+    Save,
+    Tail,
+    TensorSpec,
+    UnaryOp,
+    load_shape,
+)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a tile starts along the padded dim: block coordinate ``p`` times ``chunk`` elements for
+    each ``(p, chunk)`` of ``terms``, plus the loop iteration times ``step``."""
+
+    terms: tuple[tuple[int, int], ...]
+    step: int
+
+    def start(self, coord: Sequence[int], it: int) -> int:
+        return sum(coord[p] * c for p, c in self.terms) + it * self.step
+
+    def limit_c(self, valid: int, it: str) -> str:
+        """C expression: the valid elements from the tile's start (``it``: the loop iteration)."""
+        parts = [f"(int)bid.{'xyz'[p]}" + (f" * {c}" if c != 1 else "") for p, c in self.terms]
+        parts += [f"{it} * {self.step}"] if self.step else []
+        return f"({valid} - ({' + '.join(parts)}))" if parts else str(valid)
+
+
+Axes = tuple[Origin | None, ...]  # per tile axis of a value: its origin along the padded dim, or None
+
+
+@dataclass(frozen=True)
+class TailPlan:
+    """The padded dim's origins in one kernel: per op, per tile axis (an empty tuple for a Save), and
+    per Load along it (view axis, axis of its stored tile: the copy's orientation)."""
+
+    valid: int
+    axes: tuple[Axes, ...]
+    loads: Mapping[int, tuple[int, int]]
+
+    def padded_axes(self, i: int) -> list[tuple[int, Origin]]:
+        return [(a, o) for a, o in enumerate(self.axes[i]) if o is not None]
+
+    def limit(self, i: int, axis: int, it: str = "it") -> str | None:
+        """C expression of the valid elements of value ``i``'s tile along ``axis`` (None: not padded)."""
+        o = self.axes[i][axis] if axis < len(self.axes[i]) else None
+        return None if o is None else o.limit_c(self.valid, it)
+
+    def load_limit(self, i: int, it: str) -> str:
+        """The valid elements of Load ``i``'s tile along its padded axis, at iteration ``it``."""
+        o = self.axes[i][self.loads[i][0]]
+        assert o is not None
+        return o.limit_c(self.valid, it)
+
+
+def _stored_axis(a: int, rank: int, transposed: bool) -> int:
+    """A Load's view axis in the stored tensor (the last two swap under a transpose)."""
+    if transposed and rank >= 2 and a >= rank - 2:
+        return 2 * rank - 3 - a
+    return a
+
+
+def memory_shapes(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """Every tensor's extents in memory: the program's for inputs and outputs (``Tail.true_shape``),
+    the padded ones of intermediates (the plan allocates them)."""
+    if kg.tail is None:
+        return dict(shapes)
+    io = {t.name: t.shape for t in (*kg.true_inputs, *kg.true_outputs)}
+    return {n: io.get(n, s) for n, s in shapes.items()}
+
+
+class _Walk:
+    """The origins of one kernel's values, op by op (``plan``)."""
+
+    def __init__(self, tail: Tail, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
+                 shapes: Mapping[str, tuple[int, ...]], inputs: set[str], grid: tuple[int, ...], loop: int,
+                 where: str) -> None:
+        self.tail, self.ops, self.tiles, self.shapes, self.inputs = tail, ops, tiles, shapes, inputs
+        self.grid, self.loop, self.where = grid, loop, where
+        self.axes: list[Axes] = []
+        self.loads: dict[int, tuple[int, int]] = {}
+
+    def fail(self, i: int, msg: str) -> CodegenError:
+        return CodegenError(f"{self.where}, op {i}: {msg} (padded tail {self.tail.valid} of {self.tail.padded})")
+
+    def tile(self, i: int) -> tuple[int, ...]:
+        t = self.tiles[i]
+        assert t is not None
+        return t
+
+    def of(self, j: int, axis: int) -> Origin | None:
+        """Value ``j``'s origin along ``axis`` (None where its tile is 1 wide there: broadcast)."""
+        return self.axes[j][axis] if self.tile(j)[axis] > 1 else None
+
+    def load(self, i: int, op: Load) -> Axes:
+        stored = self.shapes[op.tensor]
+        view = load_shape(stored, op.transposed)
+        padded = [a for a, s in enumerate(view) if s == self.tail.padded]
+        if padded and op.tensor not in self.inputs:
+            raise self.fail(i, f"tensor {op.tensor!r} is written along the padded dim")
+        if len(padded) > 1:
+            raise self.fail(i, f"tensor {op.tensor!r} has {len(padded)} padded axes; one is supported")
+        axes: list[Origin | None] = [None] * len(view)
+        for a in padded:
+            size, terms = view[a], []
+            for p, g in enumerate(self.grid):
+                if p < len(op.imap) and op.imap[p] == a:
+                    size //= g
+                    terms.append((p, size))
+            step = self.tile(i)[a] if op.fmap == a and self.loop > 1 else 0
+            if self.tile(i)[a] <= self.tail.padded - self.tail.valid:
+                raise self.fail(i, f"a tile of {self.tile(i)[a]} along the padded dim would hold no valid element")
+            axes[a] = Origin(tuple(terms), step)
+            self.loads[i] = (a, _stored_axis(a, len(view), op.transposed))
+        return tuple(axes)
+
+    def merge(self, i: int, pairs: Sequence[tuple[int, int]]) -> Origin | None:
+        """One axis of value ``i`` from the (operand, axis) pairs that run along it."""
+        found = {o for j, a in pairs if (o := self.of(j, a)) is not None}
+        if len(found) > 1:
+            raise self.fail(i, "operands whose tiles start at different places of the padded dim meet")
+        return found.pop() if found else None
+
+    def op(self, i: int, op: BlockOp) -> Axes:
+        match op:
+            case Load():
+                return self.load(i, op)
+            case UnaryOp(x=x):
+                return self.axes[x]
+            case BinaryOp(a=a, b=b):
+                return tuple(self.merge(i, [(a, k), (b, k)]) for k in range(len(self.tile(i))))
+            case MatmulOp(a=a, b=b):
+                r = len(self.tile(i))
+                self.merge(i, [(a, r - 1), (b, r - 2)])  # the contraction: both zero in the tail
+                batch = [self.merge(i, [(a, k), (b, k)]) for k in range(r - 2)]
+                return (*batch, self.of(a, r - 2), self.of(b, r - 1))
+            case ReduceOp(x=x, dim=dim):
+                return tuple(None if k == dim else o for k, o in enumerate(self.axes[x]))
+            case Accum(x=x, reduce_dim=dim):
+                kept = [None if k == dim else o for k, o in enumerate(self.axes[x])]
+                if any(o is not None and o.step for o in kept):
+                    raise self.fail(i, "an element-wise accumulator over the padded dim's iterations")
+                return tuple(kept)
+            case Save(x=x):
+                if any(o is not None for o in self.axes[x]):
+                    raise self.fail(i, f"output {op.tensor!r} runs along the padded dim")
+                return ()
+        raise AssertionError(op)
+
+    def plan(self) -> TailPlan:
+        for i, op in enumerate(self.ops):
+            self.axes.append(self.op(i, op))
+        return TailPlan(self.tail.valid, tuple(self.axes), dict(self.loads))
+
+
+def tail_plan(kg: KernelGraph, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
+              shapes: Mapping[str, tuple[int, ...]], grid: tuple[int, ...], loop: int, where: str) -> TailPlan | None:
+    """The origins of one kernel's values along ``kg.tail``'s padded dim (None without a tail);
+    CodegenError for what is not supported (the module docstring)."""
+    if kg.tail is None:
+        return None
+    walk = _Walk(kg.tail, ops, tiles, shapes, {t.name for t in kg.inputs}, grid, loop, where)
+    return walk.plan()
+
+
+# ---------------------------------------------------------------------------------- plans to pad
+
+TAIL_MULTIPLES = (16, 32, 64, 128)  # a padded extent is the valid one rounded up to one of these
+
+
+def tails_of(specs: Sequence[TensorSpec]) -> list[Tail]:
+    """The tails worth trying for a program with these inputs and outputs: each extent that is not a
+    multiple of 16 (an mma tile's), rounded up to each of ``TAIL_MULTIPLES``, except where the padded
+    extent is another dim's (an axis of that extent would be taken for a padded one)."""
+    extents = {s for t in specs for s in t.shape}
+    out = []
+    for n in sorted(extents):
+        if n % 16 == 0 or n < 16:
+            continue
+        for m in TAIL_MULTIPLES:
+            padded = -(-n // m) * m
+            tail = Tail(padded, n)
+            if padded not in extents and tail not in out:
+                out.append(tail)
+    return out
+
+
+def padded_plans(template: KernelGraph) -> list[KernelGraph]:
+    """``template`` (program shapes, no tail) at each tail of ``tails_of``: plans of generated kernels
+    only (a predefined kernel would run at the padded shape)."""
+    if template.tail is not None or not all(hasattr(k, "ops") for k in template.kernels):
+        return []
+    return [template.padded(t) for t in tails_of((*template.inputs, *template.outputs))]
+
