@@ -471,7 +471,11 @@ def stitch(graph: Graph, parts: Sequence[Part], plans: Sequence[KernelGraph], pr
         boundary = {t.name for t in plan.inputs} | {t.name for t in plan.outputs}
         kernels.extend(_renamed(k, f"p{part.index}_", boundary, taken, scalar) for k in plan.kernels)
     kernels.extend(_output_copies(graph, names))
-    return KernelGraph.of(graph, program, kernels)
+    whole = KernelGraph.of(graph, program, kernels)
+    tails = {p.tail for p in plans if p.tail is not None}
+    if len(tails) > 1:
+        raise IRError(f"{program}: parts padded to different tails {sorted(map(str, tails))}")
+    return whole.padded(tails.pop()) if tails else whole  # (the lowering refuses what a tail reaches unmasked)
 
 
 def _fresh(name: str, prefix: str, boundary: set[str], taken: set[str]) -> str:

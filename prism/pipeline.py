@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from prism.cache import JsonCache
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.sizes import has_sizes
+from prism.codegen.tails import padded_plans
 from prism.epilogue import epilogue_plans
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
@@ -682,6 +683,7 @@ def superoptimize(
     whole = (PlanSource.SEARCHED, PlanSource.CONSTRUCTED, PlanSource.PREDEFINED)  # stitched: from the parts' tunings
     candidates = list(outcome.of(*whole))
     sources = [s for s in outcome.sources if s in whole]
+    candidates, sources = with_tails(candidates, sources)  # plans with no legal sizes, at a padded tail
     t_parts = time.perf_counter()
     stitched = bool(outcome.of(PlanSource.STITCHED))
     weights = _tuning_weights(graph, outcome, cache and not settings().no_cache) if stitched else [1.0]
@@ -689,8 +691,9 @@ def superoptimize(
     if stitched:
         tuned = []
         for po in outcome.parts:
-            req = _TuneRequest(po.part.graph, list(po.outcome.templates), part_sampler(graph, po.part, sampler),
-                               f"{program}.p{po.part.index}", _built(po.outcome.sources))
+            part_templates, part_sources = with_tails(po.outcome.templates, po.outcome.sources)
+            req = _TuneRequest(po.part.graph, part_templates, part_sampler(graph, po.part, sampler),
+                               f"{program}.p{po.part.index}", _built(part_sources))
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
             tuned.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary()))
         for plans in _stitchings(tuned):
@@ -707,6 +710,23 @@ def superoptimize(
     if example_inputs is not None:
         check_examples(graph, backend, kernel, example_inputs, program)
     return Superoptimized(kernel, summary, concrete)
+
+
+def with_tails(templates: Sequence[KernelGraph], sources: Sequence[PlanSource],
+               arch: str = "sm_80") -> tuple[list[KernelGraph], list[PlanSource]]:
+    """``templates`` and their ``sources``, then each plan of generated kernels that has no legal sizes
+    at the program's shapes because an mma tile spans an extent that is not a multiple of 16 (a KV
+    cache of 1,000 positions) run at each padded tail it can take (``prism.codegen.tails.padded_plans``),
+    with its plan's source (a plan built by rule is timed whatever the draw, padded too), where the
+    first of them has legal sizes: most searched plans have none at any extent (a decode attention's
+    223 have 18 at 1,024 positions), and a draw that finds none spends its whole budget of lowerings."""
+    out, src = list(templates), list(sources)
+    for t, s in zip(templates, sources, strict=True):
+        padded = padded_plans(t) if t.symbols else []
+        if padded and has_sizes(padded[0], arch):
+            out += padded
+            src += [s] * len(padded)
+    return out, src
 
 
 def _built(sources: Sequence[PlanSource]) -> tuple[int, ...]:

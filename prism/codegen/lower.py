@@ -20,7 +20,6 @@ from typing import assert_never
 
 from prism.codegen.arch import MAX_GRID, Arch
 from prism.codegen.fold import fold_transposes
-from prism.codegen.tails import TailPlan, memory_shapes, tail_plan
 from prism.codegen.lowered import (
     DEFAULT_OPTIONS,
     HALF_DTYPES,
@@ -49,6 +48,7 @@ from prism.codegen.lowered import (
     reads_loop_tiles_after,
     sweep,
 )
+from prism.codegen.tails import TailPlan, memory_shapes, tail_plan
 from prism.errors import CodegenError, IRError
 from prism.ir import (
     Accum,
@@ -149,8 +149,16 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
                                       mem=mem)
             lowered.append(_lower_kernel(draft, _warps_to_try(k, ks, settled, options)))
         else:
+            _check_padded_operands(kg, k, shapes)
             lowered.append(None)
     return GraphLowering(kg, arch, tuple(lowered), shapes, dtypes, tuple(intermediates))
+
+
+def _check_padded_operands(kg: KernelGraph, k: PredefinedKernel, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """A predefined kernel would compute a padded tail's garbage into its results: refused."""
+    if kg.tail is not None and any(kg.tail.padded in shapes[t] for t in (*k.inputs, k.output)):
+        raise CodegenError(f"{kg.program}: predefined kernel {k.name!r} reads or writes the padded tail "
+                           f"({kg.tail.valid} of {kg.tail.padded})")
 
 
 # Warps per block: 4, or 8 where the accumulators of 4 warps would exceed MAX_ACC_REGS per thread (a
@@ -892,9 +900,13 @@ def _one_shift_a_run(d: _Draft, i: int, shift: int) -> bool:
 
 
 def _tails(d: _Draft) -> None:
-    """With a padded tail (``prism.codegen.tails``): the origins of the kernel's values along it, and
-    the schedules that move where a tile starts refused."""
+    """With a padded tail (``prism.codegen.tails``): the origins of the kernel's values along it (first:
+    what it does not support fails before the other passes run)."""
     d.tails = tail_plan(d.kg, d.ops, d.tiles, d.shapes, d.grid, d.loop, f"{d.kg.program}: kernel {d.k.name!r}")
+
+
+def _tail_schedule(d: _Draft) -> None:
+    """With a padded tail: the schedules that move where a tile starts, or read it in place, refused."""
     if d.tails is None:
         return
     padded = {i for i in d.tails.loads}
@@ -905,8 +917,8 @@ def _tails(d: _Draft) -> None:
 
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.
 PASSES: tuple[Callable[[_Draft], None], ...] = (
-    _launch, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _unroll, _place, _copies, _own_copies,
-    _rescaled_runs, _tails,
+    _launch, _tails, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _unroll, _place, _copies, _own_copies,
+    _rescaled_runs, _tail_schedule,
 )
 
 

@@ -224,8 +224,8 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
                  f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
         if ring:
             decl, kt = tile_iter(low, "st", "kt")
-            body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *[f"    {_ring_copy(low, lp, 'st', kt)}" for lp in ring],
-                     "  }"]
+            copies = [f"    {_ring_copy(low, lp, 'st', kt)}" for lp in ring]
+            body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *copies, "  }"]
         first = low.prefetch - bool(low.skewed)  # (skewed ops: stage 0 as well, for iteration 0's)
         body += ["  cp_async_commit();", "}", f"cp_async_wait<{first}>();", "__syncthreads();"]
     hoisted = [line for i in range(len(low.kernel.ops)) if low.phases[i] is Phase.PRE

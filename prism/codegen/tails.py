@@ -32,11 +32,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from prism.errors import CodegenError
+from prism.errors import CodegenError, IRError
 from prism.ir import (
     Accum,
     BinaryOp,
     BlockOp,
+    CustomKernel,
     KernelGraph,
     Load,
     MatmulOp,
@@ -45,6 +46,7 @@ from prism.ir import (
     Tail,
     TensorSpec,
     UnaryOp,
+    infer,
     load_shape,
 )
 
@@ -227,9 +229,34 @@ def tails_of(specs: Sequence[TensorSpec]) -> list[Tail]:
 
 
 def padded_plans(template: KernelGraph) -> list[KernelGraph]:
-    """``template`` (program shapes, no tail) at each tail of ``tails_of``: plans of generated kernels
-    only (a predefined kernel would run at the padded shape)."""
-    if template.tail is not None or not all(hasattr(k, "ops") for k in template.kernels):
+    """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs and that no
+    output runs along: plans of generated kernels only (a predefined kernel would run at the padded
+    shape)."""
+    if template.tail is not None or not all(isinstance(k, CustomKernel) for k in template.kernels):
         return []
-    return [template.padded(t) for t in tails_of((*template.inputs, *template.outputs))]
+    return [p for t in tails_of((*template.inputs, *template.outputs))
+            if not any(t.valid in o.shape for o in template.outputs) and _needs(p := template.padded(t))]
+
+
+def _needs(kg: KernelGraph) -> bool:
+    """Whether padded plan ``kg`` needs its tail and can have it, from its shapes at sizes of 1 (every
+    tile the whole tensor): some matmul contracts over the padded dim or spans it in its output's
+    last axis (an mma tile takes multiples of 16 there: at the valid extent no size is legal), and
+    no kernel writes a tensor along it (the lowering refuses that)."""
+    assert kg.tail is not None
+    padded = kg.tail.padded
+    try:
+        shapes, per_kernel = infer(kg.instantiate(dict.fromkeys(kg.symbols, 1)))
+    except IRError:
+        return False
+    if any(padded in s for n, s in shapes.items() if n not in {t.name for t in kg.inputs}):
+        return False
+    for k, ks in zip(kg.kernels, per_kernel, strict=True):
+        if not isinstance(k, CustomKernel) or ks is None:
+            continue
+        for op in k.ops:
+            ta, tb = (ks.tiles[op.a], ks.tiles[op.b]) if isinstance(op, MatmulOp) else (None, None)
+            if ta is not None and tb is not None and padded in (ta[-1], tb[-1]):
+                return True
+    return False
 

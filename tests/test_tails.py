@@ -1,0 +1,144 @@
+"""Padded tails (``prism.codegen.tails``): a plan whose tiles divide no legal size of a dim (decode
+attention over a KV cache of 40 or 1,000 positions: mma tiles take multiples of 16) runs at the dim
+padded up, zero-filled copies and masked reductions keeping the padding out. The plans are the
+search's decode-attention plans, built here by hand (one block per head looping over the cache, and
+the same split over the cache by ``prism.loopsplit``), so no prover runs; the emulator runs the
+lowered form as the GPU would and must match the program at its own shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prism import pipeline
+from prism.codegen import generate
+from prism.codegen.emulate import emulate
+from prism.codegen.resources import resources
+from prism.codegen.sizes import drawn_sizes, has_sizes
+from prism.codegen.tails import padded_plans, tails_of
+from prism.errors import CodegenError, SerializationError
+from prism.graph import Graph
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    ReduceOp,
+    Save,
+    Tail,
+    UnaryOp,
+)
+from prism.loopsplit import split_loop
+from prism.ops import Binary, Const, Reduce, Unary
+from prism.reference import relative_error
+from prism.tune.backends import InterpreterBackend
+from prism.tune.tuner import tune
+
+SCALE = 0.125
+
+
+def _attention(heads: int, kv: int, d: int) -> Graph:
+    g = Graph()
+    q = g.input((heads, 1, d), "float16", "Q")
+    kt = g.input((heads, d, kv), "float16", "Kt")
+    v = g.input((heads, kv, d), "float16", "V")
+    g.output(g.matmul(g.softmax(g.scale(g.matmul(q, kt), SCALE), -1), v), "O")
+    return g
+
+
+def _loop_plan(g: Graph) -> KernelGraph:
+    """One block per head, looping over the cache: the online softmax into mma fragments."""
+    ops = (Load("Kt", (0,), 2), Load("Q", (0,)), Load("V", (0,), 1), MatmulOp(1, 0),
+           UnaryOp(Unary.SCALE, 3, Const(SCALE)), ReduceOp(Reduce.MAX, 4, 2), BinaryOp(Binary.SUB, 4, 5),
+           UnaryOp(Unary.EXP, 6), MatmulOp(7, 2), Accum(7, 2, Reduce.SUM, rescale=5), Accum(8, rescale=5),
+           BinaryOp(Binary.DIV, 10, 9), Save(11, "O", (0,)))
+    return KernelGraph.of(g, "decode_attention", [CustomKernel("k0", ("k0_x",), "k0_i", ops)])
+
+
+def _inputs(g: Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {t.name: rng.standard_normal(t.shape) * 2 for t in g.inputs}
+
+
+def _emulated_error(g: Graph, kg: KernelGraph) -> float:
+    x = _inputs(g)
+    return relative_error(emulate(kg, x)["O"], g.evaluate(x)["O"])
+
+
+@pytest.mark.parametrize("kv", [40, 37, 200])
+def test_a_loop_over_the_cache_runs_padded_and_emulates_like_the_program(kv: int) -> None:
+    g = _attention(3, kv, 32)
+    plan = _loop_plan(g)
+    assert not has_sizes(plan)  # no tile of 16k divides the cache: nothing to run unpadded
+    variants = padded_plans(plan)
+    assert {v.tail for v in variants} == {t for t in tails_of(g.inputs)} and variants
+    ran = 0
+    for v in variants:
+        for sizes in drawn_sizes(v, "sm_80", resources, 4):
+            assert _emulated_error(g, v.instantiate(sizes)) < 1e-12, (v.tail, sizes)
+            ran += 1
+    assert ran >= 4
+
+
+def test_a_split_over_the_cache_runs_padded_and_emulates_like_the_program() -> None:
+    g = _attention(2, 1000, 32)
+    split = split_loop(g, _loop_plan(g), "decode_attention")
+    assert split is not None and len(split.kernels) == 2
+    ran = 0
+    for v in padded_plans(split):
+        for sizes in drawn_sizes(v, "sm_80", resources, 4):
+            concrete = v.instantiate(sizes)
+            assert _emulated_error(g, concrete) < 1e-12, (v.tail, sizes)
+            ran += 1
+    assert ran >= 2
+
+
+def test_the_copies_zero_fill_and_the_reductions_skip_the_tail() -> None:
+    g = _attention(2, 1000, 64)
+    kg = _loop_plan(g).padded(Tail(1024, 1000)).instantiate({"k0_x": 2, "k0_i": 8})
+    plan = generate(kg)
+    src = plan.kernels[0].source
+    assert "cp_async16z(" in src and ", const int lim)" in src
+    assert "(1000 - (it * 128))" in src  # the valid positions of this iteration's tile
+    assert "-__int_as_float(0x7f800000))" in src  # the row max takes -inf past them
+    assert [t.shape for t in plan.inputs] == [t.shape for t in g.inputs]  # called on the program's tensors
+
+
+def test_without_a_tail_the_generated_source_is_unchanged() -> None:
+    g = _attention(2, 1024, 64)
+    src = generate(_loop_plan(g).instantiate({"k0_x": 2, "k0_i": 8})).kernels[0].source
+    assert "cp_async16z" not in src and "lim" not in src
+
+
+def test_what_a_tail_cannot_mask_is_refused() -> None:
+    g = Graph()
+    q = g.input((2, 1, 32), "float16", "Q")
+    g.output(g.matmul(q, g.input((2, 32, 40), "float16", "Kt")), "S")
+    plan = KernelGraph.of(g, "scores", [CustomKernel("k0", (2,), 1, (
+        Load("Kt", (0,)), Load("Q", (0,)), MatmulOp(1, 0), Accum(2), Save(3, "S", (0,))))])
+    assert padded_plans(plan) == []  # its output runs along the cache
+    with pytest.raises(CodegenError, match="output 'S' runs along the padded dim"):
+        generate(plan.padded(Tail(48, 40)))
+    g2 = _attention(2, 40, 32)
+    with pytest.raises(CodegenError, match="would hold no valid element"):  # a last tile all padding
+        generate(_loop_plan(g2).padded(Tail(64, 40)).instantiate({"k0_x": 2, "k0_i": 4}))
+
+
+def test_a_tail_survives_the_plan_document_and_a_bad_one_is_refused() -> None:
+    kg = _loop_plan(_attention(2, 40, 32)).padded(Tail(48, 40))
+    assert KernelGraph.loads(kg.dumps()) == kg
+    assert '"tail"' not in _loop_plan(_attention(2, 48, 32)).dumps()  # (no tail: the old form)
+    with pytest.raises(SerializationError, match="tail"):
+        KernelGraph.loads(kg.dumps().replace('"tail": [48, 40]', '"tail": [40, 48]'))
+
+
+def test_the_tuner_picks_a_padded_plan_and_checks_it_against_the_program() -> None:
+    g = _attention(2, 40, 32)
+    templates, sources = pipeline.with_tails([_loop_plan(g)], [pipeline.PlanSource.CONSTRUCTED])
+    assert len(templates) > 1 and all(t.tail is not None for t in templates[1:])
+    assert sources == [pipeline.PlanSource.CONSTRUCTED] * len(templates)  # (timed whatever the draw)
+    res = tune(g, templates, samples=4, seed=0, backend=InterpreterBackend(lambda kg: 1.0, arch="sm_80",
+                                                                           resources=resources))
+    assert res.template.tail is not None and res.rel_err < 1e-3

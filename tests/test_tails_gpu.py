@@ -1,0 +1,44 @@
+"""Padded tails on the GPU (``prism.codegen.tails``): the hand-built decode-attention plans of
+``test_tails`` at 1,000 and 999 cached positions, generated, compiled and run against the float64
+program, every legal padded size the tuner's draw gives (loop and split over the cache). The 999
+case copies Kt's rows element by element (its rows are not 4-byte aligned) and zero-fills them too."""
+
+from __future__ import annotations
+
+import pytest
+
+from prism.codegen import generate
+from prism.codegen.resources import resources
+from prism.codegen.sizes import drawn_sizes
+from prism.codegen.tails import padded_plans
+from prism.loopsplit import split_loop
+from prism.reference import relative_error
+from tests.test_tails import _attention, _inputs, _loop_plan
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kv", [1000, 999])
+@pytest.mark.parametrize("split", [False, True])
+def test_padded_decode_attention_runs_on_the_gpu(kv: int, split: bool) -> None:
+    torch = pytest.importorskip("torch")
+    from prism.runtime import compile_plan
+
+    g = _attention(4, kv, 128)
+    plan = _loop_plan(g)
+    if split:
+        plan = split_loop(g, plan, "decode_attention")
+        assert plan is not None
+    x = _inputs(g, 1)
+    want = g.evaluate(x)["O"]
+    args = [torch.from_numpy(x[t.name]).to(torch.float16).cuda() for t in g.inputs]
+    ran = 0
+    for v in padded_plans(plan):
+        for sizes in drawn_sizes(v, "sm_80", resources, 3):
+            fn = compile_plan(generate(v.instantiate(sizes), arch="sm_90"))
+            for _ in range(2):
+                got = fn(*args)
+                torch.cuda.synchronize()
+                err = relative_error(got.double().cpu().numpy(), want)
+                assert err < 2e-2, (v.tail, sizes, err)
+            ran += 1
+    assert ran >= 2
