@@ -717,15 +717,17 @@ def with_tails(templates: Sequence[KernelGraph], sources: Sequence[PlanSource],
     """``templates`` and their ``sources``, then each plan of generated kernels that has no legal sizes
     at the program's shapes because an mma tile spans an extent that is not a multiple of 16 (a KV
     cache of 1,000 positions) run at each padded tail it can take (``prism.codegen.tails.padded_plans``),
-    with its plan's source (a plan built by rule is timed whatever the draw, padded too), where the
-    first of them has legal sizes: most searched plans have none at any extent (a decode attention's
-    223 have 18 at 1,024 positions), and a draw that finds none spends its whole budget of lowerings."""
+    with its plan's source (a plan built by rule is timed whatever the draw, padded too), each that has
+    legal sizes. The longest padding (the most divisors) is checked first, and a plan for which it has
+    none gets no other: most searched plans have none at any extent (a decode attention's 223 have 18
+    at 1,024 positions), and a draw that finds none spends its whole budget of lowerings."""
     out, src = list(templates), list(sources)
     for t, s in zip(templates, sources, strict=True):
-        padded = padded_plans(t) if t.symbols else []
+        padded = sorted(padded_plans(t) if t.symbols else [], key=lambda p: -p.tail.padded if p.tail else 0)
         if padded and has_sizes(padded[0], arch):
-            out += padded
-            src += [s] * len(padded)
+            keep = [padded[0], *(p for p in padded[1:] if has_sizes(p, arch))]
+            out += keep
+            src += [s] * len(keep)
     return out, src
 
 
