@@ -251,11 +251,16 @@ def drawn_sizes(template: KernelGraph, arch: str, resources: ResourceFn[Footprin
     ascending order. Random values of a symbol whose splits are only checked at the leaves (a row-wise
     kernel reading a generated kernel's output) rarely divide, so the random descents can spend their
     checks without a legal leaf: on the H200 a transformers region's constructed plan (4 symbols, 23
-    values each) was never timed, though it had legal sizes (docs/capture.md, fifth run)."""
+    values each) was never timed, though it had legal sizes (docs/capture.md, fifth run). A plan with
+    a padded tail draws from the powers of two first: a decode attention's split plan padded to 1,536
+    positions had 20 legal power-of-two sizes, and 192 checks over all divisors found none."""
     rng = random.Random(zlib.crc32(template.dumps().encode()))
     values = candidate_values(template)
-    for order in (rng, None):
-        drawn = sample_legal_sizes(template, arch=arch, count=count, rng=order, values=values,
+    tries: list[tuple[random.Random | None, list[int]]] = [(rng, values), (None, values)]
+    if template.tail is not None:  # a padded extent is a multiple of a power of two: those values first
+        tries.insert(0, (rng, [v for v in values if v & (v - 1) == 0]))
+    for order, vals in tries:
+        drawn = sample_legal_sizes(template, arch=arch, count=count, rng=order, values=vals,
                                    resources=resources, max_checks=max_checks)
         if drawn:
             return drawn
