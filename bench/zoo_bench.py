@@ -64,7 +64,7 @@ class Runner:
                         "verified": s["search"].get("verified_by_source"),
                         "kernels": [getattr(k, "name", "?") for k in fast.kernel_graph.kernels],
                         "tail": None if (t := fast.kernel_graph.tail) is None else [t.padded, t.valid],
-                        "sizes": s.get("sizes"), "parts_tune_s": s.get("parts_tune_s"),
+                        "plan_sizes": s.get("sizes"), "parts_tune_s": s.get("parts_tune_s"),
                         # the generated plan's own time when superoptimize compared it with torch.compile's
                         "generated_us": (s.get("inductor") or {}).get("generated_us"),
                         "inductor_verdict": s.get("inductor"),  # both times, or why Inductor's was left out
