@@ -112,15 +112,43 @@ def test_without_a_tail_the_generated_source_is_unchanged() -> None:
     assert "cp_async16z" not in src and "lim" not in src
 
 
-def test_what_a_tail_cannot_mask_is_refused() -> None:
+def _scores(g: Graph, then_exp: bool) -> KernelGraph:
+    """Q @ Kt saved (one kernel), or saved as an intermediate that a second kernel exponentiates."""
+    out = "t0" if then_exp else "S"
+    k0 = CustomKernel("k0", ("k0_x", "k0_y"), 1, (
+        Load("Kt", (0, 2)), Load("Q", (0, None)), MatmulOp(1, 0), Accum(2), Save(3, out, (0, 2))))
+    if not then_exp:
+        return KernelGraph.of(g, "scores", [k0])
+    k1 = CustomKernel("k1", ("k1_x",), 1, (Load("t0", (0,)), UnaryOp(Unary.EXP, 0), Accum(1), Save(2, "S", (0,))))
+    return KernelGraph.of(g, "scores", [k0, k1])
+
+
+def _scores_graph(kv: int, then_exp: bool) -> Graph:
     g = Graph()
-    q = g.input((2, 1, 32), "float16", "Q")
-    g.output(g.matmul(q, g.input((2, 32, 40), "float16", "Kt")), "S")
-    plan = KernelGraph.of(g, "scores", [CustomKernel("k0", (2,), 1, (
-        Load("Kt", (0,)), Load("Q", (0,)), MatmulOp(1, 0), Accum(2), Save(3, "S", (0,))))])
-    assert padded_plans(plan) == []  # its output runs along the cache
-    with pytest.raises(CodegenError, match="output 'S' runs along the padded dim"):
-        generate(plan.padded(Tail(48, 40)))
+    s = g.matmul(g.input((2, 1, 32), "float16", "Q"), g.input((2, 32, kv), "float16", "Kt"))
+    g.output(g.exp(s) if then_exp else s, "S")
+    return g
+
+
+def test_an_output_along_the_tail_stops_at_its_valid_elements() -> None:
+    g = _scores_graph(40, False)
+    variants = padded_plans(_scores(g, False))
+    assert variants
+    x = _inputs(g)
+    for v in variants:
+        for sizes in drawn_sizes(v, "sm_80", resources, 3):
+            got = emulate(v.instantiate(sizes), x)["S"]  # (the emulator faults on a store past the tensor)
+            assert got.shape == (2, 1, 40) and relative_error(got, g.evaluate(x)["S"]) < 1e-12, (v.tail, sizes)
+    src = generate(variants[0].instantiate(drawn_sizes(variants[0], "sm_80", resources, 1)[0])).kernels[0].source
+    assert "(not past a padded tail's valid elements)" in src
+
+
+def test_what_a_tail_cannot_mask_is_refused() -> None:
+    g = _scores_graph(40, True)
+    plan = _scores(g, True)
+    assert padded_plans(plan) == []  # its intermediate runs along the cache: the next kernel would read the tail
+    with pytest.raises(CodegenError, match="tensor 't0' is written along the padded dim"):
+        generate(plan.padded(Tail(48, 40)).instantiate({"k0_x": 2, "k0_y": 1, "k1_x": 2}))
     g2 = _attention(2, 40, 32)
     with pytest.raises(CodegenError, match="would hold no valid element"):  # a last tile all padding
         generate(_loop_plan(g2).padded(Tail(64, 40)).instantiate({"k0_x": 2, "k0_i": 4}))

@@ -280,9 +280,14 @@ class _Block:
         vals = np.stack([self.read(op.x, [*idx[:-1], idx[-1] + k]) * np.ones(e.shape) for k in range(sp.vec)],
                         axis=-1)
         dst = self.origin(sp.block_terms) + offset(global_strides(self.shape(op.tensor)), idx)
+        keep = np.ones(e.shape, dtype=bool)  # (not past a padded tail's valid elements: ``render_save``)
+        for a in range(len(idx)):
+            if (lim := self.tail_limit(op.x, a)) is not None:
+                keep &= np.asarray(idx[a]) < lim
         what = f"save of {op.tensor} (op {i})"
-        g = global_index(self.g[op.tensor], dst, sp.vec, 2 if sp.half else 4, what, op.tensor)
-        self.g[op.tensor][g] = vals.reshape(-1)
+        g = global_index(self.g[op.tensor], np.broadcast_to(dst, e.shape)[keep], sp.vec, 2 if sp.half else 4, what,
+                         op.tensor)
+        self.g[op.tensor][g] = vals[keep].reshape(-1)
 
     def shape(self, tensor: str) -> tuple[int, ...]:
         return tuple(self.low.tensor_shapes[tensor])

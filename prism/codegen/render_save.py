@@ -29,6 +29,9 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     fn = ("st_h" if sp.half else "st_f") + str(vec)
     args = ", ".join(f"v{k}" for k in range(vec))
     store = f"{fn}({ident(op.tensor)} + blk_{i} + {offset(global_strides(shape), idx)}, {args});"
+    if low.tails is not None and (conds := [f"{idx[a]} < {o.limit_c(low.tails.valid, 'it')}"
+                                            for a, o in low.tails.padded_axes(op.x)]):
+        store = f"if ({' && '.join(conds)}) {store}  // (not past a padded tail's valid elements)"
     return [
         f"// save {op.tensor}{list(shape)} <- tile {list(tile)}, omap {op.omap}: {vec}-element stores",
         "{",

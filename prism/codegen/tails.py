@@ -11,7 +11,8 @@ from the block's coordinates and the loop iteration. The generated code then
 * skips the tail in every reduction over it (the reduction's identity instead: 0 for a sum, -inf for
   a max), the element-wise accumulators included,
 * writes zeros into the tail of every value it materialises as a matmul operand (the product of a
-  tail element is then 0 whatever the other operand holds: both operands are zero there).
+  tail element is then 0 whatever the other operand holds: both operands are zero there),
+* stops an output's stores at the valid elements.
 
 Values an element-wise op computes in the tail are never read by anything else, so they may be
 anything. Why the masked plan computes the program: every verified plan is equivalent to the
@@ -20,8 +21,8 @@ skipping the tail in each reduction is the plan at the shorter extent with a sho
 only regroups the reductions' terms (docs/codegen.md, "Padded tails"). Every plan returned is
 checked against the float64 reference at the program's own shapes besides.
 
-What is not supported (``CodegenError``, the tuner skips the sizes): a tensor that some kernel
-writes along the padded dim (an output or an intermediate), a tail no tile of a Load reaches with
+What is not supported (``CodegenError``, the tuner skips the sizes): an intermediate tensor along
+the padded dim (another kernel would read its tail), a tail no tile of a Load reaches with
 at least one valid element (every tile but the last is whole), a Load with two padded axes, and
 the loop orders and schedules that move where a tile starts (rotation, skewed ops, streamed loops,
 shift maxima first).
@@ -116,9 +117,10 @@ class _Walk:
     """The origins of one kernel's values, op by op (``plan``)."""
 
     def __init__(self, tail: Tail, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
-                 shapes: Mapping[str, tuple[int, ...]], inputs: set[str], grid: tuple[int, ...], loop: int,
-                 where: str) -> None:
-        self.tail, self.ops, self.tiles, self.shapes, self.inputs = tail, ops, tiles, shapes, inputs
+                 shapes: Mapping[str, tuple[int, ...]], io: tuple[set[str], set[str]], grid: tuple[int, ...],
+                 loop: int, where: str) -> None:
+        self.tail, self.ops, self.tiles, self.shapes = tail, ops, tiles, shapes
+        self.inputs, self.outputs = io
         self.grid, self.loop, self.where = grid, loop, where
         self.axes: list[Axes] = []
         self.loads: dict[int, tuple[int, int]] = {}
@@ -184,9 +186,9 @@ class _Walk:
                 if any(o is not None and o.step for o in kept):
                     raise self.fail(i, "an element-wise accumulator over the padded dim's iterations")
                 return tuple(kept)
-            case Save(x=x):
-                if any(o is not None for o in self.axes[x]):
-                    raise self.fail(i, f"output {op.tensor!r} runs along the padded dim")
+            case Save(x=x, tensor=t):  # (an output's stores stop at the valid elements)
+                if t not in self.outputs and any(o is not None for o in self.axes[x]):
+                    raise self.fail(i, f"tensor {t!r} is written along the padded dim")
                 return ()
         raise AssertionError(op)
 
@@ -202,7 +204,8 @@ def tail_plan(kg: KernelGraph, ops: Sequence[BlockOp], tiles: Sequence[tuple[int
     CodegenError for what is not supported (the module docstring)."""
     if kg.tail is None:
         return None
-    walk = _Walk(kg.tail, ops, tiles, shapes, {t.name for t in kg.inputs}, grid, loop, where)
+    io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
+    walk = _Walk(kg.tail, ops, tiles, shapes, io, grid, loop, where)
     return walk.plan()
 
 
@@ -229,27 +232,26 @@ def tails_of(specs: Sequence[TensorSpec]) -> list[Tail]:
 
 
 def padded_plans(template: KernelGraph) -> list[KernelGraph]:
-    """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs and that no
-    output runs along: plans of generated kernels only (a predefined kernel would run at the padded
-    shape)."""
+    """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs: plans of
+    generated kernels only (a predefined kernel would run at the padded shape)."""
     if template.tail is not None or not all(isinstance(k, CustomKernel) for k in template.kernels):
         return []
-    return [p for t in tails_of((*template.inputs, *template.outputs))
-            if not any(t.valid in o.shape for o in template.outputs) and _needs(p := template.padded(t))]
+    return [p for t in tails_of((*template.inputs, *template.outputs)) if _needs(p := template.padded(t))]
 
 
 def _needs(kg: KernelGraph) -> bool:
     """Whether padded plan ``kg`` needs its tail and can have it, from its shapes at sizes of 1 (every
     tile the whole tensor): some matmul contracts over the padded dim or spans it in its output's
     last axis (an mma tile takes multiples of 16 there: at the valid extent no size is legal), and
-    no kernel writes a tensor along it (the lowering refuses that)."""
+    no kernel writes an intermediate along it (the lowering refuses that)."""
     assert kg.tail is not None
     padded = kg.tail.padded
     try:
         shapes, per_kernel = infer(kg.instantiate(dict.fromkeys(kg.symbols, 1)))
     except IRError:
         return False
-    if any(padded in s for n, s in shapes.items() if n not in {t.name for t in kg.inputs}):
+    io = {t.name for t in (*kg.inputs, *kg.outputs)}
+    if any(padded in s for n, s in shapes.items() if n not in io):
         return False
     for k, ks in zip(kg.kernels, per_kernel, strict=True):
         if not isinstance(k, CustomKernel) or ks is None:
