@@ -13,7 +13,7 @@ from prism.codegen.sizes import drawn_sizes
 from prism.codegen.tails import padded_plans
 from prism.loopsplit import split_loop
 from prism.reference import relative_error
-from tests.test_tails import _attention, _inputs, _loop_plan
+from tests.test_tails import _attention, _inputs, _loop_plan, _scores, _scores_graph
 
 
 @pytest.mark.gpu
@@ -40,5 +40,25 @@ def test_padded_decode_attention_runs_on_the_gpu(kv: int, split: bool) -> None:
                 torch.cuda.synchronize()
                 err = relative_error(got.double().cpu().numpy(), want)
                 assert err < 2e-2, (v.tail, sizes, err)
+            ran += 1
+    assert ran >= 2
+
+
+@pytest.mark.gpu
+def test_an_output_along_the_tail_runs_on_the_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    from prism.runtime import compile_plan
+
+    g = _scores_graph(1000, False)
+    x = _inputs(g, 2)
+    want = g.evaluate(x)["S"]
+    args = [torch.from_numpy(x[t.name]).to(torch.float16).cuda() for t in g.inputs]
+    ran = 0
+    for v in padded_plans(_scores(g, False)):
+        for sizes in drawn_sizes(v, "sm_80", resources, 3):
+            got = compile_plan(generate(v.instantiate(sizes), arch="sm_90"))(*args)
+            torch.cuda.synchronize()
+            assert tuple(got.shape) == (2, 1, 1000)
+            assert relative_error(got.double().cpu().numpy(), want) < 2e-2, (v.tail, sizes)
             ran += 1
     assert ran >= 2
