@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from prism.errors import CodegenError, IRError
 from prism.ir import (
@@ -190,7 +191,8 @@ class _Walk:
                 if t not in self.outputs and any(o is not None for o in self.axes[x]):
                     raise self.fail(i, f"tensor {t!r} is written along the padded dim")
                 return ()
-        raise AssertionError(op)
+            case _:
+                assert_never(op)
 
     def plan(self) -> TailPlan:
         for i, op in enumerate(self.ops):
