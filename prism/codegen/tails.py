@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
+from prism.codegen.fold import fold_transposes
 from prism.errors import CodegenError, IRError
 from prism.ir import (
     Accum,
@@ -234,9 +235,10 @@ def tails_of(specs: Sequence[TensorSpec]) -> list[Tail]:
 
 
 def padded_plans(template: KernelGraph) -> list[KernelGraph]:
-    """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs: plans of
-    generated kernels only (a predefined kernel would run at the padded shape)."""
-    if template.tail is not None or not all(isinstance(k, CustomKernel) for k in template.kernels):
+    """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs: plans with
+    generated kernels (the lowering refuses a predefined kernel on a padded tensor: it would compute the
+    tail into its results; a transpose that a load folds is none)."""
+    if template.tail is not None or not any(isinstance(k, CustomKernel) for k in template.kernels):
         return []
     return [p for t in tails_of((*template.inputs, *template.outputs)) if _needs(p := template.padded(t))]
 
@@ -248,6 +250,7 @@ def _needs(kg: KernelGraph) -> bool:
     no kernel writes an intermediate along it (the lowering refuses that)."""
     assert kg.tail is not None
     padded = kg.tail.padded
+    kg = fold_transposes(kg)  # (a transposed K read by the matmul's load, as the lowering folds it)
     try:
         shapes, per_kernel = infer(kg.instantiate(dict.fromkeys(kg.symbols, 1)))
     except IRError:
