@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
 from prism.codegen.arch import arch as get_arch
-from prism.codegen.sizes import has_sizes
+from prism.codegen.resources import resources
+from prism.codegen.sizes import drawn_sizes, has_sizes
 from prism.codegen.tails import padded_plans
 from prism.epilogue import epilogue_plans
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
@@ -46,6 +47,7 @@ from prism.rows import RowsKernel, merge_rows
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.tune.backends import Backend, CudaBackend
+from prism.tune.draw import legal_space
 from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
 from prism.tune.inductor import InductorKernel, Timer, compare
 from prism.tune.inputs import InputSampler, check_examples, example_values, input_sampler, part_sampler
@@ -722,13 +724,27 @@ def with_tails(templates: Sequence[KernelGraph], sources: Sequence[PlanSource],
     none gets no other: most searched plans have none at any extent (a decode attention's 223 have 18
     at 1,024 positions), and a draw that finds none spends its whole budget of lowerings."""
     out, src = list(templates), list(sources)
-    for t, s in zip(templates, sources, strict=True):
-        padded = sorted(padded_plans(t) if t.symbols else [], key=lambda p: -p.tail.padded if p.tail else 0)
-        if padded and has_sizes(padded[0], arch):
-            keep = [padded[0], *(p for p in padded[1:] if has_sizes(p, arch))]
-            out += keep
-            src += [s] * len(keep)
+    padded = [(s, sorted(padded_plans(t), key=lambda p: -p.tail.padded if p.tail else 0))
+              for t, s in zip(templates, sources, strict=True) if t.symbols]
+    padded = [(s, ps) for s, ps in padded if ps]
+    first = _have_sizes([ps[0] for _, ps in padded], arch)  # (in worker processes: they lower in pure Python)
+    rest = [(s, ps) for (s, ps), ok in zip(padded, first, strict=True) if ok]
+    more = iter(_have_sizes([p for _, ps in rest for p in ps[1:]], arch))
+    for s, ps in rest:
+        keep = [ps[0], *(p for p in ps[1:] if next(more))]
+        out += keep
+        src += [s] * len(keep)
     return out, src
+
+
+def _have_sizes(templates: Sequence[KernelGraph], arch: str) -> list[bool]:
+    """``has_sizes`` of each template, in worker processes when there are many (``draw.legal_space``)."""
+    return [bool(found) for found in legal_space(templates, arch, resources, None, None, _one_size)]
+
+
+def _one_size(template: KernelGraph, arch: str, res: Any, cap: int | None) -> list[dict[str, int]]:
+    """One legal size of ``template`` (none when the draws find none: ``has_sizes``)."""
+    return drawn_sizes(template, arch, res, 1)
 
 
 def _built(sources: Sequence[PlanSource]) -> tuple[int, ...]:

@@ -114,7 +114,7 @@ def _one_legal(template: KernelGraph, arch: str, resources: Any, cap: int | None
     return _prior_first(template, [(sz, None) for sz in drawn], arch, resources)[:1]
 
 
-def _legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, cap: int | None, jobs: int | None,
+def legal_space(templates: Sequence[KernelGraph], arch: str, resources: Any, cap: int | None, jobs: int | None,
                  legal: Callable[..., list[dict[str, int]]] = legal_sizes_of) -> list[list[dict[str, int]]]:
     """``legal`` (the legal sizes, or ``_one_legal``) of every template; in worker processes when
     there are many templates (the enumeration lowers each size assignment it checks, in pure Python)."""
@@ -151,7 +151,7 @@ def _sample_templates_first(templates: Sequence[KernelGraph], samples: int, seed
     while len(picked) < samples and pos < len(order):
         batch = order[pos:pos + samples - len(picked)]
         pos += len(batch)
-        drawn = _legal_space([templates[t] for t in batch], arch, resources, cap, jobs, _one_legal)
+        drawn = legal_space([templates[t] for t in batch], arch, resources, cap, jobs, _one_legal)
         for t, legal in zip(batch, drawn, strict=True):
             space[t] = legal
             if legal:
@@ -252,7 +252,7 @@ def draw_samples(graph: Graph, templates: Sequence[KernelGraph], samples: int, s
                  always: Collection[int] = ()) -> tuple[list[list[dict[str, int]]], list[Sample]]:
     """1. the legal sizes of every template, 2. the sample (plus every size-free template and ``always``)."""
     if len(templates) <= samples:
-        space = _legal_space(templates, arch, resources, max_legal, jobs)
+        space = legal_space(templates, arch, resources, max_legal, jobs)
         found = any(space)
         chosen = _first_round(templates, space, samples, seed)
     else:
