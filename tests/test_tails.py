@@ -170,3 +170,21 @@ def test_the_tuner_picks_a_padded_plan_and_checks_it_against_the_program() -> No
     res = tune(g, templates, samples=4, seed=0, backend=InterpreterBackend(lambda kg: 1.0, arch="sm_80",
                                                                            resources=resources))
     assert res.template.tail is not None and res.rel_err < 1e-3
+
+
+def test_a_stitched_plan_keeps_its_parts_tail() -> None:
+    from bench.zoo import ZOO
+    from prism.errors import IRError
+    from prism.partition import partition, predefined_plan, stitch
+
+    g = ZOO["qnorm_attention"].build(**{**ZOO["qnorm_attention"].small, "kv_len": 40, "head_dim": 32})
+    parts = partition(g)
+    plans = [predefined_plan(p.graph) for p in parts]
+    assert len(parts) > 1 and stitch(g, parts, plans, "s").tail is None
+    tailed = stitch(g, parts, [plans[0].padded(Tail(48, 40)), *plans[1:]], "s")
+    assert tailed.tail == Tail(48, 40) and [t.shape for t in tailed.true_inputs] == [t.shape for t in g.inputs]
+    assert any(48 in t.shape for t in tailed.inputs)
+    with pytest.raises(CodegenError, match="predefined kernel .* the padded tail"):  # it would compute the tail
+        generate(tailed)
+    with pytest.raises(IRError, match="different tails"):
+        stitch(g, parts, [plans[0].padded(Tail(48, 40)), plans[1].padded(Tail(64, 40)), *plans[2:]], "s")
