@@ -724,9 +724,7 @@ def with_tails(templates: Sequence[KernelGraph], sources: Sequence[PlanSource],
     none gets no other: most searched plans have none at any extent (a decode attention's 223 have 18
     at 1,024 positions), and a draw that finds none spends its whole budget of lowerings."""
     out, src = list(templates), list(sources)
-    padded = [(s, sorted(padded_plans(t), key=lambda p: -p.tail.padded if p.tail else 0))
-              for t, s in zip(templates, sources, strict=True) if t.symbols]
-    padded = [(s, ps) for s, ps in padded if ps]
+    padded = [(s, ps) for t, s in zip(templates, sources, strict=True) if t.symbols and (ps := padded_plans(t))]
     first = _have_sizes([ps[0] for _, ps in padded], arch)  # (in worker processes: they lower in pure Python)
     rest = [(s, ps) for (s, ps), ok in zip(padded, first, strict=True) if ok]
     more = iter(_have_sizes([p for _, ps in rest for p in ps[1:]], arch))

@@ -259,16 +259,16 @@ class _Block:
         tails = self.low.tails
         if tails is None or lp.op not in tails.loads:
             return True
-        view, stored = tails.loads[lp.op]
-        o = tails.axes[lp.op][view]
-        assert o is not None
-        return np.asarray(idx[stored]) < tails.valid - o.start(self.coord, it)
+        return np.asarray(idx[tails.loads[lp.op][1]]) < tails.valid - tails.load_origin(lp.op).start(self.coord, it)
 
-    def tail_limit(self, i: int, axis: int) -> int | None:
-        """The valid elements of value ``i``'s tile along ``axis`` this iteration (None: no tail there)."""
-        tails = self.low.tails
-        o = None if tails is None else tails.axes[i][axis]
-        return None if o is None or tails is None else tails.valid - o.start(self.coord, self.it)
+    def within(self, i: int, idx: Index) -> np.ndarray | bool:
+        """Which elements ``idx`` of value ``i``'s tile are before a padded tail's end this iteration
+        (``render_load.tail_conds``)."""
+        tails, keep = self.low.tails, np.asarray(True)
+        if tails is not None:
+            for a, o in tails.padded_axes(i):
+                keep = keep & (np.asarray(idx[a]) < tails.valid - o.start(self.coord, self.it))
+        return keep
 
     def save(self, i: int) -> None:
         """The saver of Save op ``i``: ``vec`` consecutive values of a row per store."""
@@ -280,10 +280,7 @@ class _Block:
         vals = np.stack([self.read(op.x, [*idx[:-1], idx[-1] + k]) * np.ones(e.shape) for k in range(sp.vec)],
                         axis=-1)
         dst = self.origin(sp.block_terms) + offset(global_strides(self.shape(op.tensor)), idx)
-        keep = np.ones(e.shape, dtype=bool)  # (not past a padded tail's valid elements: ``render_save``)
-        for a in range(len(idx)):
-            if (lim := self.tail_limit(op.x, a)) is not None:
-                keep &= np.asarray(idx[a]) < lim
+        keep = self.within(op.x, idx) * np.ones(e.shape, dtype=bool)  # (``render_save``: not past a tail)
         what = f"save of {op.tensor} (op {i})"
         g = global_index(self.g[op.tensor], np.broadcast_to(dst, e.shape)[keep], sp.vec, 2 if sp.half else 4, what,
                          op.tensor)
@@ -362,9 +359,7 @@ class _Block:
         e = active(self.low.elementwise[i])
         idx = decompose(e, self.tile(i))
         val = self.define(i, idx) if own else self.read(i, idx)
-        for a in range(len(idx)):  # a matmul operand is zero past a padded tail (``render_save._tail_zero``)
-            if (lim := self.tail_limit(i, a)) is not None:
-                val = np.where(np.asarray(idx[a]) < lim, val, 0.0)
+        val = np.where(self.within(i, idx), val, 0.0)  # a matmul operand is zero past a tail (``_tail_zero``)
         copy = self.slots.get(dst.name, 0) if dst.ring else 0  # (a ``Buf.parity`` tile: this iteration's copy)
         self.sm.write(dst, copy, offset(dst.strides, idx), val * np.ones(e.shape), f"materialise op {i} into {dst.name}")
 
@@ -408,9 +403,11 @@ class _Block:
 
     def tail_masked(self, x: int, dim: int, rows: np.ndarray, identity: float) -> np.ndarray:
         """Rows of ``x`` along ``dim`` with a padded tail's elements replaced by ``identity`` (``render_reduce._walk``)."""
-        if (lim := self.tail_limit(x, dim)) is None:
+        tails = self.low.tails
+        o = None if tails is None else tails.axes[x][dim]
+        if o is None or tails is None:
             return rows
-        return np.where(np.arange(rows.shape[1]) < lim, rows, identity)
+        return np.where(np.arange(rows.shape[1]) < tails.valid - o.start(self.coord, self.it), rows, identity)
 
     def reduce(self, i: int, x: int, dim: int, fn: Reduce) -> None:
         """A ReduceOp pass: every output within the tile reduces its row and writes its tile."""

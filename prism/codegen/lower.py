@@ -909,9 +909,8 @@ def _tail_schedule(d: _Draft) -> None:
     """With a padded tail: the schedules that move where a tile starts, or read it in place, refused."""
     if d.tails is None:
         return
-    padded = {i for i in d.tails.loads}
     if (min(d.options.rotate, d.loop, math.prod(d.grid)) > 1 or d.skewed or d.options.shift_first
-            or any(lp.buf.direct for lp in d.loads if lp.op in padded)):
+            or any(lp.buf.direct for lp in d.loads if lp.op in d.tails.loads)):
         raise d.fail("a padded tail with a rotated loop, skewed ops, shift maxima first or a tile read in place")
 
 

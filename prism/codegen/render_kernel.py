@@ -19,7 +19,7 @@ from typing import assert_never
 from prism.codegen.lower import ident
 from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPlan, Phase, Store, outputs_per_pass
 from prism.codegen.render_expr import Exprs
-from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter
+from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter, valid_from
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import prelude
 from prism.codegen.render_reduce import (
@@ -210,7 +210,8 @@ def _ring_copy(low: KernelLowering, lp: LoadPlan, slot: str, it: str) -> str:
 def tail_arg(low: KernelLowering, lp: LoadPlan, it: str) -> str:
     """The loader's last argument with a padded tail along its tile: the valid elements from the tile's
     start (``prism.codegen.tails``); else nothing."""
-    return "" if low.tails is None or lp.op not in low.tails.loads else f", {low.tails.load_limit(lp.op, it)}"
+    tails = low.tails
+    return "" if tails is None or lp.op not in tails.loads else f", {valid_from(tails.valid, tails.load_origin(lp.op), it)}"
 
 
 def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:

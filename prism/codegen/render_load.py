@@ -10,6 +10,7 @@ from __future__ import annotations
 from prism.codegen.lower import global_strides
 from prism.codegen.lowered import KernelLowering, LoadPlan, Sweep
 from prism.codegen.render_expr import decompose, offset, swizzled_at
+from prism.codegen.tails import Origin
 
 COPY_FN = {16: "cp_async16", 8: "cp_async8", 4: "cp_async4"}
 
@@ -19,6 +20,20 @@ def block_origin(terms: tuple[tuple[int, int], ...]) -> str:
     index the kernel body runs as) times elements per block index."""
     parts = [f"(int)bid.{'xyz'[p]}" + (f" * {chunk}" if chunk != 1 else "") for p, chunk in terms]
     return " + ".join(parts) if parts else "0"
+
+
+def valid_from(valid: int, o: Origin, it: str = "it") -> str:
+    """C expression: a padded tail's valid elements from the start of a tile at ``o`` (``it``: the loop
+    iteration whose tile it is; ``prism.codegen.tails``)."""
+    parts = ([block_origin(o.terms)] if o.terms else []) + ([f"{it} * {o.step}"] if o.step else [])
+    return f"({valid} - ({' + '.join(parts)}))" if parts else str(valid)
+
+
+def tail_conds(low: KernelLowering, i: int, idx: list[str]) -> list[str]:
+    """The C conditions that element ``idx`` of value ``i``'s tile is before a padded tail's end (none
+    without a tail along it)."""
+    tails = low.tails
+    return [] if tails is None else [f"{idx[a]} < {valid_from(tails.valid, o)}" for a, o in tails.padded_axes(i)]
 
 
 def sweep_lines(sw: Sweep, body: list[str], var: str = "e", pad: int = 4) -> list[str]:

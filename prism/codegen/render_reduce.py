@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering, outputs_per_pass
 from prism.codegen.render_expr import Exprs, RunReads, bcast, decompose, offset, with_last
-from prism.codegen.render_load import sweep_lines
+from prism.codegen.render_load import sweep_lines, valid_from
 from prism.ops import Reduce
 
 NEG_INF = "-__int_as_float(0x7f800000)"  # a running max starts at -inf
@@ -94,8 +94,8 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
 
 def _tail(low: KernelLowering, x: int, dim: int, identity: str) -> tuple[str, str] | None:
     """(valid elements of ``x``'s tile along ``dim``, ``identity``) where a padded tail runs along it."""
-    lim = None if low.tails is None else low.tails.limit(x, dim)
-    return None if lim is None else (lim, identity)
+    o = None if low.tails is None else low.tails.axes[x][dim]
+    return None if o is None or low.tails is None else (valid_from(low.tails.valid, o), identity)
 
 
 def _lanes(group: int, warps: int) -> tuple[str, str]:

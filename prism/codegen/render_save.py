@@ -12,7 +12,7 @@ import math
 from prism.codegen.lower import global_strides, ident
 from prism.codegen.lowered import Buf, KernelLowering, sweep
 from prism.codegen.render_expr import Exprs, decompose, offset, run_values, with_last
-from prism.codegen.render_load import block_origin, sweep_lines
+from prism.codegen.render_load import block_origin, sweep_lines, tail_conds
 from prism.ir import Save
 
 
@@ -29,8 +29,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     fn = ("st_h" if sp.half else "st_f") + str(vec)
     args = ", ".join(f"v{k}" for k in range(vec))
     store = f"{fn}({ident(op.tensor)} + blk_{i} + {offset(global_strides(shape), idx)}, {args});"
-    if low.tails is not None and (conds := [f"{idx[a]} < {o.limit_c(low.tails.valid, 'it')}"
-                                            for a, o in low.tails.padded_axes(op.x)]):
+    if conds := tail_conds(low, op.x, idx):
         store = f"if ({' && '.join(conds)}) {store}  // (not past a padded tail's valid elements)"
     return [
         f"// save {op.tensor}{list(shape)} <- tile {list(tile)}, omap {op.omap}: {vec}-element stores",
@@ -57,9 +56,7 @@ def materialise_vec(tile: tuple[int, ...], dst: Buf) -> int:
 def _tail_zero(low: KernelLowering, i: int, idx: list[str], v: str) -> str:
     """``v``, or 0 past the valid elements of a padded tail along value ``i``'s tile: a matmul operand
     is zero there (``prism.codegen.tails``)."""
-    if low.tails is None:
-        return v
-    conds = [f"{idx[a]} < {o.limit_c(low.tails.valid, 'it')}" for a, o in low.tails.padded_axes(i)]
+    conds = tail_conds(low, i, idx)
     return v if not conds else f"({' && '.join(conds)} ? {v} : 0.0f)"
 
 

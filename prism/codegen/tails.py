@@ -65,12 +65,6 @@ class Origin:
     def start(self, coord: Sequence[int], it: int) -> int:
         return sum(coord[p] * c for p, c in self.terms) + it * self.step
 
-    def limit_c(self, valid: int, it: str) -> str:
-        """C expression: the valid elements from the tile's start (``it``: the loop iteration)."""
-        parts = [f"(int)bid.{'xyz'[p]}" + (f" * {c}" if c != 1 else "") for p, c in self.terms]
-        parts += [f"{it} * {self.step}"] if self.step else []
-        return f"({valid} - ({' + '.join(parts)}))" if parts else str(valid)
-
 
 Axes = tuple[Origin | None, ...]  # per tile axis of a value: its origin along the padded dim, or None
 
@@ -87,16 +81,11 @@ class TailPlan:
     def padded_axes(self, i: int) -> list[tuple[int, Origin]]:
         return [(a, o) for a, o in enumerate(self.axes[i]) if o is not None]
 
-    def limit(self, i: int, axis: int, it: str = "it") -> str | None:
-        """C expression of the valid elements of value ``i``'s tile along ``axis`` (None: not padded)."""
-        o = self.axes[i][axis] if axis < len(self.axes[i]) else None
-        return None if o is None else o.limit_c(self.valid, it)
-
-    def load_limit(self, i: int, it: str) -> str:
-        """The valid elements of Load ``i``'s tile along its padded axis, at iteration ``it``."""
+    def load_origin(self, i: int) -> Origin:
+        """Where Load ``i``'s tile starts along its padded axis."""
         o = self.axes[i][self.loads[i][0]]
         assert o is not None
-        return o.limit_c(self.valid, it)
+        return o
 
 
 def _stored_axis(a: int, rank: int, transposed: bool) -> int:
@@ -235,12 +224,14 @@ def tails_of(specs: Sequence[TensorSpec]) -> list[Tail]:
 
 
 def padded_plans(template: KernelGraph) -> list[KernelGraph]:
-    """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs: plans with
-    generated kernels (the lowering refuses a predefined kernel on a padded tensor: it would compute the
-    tail into its results; a transpose that a load folds is none)."""
+    """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs, the longest
+    padding first (the most divisors): plans with generated kernels (the lowering refuses a predefined
+    kernel on a padded tensor: it would compute the tail into its results; a transpose that a load
+    folds is none)."""
     if template.tail is not None or not any(isinstance(k, CustomKernel) for k in template.kernels):
         return []
-    return [p for t in tails_of((*template.inputs, *template.outputs)) if _needs(p := template.padded(t))]
+    tails = sorted(tails_of((*template.inputs, *template.outputs)), key=lambda t: -t.padded)
+    return [p for t in tails if _needs(p := template.padded(t))]
 
 
 def _needs(kg: KernelGraph) -> bool:
