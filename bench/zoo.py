@@ -633,6 +633,88 @@ def attention_hd64(batch: int, group: int, kv_len: int, head_dim: int, dtype: st
     return _softmax_attention(batch, group, kv_len, head_dim, dtype, 64**-0.5)
 
 
+# ---------------------------------------------------------------------- 9. held out, second set (2026-12-04)
+def router_softmax(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.softmax(g.matmul(x, g.input((d, f), dtype, "Wr")), -1), "O")
+    return g
+
+
+def layer_scale_residual(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    x, r = _rows(g, n, d, dtype, "X", "R")
+    w, gamma = g.input((d, d), dtype, "W"), g.input((1, d), dtype, "L")
+    g.output(g.add(r, g.mul(g.matmul(x, w), gamma)), "O")
+    return g
+
+
+def softcap_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    """Gemma-2's logit soft cap, 50 tanh(s / 50), written with exp: 50 (e - 1) / (e + 1), e = exp(s / 25)."""
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    e = g.exp(g.scale(g.matmul(q, kt), 256**-0.5 / 25))
+    capped = g.scale(g.div(g.add_scalar(e, -1.0), g.add_scalar(e, 1.0)), 50.0)
+    g.output(g.matmul(g.softmax(capped, -1), v), "O")
+    return g
+
+
+def pairwise_sq_dist(n: int, m: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    a, b = g.input((n, d), dtype, "A"), g.input((m, d), dtype, "B")
+    cross = g.matmul(a, g.transpose(b))
+    norms = g.add(g.sum(g.square(a), -1), g.transpose(g.sum(g.square(b), -1)))
+    g.output(g.sub(norms, g.scale(cross, 2.0)), "O")
+    return g
+
+
+def gram_matrix(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.scale(g.matmul(g.transpose(x), x), 1.0 / 64), "O")
+    return g
+
+
+def row_variance(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.sub(g.mean(g.square(x), -1), g.square(g.mean(x, -1))), "O")
+    return g
+
+
+def temperature_softmax(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.softmax(g.div(x, g.input((n, 1), dtype, "T")), -1), "O")
+    return g
+
+
+def sandwich_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w, gain = g.input((d, d), dtype, "W"), g.input((1, d), dtype, "G")
+    g.output(g.add(x, g.mul(g.rms_norm(g.matmul(x, w), EPS), gain)), "O")
+    return g
+
+
+def bert_ffn_out(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    h = g.input((n, f), dtype, "H")
+    w2, b2 = g.input((f, d), dtype, "W2"), g.input((1, d), dtype, "B2")
+    gain, bias = g.input((1, d), dtype, "G"), g.input((1, d), dtype, "B")
+    y = g.add(g.add(x, g.matmul(h, w2)), b2)
+    g.output(g.add(g.mul(_layer_norm(g, y), gain), bias), "O")
+    return g
+
+
+def linear_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    g.output(g.matmul(g.scale(g.matmul(q, kt), ATTN_SCALE), v), "O")
+    return g
+
+
 # ---------------------------------------------------------------------- the zoo
 def _nd(n: int, d: int) -> dict[str, int]:
     return {"n": n, "d": d}
@@ -788,6 +870,28 @@ _PROGRAMS: list[ZooProgram] = [
                "O = softmax((Q @ Kt) / 8) @ V at head_dim 64: decode GQA attention of a smaller model."),
     ZooProgram("mha_attention", "attention", scaled_attention, _attn(2, 1, 8, 8), _attn(32, 1, 1024, 128), None,
                "O = softmax((Q @ Kt) / sqrt(128)) @ V with one query per KV head: multi-head decode attention."),
+    # 9. held out, second set: written 2026-12-04 (fifteenth session) and run before anything was changed
+    #    for them (docs/off-the-suite.md, "Held-out programs, second set")
+    ZooProgram("router_softmax", "matmul", router_softmax, _ndf(4, 8, 6), _ndf(8, 2048, 60), _ndf(1024, 2048, 60),
+               "O = softmax(X @ Wr) over 60 experts: a mixture-of-experts router (Qwen1.5-MoE's width and count)."),
+    ZooProgram("layer_scale_residual", "residual", layer_scale_residual, _nd(4, 8), _nd(16, 1024), _nd(2056, 1024),
+               "O = R + (X @ W) * L with L (1, d): a ViT-L block's LayerScale residual (8 images of 257 tokens)."),
+    ZooProgram("softcap_attention", "attention", softcap_attention, _SMALL_ATTN, _attn(8, 2, 4096, 256), None,
+               "O = softmax(50 tanh(Q @ Kt / 16 / 50)) @ V, tanh written with exp: Gemma-2's soft-capped attention."),
+    ZooProgram("pairwise_sq_dist", "matmul", pairwise_sq_dist, {"n": 4, "m": 8, "d": 8}, {"n": 8, "m": 4096, "d": 768},
+               {"n": 1024, "m": 4096, "d": 768}, "O = |a|^2 + |b|^2 - 2 A @ B^T: squared distances to a bank of vectors."),
+    ZooProgram("gram_matrix", "matmul", gram_matrix, _nd(8, 4), _nd(64, 768), _nd(4096, 768),
+               "O = X^T @ X / 64: a Gram (covariance) matrix, contracting over the rows."),
+    ZooProgram("row_variance", "reduction", row_variance, _nd(4, 8), _nd(16, 4096), _nd(4096, 4096),
+               "O = mean(X^2) - mean(X)^2 over the last dim, a column (n, 1)."),
+    ZooProgram("temperature_softmax", "reduction", temperature_softmax, _nd(4, 8), _nd(8, 32000), _nd(256, 32000),
+               "O = softmax(X / T) with a temperature per row T (n, 1), over Llama-2's 32,000-entry vocabulary."),
+    ZooProgram("sandwich_norm", "matmul", sandwich_norm, _nd(4, 8), _nd(8, 2304), _nd(1024, 2304),
+               "O = X + rms_norm(X @ W) * G: a projection with Gemma-2's post-norm and residual (width 2304)."),
+    ZooProgram("bert_ffn_out", "matmul", bert_ffn_out, _ndf(4, 8, 8), _ndf(16, 768, 3072), _ndf(2048, 768, 3072),
+               "O = layer_norm(X + H @ W2 + B2) * G + B: BERT's FFN output with residual and post-LN."),
+    ZooProgram("linear_attention", "attention", linear_attention, _SMALL_ATTN, _attn(16, 4, 2048, 128), None,
+               "O = ((Q @ Kt) / sqrt(128)) @ V: attention without a softmax (linear attention's decode step)."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
@@ -795,6 +899,10 @@ ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
 HELD_OUT: frozenset[str] = frozenset(("gated_rms_norm", "softmax_bias", "layer_norm_affine", "col_rms_scale",
                                       "bilinear_score", "gelu_mlp_bias", "norm_two_proj", "dual_input_gate",
                                       "classifier_softmax", "attention_hd64", "mha_attention"))
+# section 9: a second held-out set, run the same way (docs/off-the-suite.md, "Held-out programs, second set")
+HELD_OUT_2: frozenset[str] = frozenset(("router_softmax", "layer_scale_residual", "softcap_attention",
+                                        "pairwise_sq_dist", "gram_matrix", "row_variance", "temperature_softmax",
+                                        "sandwich_norm", "bert_ffn_out", "linear_attention"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 
