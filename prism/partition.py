@@ -237,6 +237,25 @@ def _with_weight_transposes(graph: Graph, groups: list[tuple[list[int], bool]]) 
             for g, (nodes, heavy) in enumerate(groups) if g not in joins]
 
 
+def weight_transposes(graph: Graph) -> Part | None:
+    """The whole program as a part whose ``inner`` graph has its foldable weight transposes taken out
+    (a transpose of a 2-D or 3-D program input, not an output, that every reader reads as a weight
+    matmul's B operand: ``K^T`` of an attention, ``W^T`` of a linear layer), or None when it has none.
+    The whole-program search sees ``inner`` (a block graph has no transpose) and ``with_transposes``
+    puts the transposes back in its plans, where code generation folds them into the loads."""
+    outputs = {i for _, i in graph.output_indices}
+    read_by = _readers(graph)
+    found = tuple(t for t, n in enumerate(graph.nodes)
+                  if n.kind is OpKind.TRANSPOSE and t not in outputs and graph.nodes[n.args[0]].kind is OpKind.INPUT
+                  and read_by.get(t) and all(_weight_matmul(graph, j) and graph.nodes[j].args[1] == t
+                                             for j in read_by[t]))
+    if not found:
+        return None
+    ops = [i for i, n in enumerate(graph.nodes) if n.kind is not OpKind.INPUT]
+    inner = part_graph(graph, [i for i in ops if i not in found], tensor_names(graph))
+    return Part(0, tuple(ops), graph, False, False, found, inner)
+
+
 def with_transposes(graph: Graph, part: Part, plans: Sequence[KernelGraph]) -> tuple[KernelGraph, ...]:
     """Plans of ``part.inner`` as plans of ``part.graph``: its weight transposes first, as predefined
     kernels (code generation folds them into the loads of the matmuls that read them)."""

@@ -40,6 +40,7 @@ from prism.partition import (
     predefined_plan,
     renamed,
     stitch,
+    weight_transposes,
     with_transposes,
 )
 from prism.progress import StageBar
@@ -220,8 +221,36 @@ def search_and_verify(
         part_outcomes = _search_parts(graph, parts, program, cache, progress, time_budget)
     stitched = _stitched(graph, part_outcomes, program)
     t_parts = time.perf_counter()
-    whole: SearchOutcome | None = None
+    outer = weight_transposes(graph)  # the search sees the program without its foldable weight transposes
+    whole, searched, splits = _whole_plans(outer.inner if outer and outer.inner else graph, program, cache, progress,
+                                           config, time_budget, partitioned)
+    if outer is not None:
+        searched, splits = with_transposes(graph, outer, searched), with_transposes(graph, outer, splits)
     constructed: tuple[KernelGraph, ...] = ()
+    if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
+        epilogues = _epilogues(graph, part_outcomes, program, cache, part_ops, lambda head: _search_parts(
+            graph, [head], program, cache, progress, time_budget)[0])
+        constructed = (*_constructed(graph, program, cache), *epilogues)
+    constructed = (*constructed, *splits)
+    templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
+    sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
+               *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
+    seconds = dict(whole.seconds) if whole is not None else {}
+    seconds["parts"] = t_parts - t0
+    seconds["total"] = time.perf_counter() - t0
+    stats = dict(whole.stats) if whole is not None else {"whole_program_searched": False}
+    return SearchOutcome(program, graph.structure_key(), templates, bool(whole and whole.cached), stats, seconds,
+                         sources, tuple(part_outcomes))
+
+
+def _whole_plans(graph: Graph, program: str, cache: bool, progress: bool, config: SearchConfig | None,
+                 time_budget: float | None, partitioned: bool,
+                 ) -> tuple[SearchOutcome | None, tuple[KernelGraph, ...], tuple[KernelGraph, ...]]:
+    """The whole program's search (None when it is too large and no search is cached), its searched
+    plans and, with ``partitioned``, their split-loop plans (the flash-decoding shape, built by rule;
+    a pipeline search's plans split under a key of their own: the default search's splits are cached
+    for the same program at shapes its plans fit)."""
+    whole: SearchOutcome | None = None
     if config is not None or primitive_ops(graph) <= WHOLE_PROGRAM_OPS:
         cfg = config if config is not None else default_config(graph, time_budget)
         try:
@@ -233,24 +262,9 @@ def search_and_verify(
             whole = _with_pipelines(graph, program, cache, progress, cfg, whole)
     elif cache and not settings().no_cache:  # too large to search by default: a search someone ran
         whole = _cached_whole(graph, program, cache_key(graph, default_config(graph, time_budget)))
-    if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
-        epilogues = _epilogues(graph, part_outcomes, program, cache, part_ops, lambda head: _search_parts(
-            graph, [head], program, cache, progress, time_budget)[0])
-        constructed = (*_constructed(graph, program, cache), *epilogues)
     searched = whole.templates if whole is not None else ()
-    if partitioned and searched:  # the flash-decoding shape of the searched one-kernel plans, also by rule
-        # (a pipeline search's plans split under a key of their own: the default search's splits are
-        # cached for the same program at shapes its plans fit)
-        constructed = (*constructed, *_splits(graph, searched, program, cache, _split_suffix(whole)))
-    templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
-    sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
-               *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
-    seconds = dict(whole.seconds) if whole is not None else {}
-    seconds["parts"] = t_parts - t0
-    seconds["total"] = time.perf_counter() - t0
-    stats = dict(whole.stats) if whole is not None else {"whole_program_searched": False}
-    return SearchOutcome(program, graph.structure_key(), templates, bool(whole and whole.cached), stats, seconds,
-                         sources, tuple(part_outcomes))
+    splits = _splits(graph, searched, program, cache, _split_suffix(whole)) if partitioned and searched else ()
+    return whole, searched, splits
 
 
 def _split_suffix(whole: SearchOutcome | None) -> str:

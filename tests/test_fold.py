@@ -52,6 +52,35 @@ def test_a_linear_layer_is_searched_and_its_transpose_folded() -> None:
         assert KernelGraph.loads(folded.dumps()) == folded  # the flag survives JSON
 
 
+def test_the_whole_program_is_searched_without_its_weight_transposes() -> None:
+    """A program reading a weight's transpose is searched whole as if the weight came transposed
+    (``partition.weight_transposes``): its searched plans are the transpose, then one generated kernel
+    that reads it as a matmul's B operand, which code generation folds. A transpose read otherwise
+    (as the A operand) stays in the program, and no whole-program plan is searched past it."""
+    from prism.partition import weight_transposes
+
+    g = _linear(norm=True)
+    outer = weight_transposes(g)
+    assert outer is not None and outer.inner is not None
+    assert [g.nodes[i].kind for i in outer.transposes] == [OpKind.TRANSPOSE]
+    assert not any(n.kind is OpKind.TRANSPOSE for n in outer.inner.nodes)
+    out = pipeline.search_and_verify(g, program="linear", cache=False, progress=False)
+    searched = out.of(pipeline.PlanSource.SEARCHED)
+    assert searched
+    ins = {t.name: np.random.default_rng(1).standard_normal(t.shape) for t in g.inputs}
+    for template in searched[:3]:
+        first, *rest = template.kernels
+        assert isinstance(first, PredefinedKernel) and first.kind is OpKind.TRANSPOSE and first.inputs == ("w",)
+        assert rest and all(isinstance(k, CustomKernel) for k in rest)
+        kg = template.instantiate(cheap_sizes(template, 1)[0])
+        assert foldable(kg)  # code generation reads w in place
+        assert np.allclose(interpreter.run(kg, ins)["y"], g.evaluate(ins)["y"], rtol=1e-10, atol=1e-10)
+    a_side = Graph()
+    x, w = a_side.input((128, 16), name="x"), a_side.input((128, 64), name="w")
+    a_side.output(a_side.matmul(a_side.transpose(x), w), "y")
+    assert weight_transposes(a_side) is None
+
+
 @pytest.mark.parametrize(("norm", "k"), [(True, 128), (False, 96)])
 def test_folded_matmuls_emulate_like_the_interpreter(norm: bool, k: int) -> None:
     """Every stitched plan with a generated matmul, at up to 3 cheap legal sizes (swizzled tiles, and

@@ -126,6 +126,36 @@ def test_program_that_differs_is_rejected() -> None:
     assert not v.proven
 
 
+def test_a_transposed_column_broadcasts_like_a_row() -> None:
+    """``sum(B^2, -1)^T - 2 A @ B^T`` (squared distances): the plan's kernel reads the transposed column
+    (1, m) broadcast over the rows; the proof needs the transpose to carry the column's extent of 1
+    to dim 0 (``axioms._transposed_dims``). A kernel that broadcasts it over the wrong dim is rejected."""
+    from prism.rowwise import row_vendor_plan
+    from tests.test_partition import run_plan
+
+    g = Graph()
+    a, b = g.input((4, 8), name="A"), g.input((6, 8), name="B")
+    g.output(g.sub(g.transpose(g.sum(g.square(b), -1)), g.scale(g.matmul(a, g.transpose(b)), 2.0)), "O")
+    kg = row_vendor_plan(g, "dist")
+    assert kg is not None and run_plan(g, kg) < 1e-12
+    assert check_equivalent(g, kg).proven
+    g3 = Graph()  # rank 3: the batch dim keeps its facts, the last two swap
+    q, k = g3.input((2, 4, 8), name="Q"), g3.input((2, 6, 8), name="K")
+    g3.output(g3.sub(g3.transpose(g3.sum(g3.square(k), -1)), g3.matmul(q, g3.transpose(k))), "O")
+    kg3 = row_vendor_plan(g3, "dist3")
+    assert kg3 is not None and run_plan(g3, kg3) < 1e-12
+    assert check_equivalent(g3, kg3).proven
+    wrong = Graph()  # the column itself, not its transpose: same ops, a different function
+    a2, b2 = wrong.input((4, 8), name="A"), wrong.input((4, 8), name="B")
+    wrong.output(wrong.sub(wrong.sum(wrong.square(b2), -1), wrong.scale(wrong.matmul(a2, wrong.transpose(b2)), 2.0)), "O")
+    square = Graph()
+    a3, b3 = square.input((4, 8), name="A"), square.input((4, 8), name="B")
+    square.output(square.sub(square.transpose(square.sum(square.square(b3), -1)),
+                             square.scale(square.matmul(a3, square.transpose(b3)), 2.0)), "O")
+    swapped = row_vendor_plan(wrong, "dist")
+    assert swapped is not None and not check_equivalent(square, swapped).proven
+
+
 def test_bounds_reject() -> None:
     g = workloads.program("qknorm_gqa", **SMALL["qknorm_gqa"])
     kg = plans.gqa_split_plan(g, qknorm=True)

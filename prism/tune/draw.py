@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from prism.codegen.arch import arch as get_arch
+from prism.codegen.fold import fold_transposes
 from prism.codegen.resources import resources as codegen_resources
 from prism.codegen.sizes import candidate_values, drawn_sizes, iter_legal, prior_ascent, size_score
 from prism.errors import TuningError
@@ -177,7 +178,9 @@ def _first_round(templates: Sequence[KernelGraph], space: list[list[dict[str, in
 
 def structure_class(kg: KernelGraph) -> tuple[int, tuple[int, ...], int]:
     """Custom kernels, the grid rank of each, and the predefined kernels: the shape of a plan before
-    its sizes (a norm kernel before a vendor GEMM is not one more one-kernel plan among hundreds)."""
+    its sizes (a norm kernel before a vendor GEMM is not one more one-kernel plan among hundreds), as it
+    runs: a weight's transpose that code generation folds into a load is no kernel."""
+    kg = fold_transposes(kg)
     ranks = tuple(len(k.grid) for k in kg.kernels if isinstance(k, CustomKernel))
     return len(ranks), ranks, len(kg.kernels) - len(ranks)
 

@@ -77,8 +77,10 @@ def _types(t: Term, pars: frozenset[str], rank: int, out: dict[str, tuple[frozen
     match t:
         case Var(name):
             return out.setdefault(name, (pars, rank)) == (pars, rank)
-        case Un(_, x) | Sum(x, _) | Max(x, _) | Tr(x):
+        case Un(_, x) | Sum(x, _) | Max(x, _):
             return _types(x, pars, rank, out)
+        case Tr(r, x):
+            return rank == r and _types(x, pars, rank, out)
         case Bin(_, a, c):
             return _types(a, pars, rank, out) and _types(c, pars, rank, out)
         case Mm(ra, rb, a, c):

@@ -288,12 +288,25 @@ def _analysis() -> list[Axiom]:
         if rb == 3:
             out.append(Axiom(f"varies-mm{ra}{rb}-batch-right", th, f"({mm} a c)", when=("(varies c 0)",), kind=v,
                              unit_dim="0"))
+    out += _transposed_dims(u, v)
     for ra, rb in MM_RANKS:
         mm = f"Mm {ra} {rb}"
         out.append(Axiom(f"unit-mm{ra}{rb}-rows", th, f"({mm} a c)", when=(f"(unit a {ra - 2})",), kind=u,
                          unit_dim=str(ra - 2)))
         out.append(Axiom(f"unit-mm{ra}{rb}-cols", th, f"({mm} a c)", when=(f"(unit c {rb - 1})",), kind=u,
                          unit_dim=str(ra - 1)))
+    return out
+
+
+def _transposed_dims(u: Kind, v: Kind) -> list[Axiom]:
+    """A transpose swaps the analysis facts of its last two dims (a reduced column transposed is a
+    row: broadcast over the rows it is added to) and keeps the batch dim's."""
+    out: list[Axiom] = []
+    for r in (2, 3):
+        for kind, fact in ((u, "unit"), (v, "varies")):
+            for d, e in ((r - 2, r - 1), (r - 1, r - 2), *(((0, 0),) if r == 3 else ())):
+                out.append(Axiom(f"{fact}-tr{r}-{d}", "analysis", f"(Tr {r} t)", when=(f"({fact} t {e})",), kind=kind,
+                                 unit_dim=str(d)))
     return out
 
 
@@ -315,7 +328,7 @@ def by_theory() -> dict[str, list[Axiom]]:
 
 DATATYPE = """
 (datatype T
-  (In String) (Un String T) (Bin String T T) (Sum T i64) (Max T i64) (Mm i64 i64 T T) (Tr T)
+  (In String) (Un String T) (Bin String T T) (Sum T i64) (Max T i64) (Mm i64 i64 T T) (Tr i64 T)
   (Part T i64 String) (Comb T i64 String) (Red T String) (RMax T String) (Resc T T String) (Repl T String))
 (relation unit (T i64))
 (relation varies (T i64))
@@ -343,7 +356,7 @@ def prelude(axioms: tuple[Axiom, ...] = AXIOMS) -> str:
 
 SIGNATURES: dict[str, tuple[str, ...]] = {
     "In": ("name",), "Un": ("op1", "T"), "Bin": ("op2", "T", "T"), "Sum": ("T", "D"),
-    "Max": ("T", "D"), "Mm": ("R", "R", "T", "T"), "Tr": ("T",), "Part": ("T", "D", "P"),
+    "Max": ("T", "D"), "Mm": ("R", "R", "T", "T"), "Tr": ("R", "T"), "Part": ("T", "D", "P"),
     "Comb": ("T", "D", "P"), "Red": ("T", "P"), "RMax": ("T", "P"), "Resc": ("T", "T", "P"),
     "Repl": ("T", "P"),
 }

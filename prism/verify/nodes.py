@@ -8,7 +8,7 @@ A term has the same shape as the egglog expression it encodes (``DATATYPE`` in
     Bin(fn, a, b)             add | sub | mul | div (``prism.ops.Binary``), NumPy broadcasting
     Sum(x, dim) Max(x, dim)   reductions keeping the dim
     Mm(ra, rb, a, b)          matmul of ranks ra @ rb
-    Tr(x)                     swap the last two dims
+    Tr(rank, x)               swap the last two dims of a rank-``rank`` tensor
     Part(x, dim, par) Comb(x, dim, par) Red(x, par) Repl(x, par)   parallel operators (paper §4)
     RMax(x, par)              max over a parallel dim (a max accumulator)
     Resc(x, c, par)           Σ_par x · exp(c − max_par c) (a rescaled accumulator, the online softmax)
@@ -110,6 +110,7 @@ class Mm:
 
 @dataclass(frozen=True, slots=True)
 class Tr:
+    rank: int
     x: Term
 
 
@@ -163,7 +164,7 @@ def kids(t: Term) -> tuple[Term, ...]:
     match t:
         case In() | Var():
             return ()
-        case Un(_, x) | Tr(x) | Sum(x, _) | Max(x, _) | Part(x, _, _) | Comb(x, _, _) | Red(x, _) | RMax(x, _) \
+        case Un(_, x) | Tr(_, x) | Sum(x, _) | Max(x, _) | Part(x, _, _) | Comb(x, _, _) | Red(x, _) | RMax(x, _) \
                 | Repl(x, _):
             return (x,)
         case Bin(_, a, b) | Mm(_, _, a, b) | Resc(a, b, _):

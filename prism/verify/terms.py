@@ -180,7 +180,7 @@ def _encode_graph(graph: Graph, dims: DimTable) -> Encoding:
                 ra, rb = (len(graph.nodes[i].shape) for i in n.args)
                 t, s = Mm(ra, rb, args[0], args[1]), _matmul_syms(ra, rb, asym[0], asym[1], dims)
             case OpKind.TRANSPOSE:
-                t = Tr(args[0])
+                t = Tr(len(n.shape), args[0])
                 s = [*asym[0][:-2], asym[0][-1], asym[0][-2]]
             case _:
                 assert_never(n.kind)
@@ -337,7 +337,7 @@ def _predefined(k: PredefinedKernel, args: list[Term], ranks: list[int], dims: D
         case OpKind.MATMUL:
             return Mm(ranks[0], ranks[1], args[0], args[1]), ranks[0]
         case OpKind.TRANSPOSE:
-            return Tr(args[0]), ranks[0]
+            return Tr(ranks[0], args[0]), ranks[0]
         case OpKind.INPUT:
             raise IllFormed(f"kernel {k.name!r}: an input is not a kernel")
 
