@@ -41,6 +41,9 @@ class Unary(enum.Enum):
     NEG = "neg"
     SCALE = "scale"  # x * c
     ADD_SCALAR = "add_scalar"  # x + c
+    # an element-wise function of one tensor that the search takes as one op (``prism.chains``; its
+    # scalar numbers the chain): only in a searched stand-in of a program, never in one or in code
+    CHAIN = "chain"
 
     @property
     def transcendental(self) -> bool:
@@ -68,7 +71,7 @@ class Reduce(enum.Enum):
 
 
 COMMUTATIVE: frozenset[Binary] = frozenset({Binary.ADD, Binary.MUL})
-SCALAR_UNARY: frozenset[Unary] = frozenset({Unary.SCALE, Unary.ADD_SCALAR})
+SCALAR_UNARY: frozenset[Unary] = frozenset({Unary.SCALE, Unary.ADD_SCALAR, Unary.CHAIN})
 # Unary ops that commute with a positive per-row scale are not needed; the verifier owns algebra.
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
@@ -92,6 +95,7 @@ UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.NEG: lambda x, c: -x,
     Unary.SCALE: lambda x, c: x * c,
     Unary.ADD_SCALAR: lambda x, c: x + c,
+    Unary.CHAIN: lambda x, c: np.tanh(x + c),  # a stand-in, one per chain number, for numeric screens
 }
 
 BINARY_NUMPY: dict[Binary, Callable[[F64, F64], F64]] = {

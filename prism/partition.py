@@ -225,7 +225,7 @@ def _with_weight_transposes(graph: Graph, groups: list[tuple[list[int], bool]]) 
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
     outputs = {i for _, i in graph.output_indices}
     joins: dict[int, list[int]] = {}  # transpose group -> the matmul groups it joins
-    read_by = _readers(graph)
+    read_by = reader_sets(graph)
     for c, (nodes, heavy) in enumerate(groups):
         t = nodes[0]
         if not (heavy and len(nodes) == 1 and graph.nodes[t].kind is OpKind.TRANSPOSE) or t in outputs:
@@ -244,7 +244,7 @@ def weight_transposes(graph: Graph) -> Part | None:
     The whole-program search sees ``inner`` (a block graph has no transpose) and ``with_transposes``
     puts the transposes back in its plans, where code generation folds them into the loads."""
     outputs = {i for _, i in graph.output_indices}
-    read_by = _readers(graph)
+    read_by = reader_sets(graph)
     found = tuple(t for t, n in enumerate(graph.nodes)
                   if n.kind is OpKind.TRANSPOSE and t not in outputs and graph.nodes[n.args[0]].kind is OpKind.INPUT
                   and read_by.get(t) and all(_weight_matmul(graph, j) and graph.nodes[j].args[1] == t
@@ -301,7 +301,7 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
     docs/off-the-suite.md "Activations as epilogues"); as an epilogue it runs once per output."""
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
     outputs = {i for _, i in graph.output_indices}
-    readers = _readers(graph)
+    readers = reader_sets(graph)
     taken: dict[int, int] = {}  # matmul group -> the chunk group that takes it
     for c, (chunk, heavy) in enumerate(groups):
         if heavy or not all(graph.nodes[i].kind in (OpKind.UNARY, OpKind.BINARY) for i in chunk):
@@ -318,7 +318,7 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
             for g, (nodes, heavy) in enumerate(groups) if g not in taken]
 
 
-def _readers(graph: Graph) -> dict[int, set[int]]:
+def reader_sets(graph: Graph) -> dict[int, set[int]]:
     """Node -> the nodes that read its value (nodes no one reads are absent)."""
     readers: dict[int, set[int]] = {}
     for j, n in enumerate(graph.nodes):
@@ -346,7 +346,7 @@ def _with_prologues(graph: Graph, groups: list[tuple[list[int], bool]]) -> list[
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
     outputs = {i for _, i in graph.output_indices}
     joins: dict[int, list[int]] = {}  # chunk group -> the matmul groups it joins
-    read_by = _readers(graph)
+    read_by = reader_sets(graph)
     for c, (chunk, heavy) in enumerate(groups):
         inside = set(chunk)
         readers = {j for i in chunk for j in read_by.get(i, ())} - inside

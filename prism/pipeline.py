@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from prism.cache import JsonCache
+from prism.chains import Collapsed, collapse
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.resources import resources
 from prism.codegen.sizes import drawn_sizes, has_sizes
@@ -69,6 +70,7 @@ WHOLE_PROGRAM_OPS = 12
 CONSTRUCTED_KEY = "-rows"  # the search cache's key of such a program's row-vendor plan: its structure key, then this
 EPILOGUE_KEY = "-epilogue"  # and of its epilogue plans (prism.epilogue)
 SPLIT_KEY = "-split3"  # and of its split-loop plans (prism.loopsplit; 2: spread combines, 3: reduced partials)
+CHAINS_KEY = "-chains"  # and of the plans of its search with element-wise chains as single ops (prism.chains)
 # Seconds each symbolic search may take (its mapping instantiation gets as long again).
 DEFAULT_SEARCH_BUDGET_S = 30.0
 # Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).
@@ -247,9 +249,45 @@ def _whole_plans(graph: Graph, program: str, cache: bool, progress: bool, config
                  time_budget: float | None, partitioned: bool,
                  ) -> tuple[SearchOutcome | None, tuple[KernelGraph, ...], tuple[KernelGraph, ...]]:
     """The whole program's search (None when it is too large and no search is cached), its searched
-    plans and, with ``partitioned``, their split-loop plans (the flash-decoding shape, built by rule;
-    a pipeline search's plans split under a key of their own: the default search's splits are cached
-    for the same program at shapes its plans fit)."""
+    plans and, with ``partitioned``, their split-loop plans. A program too large to search whole by
+    default that its element-wise chains as single ops bring within ``WHOLE_PROGRAM_OPS`` is searched
+    so (``prism.chains``), and the plans found, the chains written out, are proven on the program."""
+    stand_in = collapse(graph) if config is None and primitive_ops(graph) > WHOLE_PROGRAM_OPS else None
+    if stand_in is None or primitive_ops(stand_in.graph) > WHOLE_PROGRAM_OPS or _ran(graph, cache, time_budget):
+        return _whole_searched(graph, program, cache, progress, config, time_budget, partitioned)
+    log.info("%s: searching whole with its %d element-wise chains as single ops", program, len(stand_in.chains))
+    whole, searched, splits = _whole_searched(stand_in.graph, program, cache, progress, config, time_budget,
+                                              partitioned)
+    return whole, _expanded(graph, stand_in, searched, program, cache, CHAINS_KEY), \
+        _expanded(graph, stand_in, splits, program, cache, f"{CHAINS_KEY}{SPLIT_KEY}")
+
+
+def _ran(graph: Graph, cache: bool, time_budget: float | None) -> bool:
+    """A whole-program search of ``graph`` someone ran (``prism search --whole``) is in the cache."""
+    return cache and not settings().no_cache and search_cache().path(
+        cache_key(graph, default_config(graph, time_budget))).exists()
+
+
+def _expanded(graph: Graph, stand_in: Collapsed, plans: Sequence[KernelGraph], program: str, cache: bool,
+              suffix: str) -> tuple[KernelGraph, ...]:
+    """``plans`` of the stand-in with their chains written out, those proven on ``graph`` (cached)."""
+    if not plans:
+        return ()
+
+    def build() -> list[KernelGraph]:
+        from prism.verify import verify_all
+
+        out = stand_in.expand(plans)
+        return [kg for kg, v in zip(out, verify_all(graph, list(out)), strict=True) if v.proven]
+
+    return _built_by_rule(graph, program, cache, suffix, "chain plans", build)
+
+
+def _whole_searched(graph: Graph, program: str, cache: bool, progress: bool, config: SearchConfig | None,
+                    time_budget: float | None, partitioned: bool,
+                    ) -> tuple[SearchOutcome | None, tuple[KernelGraph, ...], tuple[KernelGraph, ...]]:
+    """``_whole_plans`` of ``graph`` as given: a pipeline search's plans split under a key of their own
+    (the default search's splits are cached for the same program at shapes its plans fit)."""
     whole: SearchOutcome | None = None
     if config is not None or primitive_ops(graph) <= WHOLE_PROGRAM_OPS:
         cfg = config if config is not None else default_config(graph, time_budget)
@@ -930,11 +968,12 @@ def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str, 
         kernel = backend.compile(kg)
         backend.setup(graph, req.sampler(seed))
         # never trust a cache blindly: check the kernel against the float64 reference again
-        err = reference_error(backend, kernel, graph, req.sampler(seed + 0xCAC4E))
+        checked = req.sampler(seed + 0xCAC4E)
+        err = reference_error(backend, kernel, graph, checked)
     except (PrismError, KeyError, ValueError, TypeError) as e:  # decoded, but not a working plan
         kernel, err = None, math.inf
         log.warning("cached tuned kernel %s does not run (%s)", key, e)
-    if kernel is not None and err < tolerance(graph):
+    if kernel is not None and err < tolerance(graph, inputs=checked):
         return kernel, kg, rec_summary, err, time.perf_counter() - t0, generated
     store.evict(key, f"a kernel that fails the reference check (rel. error {err:.3g})")
     return None

@@ -90,6 +90,23 @@ def node_values(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.nda
     return values
 
 
+def stored_error(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> float:
+    """The largest relative error over the outputs of ``graph`` run op by op with every value stored in
+    its dtype (what eager PyTorch does), against the float64 reference: the cost of storage alone on
+    these inputs, which an ill-conditioned op makes large (an exp of large logits, ``e - 1`` for
+    ``e`` near 1, a division by values near 0)."""
+    bound = bind_inputs(graph, inputs)
+    exact = node_values(graph, bound)
+    shapes = input_shapes(graph)
+    stored: list[np.ndarray] = []
+    with np.errstate(all="ignore"):
+        for node in graph.nodes:
+            value = bound[node.name or ""] if node.kind is OpKind.INPUT else \
+                eval_node(node, [stored[a] for a in node.args], shapes)
+            stored.append(round_to_dtype(value, node.dtype))
+    return max(relative_error(stored[i], exact[i]) for _, i in graph.output_indices)
+
+
 def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
     """Round float64 values to what ``dtype`` can hold, returned as float64."""
     x = np.asarray(x, dtype=np.float64)

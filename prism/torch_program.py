@@ -39,6 +39,8 @@ def _unary(torch: Any, node: Node, x: Any, shapes: dict[str, tuple[int, ...]]) -
             return x * c
         case Unary.ADD_SCALAR:
             return x + c
+        case Unary.CHAIN:
+            raise ValueError("a chain op (prism.chains) is a search stand-in; expand it first")
     raise ValueError(f"unary {node.fn!r}")
 
 

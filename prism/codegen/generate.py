@@ -15,6 +15,7 @@ from prism.codegen.render_kernel import render_kernel
 from prism.errors import CodegenError
 from prism.ir import CustomKernel, KernelGraph, PredefinedKernel, kernel_graph_name_problem
 from prism.names import c_ident, c_label, show
+from prism.ops import Unary
 
 
 def entry_name(gl: GraphLowering, kernel: CustomKernel, options: Options) -> str:
@@ -31,6 +32,9 @@ def generate(kg: KernelGraph, *, arch: str = "sm_80", options: Options | None = 
     """CUDA source and launch plan of a concrete μGraph for ``arch`` (raises CodegenError)."""
     if (bad := kernel_graph_name_problem(kg)) is not None:
         raise CodegenError(f"{show(kg.program)}: {bad}")
+    if any(getattr(op, "fn", None) is Unary.CHAIN
+           for k in kg.kernels for op in (k.ops if isinstance(k, CustomKernel) else (k,))):
+        raise CodegenError(f"{show(kg.program)}: a chain op is the search's stand-in (prism.chains); expand it first")
     opts = options or DEFAULT_OPTIONS
     gl, opts, fu = launch_fusion(kg, lower_graph(kg, get_arch(arch), opts), opts)
     kg = gl.kg  # transposes of inputs folded into the loads that read them (prism.codegen.fold)

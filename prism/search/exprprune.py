@@ -69,6 +69,7 @@ class Fn:
     fn: Unary | Reduce
     body: Poly
     removed: frozenset[str] = frozenset()
+    tag: float = 0.0  # which chain (``Unary.CHAIN``): distinct chains are distinct functions
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,8 +204,8 @@ class Algebra:
             return out
         return self.mono_poly({Pow(p): e}, F1)
 
-    def fn(self, fn: Unary | Reduce, p: Poly, removed: frozenset[str] = frozenset()) -> Poly:
-        return self.atom(Fn(fn, p, removed))
+    def fn(self, fn: Unary | Reduce, p: Poly, removed: frozenset[str] = frozenset(), tag: float = 0.0) -> Poly:
+        return self.atom(Fn(fn, p, removed, tag))
 
     def sum(self, p: Poly, dims: frozenset[str]) -> Poly:
         dims = frozenset(d for d in dims if d != ONE)
@@ -289,6 +290,9 @@ class Algebra:
                 return self.add(x, self.scalar(scalar, input_labels))
             case Unary.EXP | Unary.SILU | Unary.GELU:
                 return self.fn(fn, x)
+            case Unary.CHAIN:
+                assert isinstance(scalar, Const)
+                return self.fn(fn, x, tag=scalar.value)
 
     def binary(self, fn: Binary, a: Poly, b: Poly) -> Poly:
         match fn:

@@ -12,10 +12,12 @@ an fp32 op counts at least ``FP32_OP`` (fast intrinsics such as ``__expf`` are a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
 from prism.graph import Graph, OpKind
+from prism.reference import stored_error
 
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}
 FP32_OP = 2.0**-21  # one fp32 op through a fast intrinsic (__expf, rsqrtf): a few ulp
@@ -40,17 +42,22 @@ def depth_and_reduction(graph: Graph) -> tuple[int, int]:
     return max([depth[i] for _, i in graph.output_indices], default=0), longest
 
 
-def tolerance(graph: Graph, *, stressed: bool = False) -> float:
+def tolerance(graph: Graph, *, stressed: bool = False, inputs: Mapping[str, np.ndarray] | None = None) -> float:
     """The largest relative error a correct kernel of ``graph`` may show against the reference.
 
     ``stressed``: on the large-logit inputs of ``prism.tune.stress``, where a logit ``x`` stored in
     the dtype carries an absolute error ``|x|·u`` into ``exp``, the old flat bound per dtype, which
-    that check was tuned for (it catches inf and NaN, not rounding)."""
+    that check was tuned for (it catches inf and NaN, not rounding). ``inputs``: the check's inputs;
+    the bound is then at least ``SAFETY`` times the error of the program run op by op in its dtype on
+    them (``reference.stored_error``), where the rounding model above does not hold: an ill-conditioned
+    op amplifies one rounding (docs/tolerance.md, "Ill-conditioned programs")."""
     dtype = max((t.dtype for t in graph.outputs), key=lambda d: UNIT_ROUNDOFF.get(d, 2.0**-8), default="float32")
     depth, longest = depth_and_reduction(graph)
     per_op = max(UNIT_ROUNDOFF.get(dtype, 2.0**-8), FP32_OP)
     bound = SAFETY * (per_op * math.sqrt(max(depth, 1)) + UNIT_ROUNDOFF["float32"] * math.sqrt(longest))
     bound += subnormal_storage(dtype, longest)
+    if inputs is not None:
+        bound = max(bound, SAFETY * stored_error(graph, inputs))
     return max(bound, STRESSED.get(dtype, 2e-2)) if stressed else bound
 
 

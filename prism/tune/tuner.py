@@ -441,10 +441,11 @@ def _first_checked(graph: Graph, backend: Backend, prof: _Profiler,
     records = prof.records
     ranked = sorted(prof.kernels, key=lambda n: (records[n].time_us, n))
     failures: list[SampleRecord] = []
-    tol, s_tol = tolerance(graph), tolerance(graph, stressed=True)
+    s_tol = tolerance(graph, stressed=True)
     for attempt, n in enumerate(ranked):
         rec = records[n]
         fresh = fresh_inputs(attempt)
+        tol = tolerance(graph, inputs=fresh)
         err, problem = _check(backend, prof.kernels[n], graph, fresh)
         stressed = stress_inputs(graph, fresh) if problem is None and err < tol else None
         if stressed is not None:  # a max in the program: large logits too (a safe softmax must hold)
