@@ -715,6 +715,74 @@ def linear_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: 
     return g
 
 
+# ---------------------------------------------------------------------- 10. held out, third set (2026-12-04)
+def sigmoid_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    """Sigmoid attention with the bias -log(kv_len) fixed at -8 (Ramapuram et al.): no softmax."""
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    s = g.add_scalar(g.scale(g.matmul(q, kt), ATTN_SCALE), -8.0)
+    e = g.exp(s)
+    p = g.div(e, g.add_scalar(e, 1.0))
+    g.output(g.matmul(p, v), "O")
+    return g
+
+
+def cosine_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    """Attention over L2-normalised queries and keys, K stored [positions, d], a fixed temperature of 10."""
+    g = Graph()
+    q = g.input((batch, group, head_dim), dtype, "Q")
+    k = g.input((batch, kv_len, head_dim), dtype, "K")
+    v = g.input((batch, kv_len, head_dim), dtype, "V")
+    s = g.matmul(_l2_rows(g, q), g.transpose(_l2_rows(g, k)))
+    g.output(g.matmul(g.softmax(g.scale(s, 10.0), -1), v), "O")
+    return g
+
+
+def alibi_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    """Attention with a per-head additive position bias B (batch, group, kv_len), as ALiBi or T5 add."""
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    b = g.input((batch, group, kv_len), dtype, "B")
+    g.output(g.matmul(g.softmax(g.add(g.scale(g.matmul(q, kt), ATTN_SCALE), b), -1), v), "O")
+    return g
+
+
+def soft_moe_mix(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    wr, e = g.input((d, f), dtype, "Wr"), g.input((f, d), dtype, "E")
+    g.output(g.matmul(g.softmax(g.matmul(x, wr), -1), e), "O")
+    return g
+
+
+def final_logit_softcap(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """Gemma-2's final logits, 30 tanh(h @ W / 30), tanh written with exp."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    e = g.exp(g.scale(g.matmul(x, g.input((d, f), dtype, "W")), 1.0 / 15))
+    g.output(g.scale(g.div(g.add_scalar(e, -1.0), g.add_scalar(e, 1.0)), 30.0), "O")
+    return g
+
+
+def attention_out_proj(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    """Decode attention and its output projection: (softmax(Q Kt / sqrt(128)) V) @ Wo, Wo (head_dim, head_dim)."""
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    wo = g.input((head_dim, head_dim), dtype, "Wo")
+    o = g.matmul(g.softmax(g.scale(g.matmul(q, kt), ATTN_SCALE), -1), v)
+    g.output(g.matmul(o, wo), "O")
+    return g
+
+
+def row_dequant_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """X @ (W * S) with S (d, 1): a weight stored with one scale per input channel (row of W)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w, sc = g.input((d, f), dtype, "W"), g.input((d, 1), dtype, "S")
+    g.output(g.matmul(x, g.mul(w, sc)), "O")
+    return g
+
+
 # ---------------------------------------------------------------------- the zoo
 def _nd(n: int, d: int) -> dict[str, int]:
     return {"n": n, "d": d}
@@ -892,6 +960,22 @@ _PROGRAMS: list[ZooProgram] = [
                "O = layer_norm(X + H @ W2 + B2) * G + B: BERT's FFN output with residual and post-LN."),
     ZooProgram("linear_attention", "attention", linear_attention, _SMALL_ATTN, _attn(16, 4, 2048, 128), None,
                "O = ((Q @ Kt) / sqrt(128)) @ V: attention without a softmax (linear attention's decode step)."),
+    # 10. held out, third set: written 2026-12-04 (fifteenth session, after section 9's changes) and run before
+    #     anything was changed for them (docs/off-the-suite.md, "Held-out programs, third set")
+    ZooProgram("sigmoid_attention", "attention", sigmoid_attention, _SMALL_ATTN, _attn(8, 4, 2048, 128), None,
+               "O = sigmoid(Q @ Kt / sqrt(128) - 8) @ V, sigmoid as e / (e + 1): sigmoid attention, no softmax."),
+    ZooProgram("cosine_attention", "attention", cosine_attention, _SMALL_ATTN, _attn(8, 4, 2048, 128), None,
+               "O = softmax(10 l2n(Q) @ l2n(K)^T) @ V with K stored (batch, kv_len, head_dim): cosine attention."),
+    ZooProgram("alibi_attention", "attention", alibi_attention, _SMALL_ATTN, _attn(8, 4, 2048, 128), None,
+               "O = softmax(Q @ Kt / sqrt(128) + B) @ V with a bias per head and position (ALiBi, T5)."),
+    ZooProgram("soft_moe_mix", "matmul", soft_moe_mix, _ndf(4, 8, 8), _ndf(8, 2048, 64), _ndf(1024, 2048, 64),
+               "O = softmax(X @ Wr) @ E: a soft mixture of 64 expert embeddings."),
+    ZooProgram("final_logit_softcap", "matmul", final_logit_softcap, _ndf(4, 8, 8), _ndf(8, 2304, 8192),
+               _ndf(256, 2304, 8192), "O = 30 tanh(X @ W / 30), tanh written with exp: Gemma-2's capped final logits."),
+    ZooProgram("attention_out_proj", "attention", attention_out_proj, _SMALL_ATTN, _attn(8, 4, 2048, 128), None,
+               "O = (softmax(Q @ Kt / sqrt(128)) @ V) @ Wo: decode attention and a per-head output projection."),
+    ZooProgram("row_dequant_linear", "matmul", row_dequant_linear, _ndf(4, 8, 8), _ndf(8, 4096, 4096),
+               _ndf(512, 4096, 4096), "O = X @ (W * S) with S (d, 1): a weight with one scale per input channel."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
@@ -903,6 +987,9 @@ HELD_OUT: frozenset[str] = frozenset(("gated_rms_norm", "softmax_bias", "layer_n
 HELD_OUT_2: frozenset[str] = frozenset(("router_softmax", "layer_scale_residual", "softcap_attention",
                                         "pairwise_sq_dist", "gram_matrix", "row_variance", "temperature_softmax",
                                         "sandwich_norm", "bert_ffn_out", "linear_attention"))
+# section 10: a third held-out set, run the same way (docs/off-the-suite.md, "Held-out programs, third set")
+HELD_OUT_3: frozenset[str] = frozenset(("sigmoid_attention", "cosine_attention", "alibi_attention", "soft_moe_mix",
+                                        "final_logit_softcap", "attention_out_proj", "row_dequant_linear"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, ZOO, zoo_graph
+from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, HELD_OUT_3, ZOO, zoo_graph
 from prism.graph import Graph, OpKind
 from prism.ops import Binary, Reduce, Unary
 from prism.rows import searched_graph
@@ -17,7 +17,7 @@ from prism.rows import searched_graph
 NAMES = list(ZOO)
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 INTERNAL = re.compile(r"^t\d+$")
-HELD = HELD_OUT | HELD_OUT_2
+HELD = HELD_OUT | HELD_OUT_2 | HELD_OUT_3
 
 
 def _is_pow2(v: int) -> bool:
@@ -52,8 +52,9 @@ def test_odd_sizes_build_the_same_structure_off_the_powers_of_two(name: str) -> 
 def test_zoo_shape() -> None:
     assert len(ZOO) >= 24
     names = list(ZOO)
-    assert set(names[-len(HELD_OUT_2):]) == HELD_OUT_2  # section 9 closes the zoo, section 8 before it
-    assert set(names[-len(HELD) : -len(HELD_OUT_2)]) == HELD_OUT
+    assert set(names[-len(HELD_OUT_3):]) == HELD_OUT_3  # sections 8, 9 and 10 close the zoo, in order
+    assert set(names[-len(HELD_OUT_3) - len(HELD_OUT_2) : -len(HELD_OUT_3)]) == HELD_OUT_2
+    assert set(names[-len(HELD) : -len(HELD_OUT_3) - len(HELD_OUT_2)]) == HELD_OUT
     assert set(FAMILIES) == {p.family for p in ZOO.values()}
     for fam in FAMILIES:
         assert sum(p.family == fam for p in ZOO.values()) >= 4, fam
