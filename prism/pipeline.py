@@ -278,7 +278,10 @@ def _expanded(graph: Graph, stand_in: Collapsed, plans: Sequence[KernelGraph], p
         from prism.verify import verify_all
 
         out = stand_in.expand(plans)
-        return [kg for kg, v in zip(out, verify_all(graph, list(out)), strict=True) if v.proven]
+        proven = [kg for kg, v in zip(out, verify_all(graph, list(out)), strict=True) if v.proven]
+        log.info("%s: %d of %d plans of the stand-in proven with their chains written out", program,
+                 len(proven), len(out))
+        return proven
 
     return _built_by_rule(graph, program, cache, suffix, "chain plans", build)
 
