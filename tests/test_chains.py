@@ -96,6 +96,24 @@ def test_a_program_too_large_to_search_whole_is_searched_through_its_stand_in(tm
             assert run_plan(g, kg) < 1e-12
 
 
+def test_two_chains_keep_their_numbers() -> None:
+    """Two different chains of two different roots (an RMS statistic of each operand of a matmul, as
+    a QK-norm attention has): each its own numbered stand-in, and each written back as itself."""
+    g = Graph()
+    q, k = g.input((4, 16), name="Q"), g.input((16, 8), name="K")
+    qs = g.rsqrt(g.add_scalar(g.mean(g.square(q), -1), 1e-6))
+    ks = g.sqrt(g.add_scalar(g.mean(g.square(k), 0), 1.0))
+    g.output(g.matmul(g.mul(q, qs), g.div(k, ks)), "O")
+    stand_in = collapse(g)
+    assert stand_in is not None and len(stand_in.chains) == 2
+    numbers = [n.scalar for n in stand_in.graph.nodes if n.fn is Unary.CHAIN]
+    assert sorted(float(x.value) for x in numbers) == [0.0, 1.0]  # type: ignore[union-attr]
+    assert [st.fn for st in stand_in.chains[0]] != [st.fn for st in stand_in.chains[1]]
+    for kg in stand_in.expand([predefined_plan(stand_in.graph, "two")]):
+        assert _no_stand_in(kg)
+        assert run_plan(g, kg) < 1e-12
+
+
 def test_code_generation_refuses_the_stand_in() -> None:
     stand_in = collapse(_soft_capped_scores())
     assert stand_in is not None
