@@ -56,6 +56,7 @@ class Collapsed:
         steps = self.chains[_number(k.scalar)]
         taken = {t.name for t in (*kg.inputs, *kg.outputs)}
         taken |= {x.output for x in kg.kernels if isinstance(x, PredefinedKernel)}
+        taken |= {op.tensor for x in kg.kernels if isinstance(x, CustomKernel) for op in x.saves}
         names = [k.inputs[0], *(_fresh(f"{k.output}_c{s}", taken) for s in range(len(steps) - 1)), k.output]
         return [PredefinedKernel(f"{k.name}_c{s}", OpKind.UNARY if isinstance(st.fn, Unary) else OpKind.BINARY,
                                  tuple(names[a] for a in st.args), names[s + 1], st.fn, scalar=st.scalar)
