@@ -2,9 +2,10 @@
 
 Every entry builds a :class:`prism.Graph` from named sizes. ``small`` sizes are tiny (every dim 1 to 8)
 for CPU tests; ``decode`` and ``prefill`` sizes are realistic LLM shapes for benchmarks (``prefill`` is
-None for decode-attention). Those sizes are powers of two (but for the held-out programs, ``HELD_OUT``, which
-take the widths of the models they come from); ``decode_odd`` and ``prefill_odd`` are the same
-programs at sizes of real models that are not (``odd_sizes``: 5 or 7 rows, 77 or 1000 tokens, widths of 2560,
+None for decode-attention). Those sizes are powers of two (but for the held-out programs, ``HELD_OUT``,
+``HELD_OUT_2`` and ``HELD_OUT_3``, which take the widths of the models they come from); ``decode_odd`` and
+``prefill_odd`` are the same programs at sizes of real models that are not (``odd_sizes``: 5 or 7 rows, 77
+or 1000 tokens, widths of 2560,
 3584 or 768, 11008 or 13824 features, a 50,257-entry vocabulary, 7 query heads per KV head, 4000 cached
 positions). Every realistic program keeps its inputs well under 256 MB in float16.
 
