@@ -96,6 +96,25 @@ def test_a_program_too_large_to_search_whole_is_searched_through_its_stand_in(tm
             assert run_plan(g, kg) < 1e-12
 
 
+def test_weight_transposes_and_a_chain_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoder's MLP half (17 ops, nn.Linear weights): without its three weight transposes and with
+    its RMS statistic as one op it is 12, and is searched whole; the plan found starts with the
+    transposes (for code generation to fold), holds no stand-in and computes the program."""
+    from bench.zoo import ZOO
+    from tests.test_emulate import EMULATOR_SIZES
+
+    monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))
+    p = ZOO["llama_mlp_block"]
+    g = p.build(**{k: EMULATOR_SIZES[k] for k in p.small})
+    assert pipeline.primitive_ops(g) == 17
+    searched = pipeline.search_and_verify(g, program="mlp_block", progress=False).of(pipeline.PlanSource.SEARCHED)
+    assert searched
+    for kg in searched:
+        assert [k.kind for k in kg.kernels[:3]] == [OpKind.TRANSPOSE] * 3  # type: ignore[union-attr]
+        assert _no_stand_in(kg)
+        assert run_plan(g, kg) < 1e-12
+
+
 def test_two_chains_keep_their_numbers() -> None:
     """Two different chains of two different roots (an RMS statistic of each operand of a matmul, as
     a QK-norm attention has): each its own numbered stand-in, and each written back as itself."""
