@@ -53,7 +53,7 @@ from prism.tune.draw import legal_space
 from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
 from prism.tune.inductor import InductorKernel, Timer, compare
 from prism.tune.inputs import InputSampler, check_examples, example_values, input_sampler, part_sampler
-from prism.tune.tolerance import tolerance
+from prism.tune.tolerance import bound_for
 from prism.tune.tuner import Stage, TuneResult, reference_error, tune
 
 if TYPE_CHECKING:
@@ -976,7 +976,7 @@ def _tuned_hit(req: _TuneRequest, backend: Backend, store: JsonCache, key: str, 
     except (PrismError, KeyError, ValueError, TypeError) as e:  # decoded, but not a working plan
         kernel, err = None, math.inf
         log.warning("cached tuned kernel %s does not run (%s)", key, e)
-    if kernel is not None and err < tolerance(graph, inputs=checked):
+    if kernel is not None and err < bound_for(graph, err, checked):
         return kernel, kg, rec_summary, err, time.perf_counter() - t0, generated
     store.evict(key, f"a kernel that fails the reference check (rel. error {err:.3g})")
     return None

@@ -17,7 +17,7 @@ from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.reference import relative_error, round_to_dtype, stored_error
 from prism.tune import InterpreterBackend, tune
-from prism.tune.tolerance import SAFETY, depth_and_reduction, subnormal_storage, tolerance
+from prism.tune.tolerance import SAFETY, bound_for, depth_and_reduction, subnormal_storage, tolerance
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 
@@ -105,6 +105,8 @@ def test_storage_that_amplifies_a_rounding_widens_the_bound() -> None:
     assert stored_error(g, hot) > tolerance(g)
     assert tolerance(g, inputs=hot) == pytest.approx(SAFETY * stored_error(g, hot))
     assert tolerance(g, inputs=calm) == tolerance(g)
+    assert bound_for(g, tolerance(g) / 2, hot) == tolerance(g)  # an error the model passes: its bound
+    assert bound_for(g, stored_error(g, hot), hot) == tolerance(g, inputs=hot)
 
 
 def test_float32_and_bfloat16_errors_measured_on_the_h200_are_well_inside_the_bound() -> None:

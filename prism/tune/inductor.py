@@ -27,7 +27,7 @@ import numpy as np
 from prism.errors import InputError
 from prism.graph import Graph
 from prism.torch_program import torch_program
-from prism.tune.tolerance import tolerance
+from prism.tune.tolerance import bound_for
 from prism.tune.tuner import reference_error
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ def compare(graph: Graph, backend: Timer, generated: Any, inputs: Callable[[int]
     except Exception as e:  # torch/triton missing, a compile or launch failure: Prism's own plan stands
         log.warning("Inductor candidate left out: %s: %s", type(e).__name__, str(e)[:200])
         return generated, Verdict(None, why=f"{type(e).__name__}: {str(e)[:200]}")
-    if not err < tolerance(graph, inputs=checked):
+    if not err < bound_for(graph, err, checked):
         return generated, Verdict(None, rel_err=err, why=f"relative error {err:.3g} against the float64 reference")
     backend.setup(graph, inputs(seed))
     gen_us, ind_us = math.inf, math.inf

@@ -61,6 +61,13 @@ def tolerance(graph: Graph, *, stressed: bool = False, inputs: Mapping[str, np.n
     return max(bound, STRESSED.get(dtype, 2e-2)) if stressed else bound
 
 
+def bound_for(graph: Graph, err: float, inputs: Mapping[str, np.ndarray]) -> float:
+    """The bound a check's error ``err`` on ``inputs`` is held to: the model's, or where ``err`` passes it,
+    the one on those inputs (never lower; it costs running the program op by op: seconds at prefill)."""
+    bound = tolerance(graph)
+    return bound if err < bound or not math.isfinite(err) else tolerance(graph, inputs=inputs)
+
+
 def subnormal_storage(dtype: str, longest: int) -> float:
     """What storing the output alone may cost where a reduction over ``longest`` terms normalises it
     below ``dtype``'s smallest normal: a softmax over K entries has outputs about 1/K, which float16

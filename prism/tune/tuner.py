@@ -37,7 +37,7 @@ from prism.tune.draw import draw_samples, legal_sizes_of, structure_class
 from prism.tune.sampler import Sample
 from prism.tune.stress import TARGET as STRESS_TARGET
 from prism.tune.stress import stress_inputs
-from prism.tune.tolerance import tolerance
+from prism.tune.tolerance import bound_for, tolerance
 
 log = logging.getLogger(__name__)
 
@@ -445,8 +445,8 @@ def _first_checked(graph: Graph, backend: Backend, prof: _Profiler,
     for attempt, n in enumerate(ranked):
         rec = records[n]
         fresh = fresh_inputs(attempt)
-        tol = tolerance(graph, inputs=fresh)
         err, problem = _check(backend, prof.kernels[n], graph, fresh)
+        tol = bound_for(graph, err, fresh)
         stressed = stress_inputs(graph, fresh) if problem is None and err < tol else None
         if stressed is not None:  # a max in the program: large logits too (a safe softmax must hold)
             s_err, s_problem = _check(backend, prof.kernels[n], graph, stressed)
