@@ -228,11 +228,8 @@ def _with_weight_transposes(graph: Graph, groups: list[tuple[list[int], bool]]) 
     read_by = reader_sets(graph)
     for c, (nodes, heavy) in enumerate(groups):
         t = nodes[0]
-        if not (heavy and len(nodes) == 1 and graph.nodes[t].kind is OpKind.TRANSPOSE) or t in outputs:
-            continue
-        readers = read_by.get(t, set())
-        if readers and all(_weight_matmul(graph, j) and graph.nodes[j].args[1] == t for j in readers):
-            joins[c] = sorted({owner[j] for j in readers})
+        if heavy and len(nodes) == 1 and _folded_weight(graph, t, read_by, outputs):
+            joins[c] = sorted({owner[j] for j in read_by[t]})
     return [(sorted([*nodes, *(groups[c][0][0] for c, to in joins.items() if g in to)]), heavy)
             for g, (nodes, heavy) in enumerate(groups) if g not in joins]
 
@@ -245,15 +242,20 @@ def weight_transposes(graph: Graph) -> Part | None:
     puts the transposes back in its plans, where code generation folds them into the loads."""
     outputs = {i for _, i in graph.output_indices}
     read_by = reader_sets(graph)
-    found = tuple(t for t, n in enumerate(graph.nodes)
-                  if n.kind is OpKind.TRANSPOSE and t not in outputs and graph.nodes[n.args[0]].kind is OpKind.INPUT
-                  and read_by.get(t) and all(_weight_matmul(graph, j) and graph.nodes[j].args[1] == t
-                                             for j in read_by[t]))
+    found = tuple(t for t in range(len(graph.nodes)) if _folded_weight(graph, t, read_by, outputs))
     if not found:
         return None
     ops = [i for i, n in enumerate(graph.nodes) if n.kind is not OpKind.INPUT]
     inner = part_graph(graph, [i for i in ops if i not in found], tensor_names(graph))
     return Part(0, tuple(ops), graph, False, False, found, inner)
+
+
+def _folded_weight(graph: Graph, t: int, read_by: dict[int, set[int]], outputs: set[int]) -> bool:
+    """Node ``t`` is a transpose, no output, that every reader reads as a weight matmul's B operand
+    (``_weight_matmul``: so it transposes a 2-D or 3-D program input, and code generation folds it)."""
+    readers = read_by.get(t)
+    return graph.nodes[t].kind is OpKind.TRANSPOSE and t not in outputs and bool(readers) and all(
+        _weight_matmul(graph, j) and graph.nodes[j].args[1] == t for j in readers or ())
 
 
 def with_transposes(graph: Graph, part: Part, plans: Sequence[KernelGraph]) -> tuple[KernelGraph, ...]:

@@ -13,7 +13,7 @@ from prism.chains import chains_of, collapse
 from prism.codegen import generate
 from prism.errors import CodegenError
 from prism.graph import Graph, OpKind
-from prism.ir import CustomKernel, PredefinedKernel, UnaryOp
+from prism.ir import CustomKernel, KernelGraph, PredefinedKernel, UnaryOp
 from prism.ops import Unary
 from prism.partition import predefined_plan
 from prism.rowwise import row_vendor_plan
@@ -29,8 +29,8 @@ def _soft_capped_scores(n: int = 4, d: int = 16, m: int = 8) -> Graph:
     return g
 
 
-def _no_stand_in(kg: object) -> bool:
-    return not any(getattr(op, "fn", None) is Unary.CHAIN for k in kg.kernels  # type: ignore[attr-defined]
+def _no_stand_in(kg: KernelGraph) -> bool:
+    return not any(getattr(op, "fn", None) is Unary.CHAIN for k in kg.kernels
                    for op in (k.ops if isinstance(k, CustomKernel) else (k,)))
 
 
