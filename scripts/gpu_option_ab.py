@@ -2,14 +2,14 @@
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/gpu_option_ab.py OPTION [--values A,B,...]
         [--which decode|bench] [--only a,b] [--sizes 3] [--sources searched,stitched] [--pick divisors|prior|blocks]
-        [--templates N] [--out FILE]
+        [--templates N] [--at SIZES_JSON] [--out FILE]
 
 For each program (a zoo program at ``--which`` sizes, or with ``--which bench`` a configuration of the
 benchmark suite; rows merged as ``superoptimize`` merges them): its templates of ``--sources`` (default
 the searched ones; from the carried search cache, no search runs here), up to ``--sizes`` legal size
 choices each (spread over the first 200 legal ones of powers of two, or of the divisors of the shapes too
-(``--pick divisors``), or with ``--pick prior`` the static prior's best),
-each generated with
+(``--pick divisors``), or with ``--pick prior`` the static prior's best; with ``--at`` only the given
+sizes, in templates where they are legal), each generated with
 ``Options(OPTION=value)`` for each of ``--values`` (default True,False; an int, None, or the name
 of a member of the option's enum, e.g. ``direct_loads --values ELEMENTWISE,NEVER``), checked against the float64 reference
 (relative error < 2e-2, output poisoned first) and timed with the bench protocol
@@ -35,8 +35,8 @@ from prism import pipeline, runtime, workloads
 from prism.codegen import Options, generate
 from prism.codegen.arch import arch as arch_of
 from prism.codegen.lower import DEFAULT_OPTIONS
-from prism.codegen.sizes import POW2, candidate_values, generated_sizes, size_score
-from prism.errors import CodegenError
+from prism.codegen.sizes import POW2, candidate_values, generated_sizes, is_legal, size_score
+from prism.errors import CodegenError, IRError
 from prism.graph import Graph
 from prism.reference import relative_error
 from prism.rows import searched_graph
@@ -110,15 +110,25 @@ def program_setup(name: str, which: str) -> tuple[Any, list[Any], list[Any]]:
     return out, args, [graph.evaluate(halves)[t.name] for t in graph.outputs]
 
 
+def _legal_at(t: Any, at: dict[str, int]) -> list[dict[str, int]]:
+    """``at`` for template ``t``, if it names exactly the template's sizes and is legal there."""
+    if set(at) != set(t.symbols):
+        return []
+    try:
+        return [at] if is_legal(t.instantiate(at), "sm_80") else []
+    except (CodegenError, IRError):
+        return []
+
+
 def run(name: str, which: str, option: str, values: list[Any], n_sizes: int, sources: list[str] | None = None,
-        pick: str = "spread", max_templates: int | None = None) -> dict[str, Any]:
+        pick: str = "spread", max_templates: int | None = None, at: dict[str, int] | None = None) -> dict[str, Any]:
     out, args, ref = program_setup(name, which)
     best: dict[str, float] = {}
     rows = []
     templates = [(f"{src}:{ti}", t) for src in (sources or ["searched"])
                  for ti, t in enumerate(out.of(pipeline.PlanSource[src.upper()])[:max_templates])]
     for ti, t in templates:
-        for sizes in _picks(t, n_sizes, pick):
+        for sizes in (_legal_at(t, at) if at else _picks(t, n_sizes, pick)):
             kg = t.instantiate(sizes)
             for value in values:
                 rec = _variant(kg, Options(**{option: value}), args, ref)
@@ -139,13 +149,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--pick", choices=["spread", "divisors", "prior", "blocks"], default="spread",
                     help="sizes spread over the first 200 legal ones, the static prior's best, or one per block count")
     ap.add_argument("--templates", type=int, default=None, help="at most this many templates of each source")
+    ap.add_argument("--at", default=None, help='only these sizes (JSON, e.g. \'{"k0_x": 2, "s": 8}\')')
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "option_ab.json"))
     args = ap.parse_args(argv)
     values = [option_value(args.option, v) for v in args.values.split(",")]
     results = []
     for name in [n for n in args.only.split(",") if n]:
         t0 = time.perf_counter()
-        r = run(name, args.which, args.option, values, args.sizes, args.sources.split(","), args.pick, args.templates)
+        r = run(name, args.which, args.option, values, args.sizes, args.sources.split(","), args.pick, args.templates,
+                json.loads(args.at) if args.at else None)
         results.append(r)
         best = ", ".join(f"{v} {us:.3f}" for v, us in r["best_us"].items())
         print(f"{name}: {args.option} {best} µs ({len(r['variants'])} variants, {time.perf_counter() - t0:.0f} s)",

@@ -148,13 +148,19 @@ class _Block:
             if not lp.buf.ring:
                 self.copy(lp, 0, 0)
         sm.commit()
-        for st in range(low.prefetch):
+        if low.arrivals:  # ``render_kernel._staged_copies``: the one stage, a group per arrival
+            by_op = {lp.op: lp for lp in low.loads if lp.buf.ring}
+            for a in low.arrivals:
+                for j in a.loads:
+                    self.copy(by_op[j], 0, 0)
+                sm.commit()
+        for st in range(0 if low.arrivals else low.prefetch):
             if st < low.loop:
                 for lp in low.loads:
                     if lp.buf.ring:
                         self.copy(lp, st, st)
             sm.commit()
-        sm.wait(low.prefetch - bool(low.skewed))  # (skewed ops: stage 0 as well, for iteration 0's)
+        sm.wait(low.prologue_wait)  # (skewed ops: stage 0 as well, for iteration 0's)
         for i, ph in enumerate(low.phases):
             if ph is Phase.PRE:
                 self.compute(i)
@@ -176,7 +182,7 @@ class _Block:
         if it % low.unroll == 0:  # (``KernelLowering.unroll``: one wait per chunk of iterations)
             sm.wait(low.loop_wait)
         late = low.late_refill and bool(self.held)  # ``Options.late_refill``: the loop ops, then the refill
-        if not late:
+        if not late and not low.arrivals:  # (staged arrivals: one iteration, no refill)
             self.refill(it)
         self.ring_slots(it, f"iteration {it} reads")
         for i in low.skewed:
@@ -232,8 +238,11 @@ class _Block:
         self.sm.commit()
 
     def loop_ops(self) -> None:
+        waits = self.low.arrival_waits()  # staged arrivals: a wait before each one's first reader
         for i, op in enumerate(self.low.kernel.ops):
             if (self.low.phases[i] is Phase.LOOP or isinstance(op, Accum)) and i not in self.low.skewed:
+                if i in waits:
+                    self.sm.wait(waits[i])
                 self.compute(i)
 
     # ---- global memory

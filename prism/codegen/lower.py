@@ -29,6 +29,7 @@ from prism.codegen.lowered import (
     MAX_STAGES,
     AccKind,
     AccPlan,
+    Arrival,
     Buf,
     DirectLoads,
     GraphLowering,
@@ -336,6 +337,7 @@ class _Draft:
     unroll: int = 1
     mem: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # extents in memory (``tails.memory_shapes``)
     tails: TailPlan | None = None
+    arrivals: tuple[Arrival, ...] = ()
 
     @property
     def ops(self) -> tuple[BlockOp, ...]:
@@ -914,10 +916,43 @@ def _tail_schedule(d: _Draft) -> None:
         raise d.fail("a padded tail with a rotated loop, skewed ops, shift maxima first or a tile read in place")
 
 
+def _arrivals(d: _Draft) -> None:
+    """``Options.staged_arrivals``: in a loop of one iteration (no skewed ops, no late refill), ring Loads
+    first read by different loop ops are committed as separate groups in the order they are read, each
+    waited for just before its first reader (``KernelLowering.arrivals``); a ring Load no loop op reads
+    joins the first. One reader for all of them: nothing to stage."""
+    ring = [lp.op for lp in d.loads if lp.buf.ring]
+    if (not d.options.staged_arrivals or d.loop != 1 or len(ring) < 2 or d.skewed or d.options.late_refill
+            or d.options.shift_first):
+        return
+    first: dict[int, int] = {}
+    for i, op in enumerate(d.ops):
+        if d.phases[i] is Phase.LOOP or isinstance(op, Accum):
+            for j in _ring_reads(d, i, set(ring)):
+                first.setdefault(j, i)
+    at = sorted(set(first.values()))
+    if len(at) < 2:
+        return
+    groups = {p: [j for j in ring if first.get(j, at[0]) == p] for p in at}
+    d.arrivals = tuple(Arrival(tuple(groups[p]), p) for p in at)
+
+
+def _ring_reads(d: _Draft, i: int, ring: set[int]) -> set[int]:
+    """The ring Loads op ``i``'s code reads: its arguments, through values computed inline, and a Load's
+    own tile where op ``i`` is a Load materialised as a matmul operand."""
+    todo = [*op_args(d.ops[i]), *([i] if i in d.operands and d.operands[i] is not d.bufs.get(i) else [])]
+    seen: set[int] = set()
+    while todo:
+        if (j := todo.pop()) not in seen:
+            seen.add(j)
+            todo += op_args(d.ops[j]) if d.stores[j] is Store.INLINE else []
+    return seen & ring
+
+
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.
 PASSES: tuple[Callable[[_Draft], None], ...] = (
     _launch, _tails, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _unroll, _place, _copies, _own_copies,
-    _rescaled_runs, _tail_schedule,
+    _rescaled_runs, _tail_schedule, _arrivals,
 )
 
 
@@ -930,7 +965,7 @@ def _freeze(d: _Draft) -> KernelLowering:
                           d.smem_bytes, d.mem, d.dtypes, args, d.scalars, d.ring_bytes,
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
                           max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill,
-                          d.skewed, d.options.shift_first, d.unroll, d.tails)
+                          d.skewed, d.options.shift_first, d.unroll, d.tails, d.arrivals)
 
 
 def ident(name: str) -> str:

@@ -180,9 +180,24 @@ class Options:
     # numerator) adds runs of the loader's vector width, one pair of exponentials a run instead of
     # one an element (``lower._rescaled_runs``)
     rescaled_runs: bool = True
+    # a loop of one iteration whose ring Loads are first read by different ops (an attention block's K
+    # by the scores' matmul, its V by the weighted sum's) commits each set as its own cp.async group, in
+    # the order they are read, and waits for a set just before the op that first reads it
+    # (``KernelLowering.arrivals``): the scores are computed while V is still arriving
+    staged_arrivals: bool = True
 
 
 DEFAULT_OPTIONS = Options()
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """Ring Loads of a one-iteration loop committed as one cp.async group (``Options.staged_arrivals``):
+    the prologue commits the arrivals in order, and the loop waits for arrival k (then a barrier) just
+    before op ``before``, the first loop op that reads one of them (the first arrival: at the loop's start)."""
+
+    loads: tuple[int, ...]  # Load op indices
+    before: int
 
 
 @dataclass(frozen=True)
@@ -473,6 +488,7 @@ class KernelLowering:
     # ``unroll`` stages at once and keeps ``prefetch - unroll`` in flight
     unroll: int = 1
     tails: TailPlan | None = None  # the padded dim's origins (``prism.codegen.tails``), with a Tail
+    arrivals: tuple[Arrival, ...] = ()  # ``Options.staged_arrivals``; empty: one group per stage
 
     @property
     def blocks(self) -> int:
@@ -545,8 +561,22 @@ class KernelLowering:
     @property
     def loop_wait(self) -> int:
         """The groups the loop's ``cp_async_wait`` leaves in flight: iteration it's stage landed (and it + 1's
-        too when ops are ``skewed``; the stages of its ``unroll`` iterations when it starts a chunk)."""
+        too when ops are ``skewed``; the stages of its ``unroll`` iterations when it starts a chunk; with
+        staged ``arrivals`` the first arrival)."""
+        if self.arrivals:
+            return len(self.arrivals) - 1
         return self.prefetch - self.unroll - bool(self.skewed)
+
+    @property
+    def prologue_wait(self) -> int:
+        """The groups the prologue's ``cp_async_wait`` leaves in flight: every ring stage (with ``skewed``
+        ops, all but stage 0), or every staged arrival; the loop-invariant tiles have landed."""
+        return len(self.arrivals) if self.arrivals else self.prefetch - bool(self.skewed)
+
+    def arrival_waits(self) -> dict[int, int]:
+        """Loop op -> the groups left in flight by the wait before it (staged ``arrivals`` after the first)."""
+        n = len(self.arrivals)
+        return {a.before: n - 1 - k for k, a in enumerate(self.arrivals) if k}
 
     @property
     def private_loop(self) -> bool:

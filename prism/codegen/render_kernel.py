@@ -221,14 +221,9 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     ring = [lp for lp in low.loads if lp.buf.ring]
     if fixed or ring:  # (tiles read in place in global memory need no copy, wait or barrier)
         body += [f"{lp.fn}({_load_dst(lp, None)}, g_{lp.buf.name}, tid{tail_arg(low, lp, '0')});" for lp in fixed]
-        body += [*(rotation_decl(low) if ring else []), "cp_async_commit();", "#pragma unroll",
-                 f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
-        if ring:
-            decl, kt = tile_iter(low, "st", "kt")
-            copies = [f"    {_ring_copy(low, lp, 'st', kt)}" for lp in ring]
-            body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *copies, "  }"]
-        first = low.prefetch - bool(low.skewed)  # (skewed ops: stage 0 as well, for iteration 0's)
-        body += ["  cp_async_commit();", "}", f"cp_async_wait<{first}>();", "__syncthreads();"]
+        body += [*(rotation_decl(low) if ring else []), "cp_async_commit();"]
+        body += _staged_copies(low) if low.arrivals else _stage_copies(low, ring)
+        body += [f"cp_async_wait<{low.prologue_wait}>();", "__syncthreads();"]
     hoisted = [line for i in range(len(low.kernel.ops)) if low.phases[i] is Phase.PRE
                for line in _compute(low, ex, i)]
     if hoisted:
@@ -236,6 +231,27 @@ def _prologue(low: KernelLowering, ex: Exprs) -> list[str]:
     if low.skewed:  # iteration 0's skewed ops, before the loop (its barrier orders them)
         body += _skewed_block(low, ex, "0", "0", "0")
     return body
+
+
+def _stage_copies(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:
+    """The first ``prefetch`` stages of the ring, a group each (an empty group past the loop's end)."""
+    body = ["#pragma unroll", f"for (int st = 0; st < {low.prefetch}; ++st) {{"]
+    if ring:
+        decl, kt = tile_iter(low, "st", "kt")
+        copies = [f"    {_ring_copy(low, lp, 'st', kt)}" for lp in ring]
+        body += [f"  if (st < {low.loop}) {{", *_indent(decl, 4), *copies, "  }"]
+    return [*body, "  cp_async_commit();", "}"]
+
+
+def _staged_copies(low: KernelLowering) -> list[str]:
+    """``KernelLowering.arrivals``: the one stage's copies, each arrival's Loads committed as a group, in
+    the order the loop first reads them."""
+    decl, kt = tile_iter(low, "0", "kt")
+    by_op = {lp.op: lp for lp in low.loads if lp.buf.ring}
+    body = ["{  // the ring's Loads in the order the loop first reads them, a group each", *_indent(decl, 2)]
+    for a in low.arrivals:
+        body += [*(f"  {_ring_copy(low, by_op[j], '0', kt)}" for j in a.loads), "  cp_async_commit();"]
+    return [*body, "}"]
 
 
 def _inputs(low: KernelLowering, ops: tuple[int, ...]) -> set[int]:
@@ -274,9 +290,10 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         return render_streamed_loop(low, ex, functools.partial(_compute, low, ex))
     S, P = low.stages, low.prefetch
     ring = [lp for lp in low.loads if lp.buf.ring]
-    computed = [line for i, op in enumerate(low.kernel.ops)
-                if (low.phases[i] is Phase.LOOP or isinstance(op, Accum)) and i not in low.skewed
-                for line in _compute(low, ex, i)]
+    waits, computed = low.arrival_waits(), []
+    for i, op in enumerate(low.kernel.ops):
+        if (low.phases[i] is Phase.LOOP or isinstance(op, Accum)) and i not in low.skewed:
+            computed = [*_arrival(computed, waits.get(i)), *_compute(low, ex, i)]
     if low.loop == 1 and not ring and not computed:
         return []
     if low.loop == 1 and not low.copied_loads and not _shared_before_epilogue(low):
@@ -289,7 +306,8 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         return [*body, *_unrolled(low, computed, barrier)]
     body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{low.loop_wait}>();", *barrier]
     late = bool(ring) and low.late_refill
-    refill, advance = _refill(low, ring), _advance(low, ring)
+    refill = [] if low.arrivals else _refill(low, ring)  # (staged arrivals: one iteration, no refill)
+    advance = _advance(low, ring)
     body += [] if late else refill
     if ring:
         body += [*_slot_tiles(low, ring), *([] if late else advance)]
@@ -300,6 +318,17 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                  "  }"]
     tail = [*refill, *advance] if late else []
     return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
+
+
+def _arrival(before: list[str], keep: int | None) -> list[str]:
+    """``before``, then what the first reader of a staged arrival (``KernelLowering.arrivals``) needs: its
+    group landed, for every thread (the wait goes ahead of a barrier that ends ``before``)."""
+    if keep is None:
+        return before
+    wait = f"cp_async_wait<{keep}>();  // the next arrival of the ring's Loads"
+    if before and before[-1] == "__syncthreads();":
+        return [*before[:-1], wait, before[-1]]
+    return [*before, wait, "__syncthreads();"]
 
 
 def _slot_tiles(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:
