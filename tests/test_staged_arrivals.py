@@ -21,7 +21,7 @@ from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.ir import KernelGraph, Load
 from tests.test_emulate import _hand, cheap_sizes, emulate_error, inputs_of
 
-OFF = Options(staged_arrivals=False)
+ON, OFF = Options(staged_arrivals=True), Options()
 
 
 def _one_iteration(program: str) -> Iterator[KernelGraph]:
@@ -34,8 +34,8 @@ def _one_iteration(program: str) -> Iterator[KernelGraph]:
                 yield kg
 
 
-def _staged(kg: KernelGraph, options: Options | None = None) -> KernelLowering:
-    low = lower_graph(kg, arch("sm_80"), options or Options()).kernels[0]
+def _staged(kg: KernelGraph, options: Options = ON) -> KernelLowering:
+    low = lower_graph(kg, arch("sm_80"), options).kernels[0]
     assert low is not None
     return low
 
@@ -56,7 +56,7 @@ def test_k_and_v_arrive_as_two_groups_in_the_order_they_are_read() -> None:
 
 
 def test_the_source_commits_k_then_v_and_waits_for_v_after_the_scores() -> None:
-    src = generate(_attention(), arch="sm_80").kernels[0].source
+    src = generate(_attention(), arch="sm_80", options=ON).kernels[0].source
     k, v = src.index("load_s_Kt(smem_base"), src.index("load_s_V(smem_base")
     assert k < src.index("cp_async_commit();", k) < v  # a group of its own, committed before V's copies
     wait_v = src.index("cp_async_wait<0>();  // the next arrival")
@@ -72,12 +72,12 @@ def test_staged_hand_plans_emulate_like_the_interpreter(program: str) -> None:
     staged = [kg for kg in _one_iteration(program) if _staged(kg).arrivals]
     assert staged
     for kg in staged:
-        assert emulate_error(kg) < 1e-9
+        assert emulate_error(kg, ON) < 1e-9
 
 
 def test_a_wait_after_the_first_reader_is_caught() -> None:
     kg = _attention()
-    gl = lower_graph(kg, arch("sm_80"))
+    gl = lower_graph(kg, arch("sm_80"), ON)
     low = gl.kernels[0]
     assert low is not None
     late = len(low.kernel.ops) - 1  # V's wait moved to the last op, after the weighted sum read it
@@ -90,6 +90,6 @@ def test_a_wait_after_the_first_reader_is_caught() -> None:
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on the PATH")
 def test_staged_sources_compile() -> None:
     kgs = [_attention(), next(kg for kg in _one_iteration("qknorm_gqa") if _staged(kg).arrivals)]
-    sources = [(k.entry, k.source) for kg in kgs for k in generate(kg, arch="sm_80").kernels]
+    sources = [(k.entry, k.source) for kg in kgs for k in generate(kg, arch="sm_80", options=ON).kernels]
     compiled = compile_check(sources, "sm_80", jobs=2)
     assert len(compiled) == len(sources) and all(c.spills == 0 for c in compiled)
