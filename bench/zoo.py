@@ -784,6 +784,100 @@ def row_dequant_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
+# ---------------------------------------------------------------------- 11. relu, abs, tanh, sigmoid, log (2026-12-04)
+def relu_mlp_bias(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """OPT's FFN: relu(X @ W1 + B1) @ W2 + B2."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w1, b1 = g.input((d, f), dtype, "W1"), g.input((1, f), dtype, "B1")
+    w2, b2 = g.input((f, d), dtype, "W2"), g.input((1, d), dtype, "B2")
+    g.output(g.add(g.matmul(g.relu(g.add(g.matmul(x, w1), b1)), w2), b2), "O")
+    return g
+
+
+def relu2_mlp(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """Primer's squared-ReLU FFN: relu(X @ W1)^2 @ W2."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w1, w2 = g.input((d, f), dtype, "W1"), g.input((f, d), dtype, "W2")
+    g.output(g.matmul(g.square(g.relu(g.matmul(x, w1))), w2), "O")
+    return g
+
+
+def tanh_logit_softcap(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """Gemma-2's final logits with tanh itself: 30 tanh(X @ W / 30)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.scale(g.tanh(g.scale(g.matmul(x, g.input((d, f), dtype, "W")), 1.0 / 30)), 30.0), "O")
+    return g
+
+
+def tanh_softcap_attention(batch: int, group: int, kv_len: int, head_dim: int, dtype: str = "float16") -> Graph:
+    """Gemma-2's soft-capped attention with tanh itself: softmax(50 tanh(Q @ Kt / 16 / 50)) @ V."""
+    g = Graph()
+    q, kt, v = _attn_inputs(g, batch, group, kv_len, head_dim, dtype)
+    capped = g.scale(g.tanh(g.scale(g.matmul(q, kt), 256**-0.5 / 50)), 50.0)
+    g.output(g.matmul(g.softmax(capped, -1), v), "O")
+    return g
+
+
+def sigmoid_output_gate(n: int, d: int, dtype: str = "float16") -> Graph:
+    """A gated attention output: A * sigmoid(X @ Wg), the gate computed from the hidden states X."""
+    g = Graph()
+    a, x = _rows(g, n, d, dtype, "A", "X")
+    g.output(g.mul(a, g.sigmoid(g.matmul(x, g.input((d, d), dtype, "Wg")))), "O")
+    return g
+
+
+def log_softmax(n: int, d: int, dtype: str = "float16") -> Graph:
+    """x - max - log(sum(exp(x - max))) over the last dim."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.log_softmax(x, -1), "O")
+    return g
+
+
+def logsumexp(n: int, d: int, dtype: str = "float16") -> Graph:
+    """log(sum(exp(x - m))) + m, m the row max: a cross-entropy's normaliser, a column (n, 1)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.logsumexp(x, -1), "O")
+    return g
+
+
+def softplus_proj(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """softplus(X @ W + B) = log(1 + exp(X @ W + B)): Mamba's step sizes from a projection."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w, b = g.input((d, f), dtype, "W"), g.input((1, f), dtype, "B")
+    g.output(g.log(g.add_scalar(g.exp(g.add(g.matmul(x, w), b)), 1.0)), "O")
+    return g
+
+
+def mish(n: int, d: int, dtype: str = "float16") -> Graph:
+    """x tanh(log(1 + exp(x)))."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.mul(x, g.tanh(g.log(g.add_scalar(g.exp(x), 1.0)))), "O")
+    return g
+
+
+def leaky_relu_residual(n: int, d: int, dtype: str = "float16") -> Graph:
+    """R + leaky_relu(X, 0.01), written relu(x) - 0.01 relu(-x)."""
+    g = Graph()
+    x, r = _rows(g, n, d, dtype, "X", "R")
+    g.output(g.add(r, g.sub(g.relu(x), g.scale(g.relu(g.neg(x)), 0.01))), "O")
+    return g
+
+
+def l1_normalize(n: int, d: int, dtype: str = "float16") -> Graph:
+    """x / (sum(|x|) + eps) over the last dim."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.div(x, g.add_scalar(g.sum(g.abs(x), -1), EPS)), "O")
+    return g
+
+
 # ---------------------------------------------------------------------- the zoo
 def _nd(n: int, d: int) -> dict[str, int]:
     return {"n": n, "d": d}
@@ -977,6 +1071,30 @@ _PROGRAMS: list[ZooProgram] = [
                "O = (softmax(Q @ Kt / sqrt(128)) @ V) @ Wo: decode attention and a per-head output projection."),
     ZooProgram("row_dequant_linear", "matmul", row_dequant_linear, _ndf(4, 8, 8), _ndf(8, 4096, 4096),
                _ndf(512, 4096, 4096), "O = X @ (W * S) with S (d, 1): a weight with one scale per input channel."),
+    # 11. programs of the ops added on 2026-12-04 (sixteenth session: relu, abs, tanh, sigmoid, log), written
+    #     before any search or run of them (docs/off-the-suite.md, "relu, abs, tanh, sigmoid and log")
+    ZooProgram("relu_mlp_bias", "matmul", relu_mlp_bias, _ndf(4, 8, 8), _ndf(8, 2048, 8192), _ndf(512, 2048, 8192),
+               "O = relu(X @ W1 + B1) @ W2 + B2: OPT-1.3B's FFN."),
+    ZooProgram("relu2_mlp", "matmul", relu2_mlp, _ndf(4, 8, 8), _ndf(8, 1024, 4096), _ndf(1024, 1024, 4096),
+               "O = relu(X @ W1)^2 @ W2: Primer's squared-ReLU FFN."),
+    ZooProgram("tanh_logit_softcap", "matmul", tanh_logit_softcap, _ndf(4, 8, 8), _ndf(8, 2304, 8192),
+               _ndf(256, 2304, 8192), "O = 30 tanh(X @ W / 30): Gemma-2's capped final logits, with tanh."),
+    ZooProgram("tanh_softcap_attention", "attention", tanh_softcap_attention, _SMALL_ATTN, _attn(8, 2, 4096, 256),
+               None, "O = softmax(50 tanh(Q @ Kt / 16 / 50)) @ V: Gemma-2's soft-capped attention, with tanh."),
+    ZooProgram("sigmoid_output_gate", "matmul", sigmoid_output_gate, _nd(4, 8), _nd(8, 2048), _nd(1024, 2048),
+               "O = A * sigmoid(X @ Wg): an attention output gated by a projection of the hidden states."),
+    ZooProgram("log_softmax", "reduction", log_softmax, _nd(4, 8), _nd(8, 32000), _nd(256, 32000),
+               "O = x - max - log(sum(exp(x - max))) over a 32,000-entry vocabulary."),
+    ZooProgram("logsumexp", "reduction", logsumexp, _nd(4, 8), _nd(8, 32000), _nd(256, 32000),
+               "O = log(sum(exp(x - max))) + max, a column (n, 1): a cross-entropy's normaliser."),
+    ZooProgram("softplus_proj", "matmul", softplus_proj, _ndf(4, 8, 8), _ndf(8, 2048, 4096), _ndf(512, 2048, 4096),
+               "O = log(1 + exp(X @ W + B)): step sizes from a projection, as Mamba computes them."),
+    ZooProgram("mish", "elementwise", mish, _nd(4, 8), _nd(16, 4096), _nd(4096, 4096),
+               "O = x tanh(log(1 + exp(x))): the Mish activation."),
+    ZooProgram("leaky_relu_residual", "residual", leaky_relu_residual, _nd(4, 8), _nd(16, 4096), _nd(4096, 4096),
+               "O = R + relu(X) - 0.01 relu(-X): a leaky ReLU and a residual add."),
+    ZooProgram("l1_normalize", "reduction", l1_normalize, _nd(4, 8), _nd(16, 4096), _nd(4096, 4096),
+               "O = x / (sum(|x|) + 1e-6) over the last dim."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
@@ -991,6 +1109,10 @@ HELD_OUT_2: frozenset[str] = frozenset(("router_softmax", "layer_scale_residual"
 # section 10: a third held-out set, run the same way (docs/off-the-suite.md, "Held-out programs, third set")
 HELD_OUT_3: frozenset[str] = frozenset(("sigmoid_attention", "cosine_attention", "alibi_attention", "soft_moe_mix",
                                         "final_logit_softcap", "attention_out_proj", "row_dequant_linear"))
+# section 11: programs of the ops added on 2026-12-04 (relu, abs, tanh, sigmoid, log)
+NEW_OPS: frozenset[str] = frozenset(("relu_mlp_bias", "relu2_mlp", "tanh_logit_softcap", "tanh_softcap_attention",
+                                     "sigmoid_output_gate", "log_softmax", "logsumexp", "softplus_proj", "mish",
+                                     "leaky_relu_residual", "l1_normalize"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 

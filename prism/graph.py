@@ -5,8 +5,9 @@
     W = g.input((4096, 4096), dtype="float16", name="W")
     g.output(g.matmul(g.rms_norm(X), W), name="O")
 
-Composite ops (``rms_norm``, ``softmax``, ``mean``, ``silu`` and ``gelu`` are primitives) expand into
-primitives that the search and the verifier understand. ``softmax`` subtracts the row max before
+Composite ops (``rms_norm``, ``softmax``, ``log_softmax``, ``logsumexp``, ``mean``; ``silu``, ``gelu``,
+``sigmoid``, ``tanh``, ``relu``, ``abs`` and ``log`` are primitives) expand into primitives that the
+search and the verifier understand. ``softmax`` subtracts the row max before
 ``exp`` (safe for any finite logits); ``softmax(..., safe=False)`` is the Prism paper's
 ``exp(x) / sum(exp(x))``, which the benchmark programs of docs/benchmarks.md keep.
 """
@@ -258,6 +259,24 @@ class Graph:
     def neg(self, x: Tensor) -> Tensor:
         return self._unary(Unary.NEG, x)
 
+    def relu(self, x: Tensor) -> Tensor:
+        """max(x, 0)."""
+        return self._unary(Unary.RELU, x)
+
+    def abs(self, x: Tensor) -> Tensor:
+        return self._unary(Unary.ABS, x)
+
+    def tanh(self, x: Tensor) -> Tensor:
+        return self._unary(Unary.TANH, x)
+
+    def sigmoid(self, x: Tensor) -> Tensor:
+        """1 / (1 + exp(-x))."""
+        return self._unary(Unary.SIGMOID, x)
+
+    def log(self, x: Tensor) -> Tensor:
+        """The natural logarithm (NaN below 0, -inf at 0, as in NumPy and PyTorch)."""
+        return self._unary(Unary.LOG, x)
+
     def scale(self, x: Tensor, c: float) -> Tensor:
         """Multiply by a scalar."""
         return self._unary(Unary.SCALE, x, Const(_finite("scale", c)))
@@ -390,6 +409,21 @@ class Graph:
             raise GraphError("softmax", f"safe={safe!r} must be True or False")
         e = self.exp(self.sub(x, self.max(x, d)) if safe else x)
         return self.div(e, self.sum(e, d))
+
+    def logsumexp(self, x: Tensor, dim: int = -1) -> Tensor:
+        """``log(sum(exp(x − max(x)))) + max(x)`` over ``dim``, kept with extent 1: finite for any
+        finite logits (a cross-entropy's normaliser)."""
+        (x,) = self._own("logsumexp", x)
+        d = self._norm_dim("logsumexp", x, dim)
+        m = self.max(x, d)
+        return self.add(self.log(self.sum(self.exp(self.sub(x, m)), d)), m)
+
+    def log_softmax(self, x: Tensor, dim: int = -1) -> Tensor:
+        """``x − max(x) − log(sum(exp(x − max(x))))`` over ``dim``."""
+        (x,) = self._own("log_softmax", x)
+        d = self._norm_dim("log_softmax", x, dim)
+        shifted = self.sub(x, self.max(x, d))
+        return self.sub(shifted, self.log(self.sum(self.exp(shifted), d)))
 
     # ------------------------------------------------------------------ identity
     def broadcast_dims(self) -> frozenset[tuple[str, int]]:

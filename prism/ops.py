@@ -41,6 +41,11 @@ class Unary(enum.Enum):
     NEG = "neg"
     SCALE = "scale"  # x * c
     ADD_SCALAR = "add_scalar"  # x + c
+    RELU = "relu"  # max(x, 0)
+    ABS = "abs"
+    TANH = "tanh"
+    SIGMOID = "sigmoid"  # 1 / (1 + exp(-x))
+    LOG = "log"  # natural logarithm
     # an element-wise function of one tensor that the search takes as one op (``prism.chains``; its
     # scalar numbers the chain): only in a searched stand-in of a program, never in one or in code
     CHAIN = "chain"
@@ -51,7 +56,7 @@ class Unary(enum.Enum):
         return self not in _ARITHMETIC_UNARY
 
 
-_ARITHMETIC_UNARY = frozenset({Unary.SQUARE, Unary.NEG, Unary.SCALE, Unary.ADD_SCALAR})
+_ARITHMETIC_UNARY = frozenset({Unary.SQUARE, Unary.NEG, Unary.SCALE, Unary.ADD_SCALAR, Unary.RELU, Unary.ABS})
 
 
 class Binary(enum.Enum):
@@ -85,6 +90,11 @@ def _silu(x: F64) -> F64:
     return x / (1.0 + np.exp(-x))
 
 
+def _sigmoid(x: F64) -> F64:
+    with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x < -709: the sigmoid is then 0
+        return 1.0 / (1.0 + np.exp(-x))
+
+
 UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.EXP: lambda x, c: np.exp(x),
     Unary.SILU: lambda x, c: _silu(x),
@@ -95,6 +105,11 @@ UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.NEG: lambda x, c: -x,
     Unary.SCALE: lambda x, c: x * c,
     Unary.ADD_SCALAR: lambda x, c: x + c,
+    Unary.RELU: lambda x, c: np.maximum(x, 0.0),
+    Unary.ABS: lambda x, c: np.abs(x),
+    Unary.TANH: lambda x, c: np.tanh(x),
+    Unary.SIGMOID: lambda x, c: _sigmoid(x),
+    Unary.LOG: lambda x, c: np.log(x),
     Unary.CHAIN: lambda x, c: np.tanh(x + c),  # a stand-in, one per chain number, for numeric screens
 }
 

@@ -52,7 +52,14 @@ from prism.tune.backends import Backend, CudaBackend
 from prism.tune.draw import legal_space
 from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
 from prism.tune.inductor import InductorKernel, Timer, compare
-from prism.tune.inputs import InputSampler, check_examples, example_values, input_sampler, part_sampler
+from prism.tune.inputs import (
+    InputSampler,
+    check_domain,
+    check_examples,
+    example_values,
+    input_sampler,
+    part_sampler,
+)
 from prism.tune.tolerance import bound_for
 from prism.tune.tuner import Stage, TuneResult, reference_error, tune
 
@@ -732,6 +739,7 @@ def superoptimize(
         return Superoptimized(RowsKernel(inner.kernel, rows), {**inner.summary, "rows_merged": True},
                               inner.kernel_graph)
     sampler = input_sampler(graph, example_inputs, scales)
+    check_domain(graph, sampler, seed, program)  # a log of N(0, 1) inputs: no plan could pass the check
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)
     if backend is None:  # tests pass the interpreter backend instead
         _require_gpu(program, outcome)

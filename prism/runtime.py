@@ -362,6 +362,8 @@ def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> 
         "neg": lambda x: -x, "scale": lambda x: x * c, "add_scalar": lambda x: x + c,
         "silu": lambda x: x / (1.0 + cupy.exp(-x)),
         "gelu": lambda x: 0.5 * x * (1.0 + cupy.tanh(0.7978845608 * (x + 0.044715 * x**3))),
+        "relu": lambda x: cupy.maximum(x, 0.0), "abs": cupy.abs, "tanh": cupy.tanh,
+        "sigmoid": lambda x: 1.0 / (1.0 + cupy.exp(-x)), "log": cupy.log,
     }
     binary = {"add": cupy.add, "sub": cupy.subtract, "mul": cupy.multiply, "div": cupy.divide}
     match op.kind:
@@ -420,21 +422,19 @@ def _run_predefined_torch(op: PredefinedOp, t: dict[str, Any], *, as_view: bool 
     _torch_elementwise(torch, op, args, dst)
 
 
+# unary ops that are one torch function of the same name with an ``out=``
+_TORCH_UNARY = frozenset({"exp", "sqrt", "rsqrt", "neg", "abs", "tanh", "sigmoid", "log"})
+
+
 def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any], dst: Any) -> None:
     c = op.scalar if op.scalar is not None else 0.0
     x = args[0]
     aten = torch.ops.aten
     match op.kind, op.fn:
-        case "unary", "exp":
-            torch.exp(x, out=dst)
-        case "unary", "sqrt":
-            torch.sqrt(x, out=dst)
-        case "unary", "rsqrt":
-            torch.rsqrt(x, out=dst)
+        case "unary", fn if str(fn) in _TORCH_UNARY:  # torch.<fn>(x, out=dst)
+            getattr(torch, str(fn))(x, out=dst)
         case "unary", "square":
             torch.mul(x, x, out=dst)
-        case "unary", "neg":
-            torch.neg(x, out=dst)
         case "unary", "scale":
             torch.mul(x, c, out=dst)
         case "unary", "add_scalar":
@@ -446,6 +446,8 @@ def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any], dst: Any) 
                 aten.gelu.out(x, approximate="tanh", out=dst)
             else:
                 dst.copy_(torch.nn.functional.gelu(x, approximate="tanh"))
+        case "unary", "relu":
+            torch.clamp(x, min=0.0, out=dst)
         case "binary", fn:
             {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[str(fn)](x, args[1], out=dst)
         case "reduce", "sum":

@@ -39,6 +39,16 @@ def _unary(torch: Any, node: Node, x: Any, shapes: dict[str, tuple[int, ...]]) -
             return x * c
         case Unary.ADD_SCALAR:
             return x + c
+        case Unary.RELU:
+            return torch.relu(x)
+        case Unary.ABS:
+            return torch.abs(x)
+        case Unary.TANH:
+            return torch.tanh(x)
+        case Unary.SIGMOID:
+            return torch.sigmoid(x)
+        case Unary.LOG:
+            return torch.log(x)
         case Unary.CHAIN:
             raise ValueError("a chain op (prism.chains) is a search stand-in; expand it first")
     raise ValueError(f"unary {node.fn!r}")

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, HELD_OUT_3, ZOO, zoo_graph
+from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, HELD_OUT_3, NEW_OPS, ZOO, zoo_graph
 from prism.graph import Graph, OpKind
 from prism.ops import Binary, Reduce, Unary
 from prism.rows import searched_graph
@@ -18,6 +18,7 @@ NAMES = list(ZOO)
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 INTERNAL = re.compile(r"^t\d+$")
 HELD = HELD_OUT | HELD_OUT_2 | HELD_OUT_3
+MODEL_SIZED = HELD | NEW_OPS  # at the widths of the models they come from
 
 
 def _is_pow2(v: int) -> bool:
@@ -52,7 +53,9 @@ def test_odd_sizes_build_the_same_structure_off_the_powers_of_two(name: str) -> 
 def test_zoo_shape() -> None:
     assert len(ZOO) >= 24
     names = list(ZOO)
-    assert set(names[-len(HELD_OUT_3):]) == HELD_OUT_3  # sections 8, 9 and 10 close the zoo, in order
+    assert set(names[-len(NEW_OPS):]) == NEW_OPS  # sections 8, 9, 10 and 11 close the zoo, in order
+    names = names[: -len(NEW_OPS)]
+    assert set(names[-len(HELD_OUT_3):]) == HELD_OUT_3
     assert set(names[-len(HELD_OUT_3) - len(HELD_OUT_2) : -len(HELD_OUT_3)]) == HELD_OUT_2
     assert set(names[-len(HELD) : -len(HELD_OUT_3) - len(HELD_OUT_2)]) == HELD_OUT
     assert set(FAMILIES) == {p.family for p in ZOO.values()}
@@ -75,7 +78,7 @@ def test_program_builds_at_every_size(name: str) -> None:
     assert len(keys) == 1, f"{name}: the size sets should share one structure"
     for which, g in graphs.items():
         sizes = p.sizes(which)
-        assert name in HELD or all(_is_pow2(v) for v in sizes.values()), (which, sizes)
+        assert name in MODEL_SIZED or all(_is_pow2(v) for v in sizes.values()), (which, sizes)
         assert g.outputs[0].name == "O"  # "O" first; a program may return more (add_norm_two_out)
         for t in [*g.inputs, *g.outputs]:
             assert t.name.isidentifier() and not INTERNAL.match(t.name), t.name
@@ -88,7 +91,7 @@ def test_program_builds_at_every_size(name: str) -> None:
         else:
             nbytes = sum(math.prod(t.shape) * ITEMSIZE[t.dtype] for t in g.inputs)
             assert nbytes < 256 * 2**20, f"{name} {which}: inputs take {nbytes / 2**20:.0f} MiB"
-            if name in HELD:  # the sizes of the models they come from, in a wider envelope
+            if name in MODEL_SIZED:  # the sizes of the models they come from, in a wider envelope
                 _held_out_sizes(p.family, which, sizes)
             elif p.family == "attention":
                 assert 2 <= sizes["batch"] <= 8 and 4 <= sizes["group"] <= 8

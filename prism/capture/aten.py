@@ -156,7 +156,7 @@ def _unary(fn: Unary) -> Handler:
         x = n.operand(n.arg(0, "input"))
         if fn is Unary.GELU and n.arg(1, "approximate", "none") != "tanh":
             return "exact GELU (Prism's gelu is the tanh form)"
-        if n.kwargs.get("inplace") or (fn is Unary.SILU and n.arg(1, "inplace", False)):
+        if n.kwargs.get("inplace") or (fn in (Unary.SILU, Unary.RELU) and n.arg(1, "inplace", False)):
             return "in place"
         if isinstance(got := _tensors(n, x), str):
             return got
@@ -196,14 +196,30 @@ def _reduce(fn: Reduce, mean: bool = False) -> Handler:
     return handle
 
 
-def _softmax(n: _Node, i: int) -> Captured | str:
+def _softmax(step: Step) -> Handler:
+    def handle(n: _Node, i: int) -> Captured | str:
+        x = n.operand(n.arg(0, "input"))
+        dim = n.arg(1, "dim")
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            return f"{step.value} needs a dim"
+        if n.kwargs.get("dtype") is not None:
+            return "dtype="
+        if isinstance(got := _tensors(n, x), str):
+            return got
+        return Captured(i, step, got, dim=dim)
+    return handle
+
+
+def _logsumexp(n: _Node, i: int) -> Captured | str:
     x = n.operand(n.arg(0, "input"))
-    dim = n.arg(1, "dim")
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        return "softmax needs a dim"
+    dim = _one_dim(n.arg(1, "dim"))
+    if dim is None:
+        return "a logsumexp over one dim only"
+    if n.arg(2, "keepdim", False) is not True:
+        return "keepdim=False (Prism keeps the reduced dim)"
     if isinstance(got := _tensors(n, x), str):
         return got
-    return Captured(i, Step.SOFTMAX, got, dim=dim)
+    return Captured(i, Step.LOGSUMEXP, got, dim=dim)
 
 
 def _transpose(n: _Node, i: int) -> Captured | str:
@@ -284,8 +300,11 @@ TABLE: dict[str, Handler] = {
     "exp": _unary(Unary.EXP), "silu": _unary(Unary.SILU), "gelu": _unary(Unary.GELU),
     "sqrt": _unary(Unary.SQRT), "rsqrt": _unary(Unary.RSQRT), "neg": _unary(Unary.NEG), "__neg__": _unary(Unary.NEG),
     "square": _unary(Unary.SQUARE), "pow": _pow, "__pow__": _pow,
+    "relu": _unary(Unary.RELU), "abs": _unary(Unary.ABS), "__abs__": _unary(Unary.ABS), "tanh": _unary(Unary.TANH),
+    "sigmoid": _unary(Unary.SIGMOID), "log": _unary(Unary.LOG),
     "sum": _reduce(Reduce.SUM), "mean": _reduce(Reduce.SUM, mean=True), "amax": _reduce(Reduce.MAX),
-    "softmax": _softmax, "_softmax": _softmax, "transpose": _transpose, "t": _transpose,
+    "softmax": _softmax(Step.SOFTMAX), "_softmax": _softmax(Step.SOFTMAX), "transpose": _transpose, "t": _transpose,
+    "log_softmax": _softmax(Step.LOG_SOFTMAX), "_log_softmax": _softmax(Step.LOG_SOFTMAX), "logsumexp": _logsumexp,
     "matmul": _matmul, "mm": _matmul, "bmm": _matmul, "linear": _linear,
     **{name: _identity for name in ("to", "float", "half", "bfloat16", "type_as", "contiguous", "clone", "dropout",
                                     "_to_copy")},

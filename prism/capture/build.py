@@ -60,7 +60,8 @@ class Program:
 
 _UNARY: dict[Unary, Callable[[Graph, Tensor], Tensor]] = {
     Unary.EXP: Graph.exp, Unary.SILU: Graph.silu, Unary.GELU: Graph.gelu, Unary.SQRT: Graph.sqrt,
-    Unary.RSQRT: Graph.rsqrt, Unary.SQUARE: Graph.square, Unary.NEG: Graph.neg,
+    Unary.RSQRT: Graph.rsqrt, Unary.SQUARE: Graph.square, Unary.NEG: Graph.neg, Unary.RELU: Graph.relu,
+    Unary.ABS: Graph.abs, Unary.TANH: Graph.tanh, Unary.SIGMOID: Graph.sigmoid, Unary.LOG: Graph.log,
 }
 _REDUCE: dict[Reduce, Callable[[Graph, Tensor, int], Tensor]] = {Reduce.SUM: Graph.sum, Reduce.MAX: Graph.max}
 
@@ -123,9 +124,10 @@ class _Binder:
                 assert isinstance(s.fn, Reduce) and s.dim is not None
                 r, dim = self.value(refs[0]), -1 if self.rows else s.dim
                 return self.g.mean(r, dim) if s.mean else _REDUCE[s.fn](self.g, r, dim)
-            case Step.SOFTMAX:
+            case Step.SOFTMAX | Step.LOG_SOFTMAX | Step.LOGSUMEXP:
                 assert s.dim is not None
-                return self.g.softmax(self.value(refs[0]), -1 if self.rows else s.dim)
+                fn = {Step.SOFTMAX: Graph.softmax, Step.LOG_SOFTMAX: Graph.log_softmax, Step.LOGSUMEXP: Graph.logsumexp}
+                return fn[s.step](self.g, self.value(refs[0]), -1 if self.rows else s.dim)
             case Step.TRANSPOSE:
                 return self.g.transpose(self.value(refs[0]))
             case Step.SDPA:

@@ -22,6 +22,8 @@ class Step(enum.Enum):
     UNARY = "unary"  # fn: Unary (pow 2 is SQUARE)
     REDUCE = "reduce"  # fn: Reduce over ``dim`` (kept); ``mean`` marks the mean
     SOFTMAX = "softmax"  # safe softmax over ``dim``
+    LOG_SOFTMAX = "log_softmax"  # over ``dim``
+    LOGSUMEXP = "logsumexp"  # over ``dim``, kept
     TRANSPOSE = "transpose"  # the last two dims
     IDENTITY = "identity"  # a cast between Prism dtypes, contiguous(), clone(), dropout in eval mode
     SDPA = "sdpa"  # scaled_dot_product_attention without mask (decode: one query row): a region alone
@@ -56,7 +58,7 @@ class Captured:
     step: Step
     operands: tuple[Operand, ...]
     fn: Unary | Binary | Reduce | None = None
-    dim: int | None = None  # REDUCE / SOFTMAX: the dim (negative: from the end)
+    dim: int | None = None  # REDUCE / SOFTMAX / LOG_SOFTMAX / LOGSUMEXP: the dim (negative: from the end)
     mean: bool = False  # REDUCE: a mean rather than a sum
     scale: float | None = None  # SDPA: the logit scale (None: 1/√head_dim)
 

@@ -25,6 +25,11 @@ UNARY_C: dict[Unary, str] = {
     Unary.NEG: "(-{x})",
     Unary.SCALE: "({x} * {c})",
     Unary.ADD_SCALAR: "({x} + {c})",
+    Unary.RELU: "prism_relu({x})",
+    Unary.ABS: "fabsf({x})",
+    Unary.TANH: "tanhf({x})",
+    Unary.SIGMOID: "prism_sigmoid({x})",
+    Unary.LOG: "__logf({x})",
 }
 
 BINARY_C: dict[Binary, str] = {

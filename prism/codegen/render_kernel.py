@@ -21,7 +21,7 @@ from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPl
 from prism.codegen.render_expr import Exprs
 from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter, valid_from
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
-from prism.codegen.render_prelude import prelude
+from prism.codegen.render_prelude import prelude, unary_fns
 from prism.codegen.render_reduce import (
     _indent,
     render_acc_decl,
@@ -290,7 +290,7 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
         return render_streamed_loop(low, ex, functools.partial(_compute, low, ex))
     S, P = low.stages, low.prefetch
     ring = [lp for lp in low.loads if lp.buf.ring]
-    waits, computed = low.arrival_waits(), []
+    waits, computed = low.arrival_waits(), list[str]()
     for i, op in enumerate(low.kernel.ops):
         if (low.phases[i] is Phase.LOOP or isinstance(op, Accum)) and i not in low.skewed:
             computed = [*_arrival(computed, waits.get(i)), *_compute(low, ex, i)]
@@ -437,7 +437,8 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     kernel = [f'extern "C" __global__ void __launch_bounds__({low.threads}) {entry}({", ".join(params(low))}) {{',
               "  const uint3 bid = blockIdx;", *_indent(block_code(low), 2), "}"]
     parts = [header(gl, low, entry), "",
-             prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low), tails=low.tails is not None),
+             prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low), tails=low.tails is not None,
+                     activations=unary_fns(low)),
              *device_functions(low),
              "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"

@@ -64,7 +64,7 @@ class Cst:
 
 @dataclass(frozen=True, slots=True)
 class Fn:
-    """A non-polynomial function of a polynomial: exp / silu / gelu, or max over ``removed`` dims."""
+    """A non-polynomial function of a polynomial: exp / silu / gelu / relu / ..., or max over ``removed`` dims."""
 
     fn: Unary | Reduce
     body: Poly
@@ -288,7 +288,7 @@ class Algebra:
             case Unary.ADD_SCALAR:
                 assert scalar is not None
                 return self.add(x, self.scalar(scalar, input_labels))
-            case Unary.EXP | Unary.SILU | Unary.GELU:
+            case Unary.EXP | Unary.SILU | Unary.GELU | Unary.RELU | Unary.ABS | Unary.TANH | Unary.SIGMOID | Unary.LOG:
                 return self.fn(fn, x)
             case Unary.CHAIN:
                 assert isinstance(scalar, Const)

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from prism.errors import TuningError
-from prism.graph import Graph
+from prism.graph import Graph, OpKind
+from prism.ops import Unary
 from prism.partition import Part, tensor_names
-from prism.reference import bind_inputs, node_values, round_to_dtype
+from prism.reference import bind_inputs, eval_node, input_shapes, node_values, round_to_dtype
 from prism.tune.tolerance import tolerance
 from prism.tune.tuner import default_scales, random_inputs, reference_error
 
@@ -23,7 +24,7 @@ def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any
     """Fresh random inputs per seed (float64 arrays holding values of each input's dtype).
 
     With ``example_inputs`` (arrays or tensors, by name or in order), each input is drawn from a
-    normal distribution with the example's mean and standard deviation. Otherwise from the
+    normal distribution with the example's mean and standard deviation, clipped to the example's range. Otherwise from the
     documented default (``prism.tune.tuner.default_scales``): N(0, 1), except an input that is the
     right operand of a matmul, N(0, 1/K) (K: the contraction length), so that products stay O(1)
     as with the usual weight initialisation. ``scales`` overrides the standard deviation per input.
@@ -32,14 +33,66 @@ def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any
         sd = {**default_scales(graph), **dict(scales or {})}
         return lambda seed: random_inputs(graph, sd, seed)
     values = example_values(graph, example_inputs)
-    stats = {n: (float(np.mean(v)), float(np.std(v)) or 1.0) for n, v in values.items()}
+    stats = {n: (float(np.mean(v)), float(np.std(v)) or 1.0, float(np.min(v)), float(np.max(v)))
+             for n, v in values.items()}
 
     def sample(seed: int) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(seed)
-        return {t.name: round_to_dtype(rng.standard_normal(t.shape) * stats[t.name][1] + stats[t.name][0], t.dtype)
-                for t in graph.inputs}
+        return {t.name: round_to_dtype(_drawn(rng, t.shape, *stats[t.name]), t.dtype) for t in graph.inputs}
 
     return sample
+
+
+def _drawn(rng: np.random.Generator, shape: tuple[int, ...], mean: float, sd: float, lo: float,
+           hi: float) -> np.ndarray:
+    """Normal with an example's mean and spread, kept within the example's range (an input the examples
+    keep positive, the argument of a log or a square root, stays positive)."""
+    return np.clip(rng.standard_normal(shape) * sd + mean, lo, hi) if lo < hi else np.full(shape, mean)
+
+
+# ops defined on part of the real line: (what must hold of the argument, the test of it)
+DOMAINS: dict[Unary, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
+    Unary.LOG: ("> 0", lambda x: x > 0),
+    Unary.SQRT: (">= 0", lambda x: x >= 0),
+    Unary.RSQRT: ("> 0", lambda x: x > 0),
+}
+
+
+def check_domain(graph: Graph, sampler: InputSampler, seed: int, program: str) -> None:
+    """Every plan is checked against the float64 reference on the tuning inputs, so each op of
+    ``DOMAINS`` must get arguments in its domain there (a log of an input drawn from N(0, 1) is NaN for
+    half of it, and every plan, the predefined one too, would fail the check). Evaluates only what the
+    arguments of such ops need; raises TuningError naming the op, its operand and how many values fall
+    outside (the inputs of ``sampler(seed)`` are drawn only where the program has such an op)."""
+    nodes = graph.nodes
+    checked = [i for i, n in enumerate(nodes) if n.kind is OpKind.UNARY and n.fn in DOMAINS]
+    if not checked:
+        return
+    need: set[int] = set()
+    todo = [nodes[i].args[0] for i in checked]
+    while todo:
+        if (j := todo.pop()) not in need:
+            need.add(j)
+            todo += nodes[j].args
+    bound, shapes = bind_inputs(graph, sampler(seed)), input_shapes(graph)
+    values: dict[int, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for j in sorted(need):
+            n = nodes[j]
+            values[j] = bound[n.name or ""] if n.kind is OpKind.INPUT else eval_node(n, [values[a] for a in n.args], shapes)
+    for i in checked:
+        fn, x = nodes[i].fn, values[nodes[i].args[0]]
+        assert isinstance(fn, Unary)
+        cond, ok = DOMAINS[fn]
+        if (bad := int(np.count_nonzero(~ok(x)))) == 0:
+            continue
+        a = nodes[i].args[0]
+        arg = nodes[a]
+        what = f"input {arg.name!r}" if arg.kind is OpKind.INPUT else \
+            f"node {a} ({arg.fn.value if arg.fn is not None else arg.kind.value}, shape {list(arg.shape)})"
+        raise TuningError(f"{program}: {fn.value} of {what} needs values {cond}, but {bad} of {x.size} are not on "
+                          "the tuning inputs, so no plan could pass the check against the float64 reference; pass "
+                          "example_inputs whose values keep it in its domain (samples stay within their range)")
 
 
 def example_values(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:

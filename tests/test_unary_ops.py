@@ -1,0 +1,221 @@
+"""relu, abs, tanh, sigmoid and log: their NumPy semantics, the Graph API, the search and the verifier
+(which proves a plan of each and tells them apart), code generation (emulated like the interpreter,
+compiled with nvcc), the PyTorch form of a program and the capture table."""
+
+from __future__ import annotations
+
+import math
+import types
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from prism import interpreter, pipeline
+from prism.capture.build import RegionSpec, bind, evaluate
+from prism.capture.ir import Captured, Ref, Step
+from prism.codegen import generate
+from prism.codegen.emulate import emulate
+from prism.codegen.nvcc import compile_check, nvcc_path
+from prism.errors import GraphError, TuningError
+from prism.graph import Graph, OpKind
+from prism.ir import CustomKernel, KernelGraph, UnaryOp
+from prism.ops import UNARY_NUMPY, Unary
+from prism.reference import relative_error
+from prism.torch_program import _unary
+from prism.tune.backends import InterpreterBackend
+from prism.tune.inputs import check_domain, input_sampler
+from prism.verify import check_equivalent
+from tests.test_capture import _fn, _Meta, _Trace
+from tests.test_emulate import cheap_sizes, inputs_of
+
+NEW = (Unary.RELU, Unary.ABS, Unary.TANH, Unary.SIGMOID, Unary.LOG)
+
+
+def test_numpy_semantics() -> None:
+    x = np.array([-800.0, -2.0, -0.0, 0.0, 0.5, 3.0, np.nan])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        got = {fn: UNARY_NUMPY[fn](x, 0.0) for fn in NEW}
+    assert np.array_equal(got[Unary.RELU], [0, 0, 0, 0, 0.5, 3.0, np.nan], equal_nan=True)
+    assert np.array_equal(got[Unary.ABS], [800, 2, 0, 0, 0.5, 3, np.nan], equal_nan=True)
+    assert np.allclose(got[Unary.TANH][1:6], np.tanh(x[1:6])) and got[Unary.TANH][0] == -1.0
+    assert got[Unary.SIGMOID][0] == 0.0 and got[Unary.SIGMOID][3] == 0.5  # exp(800) overflows to a clean 0
+    assert math.isclose(got[Unary.SIGMOID][5], 1 / (1 + math.exp(-3.0)))
+    assert np.isnan(got[Unary.LOG][1]) and got[Unary.LOG][3] == -np.inf and math.isclose(got[Unary.LOG][5], math.log(3))
+    assert not {fn for fn in NEW if fn.transcendental} ^ {Unary.TANH, Unary.SIGMOID, Unary.LOG}
+
+
+def test_graph_methods_make_unary_nodes() -> None:
+    g = Graph()
+    x = g.input((4, 8), name="X")
+    outs = [g.relu(x), g.abs(x), g.tanh(x), g.sigmoid(x), g.log(x)]
+    assert [g.nodes[t.index].fn for t in outs] == list(NEW)
+    assert all(g.nodes[t.index].kind is OpKind.UNARY and t.shape == (4, 8) for t in outs)
+    with pytest.raises(GraphError, match="relu"):
+        Graph().relu(x)  # a tensor of another graph, named by the op
+
+
+def _mixed(n: int = 8, d: int = 16) -> Graph:
+    """Every new op in one row program: log(sigmoid(x) + 1) * tanh(|x|) + relu(x) / sum(relu(x))."""
+    g = Graph()
+    x = g.input((n, d), name="X")
+    r = g.relu(x)
+    body = g.mul(g.log(g.add_scalar(g.sigmoid(x), 1.0)), g.tanh(g.abs(x)))
+    g.output(g.add(body, g.div(r, g.add_scalar(g.sum(r, -1), 1.0))), "O")
+    return g
+
+
+def _searched(g: Graph) -> list[KernelGraph]:
+    out = pipeline.search_and_verify(g, program="unary_ops_test", progress=False)
+    return out.of(pipeline.PlanSource.SEARCHED)
+
+
+def test_plans_of_every_new_op_are_found_proven_and_emulate_like_the_interpreter() -> None:
+    g = _mixed()
+    templates = _searched(g)
+    assert templates
+    fns = {op.fn for t in templates for k in t.kernels if isinstance(k, CustomKernel)
+           for op in k.ops if isinstance(op, UnaryOp)}
+    assert set(NEW) <= fns
+    ran = 0
+    for t in templates[:4]:
+        for sizes in cheap_sizes(t, 2):
+            kg = t.instantiate(sizes)
+            ins = inputs_of(kg)
+            got, want = emulate(kg, ins), interpreter.run(kg, ins)
+            assert relative_error(got["O"], want["O"]) < 1e-9
+            ran += 1
+    assert ran
+
+
+def test_the_verifier_tells_relu_from_abs() -> None:
+    g = _mixed()
+    t = _searched(g)[0]
+    swapped = replace(t, kernels=tuple(
+        replace(k, ops=tuple(UnaryOp(Unary.ABS, op.x) if isinstance(op, UnaryOp) and op.fn is Unary.RELU else op
+                             for op in k.ops)) if isinstance(k, CustomKernel) else k for k in t.kernels))
+    assert swapped != t
+    assert check_equivalent(g, t).proven
+    assert not check_equivalent(g, swapped).proven
+
+
+def test_generated_code_uses_the_device_forms() -> None:
+    kg = _searched(_mixed())[0]
+    src = "\n".join(k.source for k in generate(kg.instantiate(cheap_sizes(kg, 1)[0]), arch="sm_80").kernels)
+    for form in ("prism_relu(", "fabsf(", "tanhf(", "prism_sigmoid(", "__logf("):
+        assert form in src, form
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on the PATH")
+def test_generated_sources_compile() -> None:
+    kgs = [t.instantiate(cheap_sizes(t, 1)[0]) for t in _searched(_mixed())[:3]]
+    sources = list({k.entry: k.source for kg in kgs for k in generate(kg, arch="sm_80").kernels}.items())
+    compiled = compile_check(sources, "sm_80", jobs=2)
+    assert len(compiled) == len(sources) and all(c.spills == 0 for c in compiled)
+
+
+def test_the_pytorch_form_calls_the_torch_functions() -> None:
+    calls: list[str] = []
+
+    def fn(name: str) -> Any:
+        return lambda x: calls.append(name) or name
+
+    fake = types.SimpleNamespace(**{name: fn(name) for name in ("relu", "abs", "tanh", "sigmoid", "log")})
+    g = Graph()
+    x = g.input((2, 2), name="X")
+    for op in (g.relu, g.abs, g.tanh, g.sigmoid, g.log):
+        assert _unary(fake, g.nodes[op(x).index], object(), {}) == op.__name__
+    assert calls == ["relu", "abs", "tanh", "sigmoid", "log"]
+
+
+def test_the_capture_table_maps_the_new_ops() -> None:
+    t = _Trace()
+    x = t.add("placeholder", "x", out=_Meta((4, 8)))
+    for name, module, fn in (("relu", "torch", Unary.RELU), ("relu", "torch.nn.functional", Unary.RELU),
+                             ("abs", "torch", Unary.ABS), ("tanh", "torch", Unary.TANH),
+                             ("sigmoid", "torch", Unary.SIGMOID), ("log", "torch", Unary.LOG)):
+        node = t.add("call_function", _fn(name, module), x, out=_Meta((4, 8)))
+        assert t.map(node).step == Captured(len(t.nodes) - 1, Step.UNARY, (Ref(0),), fn=fn), name
+    t.add("call_method", "abs", x, out=_Meta((4, 8)))
+    assert t.map().step == Captured(len(t.nodes) - 1, Step.UNARY, (Ref(0),), fn=Unary.ABS)
+    t.add("call_function", _fn("relu", "torch.nn.functional"), x, True, out=_Meta((4, 8)))
+    assert t.map().step is None and "in place" in t.map().why
+
+
+def _np_log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    s = x - x.max(dim, keepdims=True)
+    return s - np.log(np.exp(s).sum(dim, keepdims=True))
+
+
+def test_log_softmax_and_logsumexp_are_finite_for_large_logits() -> None:
+    g = Graph()
+    x = g.input((3, 5, 7), name="X")
+    g.output(g.log_softmax(x, 1), "L")
+    g.output(g.logsumexp(x, -1), "S")
+    xs = np.random.default_rng(1).standard_normal((3, 5, 7)) * 400  # exp overflows without the max
+    out = g.evaluate({"X": xs})
+    np.testing.assert_allclose(out["L"], _np_log_softmax(xs, 1), rtol=1e-12, atol=1e-9)
+    m = xs.max(-1, keepdims=True)
+    np.testing.assert_allclose(out["S"], np.log(np.exp(xs - m).sum(-1, keepdims=True)) + m, rtol=1e-12)
+    assert out["S"].shape == (3, 5, 1) and np.isfinite(out["L"]).all()
+    with pytest.raises(GraphError, match="logsumexp"):
+        g.logsumexp(x, 3)
+
+
+def test_captured_log_softmax_and_logsumexp_bind_to_their_numpy_forms() -> None:
+    t = _Trace()
+    x = t.add("placeholder", "x", out=_Meta((2, 3, 16)))
+    t.add("call_function", _fn("log_softmax", "torch.nn.functional"), x, -1, out=_Meta((2, 3, 16)))
+    assert t.map().step == Captured(1, Step.LOG_SOFTMAX, (Ref(0),), dim=-1)
+    t.add("call_function", _fn("logsumexp"), x, -1, True, out=_Meta((2, 3, 1)))
+    assert t.map().step == Captured(2, Step.LOGSUMEXP, (Ref(0),), dim=-1)
+    t.add("call_function", _fn("logsumexp"), x, -1, out=_Meta((2, 3)))
+    assert "keepdim=False" in t.map().why
+    steps = (Captured(1, Step.LOG_SOFTMAX, (Ref(0),), dim=-1), Captured(2, Step.LOGSUMEXP, (Ref(0),), dim=-1))
+    program = bind(RegionSpec(steps, (0,), (1, 2)), [(2, 3, 16)], "float16")
+    xs = np.random.default_rng(2).standard_normal((2, 3, 16)) * 30
+    got = evaluate(program, [xs])
+    np.testing.assert_allclose(got[0], _np_log_softmax(xs, -1), rtol=1e-12, atol=1e-12)
+    m = xs.max(-1, keepdims=True)
+    np.testing.assert_allclose(got[1], np.log(np.exp(xs - m).sum(-1, keepdims=True)) + m, rtol=1e-12)
+
+
+def _log_of_input(n: int = 8, d: int = 16) -> Graph:
+    g = Graph()
+    x = g.input((n, d), name="X")
+    g.output(g.log(x), "O")
+    return g
+
+
+def test_a_log_of_default_inputs_is_refused_before_the_search_with_what_to_do() -> None:
+    with pytest.raises(TuningError, match=r"log of input 'X' needs values > 0, but \d+ of 128 are not") as e:
+        pipeline.superoptimize(_log_of_input(), samples=2, cache=False, progress=False,
+                               backend=InterpreterBackend(lambda kg: 1.0))
+    assert "example_inputs" in str(e.value)
+
+
+def test_positive_example_inputs_keep_a_log_in_its_domain() -> None:
+    examples = {"X": np.random.default_rng(3).uniform(0.05, 2.0, (8, 16))}  # normal draws would reach below 0
+    fast = pipeline.superoptimize(_log_of_input(), samples=2, cache=False, progress=False, example_inputs=examples,
+                                  backend=InterpreterBackend(lambda kg: 1.0))
+    assert fast.summary["plan_source"] in {s.value for s in pipeline.PlanSource}
+    out = interpreter.run(fast.kernel_graph, examples)["O"]
+    np.testing.assert_allclose(out, np.log(examples["X"]), rtol=1e-12)
+
+
+def test_a_norm_of_a_value_that_can_be_negative_is_named_by_its_node() -> None:
+    g = Graph()
+    x = g.input((4, 8), name="X")
+    g.output(g.sqrt(g.sum(x, -1)), "O")  # a row sum of N(0, 1) values is negative about half the time
+    with pytest.raises(TuningError, match=r"sqrt of node \d+ \(sum, shape \[4, 1\]\) needs values >= 0"):
+        pipeline.superoptimize(g, samples=2, cache=False, progress=False, backend=InterpreterBackend(lambda kg: 1.0))
+    g2 = Graph()
+    y = g2.input((4, 8), name="X")
+    g2.output(g2.rms_norm(y), "O")  # rsqrt(mean(x²) + eps): always in its domain, no error
+    assert inputs_domain_ok(g2)
+
+
+def inputs_domain_ok(g: Graph) -> bool:
+    check_domain(g, input_sampler(g), 0, "rms")
+    return True
