@@ -784,7 +784,7 @@ def row_dequant_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
-# ---------------------------------------------------------------------- 11. relu, abs, tanh, sigmoid, log (2026-12-04)
+# ---------------------------------------------------------------------- 11. relu, abs, tanh, sigmoid, log, exact gelu (2026-12-04)
 def relu_mlp_bias(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     """OPT's FFN: relu(X @ W1 + B1) @ W2 + B2."""
     g = Graph()
@@ -867,6 +867,25 @@ def leaky_relu_residual(n: int, d: int, dtype: str = "float16") -> Graph:
     g = Graph()
     x, r = _rows(g, n, d, dtype, "X", "R")
     g.output(g.add(r, g.sub(g.relu(x), g.scale(g.relu(g.neg(x)), 0.01))), "O")
+    return g
+
+
+def bert_mlp(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """BERT's FFN with the exact GELU (PyTorch's default): gelu(X @ W1 + B1) @ W2 + B2."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    w1, b1 = g.input((d, f), dtype, "W1"), g.input((1, f), dtype, "B1")
+    w2, b2 = g.input((f, d), dtype, "W2"), g.input((1, d), dtype, "B2")
+    h = g.gelu(g.add(g.matmul(x, w1), b1), approximate="none")
+    g.output(g.add(g.matmul(h, w2), b2), "O")
+    return g
+
+
+def gelu_exact_bias(n: int, d: int, dtype: str = "float16") -> Graph:
+    """gelu(X + B), the exact form, B a bias row (1, d)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.gelu(g.add(x, g.input((1, d), dtype, "B")), approximate="none"), "O")
     return g
 
 
@@ -1071,8 +1090,9 @@ _PROGRAMS: list[ZooProgram] = [
                "O = (softmax(Q @ Kt / sqrt(128)) @ V) @ Wo: decode attention and a per-head output projection."),
     ZooProgram("row_dequant_linear", "matmul", row_dequant_linear, _ndf(4, 8, 8), _ndf(8, 4096, 4096),
                _ndf(512, 4096, 4096), "O = X @ (W * S) with S (d, 1): a weight with one scale per input channel."),
-    # 11. programs of the ops added on 2026-12-04 (sixteenth session: relu, abs, tanh, sigmoid, log), written
-    #     before any search or run of them (docs/off-the-suite.md, "relu, abs, tanh, sigmoid and log")
+    # 11. programs of the ops added on 2026-12-04 (sixteenth session: relu, abs, tanh, sigmoid, log, the exact
+    #     gelu), written before any search or run of them (docs/off-the-suite.md, "relu, abs, tanh, sigmoid,
+    #     log and the exact gelu")
     ZooProgram("relu_mlp_bias", "matmul", relu_mlp_bias, _ndf(4, 8, 8), _ndf(8, 2048, 8192), _ndf(512, 2048, 8192),
                "O = relu(X @ W1 + B1) @ W2 + B2: OPT-1.3B's FFN."),
     ZooProgram("relu2_mlp", "matmul", relu2_mlp, _ndf(4, 8, 8), _ndf(8, 1024, 4096), _ndf(1024, 1024, 4096),
@@ -1095,6 +1115,10 @@ _PROGRAMS: list[ZooProgram] = [
                "O = R + relu(X) - 0.01 relu(-X): a leaky ReLU and a residual add."),
     ZooProgram("l1_normalize", "reduction", l1_normalize, _nd(4, 8), _nd(16, 4096), _nd(4096, 4096),
                "O = x / (sum(|x|) + 1e-6) over the last dim."),
+    ZooProgram("bert_mlp", "matmul", bert_mlp, _ndf(4, 8, 8), _ndf(16, 768, 3072), _ndf(2048, 768, 3072),
+               "O = gelu(X @ W1 + B1) @ W2 + B2 with the exact (erf) GELU: BERT-base's FFN."),
+    ZooProgram("gelu_exact_bias", "elementwise", gelu_exact_bias, _nd(4, 8), _nd(16, 3072), _nd(2048, 3072),
+               "O = gelu(X + B) with the exact (erf) GELU, B a bias row."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
@@ -1109,10 +1133,10 @@ HELD_OUT_2: frozenset[str] = frozenset(("router_softmax", "layer_scale_residual"
 # section 10: a third held-out set, run the same way (docs/off-the-suite.md, "Held-out programs, third set")
 HELD_OUT_3: frozenset[str] = frozenset(("sigmoid_attention", "cosine_attention", "alibi_attention", "soft_moe_mix",
                                         "final_logit_softcap", "attention_out_proj", "row_dequant_linear"))
-# section 11: programs of the ops added on 2026-12-04 (relu, abs, tanh, sigmoid, log)
+# section 11: programs of the ops added on 2026-12-04 (relu, abs, tanh, sigmoid, log, the exact gelu)
 NEW_OPS: frozenset[str] = frozenset(("relu_mlp_bias", "relu2_mlp", "tanh_logit_softcap", "tanh_softcap_attention",
                                      "sigmoid_output_gate", "log_softmax", "logsumexp", "softplus_proj", "mish",
-                                     "leaky_relu_residual", "l1_normalize"))
+                                     "leaky_relu_residual", "l1_normalize", "bert_mlp", "gelu_exact_bias"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 

@@ -243,9 +243,13 @@ class Graph:
         """x * sigmoid(x)."""
         return self._unary(Unary.SILU, x)
 
-    def gelu(self, x: Tensor) -> Tensor:
-        """GELU, tanh form: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
-        return self._unary(Unary.GELU, x)
+    def gelu(self, x: Tensor, approximate: str = "tanh") -> Tensor:
+        """GELU. ``approximate="tanh"`` (the default here): 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)));
+        ``"none"``: the exact x Φ(x) = 0.5 x (1 + erf(x / √2)), PyTorch's default."""
+        forms = {"tanh": Unary.GELU, "none": Unary.GELU_ERF}
+        if not isinstance(approximate, str) or approximate not in forms:
+            raise GraphError("gelu", f"approximate={approximate!r}: use 'tanh' or 'none'")
+        return self._unary(forms[approximate], x)
 
     def sqrt(self, x: Tensor) -> Tensor:
         return self._unary(Unary.SQRT, x)

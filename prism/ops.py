@@ -7,6 +7,7 @@ reference evaluator and the μGraph interpreter cannot disagree on what an op me
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ class Unary(enum.Enum):
     TANH = "tanh"
     SIGMOID = "sigmoid"  # 1 / (1 + exp(-x))
     LOG = "log"  # natural logarithm
+    GELU_ERF = "gelu_erf"  # exact GELU: x Φ(x) = 0.5 x (1 + erf(x / √2)), PyTorch's default
     # an element-wise function of one tensor that the search takes as one op (``prism.chains``; its
     # scalar numbers the chain): only in a searched stand-in of a program, never in one or in code
     CHAIN = "chain"
@@ -90,6 +92,13 @@ def _silu(x: F64) -> F64:
     return x / (1.0 + np.exp(-x))
 
 
+_ERF = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is exact to float64
+
+
+def _gelu_erf(x: F64) -> F64:
+    return 0.5 * x * (1.0 + np.asarray(_ERF(np.asarray(x, dtype=np.float64) * 0.5**0.5), dtype=np.float64))
+
+
 def _sigmoid(x: F64) -> F64:
     with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x < -709: the sigmoid is then 0
         return 1.0 / (1.0 + np.exp(-x))
@@ -110,6 +119,7 @@ UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.TANH: lambda x, c: np.tanh(x),
     Unary.SIGMOID: lambda x, c: _sigmoid(x),
     Unary.LOG: lambda x, c: np.log(x),
+    Unary.GELU_ERF: lambda x, c: _gelu_erf(x),
     Unary.CHAIN: lambda x, c: np.tanh(x + c),  # a stand-in, one per chain number, for numeric screens
 }
 

@@ -347,6 +347,12 @@ def _wrap(ptr: int, shape: tuple[int, ...], dtype: str) -> Any:
     return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
 
 
+def _cupy_erf(x: Any) -> Any:
+    import cupyx.scipy.special  # (imported where an exact GELU runs on the CuPy fallback)
+
+    return cupyx.scipy.special.erf(x)
+
+
 def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> None:
     """A library op on whole tensors (CuPy, float32 math). Allocates temporaries: not capture-safe."""
     cupy = _cupy()
@@ -364,6 +370,7 @@ def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> 
         "gelu": lambda x: 0.5 * x * (1.0 + cupy.tanh(0.7978845608 * (x + 0.044715 * x**3))),
         "relu": lambda x: cupy.maximum(x, 0.0), "abs": cupy.abs, "tanh": cupy.tanh,
         "sigmoid": lambda x: 1.0 / (1.0 + cupy.exp(-x)), "log": cupy.log,
+        "gelu_erf": lambda x: 0.5 * x * (1.0 + _cupy_erf(x * 0.7071067811865476)),
     }
     binary = {"add": cupy.add, "sub": cupy.subtract, "mul": cupy.multiply, "div": cupy.divide}
     match op.kind:
@@ -448,6 +455,8 @@ def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any], dst: Any) 
                 dst.copy_(torch.nn.functional.gelu(x, approximate="tanh"))
         case "unary", "relu":
             torch.clamp(x, min=0.0, out=dst)
+        case "unary", "gelu_erf":
+            aten.gelu.out(x, out=dst) if x.dtype == dst.dtype else dst.copy_(torch.nn.functional.gelu(x))
         case "binary", fn:
             {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[str(fn)](x, args[1], out=dst)
         case "reduce", "sum":

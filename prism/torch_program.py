@@ -49,6 +49,8 @@ def _unary(torch: Any, node: Node, x: Any, shapes: dict[str, tuple[int, ...]]) -
             return torch.sigmoid(x)
         case Unary.LOG:
             return torch.log(x)
+        case Unary.GELU_ERF:
+            return torch.nn.functional.gelu(x)
         case Unary.CHAIN:
             raise ValueError("a chain op (prism.chains) is a search stand-in; expand it first")
     raise ValueError(f"unary {node.fn!r}")

@@ -30,7 +30,7 @@ from prism.verify import check_equivalent
 from tests.test_capture import _fn, _Meta, _Trace
 from tests.test_emulate import cheap_sizes, inputs_of
 
-NEW = (Unary.RELU, Unary.ABS, Unary.TANH, Unary.SIGMOID, Unary.LOG)
+NEW = (Unary.RELU, Unary.ABS, Unary.TANH, Unary.SIGMOID, Unary.LOG)  # the exact gelu is tested on its own
 
 
 def test_numpy_semantics() -> None:
@@ -46,6 +46,19 @@ def test_numpy_semantics() -> None:
     assert not {fn for fn in NEW if fn.transcendental} ^ {Unary.TANH, Unary.SIGMOID, Unary.LOG}
 
 
+def test_the_exact_gelu() -> None:
+    x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
+    phi = np.array([0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    np.testing.assert_allclose(UNARY_NUMPY[Unary.GELU_ERF](x, 0.0), x * phi, rtol=1e-15)
+    assert abs(UNARY_NUMPY[Unary.GELU_ERF](x, 0.0)[1] - UNARY_NUMPY[Unary.GELU](x, 0.0)[1]) > 1e-4  # not the tanh form
+    g = Graph()
+    y = g.input((2, 3), name="Y")
+    assert g.nodes[g.gelu(y, approximate="none").index].fn is Unary.GELU_ERF
+    assert g.nodes[g.gelu(y).index].fn is Unary.GELU  # the tanh form stays Prism's default
+    with pytest.raises(GraphError, match="approximate='exact'"):
+        g.gelu(y, approximate="exact")
+
+
 def test_graph_methods_make_unary_nodes() -> None:
     g = Graph()
     x = g.input((4, 8), name="X")
@@ -57,11 +70,11 @@ def test_graph_methods_make_unary_nodes() -> None:
 
 
 def _mixed(n: int = 8, d: int = 16) -> Graph:
-    """Every new op in one row program: log(sigmoid(x) + 1) * tanh(|x|) + relu(x) / sum(relu(x))."""
+    """Every new op in one row program: log(sigmoid(x) + 1) * tanh(gelu(|x|)) + relu(x) / sum(relu(x))."""
     g = Graph()
     x = g.input((n, d), name="X")
     r = g.relu(x)
-    body = g.mul(g.log(g.add_scalar(g.sigmoid(x), 1.0)), g.tanh(g.abs(x)))
+    body = g.mul(g.log(g.add_scalar(g.sigmoid(x), 1.0)), g.tanh(g.gelu(g.abs(x), approximate="none")))
     g.output(g.add(body, g.div(r, g.add_scalar(g.sum(r, -1), 1.0))), "O")
     return g
 
@@ -77,7 +90,7 @@ def test_plans_of_every_new_op_are_found_proven_and_emulate_like_the_interpreter
     assert templates
     fns = {op.fn for t in templates for k in t.kernels if isinstance(k, CustomKernel)
            for op in k.ops if isinstance(op, UnaryOp)}
-    assert set(NEW) <= fns
+    assert {*NEW, Unary.GELU_ERF} <= fns
     ran = 0
     for t in templates[:4]:
         for sizes in cheap_sizes(t, 2):
@@ -103,7 +116,7 @@ def test_the_verifier_tells_relu_from_abs() -> None:
 def test_generated_code_uses_the_device_forms() -> None:
     kg = _searched(_mixed())[0]
     src = "\n".join(k.source for k in generate(kg.instantiate(cheap_sizes(kg, 1)[0]), arch="sm_80").kernels)
-    for form in ("prism_relu(", "fabsf(", "tanhf(", "prism_sigmoid(", "__logf("):
+    for form in ("prism_relu(", "fabsf(", "tanhf(", "prism_sigmoid(", "__logf(", "prism_gelu_erf("):
         assert form in src, form
 
 
@@ -137,6 +150,12 @@ def test_the_capture_table_maps_the_new_ops() -> None:
                              ("sigmoid", "torch", Unary.SIGMOID), ("log", "torch", Unary.LOG)):
         node = t.add("call_function", _fn(name, module), x, out=_Meta((4, 8)))
         assert t.map(node).step == Captured(len(t.nodes) - 1, Step.UNARY, (Ref(0),), fn=fn), name
+    t.add("call_function", _fn("gelu", "torch.nn.functional"), x, out=_Meta((4, 8)))  # PyTorch's default: exact
+    assert t.map().step == Captured(len(t.nodes) - 1, Step.UNARY, (Ref(0),), fn=Unary.GELU_ERF)
+    t.add("call_function", _fn("gelu", "torch.nn.functional"), x, approximate="tanh", out=_Meta((4, 8)))
+    assert t.map().step == Captured(len(t.nodes) - 1, Step.UNARY, (Ref(0),), fn=Unary.GELU)
+    t.add("call_function", _fn("gelu", "torch.nn.functional"), x, approximate="sigmoid", out=_Meta((4, 8)))
+    assert "approximate='sigmoid'" in t.map().why
     t.add("call_method", "abs", x, out=_Meta((4, 8)))
     assert t.map().step == Captured(len(t.nodes) - 1, Step.UNARY, (Ref(0),), fn=Unary.ABS)
     t.add("call_function", _fn("relu", "torch.nn.functional"), x, True, out=_Meta((4, 8)))

@@ -1,4 +1,4 @@
-"""relu, abs, tanh, sigmoid and log on the GPU (marked; skipped without one): zoo programs that use them
+"""relu, abs, tanh, sigmoid, log and the exact gelu on the GPU (marked; skipped without one): zoo programs that use them
 through ``superoptimize`` (every returned plan is checked against float64 on fresh inputs inside it;
 here once more on other inputs, and against PyTorch eager).
 
@@ -23,7 +23,7 @@ from prism.tune.tuner import default_scales, random_inputs
 pytestmark = pytest.mark.gpu
 
 PROGRAMS = ("mish", "leaky_relu_residual", "l1_normalize", "logsumexp", "log_softmax", "tanh_logit_softcap",
-            "relu_mlp_bias", "softplus_proj", "sigmoid_output_gate", "relu2_mlp")
+            "relu_mlp_bias", "softplus_proj", "sigmoid_output_gate", "relu2_mlp", "bert_mlp", "gelu_exact_bias")
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

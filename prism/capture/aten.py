@@ -154,13 +154,17 @@ def _binary(fn: Binary) -> Handler:
 def _unary(fn: Unary) -> Handler:
     def handle(n: _Node, i: int) -> Captured | str:
         x = n.operand(n.arg(0, "input"))
-        if fn is Unary.GELU and n.arg(1, "approximate", "none") != "tanh":
-            return "exact GELU (Prism's gelu is the tanh form)"
+        op = fn
+        if fn is Unary.GELU:  # PyTorch's default is the exact form
+            forms = {"tanh": Unary.GELU, "none": Unary.GELU_ERF}
+            if (form := n.arg(1, "approximate", "none")) not in forms:
+                return f"GELU approximate={form!r}"
+            op = forms[form]
         if n.kwargs.get("inplace") or (fn in (Unary.SILU, Unary.RELU) and n.arg(1, "inplace", False)):
             return "in place"
         if isinstance(got := _tensors(n, x), str):
             return got
-        return Captured(i, Step.UNARY, got, fn=fn)
+        return Captured(i, Step.UNARY, got, fn=op)
     return handle
 
 

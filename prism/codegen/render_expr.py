@@ -30,6 +30,7 @@ UNARY_C: dict[Unary, str] = {
     Unary.TANH: "tanhf({x})",
     Unary.SIGMOID: "prism_sigmoid({x})",
     Unary.LOG: "__logf({x})",
+    Unary.GELU_ERF: "prism_gelu_erf({x})",
 }
 
 BINARY_C: dict[Binary, str] = {

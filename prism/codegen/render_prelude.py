@@ -183,6 +183,8 @@ _ACTIVATIONS: dict[Unary, str] = {
     Unary.SIGMOID: "__device__ __forceinline__ float prism_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }\n",
     Unary.RELU: "__device__ __forceinline__ float prism_relu(float x) { return x < 0.0f ? 0.0f : x; }"
                 "  // NaN stays NaN, as torch.relu\n",
+    Unary.GELU_ERF: "__device__ __forceinline__ float prism_gelu_erf(float x) "
+                    "{ return 0.5f * x * (1.0f + erff(x * 0.70710678118f)); }\n",
 }
 
 

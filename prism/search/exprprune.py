@@ -288,7 +288,8 @@ class Algebra:
             case Unary.ADD_SCALAR:
                 assert scalar is not None
                 return self.add(x, self.scalar(scalar, input_labels))
-            case Unary.EXP | Unary.SILU | Unary.GELU | Unary.RELU | Unary.ABS | Unary.TANH | Unary.SIGMOID | Unary.LOG:
+            case (Unary.EXP | Unary.SILU | Unary.GELU | Unary.GELU_ERF | Unary.RELU | Unary.ABS | Unary.TANH
+                  | Unary.SIGMOID | Unary.LOG):
                 return self.fn(fn, x)
             case Unary.CHAIN:
                 assert isinstance(scalar, Const)

@@ -24,7 +24,7 @@ from prism.verify.axioms import CONDITIONS, SIGNATURES, Axiom, Kind, Pattern, SE
 from prism.verify.nodes import Bin, Comb, In, Max, Mm, Part, Red, Repl, Resc, RMax, Sum, Term, Tr, Un, UnOp, Var
 
 PAR_POOL = ("p0", "p1", "p2")
-UNARY_POOL = ("exp", "neg", "square", "rsqrt", "sqrt", "silu", "gelu", "relu", "abs", "tanh", "sigmoid", "log",
+UNARY_POOL = ("exp", "neg", "square", "rsqrt", "sqrt", "silu", "gelu", "gelu_erf", "relu", "abs", "tanh", "sigmoid", "log",
               "scale:0.5", "scale:-1.5", "scale:1/N", "adds:0.25")
 BINARY_POOL = ("add", "sub", "mul", "div")
 SYMBOLS = {"N": 7.0}
