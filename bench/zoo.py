@@ -784,7 +784,7 @@ def row_dequant_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
-# ---------------------------------------------------------------------- 11. relu, abs, tanh, sigmoid, log, exact gelu (2026-12-04)
+# ------------------------------------------------------------- 11. relu, abs, tanh, sigmoid, log, exact gelu (2026-12-04)
 def relu_mlp_bias(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     """OPT's FFN: relu(X @ W1 + B1) @ W2 + B2."""
     g = Graph()
