@@ -784,7 +784,7 @@ def row_dequant_linear(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
-# ------------------------------------------------------------- 11. relu, abs, tanh, sigmoid, log, exact gelu (2026-12-04)
+# ----------------------------------------------- 11. relu, abs, tanh, sigmoid, log, exact gelu, max, min (2026-12-04)
 def relu_mlp_bias(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     """OPT's FFN: relu(X @ W1 + B1) @ W2 + B2."""
     g = Graph()
@@ -886,6 +886,40 @@ def gelu_exact_bias(n: int, d: int, dtype: str = "float16") -> Graph:
     g = Graph()
     (x,) = _rows(g, n, d, dtype, "X")
     g.output(g.gelu(g.add(x, g.input((1, d), dtype, "B")), approximate="none"), "O")
+    return g
+
+
+def clamped_glu(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """gpt-oss's expert activation: g = min(X @ Wg, 7), u = clamp(X @ Wu, -7, 7); g sigmoid(1.702 g) (u + 1)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    gate = g.minimum(g.matmul(x, g.input((d, f), dtype, "Wg")), 7.0)
+    up = g.clamp(g.matmul(x, g.input((d, f), dtype, "Wu")), -7.0, 7.0)
+    g.output(g.mul(g.mul(gate, g.sigmoid(g.scale(gate, 1.702))), g.add_scalar(up, 1.0)), "O")
+    return g
+
+
+def normalize_embeddings(n: int, d: int, dtype: str = "float16") -> Graph:
+    """F.normalize: x / max(|x|_2, 1e-6) over the last dim."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.div(x, g.maximum(g.sqrt(g.sum(g.square(x), -1)), 1e-6)), "O")
+    return g
+
+
+def maxout_proj(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """A maxout unit of two pieces: maximum(X @ W1, X @ W2)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.maximum(g.matmul(x, g.input((d, f), dtype, "W1")), g.matmul(x, g.input((d, f), dtype, "W2"))), "O")
+    return g
+
+
+def clipped_double_q(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """Twin critics' clipped estimate (TD3, SAC): minimum(X @ W1, X @ W2)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.minimum(g.matmul(x, g.input((d, f), dtype, "W1")), g.matmul(x, g.input((d, f), dtype, "W2"))), "O")
     return g
 
 
@@ -1119,6 +1153,14 @@ _PROGRAMS: list[ZooProgram] = [
                "O = gelu(X @ W1 + B1) @ W2 + B2 with the exact (erf) GELU: BERT-base's FFN."),
     ZooProgram("gelu_exact_bias", "elementwise", gelu_exact_bias, _nd(4, 8), _nd(16, 3072), _nd(2048, 3072),
                "O = gelu(X + B) with the exact (erf) GELU, B a bias row."),
+    ZooProgram("clamped_glu", "matmul", clamped_glu, _ndf(4, 8, 8), _ndf(8, 2880, 2880), _ndf(512, 2880, 2880),
+               "O = g sigmoid(1.702 g) (u + 1), g = min(X @ Wg, 7), u = clamp(X @ Wu, -7, 7): gpt-oss's experts."),
+    ZooProgram("normalize_embeddings", "reduction", normalize_embeddings, _nd(4, 8), _nd(16, 1024), _nd(4096, 1024),
+               "O = x / max(|x|_2, 1e-6): F.normalize over the last dim."),
+    ZooProgram("maxout_proj", "matmul", maxout_proj, _ndf(4, 8, 8), _ndf(8, 1024, 4096), _ndf(1024, 1024, 4096),
+               "O = maximum(X @ W1, X @ W2): a maxout unit of two pieces."),
+    ZooProgram("clipped_double_q", "matmul", clipped_double_q, _ndf(4, 8, 8), _ndf(16, 1024, 256),
+               _ndf(2048, 1024, 256), "O = minimum(X @ W1, X @ W2): twin critics' clipped estimate."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
@@ -1136,7 +1178,8 @@ HELD_OUT_3: frozenset[str] = frozenset(("sigmoid_attention", "cosine_attention",
 # section 11: programs of the ops added on 2026-12-04 (relu, abs, tanh, sigmoid, log, the exact gelu)
 NEW_OPS: frozenset[str] = frozenset(("relu_mlp_bias", "relu2_mlp", "tanh_logit_softcap", "tanh_softcap_attention",
                                      "sigmoid_output_gate", "log_softmax", "logsumexp", "softplus_proj", "mish",
-                                     "leaky_relu_residual", "l1_normalize", "bert_mlp", "gelu_exact_bias"))
+                                     "leaky_relu_residual", "l1_normalize", "bert_mlp", "gelu_exact_bias",
+                                     "clamped_glu", "normalize_embeddings", "maxout_proj", "clipped_double_q"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 

@@ -315,6 +315,28 @@ class Graph:
             return self.scale(a, 1.0 / b)
         return self._binary(Binary.DIV, a, b)
 
+    def maximum(self, a: Tensor, b: Tensor | float) -> Tensor:
+        """Element-wise max (NaN where either operand is NaN, as ``torch.maximum``); a number ``b``
+        clamps from below."""
+        if not isinstance(b, Tensor):
+            return self._unary(Unary.MAX_SCALAR, a, Const(_finite("maximum", b)))
+        return self._binary(Binary.MAXIMUM, a, b)
+
+    def minimum(self, a: Tensor, b: Tensor | float) -> Tensor:
+        """Element-wise min; a number ``b`` clamps from above."""
+        if not isinstance(b, Tensor):
+            return self._unary(Unary.MIN_SCALAR, a, Const(_finite("minimum", b)))
+        return self._binary(Binary.MINIMUM, a, b)
+
+    def clamp(self, x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor:
+        """``x`` clamped to [lo, hi] (either bound may be None), as ``torch.clamp(x, min=lo, max=hi)``."""
+        if lo is None and hi is None:
+            raise GraphError("clamp", "give a lower bound, an upper bound or both")
+        if lo is not None and hi is not None and _finite("clamp", lo) > _finite("clamp", hi):
+            raise GraphError("clamp", f"the lower bound {lo!r} is above the upper bound {hi!r}")
+        y = x if lo is None else self.maximum(x, lo)
+        return y if hi is None else self.minimum(y, hi)
+
     # ------------------------------------------------------------------ reductions
     def _reduce(self, fn: Reduce, x: Tensor, dim: int) -> Tensor:
         (x,) = self._own(fn.value, x)

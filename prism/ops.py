@@ -48,6 +48,8 @@ class Unary(enum.Enum):
     SIGMOID = "sigmoid"  # 1 / (1 + exp(-x))
     LOG = "log"  # natural logarithm
     GELU_ERF = "gelu_erf"  # exact GELU: x Φ(x) = 0.5 x (1 + erf(x / √2)), PyTorch's default
+    MAX_SCALAR = "max_scalar"  # max(x, c): a clamp from below
+    MIN_SCALAR = "min_scalar"  # min(x, c): a clamp from above
     # an element-wise function of one tensor that the search takes as one op (``prism.chains``; its
     # scalar numbers the chain): only in a searched stand-in of a program, never in one or in code
     CHAIN = "chain"
@@ -58,7 +60,8 @@ class Unary(enum.Enum):
         return self not in _ARITHMETIC_UNARY
 
 
-_ARITHMETIC_UNARY = frozenset({Unary.SQUARE, Unary.NEG, Unary.SCALE, Unary.ADD_SCALAR, Unary.RELU, Unary.ABS})
+_ARITHMETIC_UNARY = frozenset({Unary.SQUARE, Unary.NEG, Unary.SCALE, Unary.ADD_SCALAR, Unary.RELU, Unary.ABS,
+                               Unary.MAX_SCALAR, Unary.MIN_SCALAR})
 
 
 class Binary(enum.Enum):
@@ -68,6 +71,8 @@ class Binary(enum.Enum):
     SUB = "sub"
     MUL = "mul"
     DIV = "div"
+    MAXIMUM = "maximum"  # element-wise max (NaN if either is NaN, as torch.maximum)
+    MINIMUM = "minimum"
 
 
 class Reduce(enum.Enum):
@@ -77,8 +82,9 @@ class Reduce(enum.Enum):
     MAX = "max"
 
 
-COMMUTATIVE: frozenset[Binary] = frozenset({Binary.ADD, Binary.MUL})
-SCALAR_UNARY: frozenset[Unary] = frozenset({Unary.SCALE, Unary.ADD_SCALAR, Unary.CHAIN})
+COMMUTATIVE: frozenset[Binary] = frozenset({Binary.ADD, Binary.MUL, Binary.MAXIMUM, Binary.MINIMUM})
+SCALAR_UNARY: frozenset[Unary] = frozenset({Unary.SCALE, Unary.ADD_SCALAR, Unary.CHAIN, Unary.MAX_SCALAR,
+                                            Unary.MIN_SCALAR})
 # Unary ops that commute with a positive per-row scale are not needed; the verifier owns algebra.
 
 _GELU_C = float(np.sqrt(2.0 / np.pi))
@@ -120,6 +126,8 @@ UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.SIGMOID: lambda x, c: _sigmoid(x),
     Unary.LOG: lambda x, c: np.log(x),
     Unary.GELU_ERF: lambda x, c: _gelu_erf(x),
+    Unary.MAX_SCALAR: lambda x, c: np.maximum(x, c),
+    Unary.MIN_SCALAR: lambda x, c: np.minimum(x, c),
     Unary.CHAIN: lambda x, c: np.tanh(x + c),  # a stand-in, one per chain number, for numeric screens
 }
 
@@ -128,6 +136,8 @@ BINARY_NUMPY: dict[Binary, Callable[[F64, F64], F64]] = {
     Binary.SUB: np.subtract,
     Binary.MUL: np.multiply,
     Binary.DIV: np.divide,
+    Binary.MAXIMUM: np.maximum,
+    Binary.MINIMUM: np.minimum,
 }
 
 REDUCE_NUMPY: dict[Reduce, Callable[[F64, int], F64]] = {

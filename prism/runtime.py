@@ -371,8 +371,10 @@ def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> 
         "relu": lambda x: cupy.maximum(x, 0.0), "abs": cupy.abs, "tanh": cupy.tanh,
         "sigmoid": lambda x: 1.0 / (1.0 + cupy.exp(-x)), "log": cupy.log,
         "gelu_erf": lambda x: 0.5 * x * (1.0 + _cupy_erf(x * 0.7071067811865476)),
+        "max_scalar": lambda x: cupy.maximum(x, c), "min_scalar": lambda x: cupy.minimum(x, c),
     }
-    binary = {"add": cupy.add, "sub": cupy.subtract, "mul": cupy.multiply, "div": cupy.divide}
+    binary = {"add": cupy.add, "sub": cupy.subtract, "mul": cupy.multiply, "div": cupy.divide,
+              "maximum": cupy.maximum, "minimum": cupy.minimum}
     match op.kind:
         case "unary":
             res = unary[str(op.fn)](args[0])
@@ -455,10 +457,15 @@ def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any], dst: Any) 
                 dst.copy_(torch.nn.functional.gelu(x, approximate="tanh"))
         case "unary", "relu":
             torch.clamp(x, min=0.0, out=dst)
+        case "unary", "max_scalar":
+            torch.clamp(x, min=c, out=dst)
+        case "unary", "min_scalar":
+            torch.clamp(x, max=c, out=dst)
         case "unary", "gelu_erf":
             aten.gelu.out(x, out=dst) if x.dtype == dst.dtype else dst.copy_(torch.nn.functional.gelu(x))
         case "binary", fn:
-            {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[str(fn)](x, args[1], out=dst)
+            {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "maximum": torch.maximum,
+             "minimum": torch.minimum}[str(fn)](x, args[1], out=dst)
         case "reduce", "sum":
             torch.sum(x, dim=op.dim, keepdim=True, dtype=dst.dtype, out=dst)
         case "reduce", "max":

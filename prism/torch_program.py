@@ -51,6 +51,10 @@ def _unary(torch: Any, node: Node, x: Any, shapes: dict[str, tuple[int, ...]]) -
             return torch.log(x)
         case Unary.GELU_ERF:
             return torch.nn.functional.gelu(x)
+        case Unary.MAX_SCALAR:
+            return torch.clamp(x, min=c)
+        case Unary.MIN_SCALAR:
+            return torch.clamp(x, max=c)
         case Unary.CHAIN:
             raise ValueError("a chain op (prism.chains) is a search stand-in; expand it first")
     raise ValueError(f"unary {node.fn!r}")
@@ -66,6 +70,10 @@ def _binary(fn: Binary | Unary | Reduce | None, a: Any, b: Any) -> Any:
             return a * b
         case Binary.DIV:
             return a / b
+        case Binary.MAXIMUM:
+            return a.maximum(b)
+        case Binary.MINIMUM:
+            return a.minimum(b)
     raise ValueError(f"binary {fn!r}")
 
 

@@ -1,12 +1,14 @@
-"""relu, abs, tanh, sigmoid and log: their NumPy semantics, the Graph API, the search and the verifier
-(which proves a plan of each and tells them apart), code generation (emulated like the interpreter,
-compiled with nvcc), the PyTorch form of a program and the capture table."""
+"""relu, abs, tanh, sigmoid, log, the exact gelu, maximum / minimum and clamps: their NumPy semantics, the
+Graph API, the search and the verifier (which proves a plan of each and tells them apart), code generation
+(emulated like the interpreter, compiled with nvcc), the PyTorch form of a program, the capture table, and
+the check of the tuning inputs against the domains of log and square roots."""
 
 from __future__ import annotations
 
 import math
 import types
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -20,9 +22,10 @@ from prism.codegen.emulate import emulate
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.errors import GraphError, TuningError
 from prism.graph import Graph, OpKind
-from prism.ir import CustomKernel, KernelGraph, UnaryOp
-from prism.ops import UNARY_NUMPY, Unary
+from prism.ir import BinaryOp, CustomKernel, KernelGraph, UnaryOp
+from prism.ops import UNARY_NUMPY, Binary, Unary
 from prism.reference import relative_error
+from prism.search.exprprune import Algebra
 from prism.torch_program import _unary
 from prism.tune.backends import InterpreterBackend
 from prism.tune.inputs import check_domain, input_sampler
@@ -238,3 +241,98 @@ def test_a_norm_of_a_value_that_can_be_negative_is_named_by_its_node() -> None:
 def inputs_domain_ok(g: Graph) -> bool:
     check_domain(g, input_sampler(g), 0, "rms")
     return True
+
+
+# ---------------------------------------------------------------- maximum, minimum, clamp
+def test_maximum_minimum_and_clamp_in_the_graph_api() -> None:
+    g = Graph()
+    x, y = g.input((2, 4), name="X"), g.input((2, 4), name="Y")
+    g.output(g.maximum(x, y), "MX")
+    g.output(g.minimum(x, 0.25), "MN")
+    g.output(g.clamp(x, -0.5, 0.5), "C")
+    g.output(g.clamp(x, hi=0.0), "H")
+    xs = np.array([[-1.0, 0.3, np.nan, 2.0], [0.0, -0.7, 0.6, 0.1]])
+    ys = np.array([[0.5, 0.2, 1.0, np.nan], [0.0, 0.0, 0.0, 0.0]])
+    out = g.evaluate({"X": xs, "Y": ys})
+    np.testing.assert_array_equal(out["MX"], np.maximum(xs, ys))  # NaN where either is NaN
+    np.testing.assert_array_equal(out["MN"], np.minimum(xs, 0.25))
+    np.testing.assert_array_equal(out["C"], np.clip(xs, -0.5, 0.5))
+    np.testing.assert_array_equal(out["H"], np.minimum(xs, 0.0))
+    assert [g.nodes[g.maximum(x, 1).index].fn, g.nodes[g.maximum(x, y).index].fn] == [Unary.MAX_SCALAR,
+                                                                                        Binary.MAXIMUM]
+    with pytest.raises(GraphError, match="clamp"):
+        g.clamp(x)
+    with pytest.raises(GraphError, match="above the upper bound"):
+        g.clamp(x, 1.0, -1.0)
+    with pytest.raises(GraphError, match="maximum"):
+        g.maximum(x, float("nan"))
+
+
+def test_the_search_normal_form_of_max_and_min_is_symmetric() -> None:
+    alg = Algebra({"A": ("i",), "B": ("i",)})
+    a, b = alg.var("A"), alg.var("B")
+    assert alg.extreme(a, b, Fraction(1)) == alg.extreme(b, a, Fraction(1))
+    assert alg.extreme(a, b, Fraction(1)) != alg.extreme(a, b, Fraction(-1))
+    assert alg.abs(alg.add(a, b, Fraction(-1))) == alg.abs(alg.add(b, a, Fraction(-1)))
+    # max(a, b) + min(a, b) = a + b
+    total = alg.add(alg.extreme(a, b, Fraction(1)), alg.extreme(a, b, Fraction(-1)))
+    assert total == alg.add(a, b)
+
+
+def _clamped(n: int = 8, d: int = 16) -> Graph:
+    """clamp(maximum(X, Y) * 0.5, -1, 1) + minimum(X, 0)."""
+    g = Graph()
+    x, y = g.input((n, d), name="X"), g.input((n, d), name="Y")
+    g.output(g.add(g.clamp(g.scale(g.maximum(x, y), 0.5), -1.0, 1.0), g.minimum(x, 0.0)), "O")
+    return g
+
+
+def test_plans_of_max_min_and_clamp_are_proven_and_emulate_like_the_interpreter() -> None:
+    g = _clamped()
+    templates = _searched(g)
+    assert templates
+    t = templates[0]
+    fns = {op.fn for k in t.kernels if isinstance(k, CustomKernel) for op in k.ops if isinstance(op, UnaryOp | BinaryOp)}
+    assert {Binary.MAXIMUM, Unary.MAX_SCALAR, Unary.MIN_SCALAR} <= fns
+    for tt in templates[:3]:
+        kg = tt.instantiate(cheap_sizes(tt, 1)[0])
+        ins = inputs_of(kg)
+        assert relative_error(emulate(kg, ins)["O"], interpreter.run(kg, ins)["O"]) < 1e-9
+    swapped = replace(t, kernels=tuple(
+        replace(k, ops=tuple(BinaryOp(Binary.MINIMUM, op.a, op.b) if isinstance(op, BinaryOp)
+                             and op.fn is Binary.MAXIMUM else op for op in k.ops))
+        if isinstance(k, CustomKernel) else k for k in t.kernels))
+    assert check_equivalent(g, t).proven and not check_equivalent(g, swapped).proven
+    src = "\n".join(k.source for k in generate(t.instantiate(cheap_sizes(t, 1)[0]), arch="sm_80").kernels)
+    assert "prism_max(" in src and "prism_min(" in src and src.count("float prism_max(") == 1
+
+
+@pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on the PATH")
+def test_max_min_sources_compile() -> None:
+    kgs = [t.instantiate(cheap_sizes(t, 1)[0]) for t in _searched(_clamped())[:2]]
+    sources = list({k.entry: k.source for kg in kgs for k in generate(kg, arch="sm_80").kernels}.items())
+    assert len(compile_check(sources, "sm_80", jobs=2)) == len(sources)
+
+
+def test_the_capture_maps_maximum_and_clamps_with_number_bounds() -> None:
+    t = _Trace()
+    x = t.add("placeholder", "x", out=_Meta((4, 8)))
+    y = t.add("placeholder", "y", out=_Meta((4, 8)))
+    t.add("call_function", _fn("maximum"), x, y, out=_Meta((4, 8)))
+    assert t.map().step == Captured(2, Step.BINARY, (Ref(0), Ref(1)), fn=Binary.MAXIMUM)
+    cases = [(("clamp", "torch"), (x,), {"min": -1, "max": 2.5}, (-1.0, 2.5)),
+             (("clamp_min", "torch"), (x, 1e-6), {}, (1e-6, math.inf)),
+             (("relu6", "torch.nn.functional"), (x,), {}, (0.0, 6.0)),
+             (("hardtanh", "torch.nn.functional"), (x,), {}, (-1.0, 1.0))]
+    for (name, module), args, kwargs, (lo, hi) in cases:
+        t.add("call_function", _fn(name, module), *args, out=_Meta((4, 8)), **kwargs)
+        assert t.map().step == Captured(len(t.nodes) - 1, Step.CLAMP, (Ref(0), lo, hi)), name
+    t.add("call_method", "clamp", x, max=0.5, out=_Meta((4, 8)))
+    assert t.map().step == Captured(len(t.nodes) - 1, Step.CLAMP, (Ref(0), -math.inf, 0.5))
+    t.add("call_function", _fn("clamp"), x, y, out=_Meta((4, 8)))
+    assert "not a number" in t.map().why
+    steps = (Captured(2, Step.CLAMP, (Ref(0), -math.inf, 0.5)), Captured(3, Step.BINARY, (2.0, Ref(2)),
+                                                                          fn=Binary.MAXIMUM))
+    program = bind(RegionSpec(steps, (0,), (3,)), [(4, 8)], "float32")
+    xs = np.random.default_rng(4).standard_normal((4, 8)) * 3
+    np.testing.assert_array_equal(evaluate(program, [xs])[0], np.maximum(2.0, np.minimum(xs, 0.5)))

@@ -1,6 +1,6 @@
-"""relu, abs, tanh, sigmoid, log and the exact gelu on the GPU (marked; skipped without one): zoo programs that use them
-through ``superoptimize`` (every returned plan is checked against float64 on fresh inputs inside it;
-here once more on other inputs, and against PyTorch eager).
+"""relu, abs, tanh, sigmoid, log, the exact gelu, maximum, minimum and clamps on the GPU (marked; skipped
+without one): zoo programs that use them through ``superoptimize`` (every returned plan is checked against
+float64 on fresh inputs inside it; here once more on other inputs, and against PyTorch eager).
 
 On a GPU machine without z3/egglog, set PRISM_CACHE_DIR to a cache folder whose searches were run on a
 CPU machine (``PYTHONPATH=. python scripts/zoo_search.py --which decode --only <programs>``)."""
@@ -23,7 +23,8 @@ from prism.tune.tuner import default_scales, random_inputs
 pytestmark = pytest.mark.gpu
 
 PROGRAMS = ("mish", "leaky_relu_residual", "l1_normalize", "logsumexp", "log_softmax", "tanh_logit_softcap",
-            "relu_mlp_bias", "softplus_proj", "sigmoid_output_gate", "relu2_mlp", "bert_mlp", "gelu_exact_bias")
+            "relu_mlp_bias", "softplus_proj", "sigmoid_output_gate", "relu2_mlp", "bert_mlp", "gelu_exact_bias",
+            "clamped_glu", "normalize_embeddings", "maxout_proj", "clipped_double_q")
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -214,6 +214,24 @@ def _softmax(step: Step) -> Handler:
     return handle
 
 
+def _clamp(n: _Node, i: int) -> Captured | str:
+    """``clamp`` / ``clip`` / ``clamp_min`` / ``clamp_max`` / ``hardtanh`` / ``relu6`` with number bounds."""
+    name = op_name(n.node)
+    bounds = {"clamp_min": (n.arg(1, "min"), None), "clamp_max": (None, n.arg(1, "max")), "relu6": (0.0, 6.0),
+              "hardtanh": (n.arg(1, "min_val", -1.0), n.arg(2, "max_val", 1.0))}
+    lo, hi = bounds.get(str(name), (n.arg(1, "min"), n.arg(2, "max")))
+    if any(b is not None and (isinstance(b, bool) or not isinstance(b, int | float)) for b in (lo, hi)):
+        return "a bound that is not a number (a tensor bound stays with PyTorch)"
+    if lo is None and hi is None:
+        return "a clamp without bounds"
+    inplace_at = {"relu6": 1, "hardtanh": 3}.get(str(name))
+    if n.kwargs.get("inplace") or (inplace_at is not None and n.arg(inplace_at, "inplace", False)):
+        return "in place"
+    if isinstance(got := _tensors(n, n.operand(n.arg(0, "input"))), str):
+        return got
+    return Captured(i, Step.CLAMP, (*got, -math.inf if lo is None else float(lo), math.inf if hi is None else float(hi)))
+
+
 def _logsumexp(n: _Node, i: int) -> Captured | str:
     x = n.operand(n.arg(0, "input"))
     dim = _one_dim(n.arg(1, "dim"))
@@ -306,6 +324,8 @@ TABLE: dict[str, Handler] = {
     "square": _unary(Unary.SQUARE), "pow": _pow, "__pow__": _pow,
     "relu": _unary(Unary.RELU), "abs": _unary(Unary.ABS), "__abs__": _unary(Unary.ABS), "tanh": _unary(Unary.TANH),
     "sigmoid": _unary(Unary.SIGMOID), "log": _unary(Unary.LOG),
+    "maximum": _binary(Binary.MAXIMUM), "minimum": _binary(Binary.MINIMUM),
+    **{name: _clamp for name in ("clamp", "clip", "clamp_min", "clamp_max", "hardtanh", "relu6")},
     "sum": _reduce(Reduce.SUM), "mean": _reduce(Reduce.SUM, mean=True), "amax": _reduce(Reduce.MAX),
     "softmax": _softmax(Step.SOFTMAX), "_softmax": _softmax(Step.SOFTMAX), "transpose": _transpose, "t": _transpose,
     "log_softmax": _softmax(Step.LOG_SOFTMAX), "_log_softmax": _softmax(Step.LOG_SOFTMAX), "logsumexp": _logsumexp,

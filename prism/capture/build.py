@@ -131,6 +131,9 @@ class _Binder:
                 return fn[s.step](self.g, self.value(refs[0]), -1 if self.rows else s.dim)
             case Step.TRANSPOSE:
                 return self.g.transpose(self.value(refs[0]))
+            case Step.CLAMP:
+                lo, hi = (float(b) if isinstance(b, int | float) and math.isfinite(b) else None for b in s.operands[1:])
+                return self.g.clamp(self.value(refs[0]), lo, hi)
             case Step.SDPA:
                 return self.attention(s)
             case _:
@@ -147,7 +150,7 @@ class _Binder:
         assert isinstance(b, Ref)
         x = self.value(b)
         match s.fn:  # number ∘ tensor
-            case Binary.ADD | Binary.MUL:
+            case Binary.ADD | Binary.MUL | Binary.MAXIMUM | Binary.MINIMUM:
                 return _BINARY[s.fn](self.g, x, float(a))
             case Binary.SUB:
                 return self.g.add_scalar(self.g.neg(x), float(a))
@@ -176,6 +179,7 @@ class _Binder:
 
 _BINARY: dict[Binary, Callable[[Graph, Tensor, Tensor | float], Tensor]] = {
     Binary.ADD: Graph.add, Binary.SUB: Graph.sub, Binary.MUL: Graph.mul, Binary.DIV: Graph.div,
+    Binary.MAXIMUM: Graph.maximum, Binary.MINIMUM: Graph.minimum,
 }
 
 

@@ -24,6 +24,7 @@ class Step(enum.Enum):
     SOFTMAX = "softmax"  # safe softmax over ``dim``
     LOG_SOFTMAX = "log_softmax"  # over ``dim``
     LOGSUMEXP = "logsumexp"  # over ``dim``, kept
+    CLAMP = "clamp"  # operands (x, lo, hi): numbers, -inf / inf for a missing bound
     TRANSPOSE = "transpose"  # the last two dims
     IDENTITY = "identity"  # a cast between Prism dtypes, contiguous(), clone(), dropout in eval mode
     SDPA = "sdpa"  # scaled_dot_product_attention without mask (decode: one query row): a region alone

@@ -31,6 +31,8 @@ UNARY_C: dict[Unary, str] = {
     Unary.SIGMOID: "prism_sigmoid({x})",
     Unary.LOG: "__logf({x})",
     Unary.GELU_ERF: "prism_gelu_erf({x})",
+    Unary.MAX_SCALAR: "prism_max({x}, {c})",
+    Unary.MIN_SCALAR: "prism_min({x}, {c})",
 }
 
 BINARY_C: dict[Binary, str] = {
@@ -38,6 +40,8 @@ BINARY_C: dict[Binary, str] = {
     Binary.SUB: "({a} - {b})",
     Binary.MUL: "({a} * {b})",
     Binary.DIV: "({a} / {b})",
+    Binary.MAXIMUM: "prism_max({a}, {b})",
+    Binary.MINIMUM: "prism_min({a}, {b})",
 }
 
 

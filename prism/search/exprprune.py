@@ -207,6 +207,19 @@ class Algebra:
     def fn(self, fn: Unary | Reduce, p: Poly, removed: frozenset[str] = frozenset(), tag: float = 0.0) -> Poly:
         return self.atom(Fn(fn, p, removed, tag))
 
+    def abs(self, p: Poly) -> Poly:
+        """``|p|`` with ``|−p| = |p|``: the body's sign fixed by its first monomial in a total order."""
+        if not p:
+            return ZERO_POLY
+        first = min(p, key=lambda mc: mono_key(mc[0]))
+        return self.fn(Unary.ABS, self.scale(p, Fraction(-1)) if first[1] < 0 else p)
+
+    def extreme(self, a: Poly, b: Poly, sign: Fraction) -> Poly:
+        """``max(a, b)`` (``sign`` 1) or ``min(a, b)`` (−1) as ``(a + b ± |a − b|) / 2``: the same form in
+        either operand order."""
+        half = Fraction(1, 2)
+        return self.add(self.scale(self.add(a, b), half), self.scale(self.abs(self.add(a, b, Fraction(-1))), sign * half))
+
     def sum(self, p: Poly, dims: frozenset[str]) -> Poly:
         dims = frozenset(d for d in dims if d != ONE)
         if not dims:
@@ -288,9 +301,14 @@ class Algebra:
             case Unary.ADD_SCALAR:
                 assert scalar is not None
                 return self.add(x, self.scalar(scalar, input_labels))
-            case (Unary.EXP | Unary.SILU | Unary.GELU | Unary.GELU_ERF | Unary.RELU | Unary.ABS | Unary.TANH
-                  | Unary.SIGMOID | Unary.LOG):
+            case (Unary.EXP | Unary.SILU | Unary.GELU | Unary.GELU_ERF | Unary.RELU | Unary.TANH | Unary.SIGMOID
+                  | Unary.LOG):
                 return self.fn(fn, x)
+            case Unary.ABS:
+                return self.abs(x)
+            case Unary.MAX_SCALAR | Unary.MIN_SCALAR:
+                assert scalar is not None
+                return self.extreme(x, self.scalar(scalar, input_labels), F1 if fn is Unary.MAX_SCALAR else -F1)
             case Unary.CHAIN:
                 assert isinstance(scalar, Const)
                 return self.fn(fn, x, tag=scalar.value)
@@ -305,6 +323,8 @@ class Algebra:
                 return self.mul(a, b)
             case Binary.DIV:
                 return self.mul(a, self.pow(b, Fraction(-1)))
+            case Binary.MAXIMUM | Binary.MINIMUM:
+                return self.extreme(a, b, F1 if fn is Binary.MAXIMUM else -F1)
 
     def reduce(self, fn: Reduce, x: Poly, label: str) -> Poly:
         if label == ONE:
@@ -314,6 +334,36 @@ class Algebra:
                 return self.sum(x, frozenset({label}))
             case Reduce.MAX:
                 return self.fn(Reduce.MAX, x, frozenset({label}))
+
+
+type SortKey = tuple[object, ...]
+
+
+def atom_key(a: Atom) -> SortKey:
+    """A total order over atoms that does not depend on hashing (the same in every process)."""
+    match a:
+        case Var(name):
+            return ("V", name)
+        case Size(label):
+            return ("S", label)
+        case Cst(value):
+            return ("C", value)
+        case Fn(fn, body, removed, tag):
+            return ("F", fn.value, poly_key(body), tuple(sorted(removed)), tag)
+        case Pow(base):
+            return ("P", poly_key(base))
+        case Sig(dims, body):
+            return ("G", tuple(sorted(dims)), mono_key(body))
+        case _:
+            assert_never(a)
+
+
+def mono_key(m: Mono) -> SortKey:
+    return tuple(sorted((atom_key(a), e) for a, e in m))
+
+
+def poly_key(p: Poly) -> SortKey:
+    return tuple(sorted((mono_key(m), c) for m, c in p))
 
 
 def key(p: Poly) -> Poly:

@@ -118,7 +118,7 @@ def _binary(fn: Binary, a: _Val, b: _Val, where: str) -> _Val:
     shape = tuple(x if y == 1 else y for x, y in zip(a.shape, b.shape, strict=True))
     folded = _fold_binary(fn, a, b, where)
     power = {Binary.MUL: _times(a.power, b.power), Binary.DIV: _times(a.power, b.power, -1)}.get(fn, a.power)
-    if fn in (Binary.ADD, Binary.SUB) and a.power != b.power:
+    if fn in (Binary.ADD, Binary.SUB, Binary.MAXIMUM, Binary.MINIMUM) and a.power != b.power:
         raise IllTyped(f"{where}: {fn.value} of values scaled differently by the loop size")
     tags: list[Tag] = []
     for ta, tb in zip(a.tags, b.tags, strict=True):

@@ -25,8 +25,8 @@ from prism.verify.nodes import Bin, Comb, In, Max, Mm, Part, Red, Repl, Resc, RM
 
 PAR_POOL = ("p0", "p1", "p2")
 UNARY_POOL = ("exp", "neg", "square", "rsqrt", "sqrt", "silu", "gelu", "gelu_erf", "relu", "abs", "tanh", "sigmoid", "log",
-              "scale:0.5", "scale:-1.5", "scale:1/N", "adds:0.25")
-BINARY_POOL = ("add", "sub", "mul", "div")
+              "scale:0.5", "scale:-1.5", "scale:1/N", "adds:0.25", "maxs:0.25", "mins:-0.5")
+BINARY_POOL = ("add", "sub", "mul", "div", "maximum", "minimum")
 SYMBOLS = {"N": 7.0}
 # how a tensor variable's values are drawn, one kind per variable: positive (the domain of sqrt and
 # rsqrt), signed normal at magnitudes 1e-2, 1 and 1e2, signed with a quarter zeros, and signed with

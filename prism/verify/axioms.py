@@ -217,6 +217,8 @@ def _algebra() -> list[Axiom]:
     return [
         Axiom("mul-comm", th, '(Bin "mul" a c)', '(Bin "mul" c a)'),
         Axiom("add-comm", th, '(Bin "add" a c)', '(Bin "add" c a)'),
+        Axiom("maximum-comm", th, '(Bin "maximum" a c)', '(Bin "maximum" c a)'),
+        Axiom("minimum-comm", th, '(Bin "minimum" a c)', '(Bin "minimum" c a)'),
         Axiom("mul-interchange", th, '(Bin "mul" (Bin "mul" a c) (Bin "mul" s t))',
               '(Bin "mul" (Bin "mul" a s) (Bin "mul" c t))'),
         Axiom("sub-is-add-neg", th, '(Bin "sub" a c)', '(Bin "add" a (Un "neg" c))', (), b),

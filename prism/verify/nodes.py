@@ -27,7 +27,8 @@ from prism.ops import Binary, Unary
 # ------------------------------------------------------------------ unary op names
 
 # the egglog spelling of the two scalar ops (``scale:0.5``, ``adds:1/X.1``)
-_SCALAR_PREFIX = {Unary.SCALE: "scale", Unary.ADD_SCALAR: "adds", Unary.CHAIN: "chain"}
+_SCALAR_PREFIX = {Unary.SCALE: "scale", Unary.ADD_SCALAR: "adds", Unary.CHAIN: "chain", Unary.MAX_SCALAR: "maxs",
+                  Unary.MIN_SCALAR: "mins"}
 _BY_PREFIX = {v: k for k, v in _SCALAR_PREFIX.items()}
 
 
