@@ -190,6 +190,10 @@ def test_captured_log_softmax_and_logsumexp_bind_to_their_numpy_forms() -> None:
     x = t.add("placeholder", "x", out=_Meta((2, 3, 16)))
     t.add("call_function", _fn("log_softmax", "torch.nn.functional"), x, -1, out=_Meta((2, 3, 16)))
     assert t.map().step == Captured(1, Step.LOG_SOFTMAX, (Ref(0),), dim=-1)
+    t.add("call_function", _fn("softmax", "torch.nn.functional"), x, -1, dtype="torch.float32",
+          out=_Meta((2, 3, 16), "float32"))  # as Llama's eager attention writes it
+    assert t.map().step == Captured(2, Step.SOFTMAX, (Ref(0),), dim=-1)
+    t.nodes.pop()
     t.add("call_function", _fn("logsumexp"), x, -1, True, out=_Meta((2, 3, 1)))
     assert t.map().step == Captured(2, Step.LOGSUMEXP, (Ref(0),), dim=-1)
     t.add("call_function", _fn("logsumexp"), x, -1, out=_Meta((2, 3)))

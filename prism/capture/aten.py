@@ -206,9 +206,7 @@ def _softmax(step: Step) -> Handler:
         dim = n.arg(1, "dim")
         if not isinstance(dim, int) or isinstance(dim, bool):
             return f"{step.value} needs a dim"
-        if n.kwargs.get("dtype") is not None:
-            return "dtype="
-        if isinstance(got := _tensors(n, x), str):
+        if isinstance(got := _tensors(n, x), str):  # (dtype=: the output's dtype, which _tensors checks)
             return got
         return Captured(i, step, got, dim=dim)
     return handle
