@@ -923,6 +923,15 @@ def clipped_double_q(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
     return g
 
 
+def erf_gelu_bias(n: int, d: int, dtype: str = "float16") -> Graph:
+    """GELU written out with erf, as older BERT code does: h = X + B; 0.5 h (1 + erf(h / sqrt(2)))."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    h = g.add(x, g.input((1, d), dtype, "B"))
+    g.output(g.mul(g.scale(h, 0.5), g.add_scalar(g.erf(g.scale(h, 2**-0.5)), 1.0)), "O")
+    return g
+
+
 def l1_normalize(n: int, d: int, dtype: str = "float16") -> Graph:
     """x / (sum(|x|) + eps) over the last dim."""
     g = Graph()
@@ -1157,6 +1166,8 @@ _PROGRAMS: list[ZooProgram] = [
                "O = g sigmoid(1.702 g) (u + 1), g = min(X @ Wg, 7), u = clamp(X @ Wu, -7, 7): gpt-oss's experts."),
     ZooProgram("normalize_embeddings", "reduction", normalize_embeddings, _nd(4, 8), _nd(16, 1024), _nd(4096, 1024),
                "O = x / max(|x|_2, 1e-6): F.normalize over the last dim."),
+    ZooProgram("erf_gelu_bias", "elementwise", erf_gelu_bias, _nd(4, 8), _nd(16, 3072), _nd(2048, 3072),
+               "O = 0.5 h (1 + erf(h / sqrt(2))), h = X + B: a GELU written out with erf."),
     ZooProgram("maxout_proj", "matmul", maxout_proj, _ndf(4, 8, 8), _ndf(8, 1024, 4096), _ndf(1024, 1024, 4096),
                "O = maximum(X @ W1, X @ W2): a maxout unit of two pieces."),
     ZooProgram("clipped_double_q", "matmul", clipped_double_q, _ndf(4, 8, 8), _ndf(16, 1024, 256),
@@ -1179,7 +1190,8 @@ HELD_OUT_3: frozenset[str] = frozenset(("sigmoid_attention", "cosine_attention",
 NEW_OPS: frozenset[str] = frozenset(("relu_mlp_bias", "relu2_mlp", "tanh_logit_softcap", "tanh_softcap_attention",
                                      "sigmoid_output_gate", "log_softmax", "logsumexp", "softplus_proj", "mish",
                                      "leaky_relu_residual", "l1_normalize", "bert_mlp", "gelu_exact_bias",
-                                     "clamped_glu", "normalize_embeddings", "maxout_proj", "clipped_double_q"))
+                                     "clamped_glu", "normalize_embeddings", "maxout_proj", "clipped_double_q",
+                                     "erf_gelu_bias"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 

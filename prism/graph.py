@@ -277,6 +277,10 @@ class Graph:
         """1 / (1 + exp(-x))."""
         return self._unary(Unary.SIGMOID, x)
 
+    def erf(self, x: Tensor) -> Tensor:
+        """The error function."""
+        return self._unary(Unary.ERF, x)
+
     def log(self, x: Tensor) -> Tensor:
         """The natural logarithm (NaN below 0, -inf at 0, as in NumPy and PyTorch)."""
         return self._unary(Unary.LOG, x)

@@ -48,6 +48,7 @@ class Unary(enum.Enum):
     SIGMOID = "sigmoid"  # 1 / (1 + exp(-x))
     LOG = "log"  # natural logarithm
     GELU_ERF = "gelu_erf"  # exact GELU: x Φ(x) = 0.5 x (1 + erf(x / √2)), PyTorch's default
+    ERF = "erf"  # the error function (a GELU written out, as older BERT code does)
     MAX_SCALAR = "max_scalar"  # max(x, c): a clamp from below
     MIN_SCALAR = "min_scalar"  # min(x, c): a clamp from above
     # an element-wise function of one tensor that the search takes as one op (``prism.chains``; its
@@ -126,6 +127,7 @@ UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.SIGMOID: lambda x, c: _sigmoid(x),
     Unary.LOG: lambda x, c: np.log(x),
     Unary.GELU_ERF: lambda x, c: _gelu_erf(x),
+    Unary.ERF: lambda x, c: np.asarray(_ERF(np.asarray(x, dtype=np.float64)), dtype=np.float64),
     Unary.MAX_SCALAR: lambda x, c: np.maximum(x, c),
     Unary.MIN_SCALAR: lambda x, c: np.minimum(x, c),
     Unary.CHAIN: lambda x, c: np.tanh(x + c),  # a stand-in, one per chain number, for numeric screens

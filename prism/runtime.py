@@ -371,7 +371,7 @@ def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> 
         "relu": lambda x: cupy.maximum(x, 0.0), "abs": cupy.abs, "tanh": cupy.tanh,
         "sigmoid": lambda x: 1.0 / (1.0 + cupy.exp(-x)), "log": cupy.log,
         "gelu_erf": lambda x: 0.5 * x * (1.0 + _cupy_erf(x * 0.7071067811865476)),
-        "max_scalar": lambda x: cupy.maximum(x, c), "min_scalar": lambda x: cupy.minimum(x, c),
+        "max_scalar": lambda x: cupy.maximum(x, c), "min_scalar": lambda x: cupy.minimum(x, c), "erf": _cupy_erf,
     }
     binary = {"add": cupy.add, "sub": cupy.subtract, "mul": cupy.multiply, "div": cupy.divide,
               "maximum": cupy.maximum, "minimum": cupy.minimum}
@@ -432,7 +432,7 @@ def _run_predefined_torch(op: PredefinedOp, t: dict[str, Any], *, as_view: bool 
 
 
 # unary ops that are one torch function of the same name with an ``out=``
-_TORCH_UNARY = frozenset({"exp", "sqrt", "rsqrt", "neg", "abs", "tanh", "sigmoid", "log"})
+_TORCH_UNARY = frozenset({"exp", "sqrt", "rsqrt", "neg", "abs", "tanh", "sigmoid", "log", "erf"})
 
 
 def _torch_elementwise(torch: Any, op: PredefinedOp, args: list[Any], dst: Any) -> None:

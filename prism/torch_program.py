@@ -51,6 +51,8 @@ def _unary(torch: Any, node: Node, x: Any, shapes: dict[str, tuple[int, ...]]) -
             return torch.log(x)
         case Unary.GELU_ERF:
             return torch.nn.functional.gelu(x)
+        case Unary.ERF:
+            return torch.erf(x)
         case Unary.MAX_SCALAR:
             return torch.clamp(x, min=c)
         case Unary.MIN_SCALAR:

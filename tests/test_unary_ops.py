@@ -52,6 +52,7 @@ def test_numpy_semantics() -> None:
 def test_the_exact_gelu() -> None:
     x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
     phi = np.array([0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    np.testing.assert_allclose(UNARY_NUMPY[Unary.ERF](x, 0.0), [math.erf(v) for v in x], rtol=1e-15)
     np.testing.assert_allclose(UNARY_NUMPY[Unary.GELU_ERF](x, 0.0), x * phi, rtol=1e-15)
     assert abs(UNARY_NUMPY[Unary.GELU_ERF](x, 0.0)[1] - UNARY_NUMPY[Unary.GELU](x, 0.0)[1]) > 1e-4  # not the tanh form
     g = Graph()
@@ -78,6 +79,7 @@ def _mixed(n: int = 8, d: int = 16) -> Graph:
     x = g.input((n, d), name="X")
     r = g.relu(x)
     body = g.mul(g.log(g.add_scalar(g.sigmoid(x), 1.0)), g.tanh(g.gelu(g.abs(x), approximate="none")))
+    body = g.add(body, g.erf(x))
     g.output(g.add(body, g.div(r, g.add_scalar(g.sum(r, -1), 1.0))), "O")
     return g
 
@@ -93,7 +95,7 @@ def test_plans_of_every_new_op_are_found_proven_and_emulate_like_the_interpreter
     assert templates
     fns = {op.fn for t in templates for k in t.kernels if isinstance(k, CustomKernel)
            for op in k.ops if isinstance(op, UnaryOp)}
-    assert {*NEW, Unary.GELU_ERF} <= fns
+    assert {*NEW, Unary.GELU_ERF, Unary.ERF} <= fns
     ran = 0
     for t in templates[:4]:
         for sizes in cheap_sizes(t, 2):
@@ -119,7 +121,7 @@ def test_the_verifier_tells_relu_from_abs() -> None:
 def test_generated_code_uses_the_device_forms() -> None:
     kg = _searched(_mixed())[0]
     src = "\n".join(k.source for k in generate(kg.instantiate(cheap_sizes(kg, 1)[0]), arch="sm_80").kernels)
-    for form in ("prism_relu(", "fabsf(", "tanhf(", "prism_sigmoid(", "__logf(", "prism_gelu_erf("):
+    for form in ("prism_relu(", "fabsf(", "tanhf(", "prism_sigmoid(", "__logf(", "prism_gelu_erf(", "erff("):
         assert form in src, form
 
 
@@ -150,7 +152,8 @@ def test_the_capture_table_maps_the_new_ops() -> None:
     x = t.add("placeholder", "x", out=_Meta((4, 8)))
     for name, module, fn in (("relu", "torch", Unary.RELU), ("relu", "torch.nn.functional", Unary.RELU),
                              ("abs", "torch", Unary.ABS), ("tanh", "torch", Unary.TANH),
-                             ("sigmoid", "torch", Unary.SIGMOID), ("log", "torch", Unary.LOG)):
+                             ("sigmoid", "torch", Unary.SIGMOID), ("log", "torch", Unary.LOG),
+                             ("erf", "torch", Unary.ERF)):
         node = t.add("call_function", _fn(name, module), x, out=_Meta((4, 8)))
         assert t.map(node).step == Captured(len(t.nodes) - 1, Step.UNARY, (Ref(0),), fn=fn), name
     t.add("call_function", _fn("gelu", "torch.nn.functional"), x, out=_Meta((4, 8)))  # PyTorch's default: exact

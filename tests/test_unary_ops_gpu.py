@@ -24,7 +24,7 @@ pytestmark = pytest.mark.gpu
 
 PROGRAMS = ("mish", "leaky_relu_residual", "l1_normalize", "logsumexp", "log_softmax", "tanh_logit_softcap",
             "relu_mlp_bias", "softplus_proj", "sigmoid_output_gate", "relu2_mlp", "bert_mlp", "gelu_exact_bias",
-            "clamped_glu", "normalize_embeddings", "maxout_proj", "clipped_double_q")
+            "clamped_glu", "normalize_embeddings", "maxout_proj", "clipped_double_q", "erf_gelu_bias")
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

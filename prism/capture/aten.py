@@ -321,7 +321,7 @@ TABLE: dict[str, Handler] = {
     "sqrt": _unary(Unary.SQRT), "rsqrt": _unary(Unary.RSQRT), "neg": _unary(Unary.NEG), "__neg__": _unary(Unary.NEG),
     "square": _unary(Unary.SQUARE), "pow": _pow, "__pow__": _pow,
     "relu": _unary(Unary.RELU), "abs": _unary(Unary.ABS), "__abs__": _unary(Unary.ABS), "tanh": _unary(Unary.TANH),
-    "sigmoid": _unary(Unary.SIGMOID), "log": _unary(Unary.LOG),
+    "sigmoid": _unary(Unary.SIGMOID), "log": _unary(Unary.LOG), "erf": _unary(Unary.ERF),
     "maximum": _binary(Binary.MAXIMUM), "minimum": _binary(Binary.MINIMUM),
     **{name: _clamp for name in ("clamp", "clip", "clamp_min", "clamp_max", "hardtanh", "relu6")},
     "sum": _reduce(Reduce.SUM), "mean": _reduce(Reduce.SUM, mean=True), "amax": _reduce(Reduce.MAX),

@@ -62,7 +62,7 @@ _UNARY: dict[Unary, Callable[[Graph, Tensor], Tensor]] = {
     Unary.EXP: Graph.exp, Unary.SILU: Graph.silu, Unary.GELU: Graph.gelu, Unary.SQRT: Graph.sqrt,
     Unary.RSQRT: Graph.rsqrt, Unary.SQUARE: Graph.square, Unary.NEG: Graph.neg, Unary.RELU: Graph.relu,
     Unary.ABS: Graph.abs, Unary.TANH: Graph.tanh, Unary.SIGMOID: Graph.sigmoid, Unary.LOG: Graph.log,
-    Unary.GELU_ERF: lambda g, x: g.gelu(x, approximate="none"),
+    Unary.GELU_ERF: lambda g, x: g.gelu(x, approximate="none"), Unary.ERF: Graph.erf,
 }
 _REDUCE: dict[Reduce, Callable[[Graph, Tensor, int], Tensor]] = {Reduce.SUM: Graph.sum, Reduce.MAX: Graph.max}
 

@@ -302,7 +302,7 @@ class Algebra:
                 assert scalar is not None
                 return self.add(x, self.scalar(scalar, input_labels))
             case (Unary.EXP | Unary.SILU | Unary.GELU | Unary.GELU_ERF | Unary.RELU | Unary.TANH | Unary.SIGMOID
-                  | Unary.LOG):
+                  | Unary.LOG | Unary.ERF):
                 return self.fn(fn, x)
             case Unary.ABS:
                 return self.abs(x)

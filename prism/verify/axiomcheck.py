@@ -24,8 +24,8 @@ from prism.verify.axioms import CONDITIONS, SIGNATURES, Axiom, Kind, Pattern, SE
 from prism.verify.nodes import Bin, Comb, In, Max, Mm, Part, Red, Repl, Resc, RMax, Sum, Term, Tr, Un, UnOp, Var
 
 PAR_POOL = ("p0", "p1", "p2")
-UNARY_POOL = ("exp", "neg", "square", "rsqrt", "sqrt", "silu", "gelu", "gelu_erf", "relu", "abs", "tanh", "sigmoid", "log",
-              "scale:0.5", "scale:-1.5", "scale:1/N", "adds:0.25", "maxs:0.25", "mins:-0.5")
+UNARY_POOL = ("exp", "neg", "square", "rsqrt", "sqrt", "silu", "gelu", "gelu_erf", "erf", "relu", "abs", "tanh",
+              "sigmoid", "log", "scale:0.5", "scale:-1.5", "scale:1/N", "adds:0.25", "maxs:0.25", "mins:-0.5")
 BINARY_POOL = ("add", "sub", "mul", "div", "maximum", "minimum")
 SYMBOLS = {"N": 7.0}
 # how a tensor variable's values are drawn, one kind per variable: positive (the domain of sqrt and
