@@ -68,31 +68,45 @@ def check_domain(graph: Graph, sampler: InputSampler, seed: int, program: str) -
     checked = [i for i, n in enumerate(nodes) if n.kind is OpKind.UNARY and n.fn in DOMAINS]
     if not checked:
         return
+    values = _values_of(graph, _ancestors(graph, [nodes[i].args[0] for i in checked]), sampler(seed))
+    for i in checked:
+        fn, a = nodes[i].fn, nodes[i].args[0]
+        assert isinstance(fn, Unary)
+        cond, ok = DOMAINS[fn]
+        if bad := int(np.count_nonzero(~ok(values[a]))):
+            raise TuningError(f"{program}: {fn.value} of {_operand(graph, a)} needs values {cond}, but {bad} of "
+                              f"{values[a].size} are not on the tuning inputs, so no plan could pass the check against "
+                              "the float64 reference; pass example_inputs whose values keep it in its domain (samples "
+                              "stay within their range)")
+
+
+def _ancestors(graph: Graph, roots: list[int]) -> set[int]:
+    """``roots`` and every node they are computed from."""
     need: set[int] = set()
-    todo = [nodes[i].args[0] for i in checked]
-    while todo:
-        if (j := todo.pop()) not in need:
+    while roots:
+        if (j := roots.pop()) not in need:
             need.add(j)
-            todo += nodes[j].args
-    bound, shapes = bind_inputs(graph, sampler(seed)), input_shapes(graph)
+            roots += graph.nodes[j].args
+    return need
+
+
+def _values_of(graph: Graph, need: set[int], inputs: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
+    """The float64 values of the nodes ``need`` (closed under their arguments) on ``inputs``."""
+    bound, shapes = bind_inputs(graph, inputs), input_shapes(graph)
     values: dict[int, np.ndarray] = {}
     with np.errstate(all="ignore"):
         for j in sorted(need):
-            n = nodes[j]
+            n = graph.nodes[j]
             values[j] = bound[n.name or ""] if n.kind is OpKind.INPUT else eval_node(n, [values[a] for a in n.args], shapes)
-    for i in checked:
-        fn, x = nodes[i].fn, values[nodes[i].args[0]]
-        assert isinstance(fn, Unary)
-        cond, ok = DOMAINS[fn]
-        if (bad := int(np.count_nonzero(~ok(x)))) == 0:
-            continue
-        a = nodes[i].args[0]
-        arg = nodes[a]
-        what = f"input {arg.name!r}" if arg.kind is OpKind.INPUT else \
-            f"node {a} ({arg.fn.value if arg.fn is not None else arg.kind.value}, shape {list(arg.shape)})"
-        raise TuningError(f"{program}: {fn.value} of {what} needs values {cond}, but {bad} of {x.size} are not on "
-                          "the tuning inputs, so no plan could pass the check against the float64 reference; pass "
-                          "example_inputs whose values keep it in its domain (samples stay within their range)")
+    return values
+
+
+def _operand(graph: Graph, a: int) -> str:
+    """An op's operand for people: an input by name, a computed value by node, op and shape."""
+    n = graph.nodes[a]
+    if n.kind is OpKind.INPUT:
+        return f"input {n.name!r}"
+    return f"node {a} ({n.fn.value if n.fn is not None else n.kind.value}, shape {list(n.shape)})"
 
 
 def example_values(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
