@@ -440,6 +440,47 @@ class Graph:
         e = self.exp(self.sub(x, self.max(x, d)) if safe else x)
         return self.div(e, self.sum(e, d))
 
+    # ------------------------------------------------------------------ activations (composites)
+    def softplus(self, x: Tensor, beta: float = 1.0) -> Tensor:
+        """``log(1 + exp(β x)) / β``, written ``relu(x) + log(1 + exp(−β|x|)) / β``: no overflow for large x
+        (``torch.nn.functional.softplus`` returns x past its threshold; the difference is below e⁻²⁰)."""
+        b = _finite("softplus", beta)
+        if b <= 0:
+            raise GraphError("softplus", f"beta {beta!r} must be positive")
+        tail = self.log(self.add_scalar(self.exp(self.scale(self.abs(x), -b)), 1.0))
+        return self.add(self.relu(x), tail if b == 1 else self.scale(tail, 1.0 / b))
+
+    def mish(self, x: Tensor) -> Tensor:
+        """``x · tanh(softplus(x))``."""
+        return self.mul(x, self.tanh(self.softplus(x)))
+
+    def elu(self, x: Tensor, alpha: float = 1.0) -> Tensor:
+        """``x`` where positive, else ``α (exp(x) − 1)``: ``relu(x) + α · min(exp(x) − 1, 0)``."""
+        a = _finite("elu", alpha)
+        neg = self.minimum(self.add_scalar(self.exp(x), -1.0), 0.0)
+        return self.add(self.relu(x), neg if a == 1 else self.scale(neg, a))
+
+    def leaky_relu(self, x: Tensor, negative_slope: float = 0.01) -> Tensor:
+        """``x`` where positive, else ``slope · x``: ``relu(x) − slope · relu(−x)``."""
+        s = _finite("leaky_relu", negative_slope)
+        return self.sub(self.relu(x), self.scale(self.relu(self.neg(x)), s))
+
+    def hardsigmoid(self, x: Tensor) -> Tensor:
+        """``clamp(x / 6 + 1/2, 0, 1)``."""
+        return self.clamp(self.add_scalar(self.scale(x, 1.0 / 6.0), 0.5), 0.0, 1.0)
+
+    def hardswish(self, x: Tensor) -> Tensor:
+        """``x · hardsigmoid(x)``."""
+        return self.mul(x, self.hardsigmoid(x))
+
+    def softsign(self, x: Tensor) -> Tensor:
+        """``x / (1 + |x|)``."""
+        return self.div(x, self.add_scalar(self.abs(x), 1.0))
+
+    def logsigmoid(self, x: Tensor) -> Tensor:
+        """``log(sigmoid(x)) = −softplus(−x)``."""
+        return self.neg(self.softplus(self.neg(x)))
+
     def logsumexp(self, x: Tensor, dim: int = -1) -> Tensor:
         """``log(sum(exp(x − max(x)))) + max(x)`` over ``dim``, kept with extent 1: finite for any
         finite logits (a cross-entropy's normaliser)."""

@@ -5,6 +5,7 @@ the check of the tuning inputs against the domains of log and square roots."""
 
 from __future__ import annotations
 
+import json
 import math
 import types
 from dataclasses import replace
@@ -15,8 +16,8 @@ import numpy as np
 import pytest
 
 from prism import interpreter, pipeline
-from prism.capture.build import RegionSpec, bind, evaluate
-from prism.capture.ir import Captured, Ref, Step
+from prism.capture.build import RegionSpec, bind, evaluate, spec_from_json, spec_to_json
+from prism.capture.ir import Activation, Captured, Ref, Step
 from prism.codegen import generate
 from prism.codegen.emulate import emulate
 from prism.codegen.nvcc import compile_check, nvcc_path
@@ -343,3 +344,57 @@ def test_the_capture_maps_maximum_and_clamps_with_number_bounds() -> None:
     program = bind(RegionSpec(steps, (0,), (3,)), [(4, 8)], "float32")
     xs = np.random.default_rng(4).standard_normal((4, 8)) * 3
     np.testing.assert_array_equal(evaluate(program, [xs])[0], np.maximum(2.0, np.minimum(xs, 0.5)))
+
+
+# ---------------------------------------------------------------- activations as composites
+_ACT_NUMPY = {
+    "softplus": lambda v: np.log1p(np.exp(-abs(v))) + np.maximum(v, 0),
+    "mish": lambda v: v * np.tanh(np.log1p(np.exp(-abs(v))) + np.maximum(v, 0)),
+    "elu": lambda v: np.where(v > 0, v, np.expm1(np.minimum(v, 0))),
+    "leaky_relu": lambda v: np.where(v > 0, v, 0.01 * v),
+    "hardsigmoid": lambda v: np.clip(v / 6 + 0.5, 0, 1),
+    "hardswish": lambda v: v * np.clip(v / 6 + 0.5, 0, 1),
+    "softsign": lambda v: v / (1 + abs(v)),
+    "logsigmoid": lambda v: -(np.log1p(np.exp(-abs(v))) + np.maximum(-v, 0)),
+}
+
+
+def test_activation_composites_match_their_definitions_without_overflow() -> None:
+    g = Graph()
+    x = g.input((2, 10), name="X")
+    for name in _ACT_NUMPY:
+        g.output(getattr(g, name)(x), name)
+    g.output(g.softplus(x, beta=2.0), "sp2")
+    g.output(g.elu(x, alpha=0.5), "elu05")
+    xs = np.array([[-800, -5, -1, -0.1, 0, 0.1, 1, 5, 800, 3.0], [-3, -2.5, 2.9, 3, 3.1, -3.1, 30, -30, 0.5, -6]])
+    out = g.evaluate({"X": xs})
+    for name, f in _ACT_NUMPY.items():
+        np.testing.assert_allclose(out[name], f(xs), rtol=1e-12, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(out["sp2"], _ACT_NUMPY["softplus"](2 * xs) / 2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["elu05"], np.where(xs > 0, xs, 0.5 * np.expm1(np.minimum(xs, 0))), rtol=1e-12)
+    with pytest.raises(GraphError, match="beta"):
+        g.softplus(x, beta=0.0)
+
+
+def test_the_capture_maps_activations_to_composites() -> None:
+    t = _Trace()
+    x = t.add("placeholder", "x", out=_Meta((4, 8)))
+    nn = "torch.nn.functional"
+    t.add("call_function", _fn("hardswish", nn), x, out=_Meta((4, 8)))
+    assert t.map().step == Captured(1, Step.ACTIVATION, (Ref(0),), fn=Activation.HARDSWISH)
+    t.add("call_function", _fn("leaky_relu", nn), x, 0.2, out=_Meta((4, 8)))
+    assert t.map().step == Captured(2, Step.ACTIVATION, (Ref(0),), fn=Activation.LEAKY_RELU, scale=0.2)
+    t.add("call_function", _fn("softplus", nn), x, out=_Meta((4, 8)))
+    assert t.map().step == Captured(3, Step.ACTIVATION, (Ref(0),), fn=Activation.SOFTPLUS)
+    t.add("call_function", _fn("softplus", nn), x, 1.0, 5.0, out=_Meta((4, 8)))
+    assert "threshold" in t.map().why
+    t.add("call_function", _fn("elu", nn), x, inplace=True, out=_Meta((4, 8)))
+    assert "in place" in t.map().why
+    steps = (Captured(1, Step.ACTIVATION, (Ref(0),), fn=Activation.LEAKY_RELU, scale=0.2),
+             Captured(2, Step.ACTIVATION, (Ref(1),), fn=Activation.MISH))
+    spec = RegionSpec(steps, (0,), (2,))
+    assert spec_from_json(json.loads(json.dumps(spec_to_json(spec)))) == spec
+    xs = np.random.default_rng(5).standard_normal((4, 8)) * 3
+    leaky = np.where(xs > 0, xs, 0.2 * xs)
+    np.testing.assert_allclose(evaluate(bind(spec, [(4, 8)], "float32"), [xs])[0], _ACT_NUMPY["mish"](leaky),
+                               rtol=1e-12)

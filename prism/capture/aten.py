@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prism.capture.ir import Captured, Cost, Operand, Ref, Step, Support
+from prism.capture.ir import Activation, Captured, Cost, Operand, Ref, Step, Support
 from prism.ops import DTYPES, Binary, Reduce, Unary
 
 # Modules whose callables a call_function node may name (Dynamo inlines user code into these).
@@ -230,6 +230,35 @@ def _clamp(n: _Node, i: int) -> Captured | str:
     return Captured(i, Step.CLAMP, (*got, -math.inf if lo is None else float(lo), math.inf if hi is None else float(hi)))
 
 
+# an activation's parameter: (position, keyword, PyTorch's default), and other arguments only at their defaults
+_PARAMETER: dict[Activation, tuple[int, str, float]] = {
+    Activation.SOFTPLUS: (1, "beta", 1.0), Activation.ELU: (1, "alpha", 1.0),
+    Activation.LEAKY_RELU: (1, "negative_slope", 0.01),
+}
+_INPLACE_AT: dict[Activation, int] = {Activation.ELU: 2, Activation.LEAKY_RELU: 2, Activation.HARDSIGMOID: 1,
+                                      Activation.HARDSWISH: 1, Activation.MISH: 1}
+
+
+def _activation(act: Activation) -> Handler:
+    def handle(n: _Node, i: int) -> Captured | str:
+        at = _INPLACE_AT.get(act)
+        if n.kwargs.get("inplace") or (at is not None and n.arg(at, "inplace", False)):
+            return "in place"
+        if act is Activation.SOFTPLUS and n.arg(2, "threshold", 20.0) != 20.0:
+            return "a softplus threshold other than 20"
+        scale = None
+        if act in _PARAMETER:
+            pos, name, default = _PARAMETER[act]
+            value = n.arg(pos, name, default)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return f"{name} that is not a number"
+            scale = None if value == default else float(value)
+        if isinstance(got := _tensors(n, n.operand(n.arg(0, "input"))), str):
+            return got
+        return Captured(i, Step.ACTIVATION, got, fn=act, scale=scale)
+    return handle
+
+
 def _logsumexp(n: _Node, i: int) -> Captured | str:
     x = n.operand(n.arg(0, "input"))
     dim = _one_dim(n.arg(1, "dim"))
@@ -324,6 +353,7 @@ TABLE: dict[str, Handler] = {
     "sigmoid": _unary(Unary.SIGMOID), "log": _unary(Unary.LOG), "erf": _unary(Unary.ERF),
     "maximum": _binary(Binary.MAXIMUM), "minimum": _binary(Binary.MINIMUM),
     **{name: _clamp for name in ("clamp", "clip", "clamp_min", "clamp_max", "hardtanh", "relu6")},
+    **{a.value: _activation(a) for a in Activation},
     "sum": _reduce(Reduce.SUM), "mean": _reduce(Reduce.SUM, mean=True), "amax": _reduce(Reduce.MAX),
     "softmax": _softmax(Step.SOFTMAX), "_softmax": _softmax(Step.SOFTMAX), "transpose": _transpose, "t": _transpose,
     "log_softmax": _softmax(Step.LOG_SOFTMAX), "_log_softmax": _softmax(Step.LOG_SOFTMAX), "logsumexp": _logsumexp,

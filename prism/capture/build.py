@@ -21,7 +21,7 @@ from typing import Any, assert_never
 
 import numpy as np
 
-from prism.capture.ir import Captured, Ref, Step
+from prism.capture.ir import Activation, Captured, Ref, Step
 from prism.errors import GraphError, SerializationError
 from prism.graph import Graph, Tensor
 from prism.ops import Binary, Reduce, Unary
@@ -131,6 +131,10 @@ class _Binder:
                 return fn[s.step](self.g, self.value(refs[0]), -1 if self.rows else s.dim)
             case Step.TRANSPOSE:
                 return self.g.transpose(self.value(refs[0]))
+            case Step.ACTIVATION:
+                assert isinstance(s.fn, Activation)
+                composite = getattr(Graph, s.fn.value)
+                return composite(self.g, self.value(refs[0]), *(() if s.scale is None else (s.scale,)))
             case Step.CLAMP:
                 lo, hi = (float(b) if isinstance(b, int | float) and math.isfinite(b) else None for b in s.operands[1:])
                 return self.g.clamp(self.value(refs[0]), lo, hi)
@@ -271,8 +275,8 @@ def evaluate(program: Program, inputs: Sequence[np.ndarray]) -> list[np.ndarray]
             for src, shape in zip(program.outputs, program.shapes, strict=True)]
 
 
-_FN_OF: dict[Step, type[Unary] | type[Binary] | type[Reduce]] = {
-    Step.UNARY: Unary, Step.BINARY: Binary, Step.REDUCE: Reduce,
+_FN_OF: dict[Step, type[Unary] | type[Binary] | type[Reduce] | type[Activation]] = {
+    Step.UNARY: Unary, Step.BINARY: Binary, Step.REDUCE: Reduce, Step.ACTIVATION: Activation,
 }
 
 

@@ -25,9 +25,23 @@ class Step(enum.Enum):
     LOG_SOFTMAX = "log_softmax"  # over ``dim``
     LOGSUMEXP = "logsumexp"  # over ``dim``, kept
     CLAMP = "clamp"  # operands (x, lo, hi): numbers, -inf / inf for a missing bound
+    ACTIVATION = "activation"  # fn: Activation, a Graph composite; ``scale``: its parameter (None: the default)
     TRANSPOSE = "transpose"  # the last two dims
     IDENTITY = "identity"  # a cast between Prism dtypes, contiguous(), clone(), dropout in eval mode
     SDPA = "sdpa"  # scaled_dot_product_attention without mask (decode: one query row): a region alone
+
+
+class Activation(enum.Enum):
+    """PyTorch activations that are Graph composites (the value is the Graph method's name)."""
+
+    SOFTPLUS = "softplus"  # parameter: beta
+    MISH = "mish"
+    ELU = "elu"  # parameter: alpha
+    LEAKY_RELU = "leaky_relu"  # parameter: negative_slope
+    HARDSIGMOID = "hardsigmoid"
+    HARDSWISH = "hardswish"
+    SOFTSIGN = "softsign"
+    LOGSIGMOID = "logsigmoid"
 
 
 MATMULS = frozenset({Step.LINEAR, Step.MATMUL})  # the steps that make a region a model block (partition)
@@ -58,10 +72,10 @@ class Captured:
     index: int
     step: Step
     operands: tuple[Operand, ...]
-    fn: Unary | Binary | Reduce | None = None
+    fn: Unary | Binary | Reduce | Activation | None = None
     dim: int | None = None  # REDUCE / SOFTMAX / LOG_SOFTMAX / LOGSUMEXP: the dim (negative: from the end)
     mean: bool = False  # REDUCE: a mean rather than a sum
-    scale: float | None = None  # SDPA: the logit scale (None: 1/√head_dim)
+    scale: float | None = None  # SDPA: the logit scale (None: 1/√head_dim); ACTIVATION: its parameter
 
     @property
     def refs(self) -> tuple[int, ...]:
