@@ -398,3 +398,27 @@ def test_the_capture_maps_activations_to_composites() -> None:
     leaky = np.where(xs > 0, xs, 0.2 * xs)
     np.testing.assert_allclose(evaluate(bind(spec, [(4, 8)], "float32"), [xs])[0], _ACT_NUMPY["mish"](leaky),
                                rtol=1e-12)
+
+
+# ---------------------------------------------------------------- references that are not finite
+def test_relative_error_holds_non_finite_references_to_the_same_value() -> None:
+    ref = np.array([1.0, -np.inf, 2.0, np.nan])
+    assert relative_error(np.array([1.0, -np.inf, 2.0, np.nan]), ref) == 0.0
+    assert 0 < relative_error(np.array([1.1, -np.inf, 2.0, np.nan]), ref) < 0.1  # over the finite entries
+    assert relative_error(np.array([1.0, np.inf, 2.0, np.nan]), ref) == math.inf  # the other infinity
+    assert relative_error(np.array([1.0, -1e4, 2.0, np.nan]), ref) == math.inf  # finite where it is -inf
+    assert relative_error(np.array([1.0, -np.inf, np.nan, np.nan]), ref) == math.inf  # NaN where it is finite
+    assert relative_error(np.array([1.0, -np.inf, 2.0, 0.0]), ref) == math.inf  # a number where it is NaN
+
+
+def test_a_log_softmax_of_masked_logits_is_tuned_and_checked_on_them() -> None:
+    g = Graph()
+    x = g.input((4, 16), name="X")
+    g.output(g.log_softmax(x, -1), "O")
+    logits = np.random.default_rng(6).standard_normal((4, 16))
+    logits[:, 10:] = -np.inf  # a masked vocabulary: log-probabilities of -inf there
+    fast = pipeline.superoptimize(g, samples=2, cache=False, progress=False, example_inputs={"X": logits},
+                                  backend=InterpreterBackend(lambda kg: 1.0))
+    out = interpreter.run(fast.kernel_graph, {"X": logits})["O"]
+    assert np.all(out[:, 10:] == -np.inf) and np.isfinite(out[:, :10]).all()
+    assert relative_error(out, g.evaluate({"X": logits})["O"]) < 1e-12

@@ -24,7 +24,8 @@ def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any
     """Fresh random inputs per seed (float64 arrays holding values of each input's dtype).
 
     With ``example_inputs`` (arrays or tensors, by name or in order), each input is drawn from a
-    normal distribution with the example's mean and standard deviation, clipped to the example's range. Otherwise from the
+    normal distribution with the example's mean and standard deviation, clipped to the example's range
+    (its finite values: a mask of −inf in an example is not drawn). Otherwise from the
     documented default (``prism.tune.tuner.default_scales``): N(0, 1), except an input that is the
     right operand of a matmul, N(0, 1/K) (K: the contraction length), so that products stay O(1)
     as with the usual weight initialisation. ``scales`` overrides the standard deviation per input.
@@ -32,9 +33,9 @@ def input_sampler(graph: Graph, example_inputs: Mapping[str, Any] | Sequence[Any
     if example_inputs is None:
         sd = {**default_scales(graph), **dict(scales or {})}
         return lambda seed: random_inputs(graph, sd, seed)
-    values = example_values(graph, example_inputs)
-    stats = {n: (float(np.mean(v)), float(np.std(v)) or 1.0, float(np.min(v)), float(np.max(v)))
-             for n, v in values.items()}
+    values = {n: v[np.isfinite(v)] for n, v in example_values(graph, example_inputs).items()}  # (−inf masks out)
+    stats = {n: (float(np.mean(v)), float(np.std(v)) or 1.0, float(np.min(v)), float(np.max(v))) if v.size
+             else (0.0, 1.0, -np.inf, np.inf) for n, v in values.items()}
 
     def sample(seed: int) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(seed)
