@@ -422,3 +422,15 @@ def test_a_log_softmax_of_masked_logits_is_tuned_and_checked_on_them() -> None:
     out = interpreter.run(fast.kernel_graph, {"X": logits})["O"]
     assert np.all(out[:, 10:] == -np.inf) and np.isfinite(out[:, :10]).all()
     assert relative_error(out, g.evaluate({"X": logits})["O"]) < 1e-12
+
+
+def test_a_rank_4_region_of_clamps_and_activations_is_squeezed_like_other_elementwise_ones() -> None:
+    steps = (Captured(2, Step.CLAMP, (Ref(0), -1.0, math.inf)),
+             Captured(3, Step.ACTIVATION, (Ref(2),), fn=Activation.HARDSWISH),
+             Captured(4, Step.BINARY, (Ref(3), Ref(1)), fn=Binary.MUL))
+    shapes = [(1, 32, 1, 64), (1, 1, 1, 64)]
+    program = bind(RegionSpec(steps, (0, 1), (4,)), shapes, "float16")
+    assert max(len(t.shape) for t in program.graph.inputs) == 2 and program.shapes == ((1, 32, 1, 64),)
+    xs = [np.random.default_rng(7).standard_normal(s) * 4 for s in shapes]
+    c = np.maximum(xs[0], -1.0)
+    np.testing.assert_allclose(evaluate(program, xs)[0], _ACT_NUMPY["hardswish"](c) * xs[1], rtol=1e-12)

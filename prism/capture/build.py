@@ -239,7 +239,7 @@ def _merged_rows(b: _Binder) -> list[tuple[int, ...]] | None:
     return [s if len(s) < 2 or pos in weights else as_rows(s) for pos, s in enumerate(b.shapes)]
 
 
-ELEMENTWISE = (Step.IDENTITY, Step.UNARY, Step.BINARY)
+ELEMENTWISE = (Step.IDENTITY, Step.UNARY, Step.BINARY, Step.CLAMP, Step.ACTIVATION)
 MAX_RANK = 3  # the code generator's tiles have at most 3 dims
 
 
