@@ -29,8 +29,9 @@ from prism.ir import (
     UnaryOp,
     grid_coords,
     infer,
+    shift_by_max,
 )
-from prism.ops import BINARY_NUMPY, REDUCE_NUMPY, UNARY_NUMPY, Binary, Reduce, Unary
+from prism.ops import BINARY_NUMPY, REDUCE_NUMPY, UNARY_NUMPY, Binary, Reduce, Unary, shifted
 
 
 def load_slices(
@@ -73,13 +74,13 @@ def _run_custom(k: CustomKernel, tensors: dict[str, np.ndarray], shapes: dict[st
             for i, op in enumerate(k.ops):
                 if phases[i] != "loop":
                     continue
-                vals[i] = _eval(op, vals, tensors, grid, loop, coord, it, scalars)
+                vals[i] = _eval(op, vals, tensors, grid, loop, coord, it, scalars, shift_by_max(k.ops, i))
             for i, op in enumerate(k.ops):
                 if isinstance(op, Accum):
                     vals[i] = _accumulate(op, vals, vals[i] if it else None, running, i)
         for i, op in enumerate(k.ops):
             if phases[i] == "post" and not isinstance(op, Accum):
-                vals[i] = _eval(op, vals, tensors, grid, loop, coord, 0, scalars)
+                vals[i] = _eval(op, vals, tensors, grid, loop, coord, 0, scalars, shift_by_max(k.ops, i))
             elif isinstance(op, Save):
                 tile = vals[op.x]
                 assert tile is not None
@@ -118,7 +119,9 @@ def _rescaled(x: np.ndarray, c: np.ndarray, prev: np.ndarray | None, running: di
 
 
 def _eval(op: BlockOp, vals: list[np.ndarray | None], tensors: dict[str, np.ndarray], grid: tuple[int, ...],
-          loop: int, coord: tuple[int, ...], it: int, scalars: dict[str, tuple[int, ...]]) -> np.ndarray:
+          loop: int, coord: tuple[int, ...], it: int, scalars: dict[str, tuple[int, ...]],
+          shift: bool = False) -> np.ndarray:
+    """Op ``op`` of a block; ``shift``: it is ``x − max(x)`` (``ir.shift_by_max``)."""
     def v(i: int) -> np.ndarray:
         x = vals[i]
         assert x is not None
@@ -133,7 +136,7 @@ def _eval(op: BlockOp, vals: list[np.ndarray | None], tensors: dict[str, np.ndar
             c = scalar.resolve(scalars) if scalar is not None else 0.0
             return UNARY_NUMPY[fn](v(x), c)
         case BinaryOp(fn, a, b):
-            return BINARY_NUMPY[fn](v(a), v(b))
+            return shifted(v(a), v(b)) if shift else BINARY_NUMPY[fn](v(a), v(b))
         case MatmulOp(a, b):
             return np.matmul(v(a), v(b))
         case ReduceOp(fn, x, dim):

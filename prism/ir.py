@@ -131,6 +131,19 @@ def op_args(op: BlockOp) -> tuple[int, ...]:
             return (a, b)
 
 
+def shift_by_max(ops: Sequence[BlockOp], i: int) -> bool:
+    """Op ``i`` is ``x − max(x)`` with the max a ReduceOp of ``x`` in the same kernel (a softmax's shift,
+    per tile in an online softmax). Where that max is −inf every ``x`` it covers is −inf (a chunk of
+    positions masked with −inf): the op subtracts 0 there, so ``exp`` gives 0 where IEEE's −inf − −inf
+    gives NaN, and a masked chunk adds nothing (the interpreter, the emulator and the generated code all
+    do so; over the reals the op is unchanged)."""
+    op = ops[i]
+    if not (isinstance(op, BinaryOp) and op.fn is Binary.SUB):
+        return False
+    m = ops[op.b]
+    return isinstance(m, ReduceOp) and m.fn is Reduce.MAX and m.x == op.a
+
+
 def renumbered(op: BlockOp, new: Mapping[int, int]) -> BlockOp:
     """``op`` with each operand index ``a`` replaced by ``new[a]`` (ops moved to another kernel)."""
     match op:

@@ -133,6 +133,11 @@ UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.CHAIN: lambda x, c: np.tanh(x + c),  # a stand-in, one per chain number, for numeric screens
 }
 
+def shifted(x: F64, m: F64) -> F64:
+    """``x − m`` for a max ``m`` of ``x`` (``ir.shift_by_max``): 0 subtracted where ``m`` is −inf."""
+    return x - np.where(np.isneginf(m), 0.0, m)
+
+
 BINARY_NUMPY: dict[Binary, Callable[[F64, F64], F64]] = {
     Binary.ADD: np.add,
     Binary.SUB: np.subtract,

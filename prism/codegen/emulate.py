@@ -42,8 +42,20 @@ from prism.codegen.lowered import (
 )
 from prism.codegen.render_reduce import lane_run
 from prism.interpreter import input_tensors, run_predefined
-from prism.ir import Accum, BinaryOp, KernelGraph, Load, MatmulOp, PredefinedKernel, ReduceOp, Save, UnaryOp, grid_coords
-from prism.ops import BINARY_NUMPY, UNARY_NUMPY, Reduce
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    PredefinedKernel,
+    ReduceOp,
+    Save,
+    UnaryOp,
+    grid_coords,
+    shift_by_max,
+)
+from prism.ops import BINARY_NUMPY, UNARY_NUMPY, Reduce, shifted
 
 __all__ = ["EmulationError", "emulate", "emulate_lowering"]
 
@@ -339,8 +351,8 @@ class _Block:
                 c = scalar.resolve(dict(low.scalars)) if scalar is not None else 0.0
                 return UNARY_NUMPY[fn](self.read(x, bcast(idx, self.tile(x), tile)), c)
             case BinaryOp(fn, a, b):
-                return BINARY_NUMPY[fn](self.read(a, bcast(idx, self.tile(a), tile)),
-                                        self.read(b, bcast(idx, self.tile(b), tile)))
+                va, vb = self.read(a, bcast(idx, self.tile(a), tile)), self.read(b, bcast(idx, self.tile(b), tile))
+                return shifted(va, vb) if shift_by_max(low.kernel.ops, i) else BINARY_NUMPY[fn](va, vb)
             case Accum(x=x) if low.stores[i] is Store.INLINE:  # one iteration: the accumulator is its value
                 return self.read(x, idx)
             case Load() | MatmulOp() | ReduceOp() | Accum():

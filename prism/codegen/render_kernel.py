@@ -21,7 +21,7 @@ from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPl
 from prism.codegen.render_expr import Exprs
 from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter, valid_from
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
-from prism.codegen.render_prelude import prelude, unary_fns
+from prism.codegen.render_prelude import helpers_used, prelude
 from prism.codegen.render_reduce import (
     _indent,
     render_acc_decl,
@@ -438,7 +438,7 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
               "  const uint3 bid = blockIdx;", *_indent(block_code(low), 2), "}"]
     parts = [header(gl, low, entry), "",
              prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low), tails=low.tails is not None,
-                     activations=unary_fns(low)),
+                     helpers=helpers_used(low)),
              *device_functions(low),
              "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"

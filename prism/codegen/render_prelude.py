@@ -8,7 +8,7 @@ kernel's dtype (float16 or bfloat16).
 from __future__ import annotations
 
 from prism.codegen.lowered import KernelLowering
-from prism.ir import BinaryOp, UnaryOp
+from prism.ir import BinaryOp, UnaryOp, shift_by_max
 from prism.ops import Binary, Unary
 
 _COMMON = r"""typedef unsigned short half_t;  // raw float16 / bfloat16 bits
@@ -178,33 +178,44 @@ __device__ __forceinline__ void cp_async4z(unsigned dst, const void* src, bool o
 """
 
 
-# element-wise ops whose helpers a kernel gets only when it uses them (``prelude(activations=...)``)
+# helpers a kernel gets only when it uses them (``prelude(helpers=...)``), by name
 _MAX = "__device__ __forceinline__ float prism_max(float a, float b) { return (a != a || a > b) ? a : b; }\n"
 _MIN = "__device__ __forceinline__ float prism_min(float a, float b) { return (a != a || a < b) ? a : b; }\n"
-_ACTIVATIONS: dict[Unary | Binary, str] = {
-    Unary.SIGMOID: "__device__ __forceinline__ float prism_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }\n",
-    Unary.RELU: "__device__ __forceinline__ float prism_relu(float x) { return x < 0.0f ? 0.0f : x; }"
-                "  // NaN stays NaN, as torch.relu\n",
-    Unary.GELU_ERF: "__device__ __forceinline__ float prism_gelu_erf(float x) "
-                    "{ return 0.5f * x * (1.0f + erff(x * 0.70710678118f)); }\n",
+_HELPERS: dict[str, str] = {
+    "prism_sigmoid": "__device__ __forceinline__ float prism_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }\n",
+    "prism_relu": "__device__ __forceinline__ float prism_relu(float x) { return x < 0.0f ? 0.0f : x; }"
+                  "  // NaN stays NaN, as torch.relu\n",
+    "prism_gelu_erf": "__device__ __forceinline__ float prism_gelu_erf(float x) "
+                      "{ return 0.5f * x * (1.0f + erff(x * 0.70710678118f)); }\n",
     # NaN where either operand is NaN, as torch.maximum / torch.clamp (fmaxf would drop it)
-    Unary.MAX_SCALAR: _MAX, Binary.MAXIMUM: _MAX, Unary.MIN_SCALAR: _MIN, Binary.MINIMUM: _MIN,
+    "prism_max": _MAX,
+    "prism_min": _MIN,
+    # a max used as a shift, x - max(x) (``ir.shift_by_max``): 0 where the max is -inf (every x masked)
+    "prism_shift": "__device__ __forceinline__ float prism_shift(float m) "
+                   "{ return m == -__int_as_float(0x7f800000) ? 0.0f : m; }\n",
+}
+_HELPER_OF: dict[Unary | Binary, str] = {
+    Unary.SIGMOID: "prism_sigmoid", Unary.RELU: "prism_relu", Unary.GELU_ERF: "prism_gelu_erf",
+    Unary.MAX_SCALAR: "prism_max", Binary.MAXIMUM: "prism_max", Unary.MIN_SCALAR: "prism_min",
+    Binary.MINIMUM: "prism_min",
 }
 
 
 def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False, l2_loads: bool = False,
-            tails: bool = False, activations: frozenset[Unary | Binary] = frozenset()) -> str:
+            tails: bool = False, helpers: frozenset[str] = frozenset()) -> str:
     """Helpers for a kernel whose half tensors have ``dtype`` (float16 or bfloat16); ``l2_prefetch``
     adds an ``.L2::<n>B`` prefetch hint to the 16-byte copies; ``fused``: a split kernel fused with
     its combine (``arrive_last``); ``l2_loads``: tiles read in place past L1 (``ld_l2``); ``tails``:
-    zero-filling copies (``cp_async16z``...); ``activations``: the element-wise ops the kernel uses
-    (those of ``_ACTIVATIONS`` get their helpers, each once)."""
+    zero-filling copies (``cp_async16z``...); ``helpers``: the names of the ``_HELPERS`` the kernel calls
+    (``helpers_used``)."""
     common = _COMMON.replace("{L2}", f".L2::{l2_prefetch}B" if l2_prefetch else "")
-    helpers = "".join(dict.fromkeys(code for fn, code in _ACTIVATIONS.items() if fn in activations))
-    return (common + helpers + (_BF16 if dtype == "bfloat16" else _F16) + _STORES + (_FUSED if fused else "")
+    extra = "".join(code for name, code in _HELPERS.items() if name in helpers)
+    return (common + extra + (_BF16 if dtype == "bfloat16" else _F16) + _STORES + (_FUSED if fused else "")
             + (_L2_LOADS if l2_loads else "") + (_ZFILL if tails else ""))
 
 
-def unary_fns(*lows: KernelLowering) -> frozenset[Unary | Binary]:
-    """The element-wise ops of the kernels ``lows`` (one launch: a split kernel and its fused combine)."""
-    return frozenset(op.fn for low in lows for op in low.kernel.ops if isinstance(op, UnaryOp | BinaryOp))
+def helpers_used(*lows: KernelLowering) -> frozenset[str]:
+    """The ``_HELPERS`` the kernels ``lows`` call (one launch: a split kernel and its fused combine)."""
+    fns = {op.fn for low in lows for op in low.kernel.ops if isinstance(op, UnaryOp | BinaryOp)}
+    shifts = any(shift_by_max(low.kernel.ops, i) for low in lows for i in range(len(low.kernel.ops)))
+    return frozenset({_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set()))
