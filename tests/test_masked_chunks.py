@@ -1,7 +1,8 @@
 """A chunk of positions masked with −inf in an online softmax: its max is −inf, and ``x − max(x)`` is
 −inf − −inf, NaN in IEEE arithmetic. Split-KV plans of a padded decode attention (positions past the
 cache's end masked) returned NaN there while the program's reference is finite. ``ir.shift_by_max`` makes
-that subtraction take 0 from a −inf max in the interpreter, the emulator and the generated code alike.
+that subtraction take 0 from a −inf max in the interpreter, the emulator and the generated code alike,
+and the tuner checks its winner on logits masked with −inf (``prism.tune.stress.masked_inputs``).
 
 The plan under test is the split-KV plan ``superoptimize`` builds for the zoo's masked_attention at the
 emulator's sizes (``prism.loopsplit``, saved in tests/data: searching for it takes minutes)."""
@@ -20,6 +21,10 @@ from prism.codegen.emulate import emulate
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.graph import Graph
 from prism.ir import KernelGraph, shift_by_max
+from prism.partition import predefined_plan
+from prism.tune.backends import InterpreterBackend
+from prism.tune.stress import mask_operands, masked_inputs
+from prism.tune.tuner import tune
 from prism.verify import check_equivalent
 
 PLAN = Path(__file__).parent / "data" / "masked_attention_split_plan.json"
@@ -73,3 +78,39 @@ def test_the_guarded_sources_compile() -> None:
     sources = list({k.entry: k.source for s in SIZES for k in generate(_plan().instantiate(s), arch="sm_80").kernels}
                    .items())
     assert len(compile_check(sources, "sm_80", jobs=2)) == len(sources)
+
+
+def test_mask_operands_are_the_inputs_added_to_logits() -> None:
+    assert mask_operands(_program()) == ["M"]
+    g = Graph()
+    x = g.input((2, 16), name="X")
+    g.output(g.log_softmax(x, -1), "O")
+    assert mask_operands(g) == ["X"]
+    masked = masked_inputs(g, {"X": np.zeros((2, 16))})
+    assert masked is not None and np.isneginf(masked["X"][:, 1:]).all() and np.isfinite(masked["X"][:, :1]).all()
+    g2 = Graph()
+    y = g2.input((2, 16), name="Y")
+    g2.output(g2.mul(g2.softmax(y, -1), y), "O")  # 0 · -inf: NaN in the reference, so no masked check
+    assert mask_operands(g2) == ["Y"] and masked_inputs(g2, {"Y": np.zeros((2, 16))}) is None
+    g3 = Graph()
+    g3.output(g3.rms_norm(g3.input((2, 16), name="Z")), "O")
+    assert mask_operands(g3) == []
+
+
+def test_the_tuner_rejects_a_plan_that_turns_masked_chunks_into_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the guard the split plan is NaN on masked logits: the tuner's masked check rejects it though
+    it is the fastest, and the predefined plan, right on them, is returned."""
+    monkeypatch.setattr(interpreter, "shift_by_max", lambda ops, i: False)
+    g = _program()
+    split, fallback = _plan().instantiate(SIZES[0]), predefined_plan(g)  # 4 splits: 3 wholly masked
+    timer = InterpreterBackend(lambda kg: 1.0 if len(kg.kernels) == 2 and kg.kernels[0].name == "k0_split" else 5.0)
+    res = tune(g, [split, fallback], samples=4, seed=0, backend=timer, refine=0)
+    assert res.template_index == 1
+    assert res.check_failures and all("masked with -inf" in (r.error or "") for r in res.check_failures)
+
+
+def test_with_the_guard_the_split_plan_passes_the_masked_check() -> None:
+    g = _program()
+    timer = InterpreterBackend(lambda kg: 1.0 if kg.kernels[0].name == "k0_split" else 5.0)
+    res = tune(g, [_plan().instantiate(SIZES[0]), predefined_plan(g)], samples=4, seed=0, backend=timer, refine=0)
+    assert res.template_index == 0 and not res.check_failures

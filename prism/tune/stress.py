@@ -1,10 +1,17 @@
-"""Stress inputs for the reference check of programs with a max (a safe softmax).
+"""Stress inputs for the reference check of programs with a max (a safe softmax): large logits, and
+logits masked with −inf.
 
 A kernel that computes a safe softmax in the paper's form (``exp(x) / Σ exp(x)``, equal in real
 arithmetic, so the proof accepts it) or keeps a running max in a narrow type is right on O(1)
 logits and inf or NaN on large ones. So for a program with a max reduction the tuner also checks
 the winner on inputs scaled until the values entering a max reach ±``TARGET``: 100, beyond
 float32's ``exp`` range (88.7), where ±50 would still pass a float32 kernel without the shift.
+
+An online softmax that shifts each chunk by its own max turns a chunk masked with −inf into
+−inf − −inf = NaN unless it guards the shift (``ir.shift_by_max``), again equal in real arithmetic. So the
+winner is also checked on inputs whose mask-like operands (an input entering a max, or added to what
+enters one: a padding mask, an ALiBi bias) are −inf along their last dim but for its first entry, so
+every chunk but the first is wholly masked however the plan splits the dim.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from prism.graph import Graph, OpKind
-from prism.ops import Reduce
+from prism.ops import Binary, Reduce
 from prism.reference import node_values, round_to_dtype
 
 TARGET = 100.0
@@ -52,3 +59,35 @@ def stress_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, n
         prev = (log_f, log_p)
         log_f += (goal - log_p) / slope
     return None
+
+
+def mask_operands(graph: Graph) -> list[str]:
+    """Program inputs that enter a max or are added to a value entering one (a mask, a bias), whose last
+    dim is not broadcast."""
+    nodes = graph.nodes
+    found: list[str] = []
+    for m in max_operands(graph):
+        n = nodes[m]
+        cands = [m] if n.kind is OpKind.INPUT else list(n.args) if n.kind is OpKind.BINARY and n.fn is Binary.ADD else []
+        for c in cands:
+            x = nodes[c]
+            if x.kind is OpKind.INPUT and x.shape[-1] > 1 and (x.name or "") not in found:
+                found.append(x.name or "")
+    return found
+
+
+def masked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """``inputs`` with each ``mask_operands`` input −inf along its last dim but for the first entry, or
+    None (no such input, or a reference with NaN on them: the program does not take masks)."""
+    names = mask_operands(graph)
+    if not names:
+        return None
+    out = {k: np.asarray(v) for k, v in inputs.items()}
+    for name in names:
+        a = np.array(out[name], dtype=np.float64)
+        a[..., 1:] = -np.inf
+        out[name] = a
+    vals = node_values(graph, out)
+    if any(np.isnan(vals[i]).any() for _, i in graph.output_indices):
+        return None
+    return out

@@ -36,7 +36,7 @@ from prism.tune.backends import Backend, CudaBackend
 from prism.tune.draw import draw_samples, legal_sizes_of, structure_class
 from prism.tune.sampler import Sample
 from prism.tune.stress import TARGET as STRESS_TARGET
-from prism.tune.stress import stress_inputs
+from prism.tune.stress import masked_inputs, stress_inputs
 from prism.tune.tolerance import bound_for, tolerance
 
 log = logging.getLogger(__name__)
@@ -434,6 +434,23 @@ class _Profiler:
         log.debug("sample %d (template %d, %s): %.2f us", n, s.template, s.size_map, us)
 
 
+def _stressed_check(graph: Graph, backend: Backend, kernel: Any, fresh: dict[str, np.ndarray], err: float,
+                    s_tol: float) -> tuple[float, str | None]:
+    """A kernel that passed on ``fresh`` inputs, checked where the program has a max on large logits
+    (a safe softmax must hold) and on logits masked with −inf (a masked chunk must add nothing): the
+    error and problem of the first that fails, else ``err`` and None (``prism.tune.stress``)."""
+    if (stressed := stress_inputs(graph, fresh)) is not None:
+        s_err, s_problem = _check(backend, kernel, graph, stressed)
+        if s_problem is not None or not s_err < s_tol:
+            return s_err, s_problem or f"relative error {s_err:.3g} ≥ {s_tol:g} on inputs whose max operands reach " \
+                f"±{STRESS_TARGET:g}"
+    if (masked := masked_inputs(graph, fresh)) is not None:
+        m_err, m_problem = _check(backend, kernel, graph, masked)
+        if m_problem is not None or not m_err < bound_for(graph, m_err, masked):
+            return m_err, m_problem or f"relative error {m_err:.3g} on inputs masked with -inf"
+    return err, None
+
+
 def _first_checked(graph: Graph, backend: Backend, prof: _Profiler,
                    fresh_inputs: Callable[[int], dict[str, np.ndarray]]) -> tuple[int, float, list[SampleRecord]]:
     """4. the fastest timed sample that passes the reference check on fresh inputs (and on stressed
@@ -447,12 +464,8 @@ def _first_checked(graph: Graph, backend: Backend, prof: _Profiler,
         fresh = fresh_inputs(attempt)
         err, problem = _check(backend, prof.kernels[n], graph, fresh)
         tol = bound_for(graph, err, fresh)
-        stressed = stress_inputs(graph, fresh) if problem is None and err < tol else None
-        if stressed is not None:  # a max in the program: large logits too (a safe softmax must hold)
-            s_err, s_problem = _check(backend, prof.kernels[n], graph, stressed)
-            if s_problem is not None or not s_err < s_tol:
-                err, problem = s_err, s_problem or f"relative error {s_err:.3g} ≥ {s_tol:g} on inputs whose max " \
-                    f"operands reach ±{STRESS_TARGET:g}"
+        if problem is None and err < tol:
+            err, problem = _stressed_check(graph, backend, prof.kernels[n], fresh, err, s_tol)
         if problem is None and err < tol:
             records[n] = SampleRecord(rec.index, rec.template, rec.sizes, rec.time_us, compile_s=rec.compile_s,
                                       rel_err=err)
