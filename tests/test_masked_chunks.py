@@ -81,20 +81,24 @@ def test_the_guarded_sources_compile() -> None:
 
 
 def test_mask_operands_are_the_inputs_added_to_logits() -> None:
-    assert mask_operands(_program()) == ["M"]
+    assert mask_operands(_program()) == {"M": 2}
     g = Graph()
     x = g.input((2, 16), name="X")
     g.output(g.log_softmax(x, -1), "O")
-    assert mask_operands(g) == ["X"]
+    assert mask_operands(g) == {"X": 1}
     masked = masked_inputs(g, {"X": np.zeros((2, 16))})
     assert masked is not None and np.isneginf(masked["X"][:, 1:]).all() and np.isfinite(masked["X"][:, :1]).all()
     g2 = Graph()
     y = g2.input((2, 16), name="Y")
     g2.output(g2.mul(g2.softmax(y, -1), y), "O")  # 0 · -inf: NaN in the reference, so no masked check
-    assert mask_operands(g2) == ["Y"] and masked_inputs(g2, {"Y": np.zeros((2, 16))}) is None
+    assert mask_operands(g2) == {"Y": 1} and masked_inputs(g2, {"Y": np.zeros((2, 16))}) is None
     g3 = Graph()
     g3.output(g3.rms_norm(g3.input((2, 16), name="Z")), "O")
-    assert mask_operands(g3) == []
+    assert mask_operands(g3) == {}
+    g4 = Graph()
+    g4.output(g4.softmax(g4.input((6, 4), name="C"), 0), "O")  # over columns: masked along dim 0
+    col = masked_inputs(g4, {"C": np.zeros((6, 4))})
+    assert col is not None and np.isneginf(col["C"][1:]).all() and np.isfinite(col["C"][0]).all()
 
 
 def test_the_tuner_rejects_a_plan_that_turns_masked_chunks_into_nan(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ float32's ``exp`` range (88.7), where ±50 would still pass a float32 kernel wit
 An online softmax that shifts each chunk by its own max turns a chunk masked with −inf into
 −inf − −inf = NaN unless it guards the shift (``ir.shift_by_max``), again equal in real arithmetic. So the
 winner is also checked on inputs whose mask-like operands (an input entering a max, or added to what
-enters one: a padding mask, an ALiBi bias) are −inf along their last dim but for its first entry, so
+enters one: a padding mask, an ALiBi bias) are −inf along the max's dim but for its first entry, so
 every chunk but the first is wholly masked however the plan splits the dim.
 """
 
@@ -61,31 +61,34 @@ def stress_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, n
     return None
 
 
-def mask_operands(graph: Graph) -> list[str]:
-    """Program inputs that enter a max or are added to a value entering one (a mask, a bias), whose last
-    dim is not broadcast."""
+def mask_operands(graph: Graph) -> dict[str, int]:
+    """Program inputs that enter a max or are added to a value entering one (a mask, a bias), with the
+    dim the max reduces (where the input is not broadcast along it)."""
     nodes = graph.nodes
-    found: list[str] = []
-    for m in max_operands(graph):
-        n = nodes[m]
-        cands = [m] if n.kind is OpKind.INPUT else list(n.args) if n.kind is OpKind.BINARY and n.fn is Binary.ADD else []
+    found: dict[str, int] = {}
+    for r in nodes:
+        if r.kind is not OpKind.REDUCE or r.fn is not Reduce.MAX or r.dim is None:
+            continue
+        dim, m = r.dim, nodes[r.args[0]]
+        cands = [r.args[0]] if m.kind is OpKind.INPUT else list(m.args) if m.kind is OpKind.BINARY and \
+            m.fn is Binary.ADD else []
         for c in cands:
             x = nodes[c]
-            if x.kind is OpKind.INPUT and x.shape[-1] > 1 and (x.name or "") not in found:
-                found.append(x.name or "")
+            if x.kind is OpKind.INPUT and x.shape[dim] > 1:
+                found.setdefault(x.name or "", dim)
     return found
 
 
 def masked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-    """``inputs`` with each ``mask_operands`` input −inf along its last dim but for the first entry, or
-    None (no such input, or a reference with NaN on them: the program does not take masks)."""
+    """``inputs`` with each ``mask_operands`` input −inf along the dim its max reduces but for the first
+    entry, or None (no such input, or a reference with NaN on them: the program does not take masks)."""
     names = mask_operands(graph)
     if not names:
         return None
     out = {k: np.asarray(v) for k, v in inputs.items()}
-    for name in names:
+    for name, dim in names.items():
         a = np.array(out[name], dtype=np.float64)
-        a[..., 1:] = -np.inf
+        a[(slice(None),) * dim + (slice(1, None),)] = -np.inf
         out[name] = a
     vals = node_values(graph, out)
     if any(np.isnan(vals[i]).any() for _, i in graph.output_indices):
