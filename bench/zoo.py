@@ -1195,6 +1195,26 @@ NEW_OPS: frozenset[str] = frozenset(("relu_mlp_bias", "relu2_mlp", "tanh_logit_s
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 
+SETS: dict[str, frozenset[str]] = {"held_out": HELD_OUT, "held_out_2": HELD_OUT_2, "held_out_3": HELD_OUT_3,
+                                   "new_ops": NEW_OPS}
+
+
+def expand_names(tokens: list[str]) -> list[str]:
+    """Program names, with ``@set`` (a key of ``SETS``, e.g. ``@new_ops``) standing for its programs in zoo
+    order; ValueError naming the token for an unknown program or set."""
+    out: list[str] = []
+    for tok in tokens:
+        if tok.startswith("@"):
+            if tok[1:] not in SETS:
+                raise ValueError(f"unknown zoo set {tok!r}; known: {', '.join('@' + s for s in SETS)}")
+            out += [n for n in ZOO if n in SETS[tok[1:]] and n not in out]
+        elif tok not in ZOO:
+            raise ValueError(f"unknown zoo program {tok!r}")
+        elif tok not in out:
+            out.append(tok)
+    return out
+
+
 def zoo_graph(name: str, which: str = "small", dtype: str = "float16") -> Graph:
     """Build zoo program ``name`` at its ``which`` sizes ("small", "decode" or "prefill")."""
     if name not in ZOO:

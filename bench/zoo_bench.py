@@ -28,7 +28,7 @@ import numpy as np
 
 from bench import report
 from bench.programs import roofline
-from bench.zoo import ZOO, zoo_graph
+from bench.zoo import ZOO, expand_names, zoo_graph
 from prism.graph import Graph
 from prism.reference import relative_error
 from prism.torch_program import torch_program
@@ -40,7 +40,7 @@ SYSTEMS = ("prism", "eager", "compile", "max_autotune")
 
 
 def _entries(which: list[str], only: list[str]) -> list[tuple[str, str]]:
-    names = only or list(ZOO)
+    names = expand_names(only) if only else list(ZOO)
     return [(n, w) for n in names for w in which if getattr(ZOO[n], w) is not None]
 
 
@@ -203,7 +203,7 @@ def render(result: dict[str, Any], path: Path) -> None:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench.zoo_bench")
     ap.add_argument("--which", default="decode,prefill")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="programs, comma-separated; @new_ops, @held_out... for a set")
     ap.add_argument("--systems", default="prism,eager,compile,max_autotune")
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)

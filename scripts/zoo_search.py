@@ -1,6 +1,6 @@
 """Search + verification of every zoo program on this machine (CPU): seconds and verified plans.
 
-    PYTHONPATH=. python scripts/zoo_search.py [--which small] [--only a,b] [--json out.json]
+    PYTHONPATH=. python scripts/zoo_search.py [--which small] [--only a,b,@new_ops] [--json out.json]
 
 Per program: seconds to the first verified plan with generated kernels (a part's or the whole
 program's), total seconds, and the verified plans by source (searched whole / stitched parts /
@@ -13,7 +13,7 @@ import argparse
 import json
 import time
 
-from bench.zoo import ZOO, zoo_graph
+from bench.zoo import ZOO, expand_names, zoo_graph
 from prism import pipeline
 from prism.ir import CustomKernel
 from prism.rows import searched_graph
@@ -41,7 +41,8 @@ def main() -> None:
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     # every program with sizes of that set (attention programs have no prefill sizes)
-    names = [n for n in args.only.split(",") if n] or [n for n, p in ZOO.items() if getattr(p, args.which) is not None]
+    everything = [n for n, p in ZOO.items() if getattr(p, args.which) is not None]
+    names = [n for n in expand_names([t for t in args.only.split(",") if t]) if n in everything] or everything
     rows = []
     for name in names:
         row = run(name, args.which)

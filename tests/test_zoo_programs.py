@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, HELD_OUT_3, NEW_OPS, ZOO, zoo_graph
+from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, HELD_OUT_3, NEW_OPS, ZOO, expand_names, zoo_graph
 from prism.graph import Graph, OpKind
 from prism.ops import Binary, Reduce, Unary
 from prism.rows import searched_graph
@@ -161,6 +161,16 @@ def test_zoo_covers_the_operator_set() -> None:
     assert reduce == set(Reduce)
     assert {OpKind.MATMUL, OpKind.TRANSPOSE} <= kinds
     assert batched_matmul
+
+
+def test_named_sets_expand_in_zoo_order() -> None:
+    names = expand_names(["@new_ops", "mish", "softmax"])
+    assert names[: len(NEW_OPS)] == [n for n in ZOO if n in NEW_OPS] and names[-1] == "softmax"
+    assert len(names) == len(NEW_OPS) + 1  # mish once
+    with pytest.raises(ValueError, match="@nope"):
+        expand_names(["@nope"])
+    with pytest.raises(ValueError, match="no_such"):
+        expand_names(["no_such"])
 
 
 def test_zoo_graph_errors() -> None:
