@@ -10,8 +10,9 @@ float32's ``exp`` range (88.7), where ±50 would still pass a float32 kernel wit
 An online softmax that shifts each chunk by its own max turns a chunk masked with −inf into
 −inf − −inf = NaN unless it guards the shift (``ir.shift_by_max``), again equal in real arithmetic. So the
 winner is also checked on inputs whose mask-like operands (an input entering a max, or added to what
-enters one: a padding mask, an ALiBi bias) are −inf along the max's dim but for its first entry, so
-every chunk but the first is wholly masked however the plan splits the dim.
+enters one: a padding mask, an ALiBi bias) are −inf along the max's dim but for its middle entry, so
+chunks before and after the one holding it are wholly masked (left and right padding) however the plan
+splits the dim.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def mask_operands(graph: Graph) -> dict[str, int]:
 
 
 def masked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-    """``inputs`` with each ``mask_operands`` input −inf along the dim its max reduces but for the first
+    """``inputs`` with each ``mask_operands`` input −inf along the dim its max reduces but for its middle
     entry, or None (no such input, or a reference with NaN on them: the program does not take masks)."""
     names = mask_operands(graph)
     if not names:
@@ -88,7 +89,9 @@ def masked_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, n
     out = {k: np.asarray(v) for k, v in inputs.items()}
     for name, dim in names.items():
         a = np.array(out[name], dtype=np.float64)
-        a[(slice(None),) * dim + (slice(1, None),)] = -np.inf
+        keep = a.shape[dim] // 2
+        for part in (slice(0, keep), slice(keep + 1, None)):
+            a[(slice(None),) * dim + (part,)] = -np.inf
         out[name] = a
     vals = node_values(graph, out)
     if any(np.isnan(vals[i]).any() for _, i in graph.output_indices):
