@@ -5,9 +5,10 @@
     W = g.input((4096, 4096), dtype="float16", name="W")
     g.output(g.matmul(g.rms_norm(X), W), name="O")
 
-Composite ops (``rms_norm``, ``softmax``, ``log_softmax``, ``logsumexp``, ``mean``; ``silu``, ``gelu``,
-``sigmoid``, ``tanh``, ``relu``, ``abs`` and ``log`` are primitives) expand into primitives that the
-search and the verifier understand. ``softmax`` subtracts the row max before
+Composite ops (``rms_norm``, ``softmax``, ``log_softmax``, ``logsumexp``, ``mean``, ``clamp`` and the
+activations ``softplus``, ``mish``, ``elu``, ``leaky_relu``, ``hardsigmoid``, ``hardswish``, ``softsign``,
+``logsigmoid``; ``silu``, ``gelu``, ``sigmoid``, ``tanh``, ``relu``, ``abs``, ``erf``, ``log``, ``maximum``
+and ``minimum`` are primitives) expand into primitives that the search and the verifier understand. ``softmax`` subtracts the row max before
 ``exp`` (safe for any finite logits); ``softmax(..., safe=False)`` is the Prism paper's
 ``exp(x) / sum(exp(x))``, which the benchmark programs of docs/benchmarks.md keep.
 """
