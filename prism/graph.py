@@ -8,9 +8,9 @@
 Composite ops (``rms_norm``, ``softmax``, ``log_softmax``, ``logsumexp``, ``mean``, ``clamp`` and the
 activations ``softplus``, ``mish``, ``elu``, ``leaky_relu``, ``hardsigmoid``, ``hardswish``, ``softsign``,
 ``logsigmoid``; ``silu``, ``gelu``, ``sigmoid``, ``tanh``, ``relu``, ``abs``, ``erf``, ``log``, ``maximum``
-and ``minimum`` are primitives) expand into primitives that the search and the verifier understand. ``softmax`` subtracts the row max before
-``exp`` (safe for any finite logits); ``softmax(..., safe=False)`` is the Prism paper's
-``exp(x) / sum(exp(x))``, which the benchmark programs of docs/benchmarks.md keep.
+and ``minimum`` are primitives) expand into primitives that the search and the verifier understand.
+``softmax`` subtracts the row max before ``exp`` (safe for any finite logits); ``softmax(..., safe=False)``
+is the Prism paper's ``exp(x) / sum(exp(x))``, which the benchmark programs of docs/benchmarks.md keep.
 """
 
 from __future__ import annotations
