@@ -70,8 +70,9 @@ log = logging.getLogger(__name__)
 
 # Bump when the search, the mapping rules or the axioms change what a cached result would hold.
 SEARCH_CACHE_SCHEMA = 3
-# tuned: 3 keyed and stored under names by position (``_tuned_key``); 4 half intermediates (timings changed)
-TUNE_CACHE_SCHEMA = 4
+# tuned: 3 keyed and stored under names by position (``_tuned_key``); 4 half intermediates (timings changed);
+# 5 winners also checked on logits masked with -inf (``prism.tune.stress.masked_inputs``)
+TUNE_CACHE_SCHEMA = 5
 # Programs with more primitive ops than this are not searched whole, only in parts (prism.partition).
 WHOLE_PROGRAM_OPS = 12
 CONSTRUCTED_KEY = "-rows"  # the search cache's key of such a program's row-vendor plan: its structure key, then this
