@@ -323,15 +323,16 @@ class Graph:
     def maximum(self, a: Tensor, b: Tensor | float) -> Tensor:
         """Element-wise max (NaN where either operand is NaN, as ``torch.maximum``); a number ``b``
         clamps from below."""
-        if not isinstance(b, Tensor):
-            return self._unary(Unary.MAX_SCALAR, a, Const(_finite("maximum", b)))
-        return self._binary(Binary.MAXIMUM, a, b)
+        return self._extreme(Binary.MAXIMUM, Unary.MAX_SCALAR, a, b)
 
     def minimum(self, a: Tensor, b: Tensor | float) -> Tensor:
         """Element-wise min; a number ``b`` clamps from above."""
+        return self._extreme(Binary.MINIMUM, Unary.MIN_SCALAR, a, b)
+
+    def _extreme(self, fn: Binary, scalar_fn: Unary, a: Tensor, b: Tensor | float) -> Tensor:
         if not isinstance(b, Tensor):
-            return self._unary(Unary.MIN_SCALAR, a, Const(_finite("minimum", b)))
-        return self._binary(Binary.MINIMUM, a, b)
+            return self._unary(scalar_fn, a, Const(_finite(fn.value, b)))
+        return self._binary(fn, a, b)
 
     def clamp(self, x: Tensor, lo: float | None = None, hi: float | None = None) -> Tensor:
         """``x`` clamped to [lo, hi] (either bound may be None), as ``torch.clamp(x, min=lo, max=hi)``."""

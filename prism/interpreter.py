@@ -67,6 +67,7 @@ def _run_custom(k: CustomKernel, tensors: dict[str, np.ndarray], shapes: dict[st
     loop = int(k.loop)
     for save in k.saves:
         tensors[save.tensor] = np.full(shapes[save.tensor], np.nan)
+    shifts = {i for i in range(len(k.ops)) if shift_by_max(k.ops, i)}
     for coord in grid_coords(grid):
         vals: list[np.ndarray | None] = [None] * len(k.ops)
         running: dict[int, np.ndarray] = {}  # running max of each rescaled accumulator
@@ -74,13 +75,13 @@ def _run_custom(k: CustomKernel, tensors: dict[str, np.ndarray], shapes: dict[st
             for i, op in enumerate(k.ops):
                 if phases[i] != "loop":
                     continue
-                vals[i] = _eval(op, vals, tensors, grid, loop, coord, it, scalars, shift_by_max(k.ops, i))
+                vals[i] = _eval(op, vals, tensors, grid, loop, coord, it, scalars, i in shifts)
             for i, op in enumerate(k.ops):
                 if isinstance(op, Accum):
                     vals[i] = _accumulate(op, vals, vals[i] if it else None, running, i)
         for i, op in enumerate(k.ops):
             if phases[i] == "post" and not isinstance(op, Accum):
-                vals[i] = _eval(op, vals, tensors, grid, loop, coord, 0, scalars, shift_by_max(k.ops, i))
+                vals[i] = _eval(op, vals, tensors, grid, loop, coord, 0, scalars, i in shifts)
             elif isinstance(op, Save):
                 tile = vals[op.x]
                 assert tile is not None

@@ -102,8 +102,12 @@ def _silu(x: F64) -> F64:
 _ERF = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is exact to float64
 
 
+def _erf(x: F64) -> F64:
+    return np.asarray(_ERF(np.asarray(x, dtype=np.float64)), dtype=np.float64)
+
+
 def _gelu_erf(x: F64) -> F64:
-    return 0.5 * x * (1.0 + np.asarray(_ERF(np.asarray(x, dtype=np.float64) * 0.5**0.5), dtype=np.float64))
+    return 0.5 * x * (1.0 + _erf(x * 0.5**0.5))
 
 
 def _sigmoid(x: F64) -> F64:
@@ -127,7 +131,7 @@ UNARY_NUMPY: dict[Unary, Callable[[F64, float], F64]] = {
     Unary.SIGMOID: lambda x, c: _sigmoid(x),
     Unary.LOG: lambda x, c: np.log(x),
     Unary.GELU_ERF: lambda x, c: _gelu_erf(x),
-    Unary.ERF: lambda x, c: np.asarray(_ERF(np.asarray(x, dtype=np.float64)), dtype=np.float64),
+    Unary.ERF: lambda x, c: _erf(x),
     Unary.MAX_SCALAR: lambda x, c: np.maximum(x, c),
     Unary.MIN_SCALAR: lambda x, c: np.minimum(x, c),
     Unary.CHAIN: lambda x, c: np.tanh(x + c),  # a stand-in, one per chain number, for numeric screens

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, assert_never
 
 import numpy as np
@@ -78,15 +78,27 @@ def evaluate(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarra
 
 def node_values(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
     """The float64 value of every node of ``graph`` (inputs included), in node order."""
-    bound = bind_inputs(graph, inputs)
-    shapes = input_shapes(graph)
-    values: list[np.ndarray] = []
+    values = values_of(graph, inputs, range(len(graph.nodes)))
+    return [values[i] for i in range(len(graph.nodes))]
+
+
+def values_of(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+              roots: Iterable[int], *, stored: bool = False) -> dict[int, np.ndarray]:
+    """The float64 values of the nodes ``roots`` and of every node they are computed from, by node;
+    with ``stored``, each value rounded to its node's dtype before the ops that read it (eager PyTorch)."""
+    need: set[int] = set()
+    todo = list(roots)
+    while todo:
+        if (j := todo.pop()) not in need:
+            need.add(j)
+            todo += graph.nodes[j].args
+    bound, shapes = bind_inputs(graph, inputs), input_shapes(graph)
+    values: dict[int, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        for node in graph.nodes:
-            if node.kind is OpKind.INPUT:
-                values.append(bound[node.name or ""])
-            else:
-                values.append(eval_node(node, [values[a] for a in node.args], shapes))
+        for j in sorted(need):
+            n = graph.nodes[j]
+            v = bound[n.name or ""] if n.kind is OpKind.INPUT else eval_node(n, [values[a] for a in n.args], shapes)
+            values[j] = round_to_dtype(v, n.dtype) if stored else v
     return values
 
 
@@ -95,16 +107,9 @@ def stored_error(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.nd
     its dtype (what eager PyTorch does), against the float64 reference: the cost of storage alone on
     these inputs, which an ill-conditioned op makes large (an exp of large logits, ``e - 1`` for
     ``e`` near 1, a division by values near 0)."""
-    bound = bind_inputs(graph, inputs)
-    exact = node_values(graph, bound)
-    shapes = input_shapes(graph)
-    stored: list[np.ndarray] = []
-    with np.errstate(all="ignore"):
-        for node in graph.nodes:
-            value = bound[node.name or ""] if node.kind is OpKind.INPUT else \
-                eval_node(node, [stored[a] for a in node.args], shapes)
-            stored.append(round_to_dtype(value, node.dtype))
-    return max(relative_error(stored[i], exact[i]) for _, i in graph.output_indices)
+    outs = [i for _, i in graph.output_indices]
+    exact, stored = values_of(graph, inputs, outs), values_of(graph, inputs, outs, stored=True)
+    return max(relative_error(stored[i], exact[i]) for i in outs)
 
 
 def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:

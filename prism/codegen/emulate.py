@@ -53,7 +53,6 @@ from prism.ir import (
     Save,
     UnaryOp,
     grid_coords,
-    shift_by_max,
 )
 from prism.ops import BINARY_NUMPY, UNARY_NUMPY, Reduce, shifted
 
@@ -352,7 +351,7 @@ class _Block:
                 return UNARY_NUMPY[fn](self.read(x, bcast(idx, self.tile(x), tile)), c)
             case BinaryOp(fn, a, b):
                 va, vb = self.read(a, bcast(idx, self.tile(a), tile)), self.read(b, bcast(idx, self.tile(b), tile))
-                return shifted(va, vb) if shift_by_max(low.kernel.ops, i) else BINARY_NUMPY[fn](va, vb)
+                return shifted(va, vb) if i in low.shifts else BINARY_NUMPY[fn](va, vb)
             case Accum(x=x) if low.stores[i] is Store.INLINE:  # one iteration: the accumulator is its value
                 return self.read(x, idx)
             case Load() | MatmulOp() | ReduceOp() | Accum():

@@ -45,6 +45,7 @@ from prism.codegen.lowered import (
     block_wide,
     combine_loop,
     held_value,
+    inline_reads,
     outputs_per_pass,
     reads_loop_tiles_after,
     sweep,
@@ -940,13 +941,8 @@ def _arrivals(d: _Draft) -> None:
 def _ring_reads(d: _Draft, i: int, ring: set[int]) -> set[int]:
     """The ring Loads op ``i``'s code reads: its arguments, through values computed inline, and a Load's
     own tile where op ``i`` is a Load materialised as a matmul operand."""
-    todo = [*op_args(d.ops[i]), *([i] if i in d.operands and d.operands[i] is not d.bufs.get(i) else [])]
-    seen: set[int] = set()
-    while todo:
-        if (j := todo.pop()) not in seen:
-            seen.add(j)
-            todo += op_args(d.ops[j]) if d.stores[j] is Store.INLINE else []
-    return seen & ring
+    own = [i] if i in d.operands and d.operands[i] is not d.bufs.get(i) else []
+    return inline_reads(d.ops, d.stores, [*op_args(d.ops[i]), *own]) & ring
 
 
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.

@@ -23,12 +23,12 @@ from __future__ import annotations
 import enum
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prism.codegen.arch import Arch
 from prism.codegen.tails import TailPlan
-from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, op_args
+from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, op_args, shift_by_max
 from prism.ops import Reduce
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -450,6 +450,16 @@ def reads_loop_tiles_after(ops: Sequence[BlockOp], stores: Sequence[Store]) -> b
     return any(isinstance(op, Accum) and stores[i] is Store.INLINE for i, op in enumerate(ops))
 
 
+def inline_reads(ops: Sequence[BlockOp], stores: Sequence[Store], roots: Iterable[int]) -> set[int]:
+    """The values ``roots`` and, through those computed inline (``Store.INLINE``), the values they read."""
+    todo, seen = list(roots), set()
+    while todo:
+        if (j := todo.pop()) not in seen:
+            seen.add(j)
+            todo += op_args(ops[j]) if stores[j] is Store.INLINE else []
+    return seen
+
+
 @dataclass(frozen=True)
 class KernelLowering:
     kernel: CustomKernel
@@ -525,6 +535,11 @@ class KernelLowering:
     def block_reduces(self, x: int, dim: int) -> bool:
         """A reduction of value ``x`` over ``dim`` to a tile is block-wide (``render_reduce._block_reduce``)."""
         return block_wide(self._tile(x), dim, self.warps)
+
+    @functools.cached_property
+    def shifts(self) -> frozenset[int]:
+        """The ops ``x − max(x)`` that subtract 0 from a −inf max (``ir.shift_by_max``)."""
+        return frozenset(i for i in range(len(self.kernel.ops)) if shift_by_max(self.kernel.ops, i))
 
     @functools.cached_property
     def held(self) -> frozenset[int]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import assert_never
 
 from prism.codegen.lowered import Buf, KernelLowering, Storage, Store
-from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp, shift_by_max
+from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
 from prism.ops import Binary, Unary
 
 UNARY_C: dict[Unary, str] = {
@@ -213,7 +213,7 @@ class Exprs:
                 ta, tb = low.tiles[a], low.tiles[b]
                 assert ta is not None and tb is not None
                 ra, rb = self.read(a, bcast(idx, ta, tile)), self.read(b, bcast(idx, tb, tile))
-                if shift_by_max(low.kernel.ops, i):  # a masked (−inf) chunk: subtract 0, so exp gives 0
+                if i in low.shifts:  # a masked (−inf) chunk: subtract 0, so exp gives 0
                     return f"({ra} - prism_shift({rb}))"
                 return BINARY_C[fn].format(a=ra, b=rb)
             case Accum(x=x) if low.stores[i] is Store.INLINE:  # one iteration: the accumulator is its value

@@ -17,7 +17,16 @@ import math
 from typing import assert_never
 
 from prism.codegen.lower import ident
-from prism.codegen.lowered import AccKind, GraphLowering, KernelLowering, LoadPlan, Phase, Store, outputs_per_pass
+from prism.codegen.lowered import (
+    AccKind,
+    GraphLowering,
+    KernelLowering,
+    LoadPlan,
+    Phase,
+    Store,
+    inline_reads,
+    outputs_per_pass,
+)
 from prism.codegen.render_expr import Exprs
 from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter, valid_from
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
@@ -256,12 +265,7 @@ def _staged_copies(low: KernelLowering) -> list[str]:
 
 def _inputs(low: KernelLowering, ops: tuple[int, ...]) -> set[int]:
     """The ops whose values ``ops`` read, through inline ones (``lower._skewable``: Loads and inline ops)."""
-    todo, seen = [a for i in ops for a in op_args(low.kernel.ops[i])], set()
-    while todo:
-        if (j := todo.pop()) not in seen:
-            seen.add(j)
-            todo += op_args(low.kernel.ops[j]) if low.stores[j] is Store.INLINE else []
-    return seen
+    return inline_reads(low.kernel.ops, low.stores, [a for i in ops for a in op_args(low.kernel.ops[i])])
 
 
 def _skewed_block(low: KernelLowering, ex: Exprs, it: str, slot: str, parity: str) -> list[str]:

@@ -8,7 +8,7 @@ kernel's dtype (float16 or bfloat16).
 from __future__ import annotations
 
 from prism.codegen.lowered import KernelLowering
-from prism.ir import BinaryOp, UnaryOp, shift_by_max
+from prism.ir import BinaryOp, UnaryOp
 from prism.ops import Binary, Unary
 
 _COMMON = r"""typedef unsigned short half_t;  // raw float16 / bfloat16 bits
@@ -217,5 +217,5 @@ def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False, l2_loads: 
 def helpers_used(*lows: KernelLowering) -> frozenset[str]:
     """The ``_HELPERS`` the kernels ``lows`` call (one launch: a split kernel and its fused combine)."""
     fns = {op.fn for low in lows for op in low.kernel.ops if isinstance(op, UnaryOp | BinaryOp)}
-    shifts = any(shift_by_max(low.kernel.ops, i) for low in lows for i in range(len(low.kernel.ops)))
+    shifts = any(low.shifts for low in lows)
     return frozenset({_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set()))

@@ -12,7 +12,7 @@ from prism.errors import TuningError
 from prism.graph import Graph, OpKind
 from prism.ops import Unary
 from prism.partition import Part, tensor_names
-from prism.reference import bind_inputs, eval_node, input_shapes, node_values, round_to_dtype
+from prism.reference import bind_inputs, node_values, round_to_dtype, values_of
 from prism.tune.tolerance import tolerance
 from prism.tune.tuner import default_scales, random_inputs, reference_error
 
@@ -69,7 +69,7 @@ def check_domain(graph: Graph, sampler: InputSampler, seed: int, program: str) -
     checked = [i for i, n in enumerate(nodes) if n.kind is OpKind.UNARY and n.fn in DOMAINS]
     if not checked:
         return
-    values = _values_of(graph, _ancestors(graph, [nodes[i].args[0] for i in checked]), sampler(seed))
+    values = values_of(graph, sampler(seed), [nodes[i].args[0] for i in checked])
     for i in checked:
         fn, a = nodes[i].fn, nodes[i].args[0]
         assert isinstance(fn, Unary)
@@ -79,27 +79,6 @@ def check_domain(graph: Graph, sampler: InputSampler, seed: int, program: str) -
                               f"{values[a].size} are not on the tuning inputs, so no plan could pass the check against "
                               "the float64 reference; pass example_inputs whose values keep it in its domain (samples "
                               "stay within their range)")
-
-
-def _ancestors(graph: Graph, roots: list[int]) -> set[int]:
-    """``roots`` and every node they are computed from."""
-    need: set[int] = set()
-    while roots:
-        if (j := roots.pop()) not in need:
-            need.add(j)
-            roots += graph.nodes[j].args
-    return need
-
-
-def _values_of(graph: Graph, need: set[int], inputs: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
-    """The float64 values of the nodes ``need`` (closed under their arguments) on ``inputs``."""
-    bound, shapes = bind_inputs(graph, inputs), input_shapes(graph)
-    values: dict[int, np.ndarray] = {}
-    with np.errstate(all="ignore"):
-        for j in sorted(need):
-            n = graph.nodes[j]
-            values[j] = bound[n.name or ""] if n.kind is OpKind.INPUT else eval_node(n, [values[a] for a in n.args], shapes)
-    return values
 
 
 def _operand(graph: Graph, a: int) -> str:
