@@ -83,9 +83,12 @@ CHAINS_KEY = "-chains"  # and of the plans of its search with element-wise chain
 DEFAULT_SEARCH_BUDGET_S = 30.0
 # Stitched plans listed by search_and_verify (superoptimize tunes the parts instead).
 MAX_STITCHED = 4
-# A matmul-free program whose every plan walks this many bytes of an input with one block (``_walk_bytes``:
-# a column statistic over 1024+ rows, a row of 8192+ elements) gets the two-kernel pipelines searched too.
+# A matmul-free program whose every plan makes one block walk this many bytes of an input across rows
+# (``Walk``: a column statistic over 1024+ rows) gets the two-kernel pipelines searched too; a walk
+# along one contiguous run of memory (a row) only from ``LONG_ROW_BYTES`` (docs/off-the-suite.md,
+# "Which long walks get pipelines").
 LONG_WALK_BYTES = 16 * 1024
+LONG_ROW_BYTES = 96 * 1024
 
 
 class PlanSource(enum.Enum):
@@ -349,24 +352,36 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
 
 def _some_plan_fits(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
     """Some template can be generated at ``graph``'s shapes, holds no input row longer than a block's
-    shared memory and walks fewer than ``LONG_WALK_BYTES`` of an input with one block. A plan reading
+    shared memory and makes no block walk a long way through an input (``Walk.long``). A plan reading
     long rows in place (its accumulators inline) may be generated, but walks each row with one block;
     a column statistic's plans walk every row of their columns: the two-kernel pipelines are searched
     then too (docs/off-the-suite.md, "Column statistics: pipelines whose last kernel has no loop")."""
     shapes = {t.name: t.shape for t in graph.inputs}
-    return any(_walk_bytes(t, shapes) < LONG_WALK_BYTES and _fits(graph, t) for t in templates)
+    return any(not any(w.long for w in _walks(t, shapes)) and _fits(graph, t) for t in templates)
 
 
-def _walk_bytes(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
-    """The most bytes of one program input a block of ``kg`` reads at its largest grid: every dim its
-    grid does not split (the loop's included: one block walks all of it), and at least 8 elements of a
-    split last dim (a 16-byte run; 2 bytes an element)."""
-    out = 0
+@dataclass(frozen=True)
+class Walk:
+    """What one block of a plan reads of one program input at the plan's largest grid."""
+
+    bytes: int  # every dim the grid does not split (the loop's included), 2 bytes an element
+    contiguous: bool  # one run of memory: no dim the grid splits lies inside a dim the block walks
+
+    @property
+    def long(self) -> bool:
+        return self.bytes >= (LONG_ROW_BYTES if self.contiguous else LONG_WALK_BYTES)
+
+
+def _walks(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> Iterator[Walk]:
+    """A ``Walk`` per Load of a program input in ``kg``. Across rows (a split dim inside a walked one,
+    a column's run) a block reads at least 8 elements of each split last dim (a 16-byte run)."""
     for op, shape in _input_loads(kg, shapes):
-        walked = math.prod(n for a, n in enumerate(shape) if a not in op.imap)
-        last_split = len(shape) - 1 in op.imap and shape[-1] > 1
-        out = max(out, walked * (min(8, shape[-1]) if last_split else 1) * 2)
-    return out
+        wide = [a for a, n in enumerate(shape) if n > 1]
+        walked = [a for a in wide if a not in op.imap]
+        contiguous = all(a < b for a in wide if a in op.imap for b in walked)
+        last_split = bool(wide) and wide[-1] in op.imap
+        run = min(8, shape[wide[-1]]) if last_split and walked else 1
+        yield Walk(math.prod(shape[a] for a in walked) * run * 2, contiguous)
 
 
 def _input_loads(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> Iterator[tuple[Load, tuple[int, ...]]]:

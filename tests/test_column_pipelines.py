@@ -51,12 +51,21 @@ def test_the_same_statistics_over_few_rows_are_not_searched_again() -> None:
 
 def test_a_column_statistic_walks_whole_columns_and_a_row_norm_one_row() -> None:
     col = pipeline.search_and_verify(_col_rms_scale(16, 64), program="col_rms_scale", progress=False, cache=False)
-    walks = {pipeline._walk_bytes(t, {"X": (2048, 64)}) for t in col.of(pipeline.PlanSource.SEARCHED)}
-    assert walks == {2048 * 8 * 2}  # all rows of an 8-column (16-byte) run, in every searched plan
+    walks = {w for t in col.of(pipeline.PlanSource.SEARCHED) for w in pipeline._walks(t, {"X": (2048, 64)})}
+    # all rows of an 8-column (16-byte) run, in every searched plan: across rows, so long from 16 KB
+    assert walks == {pipeline.Walk(2048 * 8 * 2, contiguous=False)}
+    assert all(w.long for w in walks)
     g = Graph()
     g.output(g.rms_norm(g.input((16, 4096), "float16", "X")), "O")
     row = pipeline.search_and_verify(g, program="rms_norm", progress=False, cache=False)
-    assert min(pipeline._walk_bytes(t, {"X": (16, 4096)}) for t in row.of(pipeline.PlanSource.SEARCHED)) == 4096 * 2
+    searched = row.of(pipeline.PlanSource.SEARCHED)
+    assert min(w.bytes for t in searched for w in pipeline._walks(t, {"X": (16, 4096)})) == 4096 * 2
+    # a row is one run of memory: a 32,000-entry row (64 KB) is not a long walk, a 50,257-entry one is
+    whole_rows = [t for t in searched if all(w.contiguous for w in pipeline._walks(t, {"X": (8, 32000)}))]
+    assert whole_rows
+    for t in whole_rows:
+        assert not any(w.long for w in pipeline._walks(t, {"X": (8, 32000)}))
+        assert any(w.long for w in pipeline._walks(t, {"X": (3, 50257)}))
 
 
 def test_fields_at_their_defaults_leave_the_cache_key_alone() -> None:

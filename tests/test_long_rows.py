@@ -92,3 +92,15 @@ def test_the_splits_save_each_rows_partial_sums_reduced_not_tile_wide(
         shapes, _ = infer(t.instantiate(sizes))
         partials = {sv.tensor for sv in split.saves}
         assert partials and all(shapes[p] == (2, sizes["s"]) for p in partials), {p: shapes[p] for p in partials}
+
+
+def test_rows_that_fit_are_walked_by_one_block_without_pipelines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 32,000-entry row (64 KB) held by one block: measured faster than the pipelines at 8 and 256
+    rows (docs/off-the-suite.md, "Which long walks get pipelines"), so they are not searched."""
+    g = _softmax(8, 32000)
+    out = pipeline.search_and_verify(g, program="softmax", progress=False)
+    assert "pipelines" not in out.stats
+    searched = out.of(pipeline.PlanSource.SEARCHED)
+    assert pipeline._some_plan_fits(g, searched)
+    monkeypatch.setattr(pipeline, "LONG_ROW_BYTES", pipeline.LONG_WALK_BYTES)  # the rule before: rows too
+    assert not pipeline._some_plan_fits(g, searched)
