@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 F64 = NDArray[np.float64]
 
 DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
+ITEMSIZE: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4}  # bytes an element (NumPy has no bfloat16)
 
 
 class OpKind(enum.Enum):

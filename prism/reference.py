@@ -113,12 +113,14 @@ def stored_error(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.nd
 
 
 def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Round float64 values to what ``dtype`` can hold, returned as float64."""
+    """Round float64 values to what ``dtype`` can hold, returned as float64 (beyond its range: inf, as
+    a store in that dtype gives, without NumPy's overflow warning)."""
     x = np.asarray(x, dtype=np.float64)
-    if dtype == "float16":
-        return x.astype(np.float16).astype(np.float64)
-    if dtype == "float32":
-        return x.astype(np.float32).astype(np.float64)
+    with np.errstate(over="ignore"):
+        if dtype == "float16":
+            return x.astype(np.float16).astype(np.float64)
+        if dtype == "float32":
+            return x.astype(np.float32).astype(np.float64)
     if dtype == "bfloat16":
         bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16

@@ -9,13 +9,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import launch_fusion
 from prism.codegen.lower import DEFAULT_OPTIONS, Options, lower_graph
 from prism.codegen.lowered import KernelLowering, Phase, Store
 from prism.ir import Accum, KernelGraph, Load
+from prism.ops import ITEMSIZE
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ def _load_bytes(low: KernelLowering) -> tuple[int, int, int, float]:
     for op, shape in zip(low.kernel.ops, low.tiles, strict=True):
         if not isinstance(op, Load) or shape is None:
             continue
-        esize = np.dtype(low.tensor_dtypes[op.tensor]).itemsize
+        esize = ITEMSIZE[low.tensor_dtypes[op.tensor]]
         nbytes = math.prod(shape) * esize
         tile += nbytes
         grid += nbytes * low.blocks * (low.loop if op.fmap is not None else 1)

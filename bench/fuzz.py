@@ -1,0 +1,271 @@
+"""Random programs for the product's contract: ``superoptimize`` returns a plan that computes the program,
+or a typed error, for any program the Graph API accepts (docs/hardening.md, "Random programs").
+
+    PYTHONPATH=. python -m bench.fuzz --seeds 0:40 [--json out.json]
+
+Each program draws from every op family the Graph API has (element-wise, scalar, broadcast, reduction,
+softmax and norm composites, matmuls with and without a transposed weight) at sizes that are and are not
+powers of two, with one or two outputs. It runs through ``superoptimize`` on the CPU with
+``EmulatorBackend``: every candidate the tuner checks and the plan it returns run in the emulator of the
+generated code, and the returned plan is checked once more here against the float64 reference on inputs
+of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from prism import interpreter
+from prism.codegen.arch import arch as get_arch
+from prism.codegen.emulate import emulate_lowering
+from prism.codegen.lower import DEFAULT_OPTIONS, lower_graph
+from prism.codegen.resources import resources
+from prism.errors import PrismError
+from prism.graph import Graph, Tensor
+from prism.ir import CustomKernel, KernelGraph, validate
+from prism.reference import relative_error
+from prism.tune.backends import InterpreterBackend
+
+Op = Callable[[Graph, random.Random, list[Tensor], Tensor], Tensor | None]
+
+
+def _positive(g: Graph, a: Tensor) -> Tensor:
+    """A value > 0 from ``a``: what a log, sqrt, rsqrt or divisor takes."""
+    return g.add_scalar(g.square(a), 0.5)
+
+
+def _unary(g: Graph, rng: random.Random, vals: list[Tensor], a: Tensor) -> Tensor:
+    name = rng.choice(("exp", "silu", "gelu", "gelu_erf", "square", "neg", "relu", "abs", "tanh", "sigmoid",
+                       "erf", "sqrt", "rsqrt", "log", "mish", "softsign", "hardswish", "logsigmoid"))
+    match name:
+        case "gelu_erf":
+            return g.gelu(a, approximate="none")
+        case "sqrt" | "rsqrt" | "log":
+            return getattr(g, name)(_positive(g, a))
+        case "exp":
+            return g.exp(g.tanh(a))  # bounded: chains of exps stay finite in float16
+        case _:
+            return getattr(g, name)(a)
+
+
+def _scalar(g: Graph, rng: random.Random, vals: list[Tensor], a: Tensor) -> Tensor:
+    c = rng.choice((0.5, -1.25, 2.0))
+    match rng.choice(("scale", "add_scalar", "clamp", "maximum", "minimum", "leaky_relu", "elu", "softplus")):
+        case "scale":
+            return g.scale(a, c)
+        case "add_scalar":
+            return g.add_scalar(a, c)
+        case "clamp":
+            return g.clamp(a, -0.75, 0.5)
+        case "maximum":
+            return g.maximum(a, c)
+        case "minimum":
+            return g.minimum(a, c)
+        case "leaky_relu":
+            return g.leaky_relu(a, 0.1)
+        case "elu":
+            return g.elu(a)
+        case _:
+            return g.softplus(a, 2.0)
+
+
+def _binary(g: Graph, rng: random.Random, vals: list[Tensor], a: Tensor) -> Tensor | None:
+    b = rng.choice([v for v in vals if _broadcasts(v.shape, a.shape)] or [a])
+    match rng.choice(("add", "sub", "mul", "div", "maximum", "minimum")):
+        case "div":
+            return g.div(a, _positive(g, b))
+        case name:
+            return getattr(g, name)(a, b)
+
+
+def _broadcasts(b: tuple[int, ...], a: tuple[int, ...]) -> bool:
+    return len(a) == len(b) and all(y in (1, x) for x, y in zip(a, b, strict=True))
+
+
+def _reduce(g: Graph, rng: random.Random, vals: list[Tensor], a: Tensor) -> Tensor | None:
+    dim = rng.choice([-1, *[k for k in range(a.rank - 1) if a.shape[k] > 1]])
+    if a.shape[dim] == 1:
+        return None
+    return getattr(g, rng.choice(("sum", "max", "mean")))(a, dim)
+
+
+def _row(g: Graph, rng: random.Random, vals: list[Tensor], a: Tensor) -> Tensor | None:
+    if a.shape[-1] == 1:
+        return None
+    match rng.choice(("softmax", "log_softmax", "logsumexp", "rms_norm", "col_softmax")):
+        case "col_softmax":
+            return g.softmax(a, -2) if a.shape[-2] > 1 else None
+        case name:
+            return getattr(g, name)(a)
+
+
+def _matmul(g: Graph, rng: random.Random, vals: list[Tensor], a: Tensor) -> Tensor | None:
+    """``a`` times a weight (stored either way), or times a value of its rank whose last two dims fit:
+    ``a @ b^T`` of two values of one shape (scores), then ``scores @ v`` (a weighted sum)."""
+    weights = [v for v in vals if v.node.name in ("W", "Wt")]
+    if weights and rng.random() < 0.5:
+        w = rng.choice(weights)
+        w = g.transpose(w) if w.node.name == "Wt" else w
+        return g.matmul(a, w) if w.shape[0] == a.shape[-1] else None
+    same = [v for v in vals if v.shape == a.shape and v.node.name not in ("W", "Wt")]
+    rows = [v for v in vals if v.rank == a.rank and v.shape[:-2] == a.shape[:-2] and v.shape[-2] == a.shape[-1]
+            and v.shape[-1] > 1]
+    if rows and rng.random() < 0.5:
+        return g.matmul(a, rng.choice(rows))
+    return g.matmul(a, g.transpose(rng.choice(same))) if same and a.shape[-1] > 1 else None
+
+
+def _transpose(g: Graph, rng: random.Random, vals: list[Tensor], a: Tensor) -> Tensor | None:
+    """A transpose of a computed value (or an input): its last two dims swapped."""
+    return g.transpose(a) if a.shape[-1] > 1 or a.shape[-2] > 1 else None
+
+
+OPS: tuple[tuple[float, Op], ...] = ((0.3, _unary), (0.15, _scalar), (0.25, _binary), (0.1, _reduce),
+                                     (0.1, _row), (0.12, _matmul), (0.05, _transpose))
+
+
+def random_program(seed: int) -> Graph:
+    """A random program: rows ([n, d], or [h, n, d] in a third of them), a broadcast row or column,
+    a weight stored either way, float16 in three of four, else float32 or bfloat16; 2-7 ops of every
+    family, the last value an output and, sometimes, an earlier one too."""
+    rng = random.Random(seed)
+    n, d = rng.choice((4, 12, 16)), rng.choice((16, 24, 64))
+    lead = (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
+    # the dtype from a stream of its own: the programs of other seeds stay as they were drawn
+    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    g = Graph()
+    vals: list[Tensor] = [g.input((*lead, n, d), dt, "X")]
+    for name, shape, p in (("Y", (*lead, n, d), 0.5), ("B", (*(1 for _ in lead), 1, d), 0.3),
+                           ("C", (*lead, n, 1), 0.3)):
+        if rng.random() < p:
+            vals.append(g.input(shape, dt, name))
+    if rng.random() < 0.5:
+        vals.append(g.input((d, d), dt, "W") if rng.random() < 0.5 else g.input((d, d), dt, "Wt"))
+    computed: list[Tensor] = []
+    weights = sum(w for w, _ in OPS)
+    while len(computed) < rng.randint(2, 7):
+        r, pick = rng.random() * weights, OPS[-1][1]
+        for w, op in OPS:
+            if r < w:
+                pick = op
+                break
+            r -= w
+        a = rng.choice([v for v in [*vals, *computed] if v.node.name not in ("W", "Wt")])
+        out = pick(g, rng, [*vals, *computed], a)
+        if out is not None:
+            computed.append(out)
+    g.output(computed[-1], "O")
+    if len(computed) > 2 and rng.random() < 0.3:
+        g.output(rng.choice(computed[:-2]), "O2")
+    return g
+
+
+class EmulatorBackend(InterpreterBackend):
+    """The CUDA backend's contract on the CPU: legal sizes by the code generator's resources, each plan
+    lowered as ``generate`` lowers it when compiled (a CodegenError there is a failed compile, as
+    NVRTC's would be), generated plans run in the emulator of that lowering and predefined kernels in
+    the interpreter. A plan's 'time' is 1000 per predefined kernel plus a digest of its text and sizes
+    (under 1000): the tuner returns a generated plan wherever one passes its checks, a different one
+    from program to program."""
+
+    def __init__(self) -> None:
+        super().__init__(_pseudo_time, arch="sm_80", resources=resources)
+
+    def compile(self, kg: KernelGraph) -> Any:
+        kg = validate(kg)
+        return kg, (lower_graph(kg, get_arch("sm_80"), DEFAULT_OPTIONS)
+                    if any(isinstance(k, CustomKernel) for k in kg.kernels) else None)
+
+    def time_us(self, kernel: Any) -> float:
+        return float(self.timer(kernel[0]))
+
+    def run(self, kernel: Any, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        kg, lowered = kernel
+        return interpreter.run(kg, inputs) if lowered is None else emulate_lowering(lowered, inputs)
+
+
+def _pseudo_time(kg: KernelGraph) -> float:
+    digest = int(hashlib.sha256(kg.dumps().encode()).hexdigest()[:6], 16) / 0x1000000 * 999
+    return 1000.0 * sum(not isinstance(k, CustomKernel) for k in kg.kernels) + digest
+
+
+@dataclass(frozen=True)
+class Outcome:
+    seed: int
+    program: str  # the program's ops, in order
+    result: str  # "plan" | "typed error" | "crash" | "wrong"
+    seconds: float
+    detail: str = ""  # the plan's source and kernels, the error, or the error of the plan
+
+
+def _describe(g: Graph) -> str:
+    return " ".join(n.kind.value if n.fn is None else n.fn.value for n in g.nodes)
+
+
+def run_one(seed: int, search_budget: float = 3.0) -> Outcome:
+    g = random_program(seed)
+    t0 = time.perf_counter()
+
+    def done(result: str, detail: str) -> Outcome:
+        return Outcome(seed, _describe(g), result, round(time.perf_counter() - t0, 2), detail)
+
+    from prism.pipeline import superoptimize
+
+    try:
+        res = superoptimize(g, samples=4, cache=False, progress=False, inductor=False, program=f"fuzz{seed}",
+                            backend=EmulatorBackend(), search_budget=search_budget, time_budget=30)
+    except PrismError as e:
+        return done("typed error", f"{type(e).__name__}: {e}")
+    except Exception:  # the contract: no other exception escapes
+        return done("crash", traceback.format_exc(limit=6))
+    try:
+        return done(*_checked(g, res.kernel_graph, seed, res.summary.get("plan_source")))
+    except Exception:  # the returned plan does not run: as bad as a crash
+        return done("crash", traceback.format_exc(limit=6))
+
+
+def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str, str]:
+    """The returned plan against the float64 reference on inputs of its own (a plan of [h, n, d] rows
+    takes them as [h·n, d], ``prism.rows``, as its callable does)."""
+    rng = np.random.default_rng(seed + 1)
+    inputs = {t.name: rng.standard_normal(t.shape) for t in g.inputs}
+    backend = EmulatorBackend()
+    got = backend.run(backend.compile(kg), {t.name: inputs[t.name].reshape(t.shape) for t in kg.true_inputs})
+    want = g.evaluate(inputs)
+    err = max(relative_error(got[name].reshape(want[name].shape), want[name]) for name in want)
+    kinds = ",".join(type(k).__name__[0] for k in kg.kernels)
+    return "plan" if err < 1e-6 else "wrong", f"{source} [{kinds}] error {err:.1e}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", default="0:20", help="first:last (last excluded)")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    first, last = (int(x) for x in args.seeds.split(":"))
+    rows = []
+    for seed in range(first, last):
+        out = run_one(seed)
+        rows.append(asdict(out))
+        print(json.dumps(rows[-1]), flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["result"]] = counts.get(r["result"], 0) + 1
+    print(json.dumps(counts))
+
+
+if __name__ == "__main__":
+    main()
