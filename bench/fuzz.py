@@ -1,7 +1,9 @@
 """Random programs for the product's contract: ``superoptimize`` returns a plan that computes the program,
 or a typed error, for any program the Graph API accepts (docs/hardening.md, "Random programs").
 
-    PYTHONPATH=. python -m bench.fuzz --seeds 0:40 [--json out.json]
+    PYTHONPATH=. python -m bench.fuzz --seeds 0:40 [--json out.json] [--nvcc]
+    PYTHONPATH=. python -m bench.fuzz --seeds 0:40 --prepare   # searches into PRISM_CACHE_DIR, then on a GPU:
+    PYTHONPATH=. python -m bench.fuzz --seeds 0:40 --cuda      # superoptimize there, callables vs float64
 
 Each program draws from every op family the Graph API has (element-wise, scalar, broadcast, reduction,
 softmax and norm composites, matmuls with and without a transposed weight) at sizes that are and are not
@@ -212,7 +214,9 @@ def _describe(g: Graph) -> str:
     return " ".join(n.kind.value if n.fn is None else n.fn.value for n in g.nodes)
 
 
-def run_one(seed: int, search_budget: float = 3.0) -> Outcome:
+def run_one(seed: int, search_budget: float = 3.0, returned: list[KernelGraph] | None = None) -> Outcome:
+    """``superoptimize`` of program ``seed`` and the check of what it returns (its plan appended to
+    ``returned``, when given)."""
     g = random_program(seed)
     t0 = time.perf_counter()
 
@@ -228,6 +232,8 @@ def run_one(seed: int, search_budget: float = 3.0) -> Outcome:
         return done("typed error", f"{type(e).__name__}: {e}")
     except Exception:  # the contract: no other exception escapes
         return done("crash", traceback.format_exc(limit=6))
+    if returned is not None:
+        returned.append(res.kernel_graph)
     try:
         return done(*_checked(g, res.kernel_graph, seed, res.summary.get("plan_source")))
     except Exception:  # the returned plan does not run: as bad as a crash
@@ -247,15 +253,90 @@ def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str,
     return "plan" if err < 1e-6 else "wrong", f"{source} [{kinds}] error {err:.1e}"
 
 
+def prepare(seed: int, search_budget: float = 3.0) -> Outcome:
+    """The search of program ``seed`` into the search cache (this machine's CPU, z3 and egglog), for a
+    later ``run_cuda`` on a GPU machine without them."""
+    from prism.pipeline import search_and_verify
+
+    g = random_program(seed)
+    t0 = time.perf_counter()
+    try:
+        out = search_and_verify(g, program=f"fuzz{seed}", progress=False, time_budget=search_budget)
+    except PrismError as e:
+        return Outcome(seed, _describe(g), "typed error", round(time.perf_counter() - t0, 2), str(e))
+    return Outcome(seed, _describe(g), "searched", round(time.perf_counter() - t0, 2),
+                   json.dumps(out.to_json()["verified_by_source"]))
+
+
+def run_cuda(seed: int, search_budget: float = 3.0) -> Outcome:
+    """``superoptimize`` of program ``seed`` on the GPU (searches from the cache ``prepare`` filled), its
+    callable run on torch tensors and compared with the float64 reference within the tuner's bound."""
+    import torch
+
+    from prism.pipeline import superoptimize
+    from prism.reference import round_to_dtype
+    from prism.tune.tolerance import tolerance
+
+    g = random_program(seed)
+    t0 = time.perf_counter()
+
+    def done(result: str, detail: str) -> Outcome:
+        return Outcome(seed, _describe(g), result, round(time.perf_counter() - t0, 2), detail)
+
+    try:
+        res = superoptimize(g, samples=8, progress=False, inductor=False, program=f"fuzz{seed}",
+                            search_budget=search_budget)
+        rng = np.random.default_rng(seed + 1)
+        inputs = {t.name: round_to_dtype(rng.standard_normal(t.shape), t.dtype) for t in g.inputs}
+        tensors = {t.name: torch.tensor(inputs[t.name], dtype=getattr(torch, t.dtype), device="cuda")
+                   for t in g.inputs}
+        got = res(**tensors)
+        got = got if isinstance(got, tuple | list) else (got,)
+    except PrismError as e:
+        return done("typed error", f"{type(e).__name__}: {e}")
+    except Exception:
+        return done("crash", traceback.format_exc(limit=6))
+    want = g.evaluate(inputs)
+    err = max(relative_error(o.double().cpu().numpy(), want[t.name]) for o, t in zip(got, g.outputs, strict=True))
+    bound = tolerance(g, inputs=inputs)
+    kinds = ",".join(type(k).__name__[0] for k in res.kernel_graph.kernels)
+    detail = f"{res.summary.get('plan_source')} [{kinds}] error {err:.1e} bound {bound:.1e} " \
+             f"{res.summary.get('best_us', 0):.2f} us, search cached {res.summary.get('search_cache_hit')}"
+    return done("plan" if err <= bound else "wrong", detail)
+
+
+def compile_failures(plans: list[tuple[int, KernelGraph]]) -> dict[int, str]:
+    """The CUDA source of every generated kernel of the returned plans through nvcc for sm_80 (no GPU
+    needed): per seed whose sources do not compile (or do not generate), why."""
+    from prism.codegen.generate import generate
+    from prism.codegen.nvcc import compile_check
+    from prism.errors import CompileError
+
+    bad: dict[int, str] = {}
+    for seed, kg in plans:
+        try:
+            sources = [(k.entry, k.source) for k in generate(kg, arch="sm_80").kernels]
+            compile_check(sources, "sm_80", jobs=2)
+        except (PrismError, CompileError) as e:
+            bad[seed] = f"{type(e).__name__}: {str(e)[:400]}"
+    return bad
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="0:20", help="first:last (last excluded)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--nvcc", action="store_true", help="also compile the returned plans' CUDA sources")
+    ap.add_argument("--prepare", action="store_true", help="only search, into the search cache (for --cuda)")
+    ap.add_argument("--cuda", action="store_true", help="superoptimize on the GPU, searches from the cache")
     args = ap.parse_args()
     first, last = (int(x) for x in args.seeds.split(":"))
     rows = []
+    plans: list[tuple[int, KernelGraph]] = []
     for seed in range(first, last):
-        out = run_one(seed)
+        returned: list[KernelGraph] = []
+        out = prepare(seed) if args.prepare else run_cuda(seed) if args.cuda else run_one(seed, returned=returned)
+        plans += [(seed, kg) for kg in returned if any(isinstance(k, CustomKernel) for k in kg.kernels)]
         rows.append(asdict(out))
         print(json.dumps(rows[-1]), flush=True)
         if args.json:
@@ -264,6 +345,9 @@ def main() -> None:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["result"]] = counts.get(r["result"], 0) + 1
+    if args.nvcc:
+        bad = compile_failures(plans)
+        print(json.dumps({"compiled": len(plans) - len(bad), "compile_failures": bad}))
     print(json.dumps(counts))
 
 

@@ -272,18 +272,22 @@ def _matmul_operands_only(kg: KernelGraph) -> set[str]:
 
 
 def _tensor_dtypes(kg: KernelGraph, *, half_operands: bool = False) -> tuple[dict[str, str], str, list[str]]:
-    """Every tensor's dtype, the one dtype of the program, the intermediate tensors. Generated
-    (tensor-core) code needs a half dtype; a plan of predefined kernels only runs in any one dtype
-    (PyTorch ops), so a float32 program always has its predefined plan. With ``half_operands``
-    (``Options.half_operands``) an intermediate read only as matmul operands is in the half dtype."""
+    """Every tensor's dtype, the one dtype of the program (the half dtype of the kernels' helpers:
+    float16 for a float32 program), the intermediate tensors. Tensor-core code needs a half dtype; a
+    generated kernel without a matmul reads and writes float32 tensors as it does its float32
+    intermediates, and a plan of predefined kernels runs in any one dtype (PyTorch ops). With
+    ``half_operands`` (``Options.half_operands``) an intermediate read only as matmul operands is in
+    the half dtype."""
     dtypes: dict[str, str] = {t.name: t.dtype for t in (*kg.inputs, *kg.outputs)}
     half = set(dtypes.values())
-    allowed = HALF_DTYPES if any(isinstance(k, CustomKernel) for k in kg.kernels) else (*HALF_DTYPES, "float32")
+    mma = any(isinstance(op, MatmulOp) for k in kg.kernels if isinstance(k, CustomKernel) for op in k.ops)
+    allowed = HALF_DTYPES if mma else (*HALF_DTYPES, "float32")
     if half - set(allowed) or len(half) > 1:
-        what = "tensor-core code" if allowed == HALF_DTYPES else "a plan of predefined kernels"
+        what = "tensor-core code" if mma else "a plan"
         raise CodegenError(f"{kg.program}: {what} needs all inputs and outputs in one of {allowed}; "
                            f"got {sorted(half)}")
     dtype = half.pop() if half else "float16"
+    dtype = "float16" if dtype == "float32" else dtype
     outputs = {t.name for t in kg.outputs}
     generated_reads = {n for k in kg.kernels if isinstance(k, CustomKernel) for n in (ld.tensor for ld in k.loads)}
     if half_operands:
