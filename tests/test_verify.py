@@ -229,3 +229,15 @@ def test_cross_check_two_grid_dims() -> None:
     n, correct, proven, secs = _cross_check(2)
     print(f"2 grid dims: {n} candidates, {correct} interpreter-correct, {proven} proven, verify {secs:.2f} s")
     assert proven == correct
+
+
+def test_past_its_deadline_the_proof_checks_nothing_more_and_accepts_nothing() -> None:
+    """``verify_all(deadline=...)``: candidates not reached are not proven (a random program's 697
+    screened plans took 83 s of proof under a 3 s search budget; docs/search-speed.md)."""
+    from prism.verify.check import Outcome
+
+    g = workloads.rmsnorm_linear()
+    kg = plans.rmsnorm_linear_plan(g)
+    assert [v.proven for v in verify_all(g, [kg, kg], deadline=time.perf_counter() + 60)] == [True, True]
+    late = verify_all(g, [kg, kg], deadline=time.perf_counter() - 1)
+    assert [(v.proven, v.outcome) for v in late] == [(False, Outcome.LATE)] * 2

@@ -67,8 +67,13 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     screen_timed_out = t3 > screen_deadline
     if screen_timed_out:
         log.warning("%s: the numeric screen stopped at its budget: the plans left are dropped unscreened", program)
-    verdicts = verify_all(graph, to_prove, progress=progress)
+    # the proof gets the budget once more after the screen's deadline (or after the screen, if later)
+    verify_deadline = max(screen_deadline, t3) + config.time_budget_s
+    verdicts = verify_all(graph, to_prove, progress=progress, deadline=verify_deadline)
     t4 = time.perf_counter()
+    verify_timed_out = t4 > verify_deadline
+    if verify_timed_out:
+        log.warning("%s: the proof stopped at its budget: the plans left are dropped unproven", program)
     # to_prove holds distinct canonical keys already (deduplicated above)
     templates = tuple(kg for kg, verdict in zip(to_prove, verdicts, strict=True) if verdict.proven)
     pruned = result.stats.get("pruned")
@@ -85,6 +90,7 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
         "search_timed_out": bool(result.stats.get("timed_out", False)),
         "mapping_timed_out": m.timed_out,
         "screen_timed_out": screen_timed_out,
+        "verify_timed_out": verify_timed_out,
         "rowwise_plan_added": distinct.row_added,
         "row_vendor_plan_added": distinct.row_vendor_added,
         "whole_program_searched": True,

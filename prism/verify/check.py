@@ -63,6 +63,7 @@ class Outcome(enum.Enum):
     ILL_FORMED = "ill-formed"  # rejected before egglog: not a plan of the program for every size
     SATURATED = "saturated"  # the rules ran out without a proof: the answer for these axioms
     BOUNDED = "bounded"  # stopped at an iteration, node or time bound: a candidate of a batch is re-checked alone
+    LATE = "late"  # not checked: ``verify_all``'s deadline had passed
 
 
 @dataclass(frozen=True)
@@ -230,8 +231,10 @@ def check_equivalent(graph: Graph, candidate: KernelGraph, *, budget: Budget | N
 
 
 def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budget | None = None,
-               progress: bool = False) -> list[Verdict]:
-    """Verdicts for many candidates of one program, batched in shared e-graphs (deterministic)."""
+               progress: bool = False, deadline: float | None = None) -> list[Verdict]:
+    """Verdicts for many candidates of one program, batched in shared e-graphs (deterministic).
+    Past ``deadline`` (a ``time.perf_counter()`` value) no batch starts and a running one gets only
+    the time left: the candidates not reached are not proven (``Outcome.BOUNDED``)."""
     budget = budget or Budget()
     t0 = time.perf_counter()
     try:
@@ -262,14 +265,18 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
 
         bar = tqdm(total=len(candidates), desc="verify", unit="cand")
         bar.update(len(candidates) - len(todo))
+    def left(secs: float) -> float:
+        return secs if deadline is None else min(secs, deadline - time.perf_counter())
+
+    late = Verdict(False, "not reached before the verification deadline", outcome=Outcome.LATE)
     for start in range(0, len(todo), budget.batch_size):
         chunk = todo[start:start + budget.batch_size]
-        secs = budget.max_seconds if len(chunk) == 1 else budget.batch_seconds
-        res = _run_batch(prep, [terms[i] for i in chunk], budget, secs)
+        secs = left(budget.max_seconds if len(chunk) == 1 else budget.batch_seconds)
+        res = _run_batch(prep, [terms[i] for i in chunk], budget, secs) if secs > 0 else [late] * len(chunk)
         for i, v in zip(chunk, res, strict=True):
-            if not v.proven and v.outcome is Outcome.BOUNDED and len(chunk) > 1:
+            if not v.proven and v.outcome is Outcome.BOUNDED and len(chunk) > 1 and left(1.0) > 0:
                 log.info("candidate %d: batch stopped (%s); checking it alone", i, v.reason)
-                v = _run_batch(prep, [terms[i]], budget, budget.max_seconds)[0]
+                v = _run_batch(prep, [terms[i]], budget, left(budget.max_seconds))[0]
             verdicts[i] = v
         if bar is not None:
             bar.update(len(chunk) + sum(1 for a, b in alias.items() if b in chunk))
