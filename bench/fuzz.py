@@ -136,12 +136,18 @@ OPS: tuple[tuple[float, Op], ...] = ((0.3, _unary), (0.15, _scalar), (0.25, _bin
                                      (0.1, _row), (0.12, _matmul), (0.05, _transpose))
 
 
-def random_program(seed: int) -> Graph:
+# row counts and widths the programs draw from: ``small`` (the default, what CI runs), ``large`` (the code
+# generator's tiles, warps and loops at widths more like a model's; longer to emulate)
+SIZES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {"small": ((4, 12, 16), (16, 24, 64)),
+                                                             "large": ((32, 48, 64), (128, 192, 512))}
+
+
+def random_program(seed: int, sizes: str = "small") -> Graph:
     """A random program: rows ([n, d], or [h, n, d] in a third of them), a broadcast row or column,
     a weight stored either way, float16 in three of four, else float32 or bfloat16; 2-7 ops of every
     family, the last value an output and, sometimes, an earlier one too."""
     rng = random.Random(seed)
-    n, d = rng.choice((4, 12, 16)), rng.choice((16, 24, 64))
+    n, d = rng.choice(SIZES[sizes][0]), rng.choice(SIZES[sizes][1])
     lead = (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
     # the dtype from a stream of its own: the programs of other seeds stay as they were drawn
     dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
@@ -214,10 +220,11 @@ def _describe(g: Graph) -> str:
     return " ".join(n.kind.value if n.fn is None else n.fn.value for n in g.nodes)
 
 
-def run_one(seed: int, search_budget: float = 3.0, returned: list[KernelGraph] | None = None) -> Outcome:
+def run_one(seed: int, search_budget: float = 3.0, returned: list[KernelGraph] | None = None,
+            sizes: str = "small") -> Outcome:
     """``superoptimize`` of program ``seed`` and the check of what it returns (its plan appended to
     ``returned``, when given)."""
-    g = random_program(seed)
+    g = random_program(seed, sizes)
     t0 = time.perf_counter()
 
     def done(result: str, detail: str) -> Outcome:
@@ -253,12 +260,12 @@ def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str,
     return "plan" if err < 1e-6 else "wrong", f"{source} [{kinds}] error {err:.1e}"
 
 
-def prepare(seed: int, search_budget: float = 3.0) -> Outcome:
+def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outcome:
     """The search of program ``seed`` into the search cache (this machine's CPU, z3 and egglog), for a
     later ``run_cuda`` on a GPU machine without them."""
     from prism.pipeline import search_and_verify
 
-    g = random_program(seed)
+    g = random_program(seed, sizes)
     t0 = time.perf_counter()
     try:
         out = search_and_verify(g, program=f"fuzz{seed}", progress=False, time_budget=search_budget)
@@ -268,7 +275,7 @@ def prepare(seed: int, search_budget: float = 3.0) -> Outcome:
                    json.dumps(out.to_json()["verified_by_source"]))
 
 
-def run_cuda(seed: int, search_budget: float = 3.0) -> Outcome:
+def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outcome:
     """``superoptimize`` of program ``seed`` on the GPU (searches from the cache ``prepare`` filled), its
     callable run on torch tensors and compared with the float64 reference within the tuner's bound."""
     import torch
@@ -277,7 +284,7 @@ def run_cuda(seed: int, search_budget: float = 3.0) -> Outcome:
     from prism.reference import round_to_dtype
     from prism.tune.tolerance import tolerance
 
-    g = random_program(seed)
+    g = random_program(seed, sizes)
     t0 = time.perf_counter()
 
     def done(result: str, detail: str) -> Outcome:
@@ -329,13 +336,17 @@ def main() -> None:
     ap.add_argument("--nvcc", action="store_true", help="also compile the returned plans' CUDA sources")
     ap.add_argument("--prepare", action="store_true", help="only search, into the search cache (for --cuda)")
     ap.add_argument("--cuda", action="store_true", help="superoptimize on the GPU, searches from the cache")
+    ap.add_argument("--sizes", default="small", choices=sorted(SIZES))
     args = ap.parse_args()
     first, last = (int(x) for x in args.seeds.split(":"))
     rows = []
     plans: list[tuple[int, KernelGraph]] = []
     for seed in range(first, last):
         returned: list[KernelGraph] = []
-        out = prepare(seed) if args.prepare else run_cuda(seed) if args.cuda else run_one(seed, returned=returned)
+        if args.prepare:
+            out = prepare(seed, sizes=args.sizes)
+        else:
+            out = run_cuda(seed, sizes=args.sizes) if args.cuda else run_one(seed, returned=returned, sizes=args.sizes)
         plans += [(seed, kg) for kg in returned if any(isinstance(k, CustomKernel) for k in kg.kernels)]
         rows.append(asdict(out))
         print(json.dumps(rows[-1]), flush=True)
