@@ -32,6 +32,7 @@ from prism.errors import DeviceError, IRError, PrismError, SearchError, Serializ
 from prism.graph import Graph, OpKind
 from prism.ir import CustomKernel, KernelGraph, Load, check_structure, validate
 from prism.loopsplit import split_plans
+from prism.ops import ITEMSIZE
 from prism.options import check_program, check_seconds, check_tuning
 from prism.partition import (
     MAX_PART_OPS,
@@ -364,7 +365,7 @@ def _some_plan_fits(graph: Graph, templates: Sequence[KernelGraph]) -> bool:
 class Walk:
     """What one block of a plan reads of one program input at the plan's largest grid."""
 
-    bytes: int  # every dim the grid does not split (the loop's included), 2 bytes an element
+    bytes: int  # every dim the grid does not split (the loop's included), in the input's dtype
     contiguous: bool  # one run of memory: no dim the grid splits lies inside a dim the block walks
 
     @property
@@ -373,15 +374,17 @@ class Walk:
 
 
 def _walks(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> Iterator[Walk]:
-    """A ``Walk`` per Load of a program input in ``kg``. Across rows (a split dim inside a walked one,
-    a column's run) a block reads at least 8 elements of each split last dim (a 16-byte run)."""
+    """A ``Walk`` per Load of a program input in ``kg``, in the input's dtype. Across rows (a split dim
+    inside a walked one, a column's run) a block reads at least 16 bytes of each split last dim."""
+    sizes = {t.name: ITEMSIZE.get(t.dtype, 2) for t in kg.inputs}
     for op, shape in _input_loads(kg, shapes):
+        esize = sizes.get(op.tensor, 2)
         wide = [a for a, n in enumerate(shape) if n > 1]
         walked = [a for a in wide if a not in op.imap]
         contiguous = all(a < b for a in wide if a in op.imap for b in walked)
         last_split = bool(wide) and wide[-1] in op.imap
-        run = min(8, shape[wide[-1]]) if last_split and walked else 1
-        yield Walk(math.prod(shape[a] for a in walked) * run * 2, contiguous)
+        run = min(16 // esize, shape[wide[-1]]) if last_split and walked else 1
+        yield Walk(math.prod(shape[a] for a in walked) * run * esize, contiguous)
 
 
 def _input_loads(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> Iterator[tuple[Load, tuple[int, ...]]]:

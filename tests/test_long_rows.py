@@ -104,3 +104,18 @@ def test_rows_that_fit_are_walked_by_one_block_without_pipelines(monkeypatch: py
     assert pipeline._some_plan_fits(g, searched)
     monkeypatch.setattr(pipeline, "LONG_ROW_BYTES", pipeline.LONG_WALK_BYTES)  # the rule before: rows too
     assert not pipeline._some_plan_fits(g, searched)
+
+
+def test_a_row_is_walked_in_its_dtypes_bytes() -> None:
+    """A 32,000-entry float32 row is 128 KB: a long walk, where the float16 one (64 KB) is not."""
+    from dataclasses import replace
+
+    from prism.ir import TensorSpec
+
+    out = pipeline.search_and_verify(_softmax(8, 32000), program="softmax", progress=False)
+    t = next(t for t in out.of(pipeline.PlanSource.SEARCHED)
+             if all(w.contiguous for w in pipeline._walks(t, {"X": (8, 32000)})))
+    wide = replace(t, inputs=tuple(TensorSpec(s.name, s.shape, "float32") for s in t.inputs))
+    assert {w.bytes for w in pipeline._walks(t, {"X": (8, 32000)})} == {64000}
+    assert {w.bytes for w in pipeline._walks(wide, {"X": (8, 32000)})} == {128000}
+    assert all(w.long for w in pipeline._walks(wide, {"X": (8, 32000)}))
