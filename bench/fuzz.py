@@ -220,31 +220,42 @@ def _describe(g: Graph) -> str:
     return " ".join(n.kind.value if n.fn is None else n.fn.value for n in g.nodes)
 
 
+def _outcome(seed: int, sizes: str, run: Callable[[Graph], tuple[str, str]]) -> Outcome:
+    """``run`` on program ``seed``: its (result, detail), a PrismError as "typed error", any other
+    exception as "crash" (the contract: none escapes), with the seconds it took."""
+    g = random_program(seed, sizes)
+    t0 = time.perf_counter()
+    try:
+        result, detail = run(g)
+    except PrismError as e:
+        result, detail = "typed error", f"{type(e).__name__}: {e}"
+    except Exception:
+        result, detail = "crash", traceback.format_exc(limit=6)
+    return Outcome(seed, _describe(g), result, round(time.perf_counter() - t0, 2), detail)
+
+
+def _kinds(kg: KernelGraph) -> str:
+    """A plan's kernels for people: C for a generated one, P for a predefined one."""
+    return ",".join(type(k).__name__[0] for k in kg.kernels)
+
+
 def run_one(seed: int, search_budget: float = 3.0, returned: list[KernelGraph] | None = None,
             sizes: str = "small") -> Outcome:
     """``superoptimize`` of program ``seed`` and the check of what it returns (its plan appended to
     ``returned``, when given)."""
-    g = random_program(seed, sizes)
-    t0 = time.perf_counter()
-
-    def done(result: str, detail: str) -> Outcome:
-        return Outcome(seed, _describe(g), result, round(time.perf_counter() - t0, 2), detail)
-
     from prism.pipeline import superoptimize
 
-    try:
+    def run(g: Graph) -> tuple[str, str]:
         res = superoptimize(g, samples=4, cache=False, progress=False, inductor=False, program=f"fuzz{seed}",
                             backend=EmulatorBackend(), search_budget=search_budget, time_budget=30)
-    except PrismError as e:
-        return done("typed error", f"{type(e).__name__}: {e}")
-    except Exception:  # the contract: no other exception escapes
-        return done("crash", traceback.format_exc(limit=6))
-    if returned is not None:
-        returned.append(res.kernel_graph)
-    try:
-        return done(*_checked(g, res.kernel_graph, seed, res.summary.get("plan_source")))
-    except Exception:  # the returned plan does not run: as bad as a crash
-        return done("crash", traceback.format_exc(limit=6))
+        if returned is not None:
+            returned.append(res.kernel_graph)
+        try:
+            return _checked(g, res.kernel_graph, seed, res.summary.get("plan_source"))
+        except Exception:  # the returned plan does not run (a PrismError too): as bad as a crash
+            return "crash", traceback.format_exc(limit=6)
+
+    return _outcome(seed, sizes, run)
 
 
 def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str, str]:
@@ -256,8 +267,7 @@ def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str,
     got = backend.run(backend.compile(kg), {t.name: inputs[t.name].reshape(t.shape) for t in kg.true_inputs})
     want = g.evaluate(inputs)
     err = max(relative_error(got[name].reshape(want[name].shape), want[name]) for name in want)
-    kinds = ",".join(type(k).__name__[0] for k in kg.kernels)
-    return "plan" if err < 1e-6 else "wrong", f"{source} [{kinds}] error {err:.1e}"
+    return "plan" if err < 1e-6 else "wrong", f"{source} [{_kinds(kg)}] error {err:.1e}"
 
 
 def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outcome:
@@ -265,14 +275,11 @@ def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outc
     later ``run_cuda`` on a GPU machine without them."""
     from prism.pipeline import search_and_verify
 
-    g = random_program(seed, sizes)
-    t0 = time.perf_counter()
-    try:
+    def run(g: Graph) -> tuple[str, str]:
         out = search_and_verify(g, program=f"fuzz{seed}", progress=False, time_budget=search_budget)
-    except PrismError as e:
-        return Outcome(seed, _describe(g), "typed error", round(time.perf_counter() - t0, 2), str(e))
-    return Outcome(seed, _describe(g), "searched", round(time.perf_counter() - t0, 2),
-                   json.dumps(out.to_json()["verified_by_source"]))
+        return "searched", json.dumps(out.to_json()["verified_by_source"])
+
+    return _outcome(seed, sizes, run)
 
 
 def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outcome:
@@ -284,32 +291,23 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Out
     from prism.reference import round_to_dtype
     from prism.tune.tolerance import tolerance
 
-    g = random_program(seed, sizes)
-    t0 = time.perf_counter()
-
-    def done(result: str, detail: str) -> Outcome:
-        return Outcome(seed, _describe(g), result, round(time.perf_counter() - t0, 2), detail)
-
-    try:
+    def run(g: Graph) -> tuple[str, str]:
         res = superoptimize(g, samples=8, progress=False, inductor=False, program=f"fuzz{seed}",
                             search_budget=search_budget)
         rng = np.random.default_rng(seed + 1)
         inputs = {t.name: round_to_dtype(rng.standard_normal(t.shape), t.dtype) for t in g.inputs}
-        tensors = {t.name: torch.tensor(inputs[t.name], dtype=getattr(torch, t.dtype), device="cuda")
-                   for t in g.inputs}
-        got = res(**tensors)
+        got = res(**{t.name: torch.tensor(inputs[t.name], dtype=getattr(torch, t.dtype), device="cuda")
+                     for t in g.inputs})
         got = got if isinstance(got, tuple | list) else (got,)
-    except PrismError as e:
-        return done("typed error", f"{type(e).__name__}: {e}")
-    except Exception:
-        return done("crash", traceback.format_exc(limit=6))
-    want = g.evaluate(inputs)
-    err = max(relative_error(o.double().cpu().numpy(), want[t.name]) for o, t in zip(got, g.outputs, strict=True))
-    bound = tolerance(g, inputs=inputs)
-    kinds = ",".join(type(k).__name__[0] for k in res.kernel_graph.kernels)
-    detail = f"{res.summary.get('plan_source')} [{kinds}] error {err:.1e} bound {bound:.1e} " \
-             f"{res.summary.get('best_us', 0):.2f} us, search cached {res.summary.get('search_cache_hit')}"
-    return done("plan" if err <= bound else "wrong", detail)
+        want = g.evaluate(inputs)
+        err = max(relative_error(o.double().cpu().numpy(), want[t.name]) for o, t in zip(got, g.outputs, strict=True))
+        bound = tolerance(g, inputs=inputs)
+        s = res.summary
+        return "plan" if err <= bound else "wrong", (
+            f"{s.get('plan_source')} [{_kinds(res.kernel_graph)}] error {err:.1e} bound {bound:.1e} "
+            f"{s.get('best_us', 0):.2f} us, search cached {s.get('search_cache_hit')}")
+
+    return _outcome(seed, sizes, run)
 
 
 def compile_failures(plans: list[tuple[int, KernelGraph]]) -> dict[int, str]:

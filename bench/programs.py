@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from prism.graph import Graph, OpKind
+from prism.ops import ITEMSIZE
 
 EPS = 1e-6
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 def _rms_norm(x: Any) -> Any:

@@ -11,11 +11,10 @@ import pytest
 
 from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, HELD_OUT_3, NEW_OPS, ZOO, expand_names, zoo_graph
 from prism.graph import Graph, OpKind
-from prism.ops import Binary, Reduce, Unary
+from prism.ops import ITEMSIZE, Binary, Reduce, Unary
 from prism.rows import searched_graph
 
 NAMES = list(ZOO)
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 INTERNAL = re.compile(r"^t\d+$")
 HELD = HELD_OUT | HELD_OUT_2 | HELD_OUT_3
 MODEL_SIZED = HELD | NEW_OPS  # at the widths of the models they come from

@@ -286,8 +286,7 @@ def _tensor_dtypes(kg: KernelGraph, *, half_operands: bool = False) -> tuple[dic
         what = "tensor-core code" if mma else "a plan"
         raise CodegenError(f"{kg.program}: {what} needs all inputs and outputs in one of {allowed}; "
                            f"got {sorted(half)}")
-    dtype = half.pop() if half else "float16"
-    dtype = "float16" if dtype == "float32" else dtype
+    dtype = next(iter(half & set(HALF_DTYPES)), "float16")  # (one dtype at most by now)
     outputs = {t.name for t in kg.outputs}
     generated_reads = {n for k in kg.kernels if isinstance(k, CustomKernel) for n in (ld.tensor for ld in k.loads)}
     if half_operands:
