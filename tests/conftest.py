@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 
 import pytest
 
@@ -44,7 +46,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# The searches a GPU test may read: a GPU machine without z3/egglog (the device image) has only the
+# searches run on a CPU machine, in the cache folder PRISM_CACHE_DIR names when pytest starts.
+_SEARCHES = Path(os.environ["PRISM_CACHE_DIR"]) / "search" if os.environ.get("PRISM_CACHE_DIR") else None
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test gets its own PRISM_CACHE_DIR so caches never leak between tests."""
-    monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path_factory.mktemp("prism-cache")))
+def _isolated_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own PRISM_CACHE_DIR so caches never leak between tests; a GPU test's
+    searches are those of the PRISM_CACHE_DIR given (linked in), its tunings its own."""
+    root = tmp_path_factory.mktemp("prism-cache")
+    if "gpu" in request.keywords and _SEARCHES is not None and _SEARCHES.is_dir():
+        (root / "search").symlink_to(_SEARCHES.resolve(), target_is_directory=True)
+    monkeypatch.setenv("PRISM_CACHE_DIR", str(root))

@@ -16,6 +16,7 @@ from prism.codegen.sizes import has_sizes
 from prism.errors import CodegenError
 from prism.graph import Graph, Tensor
 from prism.ir import CustomKernel, KernelGraph, MatmulOp
+from prism.partition import predefined_plan
 from prism.reference import relative_error
 from tests.test_emulate import cheap_sizes
 
@@ -68,6 +69,14 @@ def test_a_float32_kernel_reads_and_writes_floats() -> None:
     src = generate(kg).kernels[0].source
     assert "const float* __restrict__ t_X" in src and "float* __restrict__ t_O" in src
     assert "half_t* __restrict__ t_" not in src
+
+
+@pytest.mark.parametrize("body", PROGRAMS)
+def test_a_predefined_plan_keeps_its_intermediates_in_the_programs_dtype(body: str) -> None:
+    """PyTorch ops of a float32 program hand on float32 (a float16 buffer between them cost a float32
+    program's predefined plan 1e-4 of error on the GPU, 40x its bound: the tuner refused it)."""
+    plan = generate(predefined_plan(_program(body), "f32"))
+    assert plan.buffers and {b.dtype for b in plan.buffers} == {"float32"}
 
 
 def test_a_float32_matmul_in_a_generated_kernel_is_refused() -> None:

@@ -21,7 +21,7 @@ from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.ir import KernelGraph, Load
 from tests.test_emulate import _hand, cheap_sizes, emulate_error, inputs_of
 
-ON, OFF = Options(staged_arrivals=True), Options()
+ON, OFF = Options(), Options(staged_arrivals=False)
 
 
 def _one_iteration(program: str) -> Iterator[KernelGraph]:

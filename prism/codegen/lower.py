@@ -287,6 +287,7 @@ def _tensor_dtypes(kg: KernelGraph, *, half_operands: bool = False) -> tuple[dic
         raise CodegenError(f"{kg.program}: {what} needs all inputs and outputs in one of {allowed}; "
                            f"got {sorted(half)}")
     dtype = next(iter(half & set(HALF_DTYPES)), "float16")  # (one dtype at most by now)
+    own = next(iter(half), dtype)  # the program's dtype: float32 for a float32 program
     outputs = {t.name for t in kg.outputs}
     generated_reads = {n for k in kg.kernels if isinstance(k, CustomKernel) for n in (ld.tensor for ld in k.loads)}
     if half_operands:
@@ -300,7 +301,7 @@ def _tensor_dtypes(kg: KernelGraph, *, half_operands: bool = False) -> tuple[dic
                 # vendor GEMM's operand) is written in the program's dtype, as PyTorch writes it: no cast
                 # before each GEMM that reads it (measured: docs/capture.md, "Half intermediates")
                 wide = isinstance(k, CustomKernel) and name in generated_reads
-                dtypes[name] = INTERMEDIATE_DTYPE if wide else dtype
+                dtypes[name] = INTERMEDIATE_DTYPE if wide else own
                 intermediates.append(name)
     return dtypes, dtype, intermediates
 

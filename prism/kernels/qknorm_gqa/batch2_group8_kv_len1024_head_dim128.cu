@@ -315,15 +315,13 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   // prologue: loop-invariant tiles, then the first stages
   load_s_Q(smem_base, g_s_Q, tid);
   cp_async_commit();
-  #pragma unroll
-  for (int st = 0; st < 1; ++st) {
-    if (st < 1) {
-      load_s_Kt(smem_base + 8576 + st * 32768, g_s_Kt + st * 128, tid);
-      load_s_V(smem_base + 41344 + st * 32768, g_s_V + st * 16384, tid);
-    }
+  {  // the ring's Loads in the order the loop first reads them, a group each
+    load_s_Kt(smem_base + 8576 + 0 * 32768, g_s_Kt + 0 * 128, tid);
+    cp_async_commit();
+    load_s_V(smem_base + 41344 + 0 * 32768, g_s_V + 0 * 16384, tid);
     cp_async_commit();
   }
-  cp_async_wait<1>();
+  cp_async_wait<2>();
   __syncthreads();
   // loop-invariant ops, hoisted
   // red6: sum over dim 2 of a [1, 8, 128] tile: 8 outputs, 32 lanes each
@@ -352,16 +350,8 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
   __syncthreads();
   int sb_rd = 0, sb_wr = 0;  // ring slots of it and of it + 1: it % 1, (it + 1) % 1
   for (int it = 0; it < 1; ++it) {
-    cp_async_wait<0>();
+    cp_async_wait<1>();
     __syncthreads();
-    {
-      const int nx = it + 1;
-      if (nx < 1) {
-        load_s_Kt(smem_base + 8576 + sb_wr * 32768, g_s_Kt + nx * 128, tid);
-        load_s_V(smem_base + 41344 + sb_wr * 32768, g_s_V + nx * 16384, tid);
-      }
-      cp_async_commit();
-    }
     const int sb = sb_rd;
     half_t* const s_Kt = s_Kt_ring + sb * 16384;
     half_t* const s_V = s_V_ring + sb * 16384;
@@ -392,6 +382,7 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       const float v7 = __expf((m10_v0[7] * rsqrtf((red6[m10_1] + 1e-06f))));
       st_h8(ew10 + m10_1 * 136 + m10_2, v0, v1, v2, v3, v4, v5, v6, v7);
     }
+    cp_async_wait<0>();  // the next arrival of the ring's Loads
     __syncthreads();
     mma_11(ra13, ew10, s_V, warp, lane);
     // acc12: sum over dim 2 of a [1, 8, 128] tile: 8 outputs, 32 lanes each
