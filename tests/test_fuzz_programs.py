@@ -83,3 +83,35 @@ def test_a_bfloat16_program_is_sized_like_its_float16_twin() -> None:
         sizes, _ = next(generated_sizes(t))
         uses.append(resources(t.instantiate(sizes)))
     assert uses[0] == uses[1]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_the_emulator_backend_holds_every_written_tensor_in_its_buffers_dtype(dtype: str) -> None:
+    """Found on the GPU, not here: a float32 program's predefined plan handed PyTorch's ops float16
+    buffers (error 40x the bound). The fuzz backend now rounds what each kernel writes to its buffer's
+    dtype, as GPU memory holds it, so a plan whose buffers are narrower than its program fails its check
+    on the CPU too."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from bench.fuzz import EmulatorBackend
+    from prism.graph import Graph
+    from prism.partition import predefined_plan
+    from prism.reference import relative_error, round_to_dtype
+    from prism.tune.tolerance import tolerance
+    from prism.tune.tuner import default_scales, random_inputs
+
+    g = Graph()
+    x = g.input((16, 256), dtype, "X")
+    g.output(g.add(g.mul(x, g.sigmoid(x)), g.input((1, 256), dtype, "B")), "O")
+    backend, kg = EmulatorBackend(), predefined_plan(g, "silu_bias")
+    ins = random_inputs(g, default_scales(g), 7)
+    kernel = backend.compile(kg)
+    out = backend.run(kernel, ins)["O"]
+    assert np.array_equal(out, round_to_dtype(out, dtype))
+    assert relative_error(out, g.evaluate(ins)["O"]) < tolerance(g)
+    lowered = kernel[1]
+    narrow = {**lowered.dtypes, **{n: "float16" for n in lowered.intermediates}}  # the buffers of the bug
+    wrong = backend.run((kg, replace(lowered, dtypes=narrow)), ins)["O"]
+    assert (relative_error(wrong, g.evaluate(ins)["O"]) >= tolerance(g)) == (dtype == "float32")

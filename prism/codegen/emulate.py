@@ -55,6 +55,7 @@ from prism.ir import (
     grid_coords,
 )
 from prism.ops import BINARY_NUMPY, UNARY_NUMPY, Reduce, shifted
+from prism.reference import round_to_dtype
 
 __all__ = ["EmulationError", "emulate", "emulate_lowering"]
 
@@ -67,7 +68,10 @@ def emulate(kg: KernelGraph, inputs: Mapping[str, np.ndarray], *, arch: str = "s
     return emulate_lowering(lower_graph(kg, get_arch(arch), options or DEFAULT_OPTIONS), inputs)
 
 
-def emulate_lowering(gl: GraphLowering, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def emulate_lowering(gl: GraphLowering, inputs: Mapping[str, np.ndarray], *,
+                     stored: bool = False) -> dict[str, np.ndarray]:
+    """``emulate`` of a lowering; with ``stored`` every tensor a kernel writes, a library op's
+    included, is rounded to the dtype of its buffer (``gl.dtypes``), as GPU memory holds it."""
     kg = gl.kg
     tensors = input_tensors(kg, inputs)
     scalars = {t.name: t.shape for t in kg.true_inputs}
@@ -75,13 +79,17 @@ def emulate_lowering(gl: GraphLowering, inputs: Mapping[str, np.ndarray]) -> dic
         for k, low in zip(kg.kernels, gl.kernels, strict=True):
             if isinstance(k, PredefinedKernel):
                 run_predefined(k, tensors, scalars)
-                continue
-            assert low is not None
-            flat = _kernel_tensors(low, tensors)
-            for coord in grid_coords(low.grid):
-                _Block(low, flat, coord).run()
-            for name in low.saves_tensors():
-                tensors[name] = flat[name].reshape(low.tensor_shapes[name])
+                written = [k.output]
+            else:
+                assert low is not None
+                flat = _kernel_tensors(low, tensors)
+                for coord in grid_coords(low.grid):
+                    _Block(low, flat, coord).run()
+                written = list(low.saves_tensors())
+                for name in written:
+                    tensors[name] = flat[name].reshape(low.tensor_shapes[name])
+            for name in written if stored else ():
+                tensors[name] = round_to_dtype(tensors[name], gl.dtypes[name])
     return {t.name: tensors[t.name] for t in kg.outputs}
 
 
