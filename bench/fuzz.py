@@ -35,6 +35,7 @@ from prism.errors import PrismError
 from prism.graph import Graph, Tensor
 from prism.ir import CustomKernel, KernelGraph, validate
 from prism.reference import relative_error, round_to_dtype
+from prism.torch_program import torch_program
 from prism.tune.backends import InterpreterBackend
 from prism.tune.tolerance import tolerance
 
@@ -286,9 +287,10 @@ def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outc
     return _outcome(seed, sizes, run)
 
 
-def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outcome:
+def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager: bool = False) -> Outcome:
     """``superoptimize`` of program ``seed`` on the GPU (searches from the cache ``prepare`` filled), its
-    callable run on torch tensors and compared with the float64 reference within the tuner's bound."""
+    callable run on torch tensors and compared with the float64 reference within the tuner's bound;
+    with ``eager`` the callable and PyTorch eager timed as the bench times them (CUDA-graph replay)."""
     import torch
 
     from prism.pipeline import superoptimize
@@ -305,11 +307,23 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Out
         err = max(relative_error(o.double().cpu().numpy(), want[t.name]) for o, t in zip(got, g.outputs, strict=True))
         bound = tolerance(g, inputs=inputs)
         s = res.summary
+        timed = f", eager {_eager_speedup(g, res):.2f}x" if eager and err <= bound else ""
         return "plan" if err <= bound else "wrong", (
             f"{s.get('plan_source')} [{_kinds(res.kernel_graph)}] error {err:.1e} bound {bound:.1e} "
-            f"{s.get('best_us', 0):.2f} us, search cached {s.get('search_cache_hit')}")
+            f"{s.get('best_us', 0):.2f} us, search cached {s.get('search_cache_hit')}{timed}")
 
     return _outcome(seed, sizes, run)
+
+
+def _eager_speedup(g: Graph, fast: Any) -> float:
+    """PyTorch eager's time over the callable's, both timed by the bench's protocol (``bench.zoo_bench``)."""
+    from bench.zoo_bench import Runner
+    from prism.tune.timing import graph_time_us
+    from prism.tune.tuner import default_scales
+
+    runner, scales = Runner(samples=8, seed=0), default_scales(g)
+    times = [graph_time_us(fn, lambda i: runner.copy(g, scales, i)) for fn in (fast, torch_program(g))]
+    return times[1] / times[0]
 
 
 def compile_failures(plans: list[tuple[int, KernelGraph]]) -> dict[int, str]:
@@ -337,6 +351,7 @@ def main() -> None:
     ap.add_argument("--prepare", action="store_true", help="only search, into the search cache (for --cuda)")
     ap.add_argument("--cuda", action="store_true", help="superoptimize on the GPU, searches from the cache")
     ap.add_argument("--sizes", default="small", choices=sorted(SIZES))
+    ap.add_argument("--eager", action="store_true", help="with --cuda: time the callable against PyTorch eager")
     args = ap.parse_args()
     first, last = (int(x) for x in args.seeds.split(":"))
     rows = []
@@ -346,7 +361,8 @@ def main() -> None:
         if args.prepare:
             out = prepare(seed, sizes=args.sizes)
         else:
-            out = run_cuda(seed, sizes=args.sizes) if args.cuda else run_one(seed, returned=returned, sizes=args.sizes)
+            out = (run_cuda(seed, sizes=args.sizes, eager=args.eager) if args.cuda
+                   else run_one(seed, returned=returned, sizes=args.sizes))
         plans += [(seed, kg) for kg in returned if any(isinstance(k, CustomKernel) for k in kg.kernels)]
         rows.append(asdict(out))
         print(json.dumps(rows[-1]), flush=True)
