@@ -194,6 +194,20 @@ def test_stress_inputs_reach_the_target_for_linear_and_quadratic_logits() -> Non
     assert stress_inputs(g, {t.name: np.ones(t.shape) for t in g.inputs}) is None
 
 
+@pytest.mark.parametrize(("dtype", "stressed"), [("float16", False), ("float32", True)])
+def test_no_stress_inputs_where_the_programs_outputs_leave_its_dtype(dtype: str, stressed: bool) -> None:
+    """Logits of 100 make a sum of 64 squares 640,000: beyond float16, where no kernel can write it, so
+    the stressed check would refuse every plan (a random program had no answer); float32 holds it."""
+    from prism.graph import Graph
+    from prism.tune.stress import stress_inputs
+
+    g = Graph()
+    x = g.input((4, 64), dtype, "X")
+    g.output(g.add(g.sum(g.square(x), -1), g.max(x, -1)), "O")
+    s = stress_inputs(g, {"X": np.random.default_rng(0).standard_normal((4, 64))})
+    assert (s is not None) == stressed
+
+
 def test_tuner_rejects_a_kernel_that_overflows_on_large_logits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The paper's form of the softmax is equal to the safe one in real arithmetic; with exp in
     float32 (as on the GPU) it is inf at logits of 100. The faster such kernel must lose to the
