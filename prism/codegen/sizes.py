@@ -29,10 +29,19 @@ from typing import Protocol
 
 from prism.codegen.arch import ARCHS, MAX_GRID, MAX_THREADS
 from prism.codegen.arch import arch as get_arch
-from prism.codegen.lower import Options
+from prism.codegen.lower import MMA_WIDTH, Options
 from prism.codegen.resources import KernelResources, Resources, resources
 from prism.errors import CodegenError, IRError, TuningError
-from prism.ir import CustomKernel, KernelGraph, Load, PredefinedKernel, check_structure, infer, predefined_shape
+from prism.ir import (
+    CustomKernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    PredefinedKernel,
+    check_structure,
+    infer,
+    predefined_shape,
+)
 
 POW2 = tuple(2**e for e in range(13))  # 1 .. 4096: emit's candidate values
 
@@ -116,6 +125,26 @@ def _splits(template: KernelGraph) -> list[_Split]:
     return out
 
 
+def _mma_possible(template: KernelGraph) -> bool:
+    """False when a generated matmul's contraction or output width is not a multiple of 16 even at its
+    full extent (every size 1: one block, one iteration): a tile divides it, so no size assignment can
+    lower (``lower._check_matmul``). A random program's 485 templates with a contraction of 24 cost
+    ~400 lowerings each to find no legal size (16 s of a tuning's enumeration, docs/search-speed.md)."""
+    if not any(isinstance(op, MatmulOp) for k in template.kernels if isinstance(k, CustomKernel) for op in k.ops):
+        return True
+    try:
+        _, per_kernel = infer(template.instantiate(dict.fromkeys(template.symbols, 1)), structure=False)
+    except IRError:
+        return True  # not decided here: the size assignments are checked one by one
+    for k, ks in zip(template.kernels, per_kernel, strict=True):
+        for op in k.ops if isinstance(k, CustomKernel) and ks is not None else ():
+            if isinstance(op, MatmulOp):
+                ta, tb = ks.tiles[op.a], ks.tiles[op.b]
+                if ta is not None and tb is not None and (ta[-1] % 16 or tb[-1] % MMA_WIDTH):
+                    return False
+    return True
+
+
 def _grid_ok(kg: KernelGraph) -> bool:
     for k in kg.kernels:
         if isinstance(k, CustomKernel) and any(int(g) > lim for g, lim in zip(k.grid, MAX_GRID, strict=False)):
@@ -175,7 +204,7 @@ def iter_legal[F: Footprint](template: KernelGraph, *, arch: str, resources: Res
     symbols = template.symbols
     vals = candidate_values(template) if values is None else sorted(values)
     checks = _split_checks(template)
-    if checks is None:
+    if checks is None or not _mma_possible(template):
         return
     assigned: dict[str, int] = {}
 
@@ -210,7 +239,7 @@ def sample_legal_sizes(template: KernelGraph, *, arch: str, count: int, rng: ran
     symbols = template.symbols
     vals = sorted(values)
     checks = _split_checks(template)
-    if checks is None:
+    if checks is None or not _mma_possible(template):
         return []
     budget = [max_checks]
     tried: set[tuple[int, ...]] = set()  # complete assignments checked already (legal or not)
