@@ -137,7 +137,9 @@ def _mma_possible(template: KernelGraph) -> bool:
     except IRError:
         return True  # not decided here: the size assignments are checked one by one
     for k, ks in zip(template.kernels, per_kernel, strict=True):
-        for op in k.ops if isinstance(k, CustomKernel) and ks is not None else ():
+        if not isinstance(k, CustomKernel) or ks is None:
+            continue
+        for op in k.ops:
             if isinstance(op, MatmulOp):
                 ta, tb = ks.tiles[op.a], ks.tiles[op.b]
                 if ta is not None and tb is not None and (ta[-1] % 16 or tb[-1] % MMA_WIDTH):
