@@ -59,4 +59,5 @@ def test_superoptimize_answers_with_a_correct_capturable_plan(build: object) -> 
     graph.replay()
     torch.cuda.synchronize()
     assert relative_error(out.double().cpu().numpy(), ref) < 1e-2
-    assert fast.summary["plan_source"] in ("searched", "stitched", "predefined")
+    # any of Prism's own sources (a rule-built split plan of the attentions too), not Inductor's
+    assert fast.summary["plan_source"] in {s.value for s in pipeline.PlanSource}
