@@ -125,11 +125,15 @@ def _splits(template: KernelGraph) -> list[_Split]:
     return out
 
 
+_GENERATOR = resources  # the code generator's own footprint: sizes legal where the code generator lowers them
+
+
 def _mma_possible(template: KernelGraph) -> bool:
-    """False when a generated matmul's contraction or output width is not a multiple of 16 even at its
-    full extent (every size 1: one block, one iteration): a tile divides it, so no size assignment can
-    lower (``lower._check_matmul``). A random program's 485 templates with a contraction of 24 cost
-    ~400 lowerings each to find no legal size (16 s of a tuning's enumeration, docs/search-speed.md)."""
+    """(Under the code generator's footprint.) False when a generated matmul's contraction or output
+    width is not a multiple of 16 even at its full extent (every size 1: one block, one iteration): a
+    tile divides it, so no size assignment can lower (``lower._check_matmul``). A random program's 485
+    templates with a contraction of 24 cost ~400 lowerings each to find no legal size (16 s of a
+    tuning's enumeration, docs/search-speed.md)."""
     if not any(isinstance(op, MatmulOp) for k in template.kernels if isinstance(k, CustomKernel) for op in k.ops):
         return True
     try:
@@ -206,7 +210,7 @@ def iter_legal[F: Footprint](template: KernelGraph, *, arch: str, resources: Res
     symbols = template.symbols
     vals = candidate_values(template) if values is None else sorted(values)
     checks = _split_checks(template)
-    if checks is None or not _mma_possible(template):
+    if checks is None or (resources is _GENERATOR and not _mma_possible(template)):
         return
     assigned: dict[str, int] = {}
 
@@ -241,7 +245,7 @@ def sample_legal_sizes(template: KernelGraph, *, arch: str, count: int, rng: ran
     symbols = template.symbols
     vals = sorted(values)
     checks = _split_checks(template)
-    if checks is None or not _mma_possible(template):
+    if checks is None or (resources is _GENERATOR and not _mma_possible(template)):
         return []
     budget = [max_checks]
     tried: set[tuple[int, ...]] = set()  # complete assignments checked already (legal or not)
