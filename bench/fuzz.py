@@ -34,10 +34,11 @@ from prism.codegen.resources import resources
 from prism.errors import PrismError
 from prism.graph import Graph, Tensor
 from prism.ir import CustomKernel, KernelGraph, validate
-from prism.reference import relative_error, round_to_dtype
+from prism.reference import relative_error
 from prism.torch_program import torch_program
 from prism.tune.backends import InterpreterBackend
 from prism.tune.tolerance import tolerance
+from prism.tune.tuner import random_inputs
 
 Op = Callable[[Graph, random.Random, list[Tensor], Tensor], Tensor | None]
 
@@ -262,8 +263,7 @@ def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str,
     """The returned plan against the float64 reference on inputs of its own: its exact semantics (values
     in float64 throughout, error < 1e-6) and, its tensors held in their buffers' dtypes, within the
     tuner's bound (a plan of [h, n, d] rows takes them as [h·n, d], ``prism.rows``, as its callable does)."""
-    rng = np.random.default_rng(seed + 1)
-    inputs = {t.name: round_to_dtype(rng.standard_normal(t.shape), t.dtype) for t in g.inputs}
+    inputs = random_inputs(g, {}, seed + 1)
     want = g.evaluate(inputs)
     errs = []
     for stored in (False, True):
@@ -298,8 +298,7 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager:
     def run(g: Graph) -> tuple[str, str]:
         res = superoptimize(g, samples=8, progress=False, inductor=False, program=f"fuzz{seed}",
                             search_budget=search_budget)
-        rng = np.random.default_rng(seed + 1)
-        inputs = {t.name: round_to_dtype(rng.standard_normal(t.shape), t.dtype) for t in g.inputs}
+        inputs = random_inputs(g, {}, seed + 1)
         got = res(**{t.name: torch.tensor(inputs[t.name], dtype=getattr(torch, t.dtype), device="cuda")
                      for t in g.inputs})
         got = got if isinstance(got, tuple | list) else (got,)
