@@ -4,6 +4,7 @@ or a typed error, for any program the Graph API accepts (docs/hardening.md, "Ran
     PYTHONPATH=. python -m bench.fuzz --seeds 0:40 [--json out.json] [--nvcc]
     PYTHONPATH=. python -m bench.fuzz --seeds 0:40 --prepare   # searches into PRISM_CACHE_DIR, then on a GPU:
     PYTHONPATH=. python -m bench.fuzz --seeds 0:40 --cuda      # superoptimize there, callables vs float64
+    PYTHONPATH=. python -m bench.fuzz --seeds 0:20 --sizes model --cuda --eager --compile  # and timed
 
 Each program draws from every op family the Graph API has (element-wise, scalar, broadcast, reduction,
 softmax and norm composites, matmuls with and without a transposed weight) at sizes that are and are not
@@ -35,7 +36,6 @@ from prism.errors import PrismError
 from prism.graph import Graph, Tensor
 from prism.ir import CustomKernel, KernelGraph, validate
 from prism.reference import relative_error
-from prism.torch_program import torch_program
 from prism.tune.backends import InterpreterBackend
 from prism.tune.tolerance import tolerance
 from prism.tune.tuner import random_inputs
@@ -141,7 +141,9 @@ OPS: tuple[tuple[float, Op], ...] = ((0.3, _unary), (0.15, _scalar), (0.25, _bin
 # row counts and widths the programs draw from: ``small`` (the default, what CI runs), ``large`` (the code
 # generator's tiles, warps and loops at widths more like a model's; longer to emulate)
 SIZES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {"small": ((4, 12, 16), (16, 24, 64)),
-                                                             "large": ((32, 48, 64), (128, 192, 512))}
+                                                             "large": ((32, 48, 64), (128, 192, 512)),
+                                                             # the sizes models run at: decode and prefill rows
+                                                             "model": ((16, 256, 1024), (1024, 2048, 4096))}
 
 
 def random_program(seed: int, sizes: str = "small") -> Graph:
@@ -287,16 +289,18 @@ def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outc
     return _outcome(seed, sizes, run)
 
 
-def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager: bool = False) -> Outcome:
+def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager: bool = False,
+             compiled: bool = False) -> Outcome:
     """``superoptimize`` of program ``seed`` on the GPU (searches from the cache ``prepare`` filled), its
     callable run on torch tensors and compared with the float64 reference within the tuner's bound;
-    with ``eager`` the callable and PyTorch eager timed as the bench times them (CUDA-graph replay)."""
+    with ``eager`` the callable and PyTorch eager timed as the bench times them (CUDA-graph replay);
+    with ``compiled`` torch.compile too, and ``superoptimize`` with its default Inductor candidate."""
     import torch
 
     from prism.pipeline import superoptimize
 
     def run(g: Graph) -> tuple[str, str]:
-        res = superoptimize(g, samples=8, progress=False, inductor=False, program=f"fuzz{seed}",
+        res = superoptimize(g, samples=8, progress=False, inductor=compiled, program=f"fuzz{seed}",
                             search_budget=search_budget)
         inputs = random_inputs(g, {}, seed + 1)
         got = res(**{t.name: torch.tensor(inputs[t.name], dtype=getattr(torch, t.dtype), device="cuda")
@@ -306,7 +310,8 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager:
         err = max(relative_error(o.double().cpu().numpy(), want[t.name]) for o, t in zip(got, g.outputs, strict=True))
         bound = tolerance(g, inputs=inputs)
         s = res.summary
-        timed = f", eager {_eager_speedup(g, res):.2f}x" if eager and err <= bound else ""
+        timed = "".join(f", {system} {x:.2f}x" for system, x in _speedups(g, res, eager, compiled).items()
+                        if err <= bound)
         return "plan" if err <= bound else "wrong", (
             f"{s.get('plan_source')} [{_kinds(res.kernel_graph)}] error {err:.1e} bound {bound:.1e} "
             f"{s.get('best_us', 0):.2f} us, search cached {s.get('search_cache_hit')}{timed}")
@@ -314,15 +319,20 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager:
     return _outcome(seed, sizes, run)
 
 
-def _eager_speedup(g: Graph, fast: Any) -> float:
-    """PyTorch eager's time over the callable's, both timed by the bench's protocol (``bench.zoo_bench``)."""
+def _speedups(g: Graph, fast: Any, eager: bool, compiled: bool) -> dict[str, float]:
+    """Each baseline's time (PyTorch eager, torch.compile) over the callable's, all timed by the bench's
+    protocol (``bench.zoo_bench``): baseline name -> speedup."""
+    if not (eager or compiled):
+        return {}
     from bench.zoo_bench import Runner
     from prism.tune.timing import graph_time_us
     from prism.tune.tuner import default_scales
 
     runner, scales = Runner(samples=8, seed=0), default_scales(g)
-    times = [graph_time_us(fn, lambda i: runner.copy(g, scales, i)) for fn in (fast, torch_program(g))]
-    return times[1] / times[0]
+    systems = [s for s, on in (("eager", eager), ("compile", compiled)) if on]
+    fns = [fast, *(runner.system_fn(g, f"fuzz-{s}", s, {}) for s in systems)]
+    times = [graph_time_us(fn, lambda i: runner.copy(g, scales, i)) for fn in fns]
+    return {s: t / times[0] for s, t in zip(systems, times[1:], strict=True)}
 
 
 def compile_failures(plans: list[tuple[int, KernelGraph]]) -> dict[int, str]:
@@ -351,6 +361,8 @@ def main() -> None:
     ap.add_argument("--cuda", action="store_true", help="superoptimize on the GPU, searches from the cache")
     ap.add_argument("--sizes", default="small", choices=sorted(SIZES))
     ap.add_argument("--eager", action="store_true", help="with --cuda: time the callable against PyTorch eager")
+    ap.add_argument("--compile", action="store_true",
+                    help="with --cuda: time against torch.compile too (and superoptimize with its Inductor candidate)")
     args = ap.parse_args()
     first, last = (int(x) for x in args.seeds.split(":"))
     rows = []
@@ -360,7 +372,7 @@ def main() -> None:
         if args.prepare:
             out = prepare(seed, sizes=args.sizes)
         else:
-            out = (run_cuda(seed, sizes=args.sizes, eager=args.eager) if args.cuda
+            out = (run_cuda(seed, sizes=args.sizes, eager=args.eager, compiled=args.compile) if args.cuda
                    else run_one(seed, returned=returned, sizes=args.sizes))
         plans += [(seed, kg) for kg in returned if any(isinstance(k, CustomKernel) for k in kg.kernels)]
         rows.append(asdict(out))

@@ -154,6 +154,7 @@ class OptimizedGraph:
         self._buffer_views: dict[str, Any] | None = None
         self._has_predefined = any(isinstance(st, PredefinedOp) for st in plan.steps)
         self._view_only = _view_only_transposes(plan)
+        self._view_outputs = view_outputs(plan)
         self._last_call: tuple[int, Any] | None = None  # (stream pointer, event recorded after the call)
 
     @property
@@ -284,32 +285,43 @@ class OptimizedGraph:
         kind = next(iter(ins.values())).kind
         if any(a.kind != kind for a in ins.values()):
             raise InputError(f"{self.plan.program}: mix of torch tensors and CuPy arrays; pass one kind")
+        views = self._output_views(ins) if out is None and kind == "torch" else {}
         if out is None:
-            outs_obj = [self._alloc(s, kind) for s in self.outputs]
+            outs_obj = [views[s.name] if s.name in views else self._alloc(s, kind) for s in self.outputs]
         else:
             outs_obj = list(out) if isinstance(out, list | tuple) else [out]
             if len(outs_obj) != len(self.outputs):
                 raise InputError(f"{self.plan.program}: out= has {len(outs_obj)} arrays for {len(self.outputs)} outputs")
-        outs = {s.name: self._check(s, o, "output") for s, o in zip(self.outputs, outs_obj, strict=True)}
+        outs = {s.name: self._check(s, o, "output") for s, o in zip(self.outputs, outs_obj, strict=True)
+                if s.name not in views}
         self._check_aliasing(ins, outs)
         ptrs: dict[str, int] = {n: a.ptr for n, a in (*ins.items(), *outs.items())}
         for n, b in self._buffers.items():
             ptrs[n] = b.data.ptr
         stream = self._stream(kind)
-        views = self._torch_views(ins, outs) if kind == "torch" and self._has_predefined else {}
+        tensors = self._torch_views(ins, outs) if kind == "torch" and self._has_predefined else {}
         with cupy.cuda.Device(self.device), stream:
             self._order_after_last_call(stream)
             for step in self.plan.steps:
+                if isinstance(step, PredefinedOp) and step.output in views:
+                    continue  # a view of an input, as PyTorch returns it: nothing to compute
                 if isinstance(step, KernelLaunch):
                     fn = self._kernels[step.entry]
                     fn(step.grid, step.block, tuple(np.uint64(ptrs[a]) for a in step.args),
                        shared_mem=step.smem_bytes)
                 elif kind == "torch":
-                    _run_predefined_torch(step, views, as_view=step.output in self._view_only)
+                    _run_predefined_torch(step, tensors, as_view=step.output in self._view_only)
                 else:
                     _run_predefined(step, ptrs, self._spec_of)
             self._record_call(stream)
         return outs_obj[0] if len(outs_obj) == 1 else tuple(outs_obj)
+
+    def _output_views(self, ins: Mapping[str, _Arg]) -> dict[str, Any]:
+        """The outputs that are transposes of an input (``view_outputs``), as torch views of it."""
+        torch = _torch()
+        assert torch is not None
+        return {o: torch.transpose(ins[src].obj, -1, -2) if odd else ins[src].obj.view(ins[src].obj.shape)
+                for o, (src, odd) in self._view_outputs.items()}
 
     def _torch_views(self, ins: Mapping[str, _Arg], outs: Mapping[str, _Arg]) -> dict[str, Any]:
         """Every tensor of the plan as a torch tensor (intermediates: views of the CuPy buffers)."""
@@ -396,6 +408,22 @@ def _run_predefined(op: PredefinedOp, ptrs: Mapping[str, int], spec_of: Any) -> 
 
 
 HALF = ("float16", "bfloat16")
+
+
+def view_outputs(plan: LaunchPlan) -> dict[str, tuple[str, bool]]:
+    """Program outputs that are a program input seen through predefined transposes and nothing else:
+    output -> (the input, whether the transposes are odd). PyTorch returns such an output as a view
+    of the input without a kernel, and so does a call without ``out=`` on torch tensors."""
+    inputs = {t.name for t in plan.inputs}
+    base: dict[str, tuple[str, bool]] = {n: (n, False) for n in inputs}
+    for st in plan.steps:
+        if isinstance(st, PredefinedOp) and st.kind == "transpose" and st.inputs[0] in base:
+            src, odd = base[st.inputs[0]]
+            base[st.output] = (src, not odd)
+    read = {a for k in plan.kernels for a in k.args} | {
+        a for st in plan.steps if isinstance(st, PredefinedOp) for a in st.inputs}
+    return {t.name: base[t.name] for t in plan.outputs
+            if t.name in base and t.name not in inputs and t.name not in read}
 
 
 def _view_only_transposes(plan: LaunchPlan) -> frozenset[str]:
