@@ -159,12 +159,31 @@ def renumbered(op: BlockOp, new: Mapping[int, int]) -> BlockOp:
             assert_never(op)
 
 
+def live_ops(ops: Sequence[BlockOp]) -> list[bool]:
+    """Per op, whether a Save depends on it (operands always precede their users)."""
+    live = [isinstance(op, Save) for op in ops]
+    for i in reversed(range(len(ops))):
+        if live[i]:
+            for a in op_args(ops[i]):
+                live[a] = True
+    return live
+
+
 @dataclass(frozen=True)
 class CustomKernel:
     name: str
     grid: tuple[Size, ...]
     loop: Size
     ops: tuple[BlockOp, ...]
+
+    def without_dead_ops(self) -> CustomKernel:
+        """The kernel without the ops no Save depends on (a searched kernel may load a program input
+        no output reads): the same values saved, and no tile, buffer or warp sized for them."""
+        live = live_ops(self.ops)
+        if all(live) or not any(live):
+            return self
+        new = {old: i for i, old in enumerate(j for j, keep in enumerate(live) if keep)}
+        return replace(self, ops=tuple(renumbered(op, new) for op, keep in zip(self.ops, live, strict=True) if keep))
 
     @property
     def loads(self) -> list[Load]:
@@ -281,6 +300,19 @@ class KernelGraph:
             return tuple(replace(t, shape=tuple(tail.padded if s == tail.valid else s for s in t.shape)) for t in specs)
         assert self.tail is None, "a plan is padded once"
         return replace(self, inputs=pad(self.inputs), outputs=pad(self.outputs), tail=tail)
+
+    def without_dead_ops(self) -> KernelGraph:
+        """Every custom kernel without its dead ops (``CustomKernel.without_dead_ops``); the plan as it
+        is where that would leave it ill-formed."""
+        kernels = tuple(k.without_dead_ops() if isinstance(k, CustomKernel) else k for k in self.kernels)
+        if kernels == self.kernels:
+            return self
+        pruned = replace(self, kernels=kernels)
+        try:
+            check_structure(pruned)
+        except IRError:
+            return self
+        return pruned
 
     def to_json(self) -> dict[str, object]:
         return {"format": FORMAT, "version": VERSION, **_kg_to_obj(self)}

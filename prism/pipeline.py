@@ -246,7 +246,8 @@ def search_and_verify(
             graph, [head], program, cache, progress, time_budget)[0])
         constructed = (*_constructed(graph, program, cache), *epilogues)
     constructed = (*constructed, *splits)
-    templates = (*searched, *constructed, *stitched, predefined_plan(graph, program))
+    # a searched kernel may load an input no output reads (the program's dead ops are gone, its inputs not)
+    templates = tuple(t.without_dead_ops() for t in (*searched, *constructed, *stitched, predefined_plan(graph, program)))
     sources = (*[PlanSource.SEARCHED] * len(searched), *[PlanSource.CONSTRUCTED] * len(constructed),
                *[PlanSource.STITCHED] * len(stitched), PlanSource.PREDEFINED)
     seconds = dict(whole.seconds) if whole is not None else {}
