@@ -281,9 +281,10 @@ def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outc
     """The search of program ``seed`` into the search cache (this machine's CPU, z3 and egglog), for a
     later ``run_cuda`` on a GPU machine without them."""
     from prism.pipeline import search_and_verify
+    from prism.rows import searched_graph
 
-    def run(g: Graph) -> tuple[str, str]:
-        out = search_and_verify(g, program=f"fuzz{seed}", progress=False, time_budget=search_budget)
+    def run(g: Graph) -> tuple[str, str]:  # the graph superoptimize searches: [h, n, d] rows merged
+        out = search_and_verify(searched_graph(g), program=f"fuzz{seed}", progress=False, time_budget=search_budget)
         return "searched", json.dumps(out.to_json()["verified_by_source"])
 
     return _outcome(seed, sizes, run)

@@ -37,6 +37,7 @@ from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
 from prism.options import count_arg, target_arg
 from prism.pipeline import search_and_verify, superoptimize
+from prism.rows import searched_graph
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +346,7 @@ def build_entry(entry: Entry, base: Path, arch: str, optimize: Callable[[Graph, 
 def search_entry(entry: Entry, base: Path) -> dict[str, Any]:
     """Search and verify an entry's program (cached by its size-free structure, so every shape of it
     shares this one search); a summary of the outcome."""
-    graph = entry.build_graph(base)
+    graph = searched_graph(entry.build_graph(base))  # the one ``optimize`` searches, [b, s, d] rows merged
     return search_and_verify(graph, program=entry.program, progress=False).to_json()
 
 

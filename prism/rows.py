@@ -111,8 +111,10 @@ def merge_rows(graph: Graph) -> Rows | None:
 
 
 def searched_graph(graph: Graph) -> Graph:
-    """The program ``superoptimize`` searches for ``graph``: its rows merged where they merge. Scripts that
-    fill the search cache ahead of ``superoptimize`` search this one, so that the keys match."""
+    """The program ``superoptimize`` searches for ``graph``: its dead ops dropped, its rows merged where
+    they merge. What fills the search cache ahead of ``superoptimize`` (a CPU machine before a GPU one:
+    ``library.search_entry``, ``bench.fuzz --prepare``, scripts) searches this one, so that the keys match."""
+    graph = graph.without_dead_ops()
     rows = merge_rows(graph)
     return graph if rows is None else rows.graph
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -163,3 +164,34 @@ def test_superoptimize_searches_and_tunes_the_merged_program() -> None:
     xs = _inputs(g, seed=2)
     got = interpreter.run(fast.kernel_graph, {"X": xs["X"].reshape(6, 32), "W": xs["W"]})["O"]
     np.testing.assert_allclose(got.reshape(2, 3, 32), g.evaluate(xs)["O"], rtol=1e-9, atol=1e-9)
+
+
+class _Searched(Exception):
+    pass
+
+
+def test_what_fills_the_cache_ahead_searches_the_program_superoptimize_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU machine fills the search cache for a GPU machine without the search (``library.search_entry``,
+    ``bench.fuzz --prepare``): they must search the program superoptimize looks up, its [h, n, d] rows
+    merged and its dead ops dropped (``rows.searched_graph``), or the GPU finds no search for it."""
+    from bench import fuzz
+    from prism import library
+
+    g = fuzz.random_program(23)  # [3, 12, 16] rows
+    assert merge_rows(g) is not None
+    keys: list[str] = []
+
+    def search(graph: Graph, **_: Any) -> None:
+        keys.append(graph.without_dead_ops().structure_key())  # search_and_verify drops dead ops first
+        raise _Searched
+
+    monkeypatch.setattr(pipeline, "search_and_verify", search)
+    monkeypatch.setattr(library, "search_and_verify", search)
+    monkeypatch.setattr(library.Entry, "build_graph", lambda self, base=None: g)
+    with pytest.raises(_Searched):
+        pipeline.superoptimize(g, samples=2, backend=InterpreterBackend(_timer), progress=False)
+    with pytest.raises(_Searched):
+        library.search_entry(library.Entry("fuzz23", (), "float16"), Path("."))
+    fuzz.prepare(23)  # reports the exception as its outcome
+    assert len(keys) == 3 and len(set(keys)) == 1, keys
+    assert keys[0] != g.without_dead_ops().structure_key()  # the unmerged program's key is another
