@@ -315,9 +315,18 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager:
                         if err <= bound)
         return "plan" if err <= bound else "wrong", (
             f"{s.get('plan_source')} [{_kinds(res.kernel_graph)}] error {err:.1e} bound {bound:.1e} "
-            f"{s.get('best_us', 0):.2f} us, search cached {s.get('search_cache_hit')}{timed}")
+            f"{s.get('best_us', 0):.2f} us{_versus(s)}, search cached {s.get('search_cache_hit')}{timed}")
 
     return _outcome(seed, sizes, run)
+
+
+def _versus(summary: Mapping[str, Any]) -> str:
+    """Both times of superoptimize's comparison with Inductor's kernels, where it timed them (the plan in
+    brackets is the generated one, also where Inductor's was returned)."""
+    v = summary.get("inductor") or {}
+    if v.get("generated_us") is None or v.get("inductor_us") is None:
+        return ""
+    return f" (generated {v['generated_us']:.2f} us, inductor {v['inductor_us']:.2f} us)"
 
 
 def _speedups(g: Graph, fast: Any, eager: bool, compiled: bool) -> dict[str, float]:

@@ -115,3 +115,12 @@ def test_the_emulator_backend_holds_every_written_tensor_in_its_buffers_dtype(dt
     narrow = {**lowered.dtypes, **{n: "float16" for n in lowered.intermediates}}  # the buffers of the bug
     wrong = backend.run((kg, replace(lowered, dtypes=narrow)), ins)["O"]
     assert (relative_error(wrong, g.evaluate(ins)["O"]) >= tolerance(g)) == (dtype == "float32")
+
+
+def test_a_gpu_run_reports_both_times_of_the_inductor_comparison() -> None:
+    from bench.fuzz import _versus
+
+    assert _versus({"inductor": {"generated_us": 1.25, "inductor_us": 1.1}}) == \
+        " (generated 1.25 us, inductor 1.10 us)"
+    assert _versus({"inductor": {"generated_us": None, "why": "no torch"}}) == ""
+    assert _versus({}) == ""
