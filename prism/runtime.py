@@ -285,7 +285,7 @@ class OptimizedGraph:
         kind = next(iter(ins.values())).kind
         if any(a.kind != kind for a in ins.values()):
             raise InputError(f"{self.plan.program}: mix of torch tensors and CuPy arrays; pass one kind")
-        views = self._output_views(ins) if out is None and kind == "torch" else {}
+        views = self._output_views(ins) if out is None else {}
         if out is None:
             outs_obj = [views[s.name] if s.name in views else self._alloc(s, kind) for s in self.outputs]
         else:
@@ -317,10 +317,9 @@ class OptimizedGraph:
         return outs_obj[0] if len(outs_obj) == 1 else tuple(outs_obj)
 
     def _output_views(self, ins: Mapping[str, _Arg]) -> dict[str, Any]:
-        """The outputs that are transposes of an input (``view_outputs``), as torch views of it."""
-        torch = _torch()
-        assert torch is not None
-        return {o: torch.transpose(ins[src].obj, -1, -2) if odd else ins[src].obj.view(ins[src].obj.shape)
+        """The outputs that are transposes of an input (``view_outputs``), as views of it (torch tensors
+        and CuPy arrays both have ``swapaxes`` and ``[...]``)."""
+        return {o: ins[src].obj.swapaxes(-1, -2) if odd else ins[src].obj[...]
                 for o, (src, odd) in self._view_outputs.items()}
 
     def _torch_views(self, ins: Mapping[str, _Arg], outs: Mapping[str, _Arg]) -> dict[str, Any]:
@@ -413,7 +412,7 @@ HALF = ("float16", "bfloat16")
 def view_outputs(plan: LaunchPlan) -> dict[str, tuple[str, bool]]:
     """Program outputs that are a program input seen through predefined transposes and nothing else:
     output -> (the input, whether the transposes are odd). PyTorch returns such an output as a view
-    of the input without a kernel, and so does a call without ``out=`` on torch tensors."""
+    of the input without a kernel, and so does a call without ``out=``."""
     inputs = {t.name for t in plan.inputs}
     base: dict[str, tuple[str, bool]] = {n: (n, False) for n in inputs}
     for st in plan.steps:

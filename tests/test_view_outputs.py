@@ -1,5 +1,5 @@
 """Outputs that are transposes of an input: PyTorch returns a view without a kernel, and so does
-a call without ``out=`` on torch tensors (``runtime.view_outputs``); with ``out=`` the values are copied."""
+a call without ``out=`` (``runtime.view_outputs``); with ``out=`` the values are copied."""
 
 from __future__ import annotations
 
@@ -67,3 +67,7 @@ def test_gpu_a_transposed_output_is_a_view_and_out_gets_a_copy() -> None:
     fn(x, w, out=(out_o, out_p))
     torch.cuda.synchronize()
     assert np.array_equal(out_o.cpu().numpy(), x.t().cpu().numpy())
+    cupy = pytest.importorskip("cupy")
+    xc, wc = cupy.asarray(x), cupy.asarray(w)
+    oc, _ = fn(xc, wc)  # CuPy arrays: a view too
+    assert oc.data.ptr == xc.data.ptr and bool((oc == xc.T).all())
