@@ -329,3 +329,44 @@ def test_leading_dims_merge_into_rows_only_where_the_program_is_the_same(
     for got, ref in zip(evaluate(program, xs), want, strict=True):
         assert got.shape == ref.shape
         np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+class _Storage:
+    def __init__(self, base: np.ndarray) -> None:
+        self.base = base
+
+    def data_ptr(self) -> int:
+        return int(self.base.__array_interface__["data"][0])
+
+
+class _Tensor:
+    """What ``runner._owned`` asks of a torch tensor, over a NumPy array (no torch on the CPU machine)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def untyped_storage(self) -> _Storage:
+        return _Storage(self.a.base if self.a.base is not None else self.a)
+
+    def is_contiguous(self) -> bool:
+        return bool(self.a.flags.c_contiguous)
+
+    def clone(self) -> _Tensor:
+        return _Tensor(self.a.copy())
+
+    def contiguous(self) -> _Tensor:
+        return self if self.is_contiguous() else _Tensor(np.ascontiguousarray(self.a))
+
+
+def test_a_region_output_that_aliases_its_input_becomes_a_tensor_of_its_own() -> None:
+    """A Prism callable returns an output that is a transposed input as a view (runtime.view_outputs); a
+    region's custom op declares no aliasing and the graph around it plans contiguous outputs."""
+    from prism.capture.runner import _owned
+
+    x = _Tensor(np.arange(12.0).reshape(3, 4))
+    fresh = _Tensor(np.zeros((4, 3)))
+    for out in (_Tensor(x.a.T), _Tensor(x.a[...])):  # a transposed view, a contiguous alias
+        owned = _owned(out, [x])
+        assert owned.is_contiguous() and np.array_equal(owned.a, out.a)
+        assert owned.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    assert _owned(fresh, [x]) is fresh  # a kernel's own output is kept as it is

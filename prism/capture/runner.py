@@ -252,15 +252,25 @@ class RegionRunner:
     def _launch(self, entry: _Entry, inputs: Sequence[Any]) -> tuple[Any, ...]:
         program = entry.program
         assert program is not None
-        res = entry.kernel(*self._views(program, inputs))
+        args = self._views(program, inputs)
+        res = entry.kernel(*args)
         by_name = dict(zip([t.name for t in program.graph.outputs], res if isinstance(res, tuple) else (res,),
                            strict=True))
         outs = []
         for src, shape, dtype in zip(program.outputs, program.shapes, entry.out_dtypes, strict=True):
             # a cast/clone of an input read outside the region is a tensor of its own, as PyTorch's clone is
-            t = by_name[src].view(shape) if isinstance(src, str) else inputs[src].reshape(shape).clone()
+            t = _owned(by_name[src], args).view(shape) if isinstance(src, str) else inputs[src].reshape(shape).clone()
             outs.append(t if t.dtype == dtype else t.to(dtype))
         return tuple(outs)
+
+
+def _owned(t: Any, args: Sequence[Any]) -> Any:
+    """A kernel output as a contiguous tensor of its own: a Prism callable returns an output that is an
+    input seen through transposes as a view of it (``runtime.view_outputs``), while a region's custom op
+    declares no aliasing and the graph around it plans its outputs contiguous (``outer.contiguous``)."""
+    if t.untyped_storage().data_ptr() not in {a.untyped_storage().data_ptr() for a in args}:
+        return t
+    return t.clone() if t.is_contiguous() else t.contiguous()
 
 
 def _inductor(eager: Any, inputs: Sequence[Any]) -> Callable[..., Any]:
