@@ -361,12 +361,12 @@ class _Tensor:
 def test_a_region_output_that_aliases_its_input_becomes_a_tensor_of_its_own() -> None:
     """A Prism callable returns an output that is a transposed input as a view (runtime.view_outputs); a
     region's custom op declares no aliasing and the graph around it plans contiguous outputs."""
-    from prism.capture.runner import _owned
+    from prism.capture.runner import _owned, _storages
 
     x = _Tensor(np.arange(12.0).reshape(3, 4))
     fresh = _Tensor(np.zeros((4, 3)))
     for out in (_Tensor(x.a.T), _Tensor(x.a[...])):  # a transposed view, a contiguous alias
-        owned = _owned(out, [x])
+        owned = _owned(out, _storages([x]))
         assert owned.is_contiguous() and np.array_equal(owned.a, out.a)
         assert owned.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
-    assert _owned(fresh, [x]) is fresh  # a kernel's own output is kept as it is
+    assert _owned(fresh, _storages([x])) is fresh  # a kernel's own output is kept as it is

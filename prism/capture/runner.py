@@ -254,21 +254,28 @@ class RegionRunner:
         assert program is not None
         args = self._views(program, inputs)
         res = entry.kernel(*args)
+        storages = _storages(args)
         by_name = dict(zip([t.name for t in program.graph.outputs], res if isinstance(res, tuple) else (res,),
                            strict=True))
         outs = []
         for src, shape, dtype in zip(program.outputs, program.shapes, entry.out_dtypes, strict=True):
             # a cast/clone of an input read outside the region is a tensor of its own, as PyTorch's clone is
-            t = _owned(by_name[src], args).view(shape) if isinstance(src, str) else inputs[src].reshape(shape).clone()
+            t = _owned(by_name[src], storages).view(shape) if isinstance(src, str) else inputs[src].reshape(shape).clone()
             outs.append(t if t.dtype == dtype else t.to(dtype))
         return tuple(outs)
 
 
-def _owned(t: Any, args: Sequence[Any]) -> Any:
+def _storages(args: Sequence[Any]) -> set[int]:
+    """Where the kernel's inputs live (their storages' addresses), for ``_owned``."""
+    return {a.untyped_storage().data_ptr() for a in args}
+
+
+def _owned(t: Any, storages: set[int]) -> Any:
     """A kernel output as a contiguous tensor of its own: a Prism callable returns an output that is an
     input seen through transposes as a view of it (``runtime.view_outputs``), while a region's custom op
-    declares no aliasing and the graph around it plans its outputs contiguous (``outer.contiguous``)."""
-    if t.untyped_storage().data_ptr() not in {a.untyped_storage().data_ptr() for a in args}:
+    declares no aliasing and the graph around it plans its outputs contiguous (``outer.contiguous``).
+    ``storages``: the kernel inputs' (``_storages``)."""
+    if t.untyped_storage().data_ptr() not in storages:
         return t
     return t.clone() if t.is_contiguous() else t.contiguous()
 
