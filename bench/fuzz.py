@@ -182,6 +182,153 @@ def random_program(seed: int, sizes: str = "small") -> Graph:
     return g
 
 
+# attention-shaped programs: query rows, key / value rows of another length, head dims (small, large, model)
+ATTENTION_SIZES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {
+    "small": ((1, 4, 16), (16, 24, 64), (16, 32)), "large": ((1, 8, 32), (128, 200, 512), (64, 128)),
+    "model": ((1, 16, 128), (1024, 4000, 8192), (64, 128))}
+
+
+def _scores_op(g: Graph, rng: random.Random, s: Tensor, mask: Tensor | None) -> Tensor:
+    """One op on attention scores: a scale, the mask added, a soft cap, a unary op or a max subtracted."""
+    match rng.choice(("scale", "mask", "softcap", "unary", "shift")):
+        case "scale":
+            return g.scale(s, rng.choice((0.125, 0.0884, 0.5)))
+        case "mask" if mask is not None:
+            return g.add(s, mask)
+        case "softcap":
+            return g.scale(g.tanh(g.scale(s, 1 / 30)), 30.0)
+        case "unary":
+            return _unary(g, rng, [], s)
+        case _:
+            return g.sub(s, g.max(s, -1))
+
+
+def _probs(g: Graph, rng: random.Random, s: Tensor) -> Tensor:
+    """Scores into weights: a softmax (as the op or written out), a sigmoid, or an exp of a bounded score."""
+    match rng.choice(("softmax", "softmax", "written", "sigmoid", "exp", "log_softmax")):
+        case "softmax":
+            return g.softmax(s)
+        case "written":
+            e = g.exp(g.sub(s, g.max(s, -1)))
+            return g.div(e, g.sum(e, -1))
+        case "sigmoid":
+            return g.sigmoid(s)
+        case "exp":
+            return g.exp(g.tanh(s))
+        case _:
+            return g.log_softmax(s)
+
+
+def random_attention(seed: int, sizes: str = "small") -> Graph:
+    """A random attention-shaped program: Q [n, d] against K, V [m, d] (lengths drawn apart, [h, ...] heads
+    in a third), ops on Q or K before the scores, 0-3 ops on the scores (scale, soft cap, shift, unary; a
+    drawn mask added among them), weights
+    from them (softmax written either way, sigmoid, exp, log-softmax), the weighted sum of V, then 0-2 ops
+    after it (an element-wise op with Q, a norm, a projection by a weight of another width); the scores or
+    weights a second output sometimes. float16 in three of four programs, else float32 or bfloat16."""
+    rng = random.Random(seed)
+    ns, ms, ds = ATTENTION_SIZES[sizes]
+    n, m, d = rng.choice(ns), rng.choice(ms), rng.choice(ds)
+    lead = (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
+    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    g = Graph()
+    q, k, v = g.input((*lead, n, d), dt, "Q"), g.input((*lead, m, d), dt, "K"), g.input((*lead, m, d), dt, "V")
+    mask = g.input((*(1 for _ in lead), n, m), dt, "M") if rng.random() < 0.3 else None
+    if rng.random() < 0.4:
+        q = rng.choice((g.rms_norm, g.silu, lambda t: g.scale(t, 0.125)))(q)
+    if rng.random() < 0.25:
+        k = rng.choice((g.rms_norm, g.tanh))(k)
+    s = g.matmul(q, g.transpose(k))
+    ops = rng.randint(0, 3)
+    at = rng.randint(0, ops)  # where a drawn mask is added, among the ops on the scores
+    for i in range(ops + 1):
+        s = g.add(s, mask) if i == at and mask is not None else s
+        s = _scores_op(g, rng, s, mask) if i < ops else s
+    p = _probs(g, rng, s)
+    o = g.matmul(p, v)
+    for _ in range(rng.randint(0, 2)):
+        match rng.choice(("residual", "norm", "project", "unary")):
+            case "residual" if o.shape == q.shape:
+                o = g.add(o, q)
+            case "norm":
+                o = g.rms_norm(o)
+            case "project":
+                o = g.matmul(o, g.input((d, rng.choice((16, 48)) if sizes == "small" else 2 * d), dt, f"W{len(g.inputs)}"))
+            case _:
+                o = _unary(g, rng, [], o)
+    g.output(o, "O")
+    if rng.random() < 0.2:
+        g.output(rng.choice((s, p)), "O2")
+    return g
+
+
+# MLP-shaped programs: rows, model width, hidden width (small, large, model)
+MLP_SIZES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {
+    "small": ((1, 4, 16, 24), (16, 32), (48, 64)), "large": ((1, 8, 64, 100), (128, 256), (384, 512)),
+    "model": ((1, 16, 512, 1000), (1024, 2048), (2816, 4096))}
+
+
+def _activation(g: Graph, rng: random.Random, h: Tensor) -> Tensor:
+    name = rng.choice(("silu", "gelu", "gelu_erf", "relu", "squared_relu", "tanh", "sigmoid", "mish"))
+    match name:
+        case "gelu_erf":
+            return g.gelu(h, approximate="none")
+        case "squared_relu":
+            return g.square(g.relu(h))
+        case _:
+            return getattr(g, name)(h)
+
+
+def random_mlp(seed: int, sizes: str = "small") -> Graph:
+    """A random MLP-shaped program: rows X [n, d] ([b, s, d] in a third), maybe a norm first (with or
+    without its weight, RMS or layer norm written out), an up projection to the hidden width (a weight
+    stored either way, a bias sometimes), an activation, gated by a second projection in half, a down
+    projection back (or not), then maybe a residual add and a norm after; the hidden activations a second
+    output sometimes."""
+    rng = random.Random(seed)
+    ns, ds, fs = MLP_SIZES[sizes]
+    n, d, f = rng.choice(ns), rng.choice(ds), rng.choice(fs)
+    lead = (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
+    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    g = Graph()
+    x = g.input((*lead, n, d), dt, "X")
+
+    def weight(name: str, k: int, m: int) -> Tensor:  # [k, m], or stored [m, k] as nn.Linear keeps it
+        return g.input((k, m), dt, name) if rng.random() < 0.5 else g.transpose(g.input((m, k), dt, name))
+
+    h = x
+    match rng.choice(("none", "rms", "rms_weight", "layer")):
+        case "rms":
+            h = g.rms_norm(x)
+        case "rms_weight":
+            h = g.mul(g.rms_norm(x), g.input((*(1 for _ in lead), 1, d), dt, "G"))
+        case "layer":
+            c = g.sub(x, g.mean(x, -1))
+            h = g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-5)))
+        case _:
+            pass
+    up = g.matmul(h, weight("W1", d, f))
+    if rng.random() < 0.3:
+        up = g.add(up, g.input((*(1 for _ in lead), 1, f), dt, "B1"))
+    a = _activation(g, rng, up)
+    if rng.random() < 0.5:
+        a = g.mul(a, g.matmul(h, weight("W3", d, f)))
+    out = g.matmul(a, weight("W2", f, d)) if rng.random() < 0.8 else a
+    if out.shape == x.shape and rng.random() < 0.5:
+        out = g.add(out, x)
+    if rng.random() < 0.2:
+        out = g.rms_norm(out)
+    g.output(out, "O")
+    if out is not a and rng.random() < 0.15:
+        g.output(a, "O2")
+    return g
+
+
+# the program families ``--family`` draws from
+FAMILIES: dict[str, Callable[[int, str], Graph]] = {"rows": random_program, "attention": random_attention,
+                                                    "mlp": random_mlp}
+
+
 class EmulatorBackend(InterpreterBackend):
     """The CUDA backend's contract on the CPU: legal sizes by the code generator's resources, each plan
     lowered as ``generate`` lowers it when compiled (a CodegenError there is a failed compile, as
@@ -223,10 +370,10 @@ def _describe(g: Graph) -> str:
     return " ".join(n.kind.value if n.fn is None else n.fn.value for n in g.nodes)
 
 
-def _outcome(seed: int, sizes: str, run: Callable[[Graph], tuple[str, str]]) -> Outcome:
-    """``run`` on program ``seed``: its (result, detail), a PrismError as "typed error", any other
-    exception as "crash" (the contract: none escapes), with the seconds it took."""
-    g = random_program(seed, sizes)
+def _outcome(seed: int, sizes: str, run: Callable[[Graph], tuple[str, str]], family: str = "rows") -> Outcome:
+    """``run`` on program ``seed`` of ``family``: its (result, detail), a PrismError as "typed error", any
+    other exception as "crash" (the contract: none escapes), with the seconds it took."""
+    g = FAMILIES[family](seed, sizes)
     t0 = time.perf_counter()
     try:
         result, detail = run(g)
@@ -243,7 +390,7 @@ def _kinds(kg: KernelGraph) -> str:
 
 
 def run_one(seed: int, search_budget: float = 3.0, returned: list[KernelGraph] | None = None,
-            sizes: str = "small") -> Outcome:
+            sizes: str = "small", family: str = "rows") -> Outcome:
     """``superoptimize`` of program ``seed`` and the check of what it returns (its plan appended to
     ``returned``, when given)."""
     from prism.pipeline import superoptimize
@@ -258,7 +405,7 @@ def run_one(seed: int, search_budget: float = 3.0, returned: list[KernelGraph] |
         except Exception:  # the returned plan does not run (a PrismError too): as bad as a crash
             return "crash", traceback.format_exc(limit=6)
 
-    return _outcome(seed, sizes, run)
+    return _outcome(seed, sizes, run, family)
 
 
 def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str, str]:
@@ -276,7 +423,7 @@ def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str,
     return "plan" if errs[0] < 1e-6 and errs[1] <= bound else "wrong", detail
 
 
-def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outcome:
+def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small", family: str = "rows") -> Outcome:
     """The search of program ``seed`` into the search cache (this machine's CPU, z3 and egglog), for a
     later ``run_cuda`` on a GPU machine without them."""
     from prism.pipeline import search_and_verify
@@ -286,11 +433,11 @@ def prepare(seed: int, search_budget: float = 3.0, sizes: str = "small") -> Outc
         out = search_and_verify(searched_graph(g), program=f"fuzz{seed}", progress=False, time_budget=search_budget)
         return "searched", json.dumps(out.to_json()["verified_by_source"])
 
-    return _outcome(seed, sizes, run)
+    return _outcome(seed, sizes, run, family)
 
 
 def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager: bool = False,
-             compiled: bool = False) -> Outcome:
+             compiled: bool = False, family: str = "rows") -> Outcome:
     """``superoptimize`` of program ``seed`` on the GPU (searches from the cache ``prepare`` filled), its
     callable run on torch tensors and compared with the float64 reference within the tuner's bound;
     with ``eager`` the callable and PyTorch eager timed as the bench times them (CUDA-graph replay);
@@ -316,7 +463,7 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager:
             f"{s.get('plan_source')} [{_kinds(res.kernel_graph)}] error {err:.1e} bound {bound:.1e} "
             f"{s.get('best_us', 0):.2f} us{_versus(s)}, search cached {s.get('search_cache_hit')}{timed}")
 
-    return _outcome(seed, sizes, run)
+    return _outcome(seed, sizes, run, family)
 
 
 def _versus(summary: Mapping[str, Any]) -> str:
@@ -369,6 +516,9 @@ def main() -> None:
     ap.add_argument("--prepare", action="store_true", help="only search, into the search cache (for --cuda)")
     ap.add_argument("--cuda", action="store_true", help="superoptimize on the GPU, searches from the cache")
     ap.add_argument("--sizes", default="small", choices=sorted(SIZES))
+    ap.add_argument("--family", default="rows", choices=sorted(FAMILIES),
+                    help="rows: every op family over [n, d] rows; attention: Q against K, V of another length; "
+                         "mlp: norms, projections, activations and gates")
     ap.add_argument("--eager", action="store_true", help="with --cuda: time the callable against PyTorch eager")
     ap.add_argument("--compile", action="store_true",
                     help="with --cuda: time against torch.compile too (and superoptimize with its Inductor candidate)")
@@ -379,10 +529,10 @@ def main() -> None:
     for seed in range(first, last):
         returned: list[KernelGraph] = []
         if args.prepare:
-            out = prepare(seed, sizes=args.sizes)
+            out = prepare(seed, sizes=args.sizes, family=args.family)
         else:
-            out = (run_cuda(seed, sizes=args.sizes, eager=args.eager, compiled=args.compile) if args.cuda
-                   else run_one(seed, returned=returned, sizes=args.sizes))
+            out = (run_cuda(seed, sizes=args.sizes, eager=args.eager, compiled=args.compile, family=args.family)
+                   if args.cuda else run_one(seed, returned=returned, sizes=args.sizes, family=args.family))
         plans += [(seed, kg) for kg in returned if any(isinstance(k, CustomKernel) for k in kg.kernels)]
         rows.append(asdict(out))
         print(json.dumps(rows[-1]), flush=True)

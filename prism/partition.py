@@ -493,10 +493,17 @@ def stitch(graph: Graph, parts: Sequence[Part], plans: Sequence[KernelGraph], pr
         kernels.extend(_renamed(k, f"p{part.index}_", boundary, taken, scalar) for k in plan.kernels)
     kernels.extend(_output_copies(graph, names))
     whole = KernelGraph.of(graph, program, kernels)
-    tails = {p.tail for p in plans if p.tail is not None}
-    if len(tails) > 1:
+    if not stitchable(plans):
+        tails = {p.tail for p in plans if p.tail is not None}
         raise IRError(f"{program}: parts padded to different tails {sorted(map(str, tails))}")
-    return whole.padded(tails.pop()) if tails else whole  # (the lowering refuses what a tail reaches unmasked)
+    tail = next((p.tail for p in plans if p.tail is not None), None)
+    return whole.padded(tail) if tail is not None else whole  # (the lowering refuses what a tail reaches unmasked)
+
+
+def stitchable(plans: Sequence[KernelGraph]) -> bool:
+    """Whether the parts' plans make one plan: those padded to a tile multiple padded alike (a part's
+    plan runs at its own padded extent, so parts tuned to different paddings have no common one)."""
+    return len({p.tail for p in plans if p.tail is not None}) <= 1
 
 
 def _fresh(name: str, prefix: str, boundary: set[str], taken: set[str]) -> str:

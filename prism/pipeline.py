@@ -42,6 +42,7 @@ from prism.partition import (
     predefined_plan,
     renamed,
     stitch,
+    stitchable,
     weight_transposes,
     with_transposes,
 )
@@ -448,9 +449,8 @@ def _stitched(graph: Graph, parts: Sequence[PartOutcome], program: str) -> list[
     if all(len(p.outcome.templates) == 1 for p in parts):  # predefined kernels only: the plan below
         return []
     width = min(MAX_STITCHED, max(len(p.outcome.templates) for p in parts))
-    plans = [stitch(graph, [p.part for p in parts],
-                    [p.outcome.templates[j % len(p.outcome.templates)] for p in parts], program)
-             for j in range(width)]
+    picks = ([p.outcome.templates[j % len(p.outcome.templates)] for p in parts] for j in range(width))
+    plans = [stitch(graph, [p.part for p in parts], pick, program) for pick in picks if stitchable(pick)]
     return list({kg.dumps(): kg for kg in plans}.values())
 
 
@@ -781,7 +781,7 @@ def superoptimize(
                                f"{program}.p{po.part.index}", _built(part_sources))
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
             tuned.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary()))
-        for plans in _stitchings(tuned):
+        for plans in filter(stitchable, _stitchings(tuned)):  # parts padded alike (else the others compete)
             candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
             sources.append(PlanSource.STITCHED)
     summary["parts_tune_s"] = time.perf_counter() - t_parts

@@ -175,7 +175,7 @@ def test_the_tuner_picks_a_padded_plan_and_checks_it_against_the_program() -> No
 def test_a_stitched_plan_keeps_its_parts_tail() -> None:
     from bench.zoo import ZOO
     from prism.errors import IRError
-    from prism.partition import partition, predefined_plan, stitch
+    from prism.partition import partition, predefined_plan, stitch, stitchable
 
     g = ZOO["qnorm_attention"].build(**{**ZOO["qnorm_attention"].small, "kv_len": 40, "head_dim": 32})
     parts = partition(g)
@@ -186,5 +186,7 @@ def test_a_stitched_plan_keeps_its_parts_tail() -> None:
     assert any(48 in t.shape for t in tailed.inputs)
     with pytest.raises(CodegenError, match="predefined kernel .* the padded tail"):  # it would compute the tail
         generate(tailed)
+    apart = [plans[0].padded(Tail(48, 40)), plans[1].padded(Tail(64, 40)), *plans[2:]]
+    assert not stitchable(apart) and stitchable([plans[0].padded(Tail(48, 40)), *plans[1:]])
     with pytest.raises(IRError, match="different tails"):
-        stitch(g, parts, [plans[0].padded(Tail(48, 40)), plans[1].padded(Tail(64, 40)), *plans[2:]], "s")
+        stitch(g, parts, apart, "s")
