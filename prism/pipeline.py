@@ -340,7 +340,7 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
     result (docs/off-the-suite.md, "Reductions longer than a tile"). Searched only then: the wider
     space takes several times the default search's time."""
     log.info("%s: no searched plan fits these shapes in short blocks; searching two-kernel pipelines too", program)
-    wider = replace(cfg, split_only=False, last_loop_one=True)
+    wider = replace(cfg, split_only=False, last_loop_one=True, long_dims=_long_dims(graph))
     try:
         more = _search_whole(graph, program, cache, progress, wider)
     except (SearchError, VerificationError) as e:
@@ -348,9 +348,17 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
         return whole
     fits = [t for t in more.templates if len(t.kernels) > 1 and _fits(graph, t)]
     stats = {**whole.stats, "pipelines": len(fits), "pipelines_searched": len(more.templates),
-             "pipelines_key": cache_key(graph, wider)}
+             "pipelines_long_dims_dropped": more.stats.get("long_dims_dropped", 0), "pipelines_key": cache_key(graph, wider)}
     return replace(whole, templates=(*whole.templates, *fits), stats=stats,
                    sources=(*whole.sources, *[PlanSource.SEARCHED] * len(fits)))
+
+
+def _long_dims(graph: Graph) -> tuple[tuple[int, int], ...]:
+    """(input position, dim) of every input dim no block's shared memory holds whole (``_tile_floor``'s
+    2 bytes an element): a plan whose tile holds one whole is refused by ``_fits`` at these shapes, so
+    the pipeline search drops it before its screen (``SearchConfig.long_dims``)."""
+    smem = get_arch("sm_80").smem_max
+    return tuple((i, a) for i, t in enumerate(graph.inputs) for a, n in enumerate(t.shape) if 2 * n > smem)
 
 
 def _some_plan_fits(graph: Graph, templates: Sequence[KernelGraph]) -> bool:

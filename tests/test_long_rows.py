@@ -16,6 +16,7 @@ from prism.codegen.sizes import generated_sizes
 from prism.graph import Graph
 from prism.ir import CustomKernel, infer
 from prism.reference import relative_error
+from prism.search.verified import holds_whole
 
 
 def _softmax(n: int, d: int) -> Graph:
@@ -51,6 +52,21 @@ def test_a_softmax_longer_than_a_tile_gets_pipeline_plans_that_compute_it(
         assert relative_error(interpreter.run(concrete, {"X": x})["O"], want) < 1e-9
     t, (sizes, _) = fitting[0]
     assert relative_error(emulate(t.instantiate(sizes), {"X": x})["O"], want) < 1e-9
+
+
+def test_the_pipeline_search_drops_plans_holding_a_long_row_whole_before_its_screen(
+        vocab: tuple[Graph, pipeline.SearchOutcome]) -> None:
+    """Of the pipeline search's mappings, those whose tile holds the 128K row whole (no grid dim, no loop
+    splits it) are dropped before the screen: ``_fits`` refuses every one of them at these shapes
+    (on the zoo's vocab_softmax the same 48 pipelines fit with and without; docs/search-speed.md)."""
+    g, out = vocab
+    assert pipeline._long_dims(g) == ((0, 1),) and pipeline._long_dims(_softmax(4, 1024)) == ()
+    assert out.stats["pipelines_long_dims_dropped"] > 0
+    long, smem = {"X": frozenset({1})}, get_arch("sm_80").smem_max
+    searched = out.of(pipeline.PlanSource.SEARCHED)  # the default search's one-kernel plans too
+    assert any(holds_whole(t, long) for t in searched)
+    assert all(pipeline._tile_floor(t, {"X": (2, 131072)}) > smem for t in searched if holds_whole(t, long))
+    assert not any(holds_whole(t, long) for t in searched if len(t.kernels) == 2)
 
 
 def test_a_softmax_whose_rows_fit_is_not_searched_again() -> None:

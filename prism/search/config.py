@@ -44,6 +44,10 @@ class SearchConfig:
     values does no more work on every size (``dominance``: a split softmax's combine that divides
     two sums beats one that squares, multiplies and divides); off, every variant within the op
     bound is kept (the soundness tests compare the search against brute force that way).
+    ``long_dims`` names (program input position, dim) pairs longer than any block's shared memory holds:
+    a mapping whose tile of such an input holds such a dim whole (neither a grid dim nor the loop splits
+    it) cannot be generated at those shapes and is dropped before the numeric screen (the two-kernel
+    pipelines of a 128K-vocabulary softmax, searched only because its rows fit no block).
     """
 
     max_block_ops: int | None = None
@@ -63,6 +67,7 @@ class SearchConfig:
     concrete_maps: frozenset[str] = frozenset()
     op_budget: tuple[tuple[str, int], ...] | None = None
     rank_variants: bool = True
+    long_dims: tuple[tuple[int, int], ...] = ()
     progress: bool = False
 
     def __post_init__(self) -> None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import prism.search
 from prism.graph import Graph
-from prism.ir import KernelGraph
+from prism.ir import CustomKernel, KernelGraph, Load
 from prism.progress import StageBar
 from prism.rowwise import row_plan, row_vendor_plan
 from prism.search.canonical import canonical_key
@@ -45,6 +46,7 @@ class _Distinct:
     repeating: int  # plans dropped for summing identical loop iterations
     row_added: bool  # the row-wise plan was not among the mappings
     row_vendor_added: bool  # nor the row-wise kernels with vendor GEMMs (``rowwise.row_vendor_plan``)
+    long: int = 0  # mappings dropped for holding a long dim whole (``SearchConfig.long_dims``)
 
 
 def search_verified(graph: Graph, program: str, config: SearchConfig, *, progress: bool, jobs: int) -> Verified:
@@ -55,7 +57,7 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     result = prism.search.search(graph, config, label=program)  # through the package: tests replace it
     t1 = time.perf_counter()
     m = _mappings(result, program, deadline, progress, jobs)
-    distinct = _distinct(graph, program, m)
+    distinct = _distinct(graph, program, m, _long(graph, config.long_dims))
     t2 = time.perf_counter()
     screen_deadline = deadline + config.time_budget_s
     with StageBar(f"screen {program}", total=len(distinct.plans), unit=" plans",
@@ -82,6 +84,7 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
         "mappings": m.mappings,
         "mappings_before_symmetry": m.before_symmetry,
         "repeating_loops_dropped": distinct.repeating,
+        "long_dims_dropped": distinct.long,
         "distinct_mappings": len(distinct.plans),
         "screen_rejected": sum(ok is False for ok in passed),
         "proof_attempts": len(to_prove),
@@ -124,16 +127,39 @@ def _mappings(result: SearchResult, program: str, deadline: float, progress: boo
     return m
 
 
-def _distinct(graph: Graph, program: str, mapped: Mapped) -> _Distinct:
+def _long(graph: Graph, long_dims: tuple[tuple[int, int], ...]) -> dict[str, frozenset[int]]:
+    """``SearchConfig.long_dims`` by input name: the dims of each program input no tile may hold whole."""
+    names = [t.name for t in graph.inputs]
+    out: dict[str, set[int]] = {}
+    for pos, dim in long_dims:
+        out.setdefault(names[pos], set()).add(dim)
+    return {name: frozenset(dims) for name, dims in out.items()}
+
+
+def holds_whole(kg: KernelGraph, long: Mapping[str, frozenset[int]]) -> bool:
+    """Whether a Load of ``kg`` holds one of ``long``'s dims of a program input whole in its tile:
+    neither a grid dim (``imap``) nor the loop (``fmap``) splits it."""
+    return any(isinstance(op, Load) and op.tensor in long
+               and any(a not in op.imap and a != op.fmap for a in long[op.tensor])
+               for k in kg.kernels if isinstance(k, CustomKernel) for op in k.ops)
+
+
+def _distinct(graph: Graph, program: str, mapped: Mapped, long: Mapping[str, frozenset[int]]) -> _Distinct:
     """One plan per canonical key, and the row-wise one-kernel plan, which exists even where the
     budget stops the search, and the row-wise kernels between vendor GEMMs (``row_vendor_plan``).
 
     A loop that reads nothing per iteration only repeats itself: its loop-size-1 form is kept, once.
-    What still sums identical iterations is dropped before the proof (``parallel.plan_key``)."""
+    What still sums identical iterations is dropped before the proof (``parallel.plan_key``), and so
+    is what holds a ``long`` dim whole (``holds_whole``)."""
     distinct: dict[str, KernelGraph] = {}
+    dropped = 0
     for kg, key in zip(mapped.graphs, mapped.keys, strict=True):  # keys: parallel.plan_key
-        if key not in distinct:
-            distinct[key] = without_idle_loops(kg)
+        if key in distinct:
+            continue
+        if long and holds_whole(kg, long):
+            dropped += 1
+            continue
+        distinct[key] = without_idle_loops(kg)
     added = []
     for row in (row_plan(graph, program), row_vendor_plan(graph, program)):
         if row is None or (key := canonical_key(row)) in distinct:
@@ -141,4 +167,4 @@ def _distinct(graph: Graph, program: str, mapped: Mapped) -> _Distinct:
             continue
         distinct[key] = row
         added.append(True)
-    return _Distinct(list(distinct.values()), mapped.mappings - len(mapped.graphs), *added)
+    return _Distinct(list(distinct.values()), mapped.mappings - len(mapped.graphs), added[0], added[1], dropped)
