@@ -324,9 +324,49 @@ def random_mlp(seed: int, sizes: str = "small") -> Graph:
     return g
 
 
+def _norm(g: Graph, rng: random.Random, x: Tensor, gain: Tensor) -> Tensor:
+    """An RMS norm or a layer norm written out, times its gain."""
+    if rng.random() < 0.7:
+        return g.mul(g.rms_norm(x), gain)
+    c = g.sub(x, g.mean(x, -1))
+    return g.mul(g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-5))), gain)
+
+
+def random_block(seed: int, sizes: str = "small") -> Graph:
+    """A random decoder layer: X [n, d] against a cache K, V [m, d] (one head; weights stored either way),
+    pre-norm or post-norm, attention with a mask or a scale and a softmax written either way, an output
+    projection and a residual, then an MLP (gated or not, any activation) and a second residual. Tens of
+    ops: more than a whole-program search takes, so parts, stitching and their tails are what runs."""
+    rng = random.Random(seed)
+    ns, ms, ds = ATTENTION_SIZES[sizes]
+    n, m, d = rng.choice(ns), rng.choice(ms), rng.choice(ds)
+    f = 2 * d
+    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    g = Graph()
+    x, k, v = g.input((n, d), dt, "X"), g.input((m, d), dt, "K"), g.input((m, d), dt, "V")
+
+    def weight(name: str, a: int, b: int) -> Tensor:
+        return g.input((a, b), dt, name) if rng.random() < 0.5 else g.transpose(g.input((b, a), dt, name))
+
+    pre = rng.random() < 0.8
+    h = _norm(g, rng, x, g.input((1, d), dt, "G1")) if pre else x
+    s = g.matmul(g.matmul(h, weight("Wq", d, d)), g.transpose(k))
+    s = g.add(s, g.input((n, m), dt, "M")) if rng.random() < 0.4 else g.scale(s, d ** -0.5)
+    p = g.softmax(s) if rng.random() < 0.7 else _probs(g, rng, s)
+    x2 = g.add(x, g.matmul(g.matmul(p, v), weight("Wo", d, d)))
+    x2 = x2 if pre else _norm(g, rng, x2, g.input((1, d), dt, "G1"))
+    h2 = _norm(g, rng, x2, g.input((1, d), dt, "G2")) if pre else x2
+    a = _activation(g, rng, g.matmul(h2, weight("W1", d, f)))
+    if rng.random() < 0.6:
+        a = g.mul(a, g.matmul(h2, weight("W3", d, f)))
+    out = g.add(x2, g.matmul(a, weight("W2", f, d)))
+    g.output(out if pre else _norm(g, rng, out, g.input((1, d), dt, "G2")), "O")
+    return g
+
+
 # the program families ``--family`` draws from
 FAMILIES: dict[str, Callable[[int, str], Graph]] = {"rows": random_program, "attention": random_attention,
-                                                    "mlp": random_mlp}
+                                                    "mlp": random_mlp, "block": random_block}
 
 
 class EmulatorBackend(InterpreterBackend):
@@ -518,7 +558,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="small", choices=sorted(SIZES))
     ap.add_argument("--family", default="rows", choices=sorted(FAMILIES),
                     help="rows: every op family over [n, d] rows; attention: Q against K, V of another length; "
-                         "mlp: norms, projections, activations and gates")
+                         "mlp: norms, projections, activations and gates; block: a decoder layer")
     ap.add_argument("--eager", action="store_true", help="with --cuda: time the callable against PyTorch eager")
     ap.add_argument("--compile", action="store_true",
                     help="with --cuda: time against torch.compile too (and superoptimize with its Inductor candidate)")
