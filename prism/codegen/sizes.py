@@ -30,6 +30,7 @@ from typing import Protocol
 from prism.codegen.arch import ARCHS, MAX_GRID, MAX_THREADS
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.lower import MMA_WIDTH, Options
+from prism.codegen.lowered import HALF_DTYPES
 from prism.codegen.resources import KernelResources, Resources, resources
 from prism.errors import CodegenError, IRError, TuningError
 from prism.ir import (
@@ -133,9 +134,12 @@ def _mma_possible(template: KernelGraph) -> bool:
     width is not a multiple of 16 even at its full extent (every size 1: one block, one iteration): a
     tile divides it, so no size assignment can lower (``lower._check_matmul``). A random program's 485
     templates with a contraction of 24 cost ~400 lowerings each to find no legal size (16 s of a
-    tuning's enumeration, docs/search-speed.md)."""
+    tuning's enumeration, docs/search-speed.md). Likewise a generated matmul in a program whose inputs
+    or outputs are float32: a random float32 attention spent 150 s finding no size for its padded plans."""
     if not any(isinstance(op, MatmulOp) for k in template.kernels if isinstance(k, CustomKernel) for op in k.ops):
         return True
+    if {t.dtype for t in (*template.inputs, *template.outputs)} - set(HALF_DTYPES):
+        return False  # tensor-core code takes half inputs and outputs only (``lower._tensor_dtypes``)
     try:
         _, per_kernel = infer(template.instantiate(dict.fromkeys(template.symbols, 1)), structure=False)
     except IRError:
