@@ -38,7 +38,7 @@ from prism.ir import CustomKernel, KernelGraph, validate
 from prism.reference import relative_error
 from prism.tune.backends import InterpreterBackend
 from prism.tune.tolerance import tolerance
-from prism.tune.tuner import random_inputs
+from prism.tune.tuner import default_scales, random_inputs
 
 Op = Callable[[Graph, random.Random, list[Tensor], Tensor], Tensor | None]
 
@@ -449,10 +449,12 @@ def run_one(seed: int, search_budget: float = 3.0, returned: list[KernelGraph] |
 
 
 def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str, str]:
-    """The returned plan against the float64 reference on inputs of its own: its exact semantics (values
-    in float64 throughout, error < 1e-6) and, its tensors held in their buffers' dtypes, within the
-    tuner's bound (a plan of [h, n, d] rows takes them as [h·n, d], ``prism.rows``, as its callable does)."""
-    inputs = random_inputs(g, {}, seed + 1)
+    """The returned plan against the float64 reference on inputs of its own, drawn as the tuner draws them
+    (``default_scales``: weights N(0, 1/K); unscaled, a large MLP's outputs left float16's range and the
+    bound was inf): its exact semantics (values in float64 throughout, error < 1e-6) and, its tensors
+    held in their buffers' dtypes, within the tuner's bound (a plan of [h, n, d] rows takes them as
+    [h·n, d], ``prism.rows``, as its callable does)."""
+    inputs = random_inputs(g, default_scales(g), seed + 1)
     want = g.evaluate(inputs)
     lowered = EmulatorBackend().compile(kg)[1]  # lowered once, emulated both ways
     ins = {t.name: inputs[t.name].reshape(t.shape) for t in kg.true_inputs}
@@ -489,7 +491,7 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager:
     def run(g: Graph) -> tuple[str, str]:
         res = superoptimize(g, samples=8, progress=False, inductor=compiled, program=f"fuzz{seed}",
                             search_budget=search_budget)
-        inputs = random_inputs(g, {}, seed + 1)
+        inputs = random_inputs(g, default_scales(g), seed + 1)
         got = res(**{t.name: torch.tensor(inputs[t.name], dtype=getattr(torch, t.dtype), device="cuda")
                      for t in g.inputs})
         got = got if isinstance(got, tuple | list) else (got,)
@@ -522,7 +524,6 @@ def _speedups(g: Graph, fast: Any, eager: bool, compiled: bool) -> dict[str, flo
         return {}
     from bench.zoo_bench import Runner
     from prism.tune.timing import graph_time_us
-    from prism.tune.tuner import default_scales
 
     runner, scales = Runner(samples=8, seed=0), default_scales(g)
     systems = [s for s, on in (("eager", eager), ("compile", compiled)) if on]
