@@ -52,6 +52,13 @@ def test_attention_programs_read_keys_of_another_length_and_mlp_programs_a_hidde
     assert any(any(n.kind.value == "transpose" for n in g.nodes) for g in mlp)
 
 
+# a quick seed of each shaped family (docs/fuzz-2026-12-05-{attention,mlp,block}.json: 0.5-7 s each there)
+@pytest.mark.parametrize(("family", "seed"), [("attention", 10), ("mlp", 15), ("block", 12)])
+def test_a_shaped_random_program_gets_a_plan_that_computes_it(family: str, seed: int) -> None:
+    out = run_one(seed, family=family)
+    assert out.result == "plan", out
+
+
 def test_parts_padded_to_different_tails_leave_the_program_its_other_plans() -> None:
     """Found by the attention-shaped programs: keys of 24 positions, and two parts of the program tuned
     to plans padded to 32 and to 64; stitching them raised an IRError out of ``superoptimize``. Such
