@@ -30,7 +30,7 @@ from prism.codegen.tails import padded_plans
 from prism.epilogue import epilogue_plans
 from prism.errors import DeviceError, IRError, PrismError, SearchError, SerializationError, VerificationError
 from prism.graph import Graph, OpKind
-from prism.ir import CustomKernel, KernelGraph, Load, check_structure, validate
+from prism.ir import CustomKernel, KernelGraph, Load, Tail, check_structure, validate
 from prism.loopsplit import split_plans
 from prism.ops import ITEMSIZE
 from prism.options import check_program, check_seconds, check_tuning
@@ -782,9 +782,10 @@ def superoptimize(
     weights = _tuning_weights(graph, outcome, cache and not settings().no_cache) if stitched else [1.0]
     budget = _Budget(time_budget, weights)  # the parts, then the final choice
     if stitched:
-        tuned = []
+        tuned: list[_Tuned] = []
         for po in outcome.parts:
             part_templates, part_sources = with_tails(po.outcome.templates, po.outcome.sources)
+            part_templates, part_sources = _padded_to(part_templates, part_sources, _tail_of(tuned))
             req = _TuneRequest(po.part.graph, part_templates, part_sampler(graph, po.part, sampler),
                                f"{program}.p{po.part.index}", _built(part_sources))
             part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
@@ -971,6 +972,21 @@ def _fastest_generated(result: TuneResult, templates: Sequence[KernelGraph]) -> 
     timed = [r for r in result.timed if _generates(templates[r.template])]
     best = min(timed, key=lambda r: (cast(float, r.time_us), r.index), default=None)
     return None if best is None else templates[best.template].instantiate(best.sizes)
+
+
+def _tail_of(tuned: Sequence[_Tuned]) -> Tail | None:
+    """The padding the parts tuned so far chose (the first that has one)."""
+    return next((t.plan.tail for t in tuned if t.plan.tail is not None), None)
+
+
+def _padded_to(templates: Sequence[KernelGraph], sources: Sequence[PlanSource],
+               tail: Tail | None) -> tuple[list[KernelGraph], list[PlanSource]]:
+    """A part's templates to tune once an earlier part chose padding ``tail``: those unpadded or padded
+    alike, so that the parts' plans stitch (``partition.stitchable``); all of them where that leaves
+    none. Random attention programs over 24 keys had parts tuned to 64 and 128: no stitched plan."""
+    keep = [i for i, t in enumerate(templates) if tail is None or t.tail in (None, tail)]
+    keep = keep or list(range(len(templates)))
+    return [templates[i] for i in keep], [sources[i] for i in keep]
 
 
 def _stitchings(tuned: Sequence[_Tuned]) -> list[list[KernelGraph]]:

@@ -143,12 +143,36 @@ def test_an_output_along_the_tail_stops_at_its_valid_elements() -> None:
     assert "(not past a padded tail's valid elements)" in src
 
 
-def test_what_a_tail_cannot_mask_is_refused() -> None:
+def test_an_intermediate_along_the_tail_is_stored_to_its_valid_elements_and_read_masked() -> None:
+    """Two kernels passing on scores along the padded dim (as two stitched parts of an attention do: a
+    decoder layer over 24 keys had no stitched plan for it): the first stops its stores at the valid
+    elements, the second's copies zero the rest, so the tail left unwritten (NaN in the emulator) is never
+    read. A whole plan that writes such an intermediate is still not padded by ``with_tails``."""
     g = _scores_graph(40, True)
     plan = _scores(g, True)
-    assert padded_plans(plan) == []  # its intermediate runs along the cache: the next kernel would read the tail
-    with pytest.raises(CodegenError, match="tensor 't0' is written along the padded dim"):
-        generate(plan.padded(Tail(48, 40)).instantiate({"k0_x": 2, "k0_y": 1, "k1_x": 2}))
+    assert padded_plans(plan) == []
+    x = _inputs(g)
+    for sizes in ({"k0_x": 2, "k0_y": 1, "k1_x": 2}, {"k0_x": 1, "k0_y": 3, "k1_x": 1}):
+        concrete = plan.padded(Tail(48, 40)).instantiate(sizes)
+        got = emulate(concrete, x)["S"]
+        assert relative_error(got, g.evaluate(x)["S"]) < 1e-12, sizes
+        src = "".join(k.source for k in generate(concrete).kernels)  # (two launches, or one fused)
+        assert "t0[2, 1, 48] -> tile" in src and src.count("zeros past the padded tail's valid elements") == 2
+
+
+def test_parts_after_a_padded_one_are_tuned_to_its_padding_where_they_can_be() -> None:
+    """Parts tuned alone picked 24 keys padded to 64 in one and to 128 in the next: no stitched plan. A
+    later part's templates are those unpadded or padded as the earlier part chose (all, where none are)."""
+    g = _attention(2, 40, 32)
+    plain = _loop_plan(g)
+    a, b = plain.padded(Tail(48, 40)), plain.padded(Tail(64, 40))
+    src = [pipeline.PlanSource.SEARCHED] * 3
+    assert pipeline._padded_to([plain, a, b], src, None) == ([plain, a, b], src)
+    assert pipeline._padded_to([plain, a, b], src, Tail(64, 40))[0] == [plain, b]
+    assert pipeline._padded_to([a], src[:1], Tail(64, 40))[0] == [a]  # (nothing else to tune)
+
+
+def test_what_a_tail_cannot_mask_is_refused() -> None:
     g2 = _attention(2, 40, 32)
     with pytest.raises(CodegenError, match="would hold no valid element"):  # a last tile all padding
         generate(_loop_plan(g2).padded(Tail(64, 40)).instantiate({"k0_x": 2, "k0_i": 4}))
