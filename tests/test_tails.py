@@ -160,6 +160,25 @@ def test_an_intermediate_along_the_tail_is_stored_to_its_valid_elements_and_read
         assert "t0[2, 1, 48] -> tile" in src and src.count("zeros past the padded tail's valid elements") == 2
 
 
+def test_a_padded_batched_matmul_by_a_2d_weight_lowers_and_emulates_like_the_program() -> None:
+    """Found by random attentions (``bench.fuzz --family attention``, seed 12) once stitched plans could
+    cross a padded dim: heads [2, 4, 32] over 24 keys padded to 64, then a projection by a 2-D weight. The
+    tail walk took the weight's tile as having the output's rank (IndexError, a crash of superoptimize)."""
+    from pathlib import Path
+
+    from bench.fuzz import FAMILIES
+    from prism.ir import KernelGraph
+
+    g = FAMILIES["attention"](12)
+    kg = KernelGraph.loads((Path(__file__).parent / "data" / "padded_stitched_attention_projection.json").read_text())
+    assert kg.tail == Tail(64, 24) and [t.shape for t in kg.true_inputs] == [t.shape for t in g.inputs]
+    assert any(isinstance(op, MatmulOp) and len(kg.kernels) > 3 for k in kg.kernels if isinstance(k, CustomKernel)
+               for op in k.ops)
+    x = _inputs(g)
+    got = emulate(kg, x)["O"]  # (lowered first: the tail walk of every kernel)
+    assert relative_error(got, g.evaluate(x)["O"]) < 1e-12
+
+
 def test_parts_after_a_padded_one_are_tuned_to_its_padding_where_they_can_be() -> None:
     """Parts tuned alone picked 24 keys padded to 64 in one and to 128 in the next: no stitched plan. A
     later part's templates are those unpadded or padded as the earlier part chose (all, where none are)."""

@@ -166,11 +166,12 @@ class _Walk:
                 return self.axes[x]
             case BinaryOp(a=a, b=b):
                 return tuple(self.merge(i, [(a, k), (b, k)]) for k in range(len(self.tile(i))))
-            case MatmulOp(a=a, b=b):
-                r = len(self.tile(i))
-                self.merge(i, [(a, r - 1), (b, r - 2)])  # the contraction: both zero in the tail
-                batch = [self.merge(i, [(a, k), (b, k)]) for k in range(r - 2)]
-                return (*batch, self.of(a, r - 2), self.of(b, r - 1))
+            case MatmulOp(a=a, b=b):  # (an operand of lower rank, a 2-D weight, broadcasts over the batch)
+                r, ra, rb = len(self.tile(i)), len(self.tile(a)), len(self.tile(b))
+                self.merge(i, [(a, ra - 1), (b, rb - 2)])  # the contraction: both zero in the tail
+                batch = [self.merge(i, [(x, k - r + rx) for x, rx in ((a, ra), (b, rb)) if k - r + rx >= 0])
+                         for k in range(r - 2)]
+                return (*batch, self.of(a, ra - 2), self.of(b, rb - 1))
             case ReduceOp(x=x, dim=dim):
                 return tuple(None if k == dim else o for k, o in enumerate(self.axes[x]))
             case Accum(x=x, reduce_dim=dim):
