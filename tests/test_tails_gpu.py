@@ -62,3 +62,27 @@ def test_an_output_along_the_tail_runs_on_the_gpu() -> None:
             assert relative_error(got.double().cpu().numpy(), want) < 2e-2, (v.tail, sizes)
             ran += 1
     assert ran >= 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kv", [1000, 40])
+def test_an_intermediate_along_the_tail_runs_on_the_gpu(kv: int) -> None:
+    """Scores passed from one kernel to the next along the padded dim (as stitched parts of an attention
+    pass them): stored to the valid elements, read back through masked copies; every size drawn."""
+    torch = pytest.importorskip("torch")
+    from prism.ir import Tail
+    from prism.runtime import compile_plan
+
+    g = _scores_graph(kv, True)
+    x = _inputs(g, 3)
+    want = g.evaluate(x)["S"]
+    args = [torch.from_numpy(x[t.name]).to(torch.float16).cuda() for t in g.inputs]
+    padded = _scores(g, True).padded(Tail(1024 if kv == 1000 else 48, kv))
+    ran = 0
+    for sizes in drawn_sizes(padded, "sm_80", resources, 4):
+        got = compile_plan(generate(padded.instantiate(sizes), arch="sm_90"))(*args)
+        torch.cuda.synchronize()
+        assert tuple(got.shape) == (2, 1, kv)
+        assert relative_error(got.double().cpu().numpy(), want) < 2e-2, sizes
+        ran += 1
+    assert ran >= 2
