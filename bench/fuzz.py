@@ -146,15 +146,36 @@ SIZES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {"small": ((4, 12, 1
                                                              "model": ((16, 256, 1024), (1024, 2048, 4096))}
 
 
+def _lead(rng: random.Random) -> tuple[int, ...]:
+    """A leading dim of 2 or 3 (heads, a batch) in a third of the programs, else none."""
+    return (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
+
+
+def _dtype(seed: int) -> str:
+    """float16 in three of four programs, else float32 or bfloat16, from a stream of its own (the programs
+    of other seeds stay as they were drawn)."""
+    return random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+
+
+def _weight(g: Graph, rng: random.Random, dt: str, name: str, k: int, m: int) -> Tensor:
+    """A [k, m] weight, or stored [m, k] as nn.Linear keeps it and read through a transpose."""
+    return g.input((k, m), dt, name) if rng.random() < 0.5 else g.transpose(g.input((m, k), dt, name))
+
+
+def _layer_norm(g: Graph, x: Tensor) -> Tensor:
+    """A layer norm written out, without gain."""
+    c = g.sub(x, g.mean(x, -1))
+    return g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-5)))
+
+
 def random_program(seed: int, sizes: str = "small") -> Graph:
     """A random program: rows ([n, d], or [h, n, d] in a third of them), a broadcast row or column,
     a weight stored either way, float16 in three of four, else float32 or bfloat16; 2-7 ops of every
     family, the last value an output and, sometimes, an earlier one too."""
     rng = random.Random(seed)
     n, d = rng.choice(SIZES[sizes][0]), rng.choice(SIZES[sizes][1])
-    lead = (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
-    # the dtype from a stream of its own: the programs of other seeds stay as they were drawn
-    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    lead = _lead(rng)
+    dt = _dtype(seed)
     g = Graph()
     vals: list[Tensor] = [g.input((*lead, n, d), dt, "X")]
     for name, shape, p in (("Y", (*lead, n, d), 0.5), ("B", (*(1 for _ in lead), 1, d), 0.3),
@@ -229,8 +250,8 @@ def random_attention(seed: int, sizes: str = "small") -> Graph:
     rng = random.Random(seed)
     ns, ms, ds = ATTENTION_SIZES[sizes]
     n, m, d = rng.choice(ns), rng.choice(ms), rng.choice(ds)
-    lead = (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
-    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    lead = _lead(rng)
+    dt = _dtype(seed)
     g = Graph()
     q, k, v = g.input((*lead, n, d), dt, "Q"), g.input((*lead, m, d), dt, "K"), g.input((*lead, m, d), dt, "V")
     mask = g.input((*(1 for _ in lead), n, m), dt, "M") if rng.random() < 0.3 else None
@@ -288,13 +309,13 @@ def random_mlp(seed: int, sizes: str = "small") -> Graph:
     rng = random.Random(seed)
     ns, ds, fs = MLP_SIZES[sizes]
     n, d, f = rng.choice(ns), rng.choice(ds), rng.choice(fs)
-    lead = (rng.choice((2, 3)),) if rng.random() < 0.33 else ()
-    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    lead = _lead(rng)
+    dt = _dtype(seed)
     g = Graph()
     x = g.input((*lead, n, d), dt, "X")
 
-    def weight(name: str, k: int, m: int) -> Tensor:  # [k, m], or stored [m, k] as nn.Linear keeps it
-        return g.input((k, m), dt, name) if rng.random() < 0.5 else g.transpose(g.input((m, k), dt, name))
+    def weight(name: str, k: int, m: int) -> Tensor:
+        return _weight(g, rng, dt, name, k, m)
 
     h = x
     match rng.choice(("none", "rms", "rms_weight", "layer")):
@@ -303,8 +324,7 @@ def random_mlp(seed: int, sizes: str = "small") -> Graph:
         case "rms_weight":
             h = g.mul(g.rms_norm(x), g.input((*(1 for _ in lead), 1, d), dt, "G"))
         case "layer":
-            c = g.sub(x, g.mean(x, -1))
-            h = g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-5)))
+            h = _layer_norm(g, x)
         case _:
             pass
     up = g.matmul(h, weight("W1", d, f))
@@ -328,8 +348,7 @@ def _norm(g: Graph, rng: random.Random, x: Tensor, gain: Tensor) -> Tensor:
     """An RMS norm or a layer norm written out, times its gain."""
     if rng.random() < 0.7:
         return g.mul(g.rms_norm(x), gain)
-    c = g.sub(x, g.mean(x, -1))
-    return g.mul(g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-5))), gain)
+    return g.mul(_layer_norm(g, x), gain)
 
 
 def random_block(seed: int, sizes: str = "small") -> Graph:
@@ -341,12 +360,12 @@ def random_block(seed: int, sizes: str = "small") -> Graph:
     ns, ms, ds = ATTENTION_SIZES[sizes]
     n, m, d = rng.choice(ns), rng.choice(ms), rng.choice(ds)
     f = 2 * d
-    dt = random.Random(-1 - seed).choice(("float16",) * 6 + ("float32", "bfloat16"))
+    dt = _dtype(seed)
     g = Graph()
     x, k, v = g.input((n, d), dt, "X"), g.input((m, d), dt, "K"), g.input((m, d), dt, "V")
 
-    def weight(name: str, a: int, b: int) -> Tensor:
-        return g.input((a, b), dt, name) if rng.random() < 0.5 else g.transpose(g.input((b, a), dt, name))
+    def weight(name: str, k: int, m: int) -> Tensor:
+        return _weight(g, rng, dt, name, k, m)
 
     pre = rng.random() < 0.8
     h = _norm(g, rng, x, g.input((1, d), dt, "G1")) if pre else x

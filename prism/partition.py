@@ -493,11 +493,10 @@ def stitch(graph: Graph, parts: Sequence[Part], plans: Sequence[KernelGraph], pr
         kernels.extend(_renamed(k, f"p{part.index}_", boundary, taken, scalar) for k in plan.kernels)
     kernels.extend(_output_copies(graph, names))
     whole = KernelGraph.of(graph, program, kernels)
-    if not stitchable(plans):
-        tails = {p.tail for p in plans if p.tail is not None}
+    tails = {p.tail for p in plans if p.tail is not None}
+    if len(tails) > 1:  # (``stitchable``)
         raise IRError(f"{program}: parts padded to different tails {sorted(map(str, tails))}")
-    tail = next((p.tail for p in plans if p.tail is not None), None)
-    return whole.padded(tail) if tail is not None else whole  # (the lowering refuses what a tail reaches unmasked)
+    return whole.padded(tails.pop()) if tails else whole  # (the lowering refuses what a tail reaches unmasked)
 
 
 def stitchable(plans: Sequence[KernelGraph]) -> bool:

@@ -457,8 +457,9 @@ def _stitched(graph: Graph, parts: Sequence[PartOutcome], program: str) -> list[
     if all(len(p.outcome.templates) == 1 for p in parts):  # predefined kernels only: the plan below
         return []
     width = min(MAX_STITCHED, max(len(p.outcome.templates) for p in parts))
-    picks = ([p.outcome.templates[j % len(p.outcome.templates)] for p in parts] for j in range(width))
-    plans = [stitch(graph, [p.part for p in parts], pick, program) for pick in picks if stitchable(pick)]
+    plans = [stitch(graph, [p.part for p in parts],
+                    [p.outcome.templates[j % len(p.outcome.templates)] for p in parts], program)
+             for j in range(width)]
     return list({kg.dumps(): kg for kg in plans}.values())
 
 
