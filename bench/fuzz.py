@@ -274,7 +274,8 @@ def random_attention(seed: int, sizes: str = "small") -> Graph:
             case "norm":
                 o = g.rms_norm(o)
             case "project":
-                o = g.matmul(o, g.input((d, rng.choice((16, 48)) if sizes == "small" else 2 * d), dt, f"W{len(g.inputs)}"))
+                width = rng.choice((16, 48)) if sizes == "small" else 2 * d  # (from the width o has: a second one too)
+                o = g.matmul(o, g.input((o.shape[-1], width), dt, f"W{len(g.inputs)}"))
             case _:
                 o = _unary(g, rng, [], o)
     g.output(o, "O")

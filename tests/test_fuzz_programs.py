@@ -42,6 +42,15 @@ def test_every_family_draws_the_same_program_for_a_seed_and_many_programs_over_s
         assert len({draw(s, sizes).structure_hash() for s in range(20)}) >= 15
 
 
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_seed_draws_a_program_the_graph_api_accepts(family: str) -> None:
+    """Attention seed 38 at the large and model sizes drew two projections in a row, the second from the
+    model width: the draw itself raised a ShapeError, which stopped a whole fuzz run."""
+    for sizes in ("small", "large", "model"):
+        for seed in range(60):
+            FAMILIES[family](seed, sizes).check_complete()
+
+
 def test_attention_programs_read_keys_of_another_length_and_mlp_programs_a_hidden_width() -> None:
     att = [FAMILIES["attention"](s) for s in range(20)]
     assert all(g.inputs[0].name == "Q" and g.inputs[1].shape[-1] == g.inputs[0].shape[-1] for g in att)
