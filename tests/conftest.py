@@ -23,7 +23,8 @@ def _search_available() -> bool:
 # checks that no other test module needs z3 or egglog to import.
 NEEDS_SEARCH = ("test_dimmatch_bruteforce.py", "test_mapping_assign.py", "test_mapping_search.py",
                 "test_long_rows.py", "test_parallel_mapping.py", "test_safe_softmax.py", "test_search_mustfind.py",
-                "test_screen_unit_sizes.py", "test_search_soundness.py", "test_walk_repeats.py")
+                "test_screen_unit_sizes.py", "test_screen_then_key.py", "test_search_soundness.py",
+                "test_walk_repeats.py")
 collect_ignore = [] if _search_available() else list(NEEDS_SEARCH)
 
 

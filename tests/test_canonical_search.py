@@ -17,7 +17,7 @@ def _permute_ops(kg: KernelGraph, order: list[int]) -> KernelGraph:
     ops = []
     for j in order:
         op = k.ops[j]
-        fields = {f: pos[getattr(op, f)] for f in ("x", "a", "b") if hasattr(op, f)}
+        fields = {f: pos[getattr(op, f)] for f in ("x", "a", "b", "rescale") if isinstance(getattr(op, f, None), int)}
         ops.append(replace(op, **fields))  # type: ignore[type-var]
     for i, op in enumerate(ops):
         assert all(a < i for a in op_args(op))
@@ -88,3 +88,52 @@ def test_the_canonical_text_of_a_two_kernel_plan_is_pinned() -> None:
         "Accum(7,4;2|sum|True);Accum(9,4;None|sum|True);S(10,~t1|[0, 2]);S(11,~t2|[0, 2])} "
         "K[s0;s1]{L(~t0|[0]|2);L(~t1|[0]|2);L(~t2|[0]|2);Accum(1,0;None|sum|True);Accum(2,0;None|sum|True);"
         "BinaryOp(4,3;div);S(5,O|[0])}")
+
+
+def _order_by_definition(ops: list[object], names: dict[str, str], maps: bool) -> list[int]:
+    """The canonical op order as defined: at each step the least ``(op_key, index)`` of the ops
+    whose operands are all placed, every key computed afresh."""
+    from prism.search.canonical import INTERMEDIATE, op_key
+
+    def tname(op: object) -> str:
+        if isinstance(op, Load):
+            return names.get(op.tensor, op.tensor)
+        return names.get(op.tensor, INTERMEDIATE) if isinstance(op, Save) else ""
+
+    pos: dict[int, int] = {}
+    while len(pos) < len(ops):
+        avail = [j for j in range(len(ops)) if j not in pos and all(a in pos for a in op_args(ops[j]))]  # type: ignore[arg-type]
+        best = min(avail, key=lambda j: (op_key(ops[j], pos, tname(ops[j]), maps), j))  # type: ignore[arg-type]
+        pos[best] = len(pos)
+    return sorted(pos, key=pos.__getitem__)
+
+
+def test_the_canonical_op_order_is_the_least_available_op_at_each_step() -> None:
+    """``canonical_order`` keeps the available ops in a heap, each key computed once: the same order
+    as taking the least available op afresh at every step, for the kernels of several plans in
+    several topological orders of their ops, with and without maps."""
+    import random
+
+    from test_verify import SMALL
+
+    from prism.search.canonical import canonical_order
+
+    rng = random.Random(0)
+    graphs = [plans.rmsnorm_linear_plan(workloads.rmsnorm_linear()), plans.swiglu_plan(workloads.swiglu()),
+              plans.rmsnorm_mlp_plan(workloads.rmsnorm_mlp()),
+              plans.safe_gqa_split_plan(workloads.program("gqa_safe", **SMALL["gqa_safe"]))]
+    checked = 0
+    for kg in graphs:
+        names = {t.name: t.name for t in kg.inputs}
+        for k in kg.kernels:
+            assert isinstance(k, CustomKernel)
+            for _ in range(5):
+                order: list[int] = []
+                while len(order) < len(k.ops):  # a random topological order of the ops
+                    order.append(rng.choice([j for j in range(len(k.ops)) if j not in order
+                                             and all(a in order for a in op_args(k.ops[j]))]))
+                ops = _permute_ops(replace(kg, kernels=(k,)), order).kernels[0].ops  # type: ignore[union-attr]
+                for maps in (True, False):
+                    assert canonical_order(ops, names, maps) == _order_by_definition(list(ops), names, maps)
+                    checked += 1
+    assert checked == 2 * 5 * sum(len(kg.kernels) for kg in graphs)

@@ -1,5 +1,5 @@
-"""Mapping instantiation spread over forked workers: the same graphs, keys and counts as in one
-process, in candidate order, whatever the chunking (prism.search.parallel)."""
+"""Mapping instantiation spread over forked workers: the same graphs and counts as in one process,
+in candidate order, whatever the chunking (prism.search.parallel)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import prism.search.parallel as parallel
 from prism import workloads
 from prism.search import SearchConfig, search
-from prism.search.parallel import forked_map, instantiate_all, plan_key
+from prism.search.parallel import forked_map, instantiate_all, kept_form
 
 
 @pytest.fixture(scope="module")
@@ -27,20 +27,19 @@ def test_forked_workers_give_what_one_process_gives(candidates: list, monkeypatc
     spread = instantiate_all(candidates, deadline=time.time() + 120, jobs=2)
     assert not here.timed_out and not spread.timed_out
     assert [g.dumps() for g in spread.graphs] == [g.dumps() for g in here.graphs]
-    assert spread.keys == here.keys == tuple(plan_key(g) for g in here.graphs)
+    assert all(kept_form(g) == g for g in here.graphs)  # idle loops at size 1, no identical iterations summed
     assert spread.counts == here.counts and len(here.counts) == len(candidates)
     assert spread.before_symmetry == here.before_symmetry and spread.done == here.done == len(candidates)
     assert spread.mappings == here.mappings >= len(here.graphs) > 0
-    assert all(k is not None for k in here.keys)  # what sums identical iterations is only counted
 
 
 def test_candidates_are_joined_in_order_even_when_grouped() -> None:
     order = parallel._grouped([cast(Any, _Ends(k)) for k in "abacb"])
     assert order == [0, 2, 1, 4, 3]
-    parts = [parallel.Mapped(cast(Any, ["A0", "A2"]), 0, 2, False, (1, 1), ("0", "2"), 5),
-             parallel.Mapped(cast(Any, ["B1", "B1'"]), 0, 2, False, (2, 0), ("1", "1'"), 3)]
+    parts = [parallel.Mapped(cast(Any, ["A0", "A2"]), 0, 2, False, (1, 1), 5),
+             parallel.Mapped(cast(Any, ["B1", "B1'"]), 0, 2, False, (2, 0), 3)]
     joined = parallel._joined([[0, 2], [1, 4]], parts)
-    assert joined.graphs == ["A0", "B1", "B1'", "A2"] and joined.keys == ("0", "1", "1'", "2")
+    assert joined.graphs == ["A0", "B1", "B1'", "A2"]
     assert joined.counts == (1, 2, 1, 0) and joined.mappings == 8 and joined.done == 4
 
 
@@ -83,12 +82,15 @@ def test_a_walk_past_the_deadline_stops_inside_the_candidate(candidates: list, m
 
 def test_the_screen_drops_the_plans_it_reaches_past_its_deadline() -> None:
     """``verified._screen_until``: a chunk reached past the deadline is dropped unscreened (False: not
-    sent to the prover); before it, the plain numeric screen."""
+    sent to the prover); before it, the plain numeric screen, with the keys of what passes."""
     from prism import plans as hand
     from prism.search.verified import _screen_until
     from prism.verify.screen import screen
 
     g = workloads.rmsnorm_linear(4, 32)
     kgs = hand.hand_plans("rmsnorm_linear", g)
-    assert _screen_until(g, time.perf_counter() + 60, kgs) == screen(g, kgs) == [True] * len(kgs)
-    assert _screen_until(g, time.perf_counter() - 1, kgs) == [False] * len(kgs)
+    from prism.search.canonical import canonical_key
+
+    assert screen(g, kgs) == [True] * len(kgs)
+    assert _screen_until(g, time.perf_counter() + 60, kgs) == [(True, canonical_key(kg)) for kg in kgs]
+    assert _screen_until(g, time.perf_counter() - 1, kgs) == [(False, None)] * len(kgs)

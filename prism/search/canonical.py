@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import heapq
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import assert_never
@@ -73,7 +74,10 @@ def op_key(op: BlockOp, pos: Sequence[int] | Mapping[int, int], tensor_name: str
 
 
 def canonical_order(ops: Sequence[BlockOp], names: Mapping[str, str], maps: bool) -> list[int]:
-    """Indices of ``ops`` in canonical order (``names`` gives loads' tensors their canonical names)."""
+    """Indices of ``ops`` in canonical order (``names`` gives loads' tensors their canonical names):
+    at each step the available op (every operand placed) of least ``(op_key, index)``. An op's key
+    depends only on its operands' positions, fixed once it is available, so each key is computed
+    once and the available ops wait in a heap."""
     def tname(op: BlockOp) -> str:
         if isinstance(op, Load):
             return names.get(op.tensor, op.tensor)
@@ -81,15 +85,26 @@ def canonical_order(ops: Sequence[BlockOp], names: Mapping[str, str], maps: bool
             return names.get(op.tensor, INTERMEDIATE)
         return ""
 
+    args = [set(op_args(op)) for op in ops]
+    users: list[list[int]] = [[] for _ in ops]
+    for j, a in enumerate(args):
+        for x in a:
+            users[x].append(j)
+    waiting = [len(a) for a in args]
     pos: dict[int, int] = {}
+    heap = [(op_key(op, pos, tname(op), maps), j) for j, op in enumerate(ops) if not waiting[j]]
+    heapq.heapify(heap)
     order: list[int] = []
-    remaining = set(range(len(ops)))
-    while remaining:
-        avail = [j for j in remaining if all(a in pos for a in op_args(ops[j]))]
-        best = min(avail, key=lambda j: (op_key(ops[j], pos, tname(ops[j]), maps), j))
+    while heap:
+        _, best = heapq.heappop(heap)
         pos[best] = len(order)
         order.append(best)
-        remaining.remove(best)
+        for u in users[best]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(heap, (op_key(ops[u], pos, tname(ops[u]), maps), u))
+    if len(order) != len(ops):
+        raise ValueError(f"ops {sorted(set(range(len(ops))) - set(order))} depend on a cycle")
     return order
 
 

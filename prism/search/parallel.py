@@ -2,13 +2,15 @@
 
 Candidates are cut into chunks, those that end in the same kernel together (a worker walks such a
 kernel once for all the first kernels it pairs with: ``walk``'s memo lives in each process); forked
-worker processes instantiate a chunk each and send back the μGraphs with their canonical keys
-(``plan_key``; those that sum identical loop iterations are only counted). Results are joined in
+worker processes instantiate a chunk each and send back the μGraphs (``kept_form``: idle loops at
+size 1; those that sum identical loop iterations are only counted). Results are joined in
 candidate order, so the outcome is the same for any number of workers. Workers are forked (spawned
 ones would re-run a user's script that has no main guard), and only while this process runs no
 other Python thread (one could hold a lock the child needs); otherwise, and for few candidates,
 the work runs here. A wall-clock deadline stops the work: what was instantiated by then is kept
-(each μGraph still goes through the screen and the proof).
+(each μGraph still goes through the screen and the proof). Canonical keys are not computed here:
+nearly every mapping is distinct (1-7% duplicates in the zoo's searches) and four in five fail the
+numeric screen, so ``search.verified`` keys only the plans that pass it.
 Inside ``mapping_on(chunk_map)`` (``prism.distributed.spread_search``: a Dask cluster's workers) the
 chunks go to ``chunk_map`` instead of forked workers; the fork path stays the default.
 """
@@ -43,12 +45,11 @@ MIN_PARALLEL = 2 * CHUNK
 
 @dataclass(frozen=True)
 class Mapped:
-    graphs: list[KernelGraph]  # the mappings, but those that sum identical loop iterations (``plan_key``)
+    graphs: list[KernelGraph]  # the mappings' ``kept_form``s, but those that sum identical loop iterations
     before_symmetry: int
     done: int  # candidates instantiated
     timed_out: bool
     counts: tuple[int, ...] = ()  # per candidate instantiated: how many of ``graphs`` are its own
-    keys: tuple[str, ...] = ()  # per graph: ``plan_key``
     mappings: int = 0  # every mapping (after symmetry breaking), those dropped included
 
 
@@ -70,31 +71,35 @@ def mapping_on(chunk_map: ChunkMap) -> Iterator[None]:
 def run_chunk(cands: Sequence[SGraph], deadline: float) -> Mapped:
     """Instantiate a chunk of candidates in order, until ``deadline`` (``time.time()``)."""
     graphs: list[KernelGraph] = []
-    keys: list[str] = []
     counts: list[int] = []
     before = mappings = 0
     for n, cand in enumerate(cands):
         if time.time() > deadline:
-            return Mapped(graphs, before, n, True, tuple(counts), tuple(keys), mappings)
+            return Mapped(graphs, before, n, True, tuple(counts), mappings)
         try:
             m = instantiate_mappings(cand, deadline=deadline)
         except WalkTimeout:  # one candidate's walk ran past the deadline: it counts as not reached
-            return Mapped(graphs, before, n, True, tuple(counts), tuple(keys), mappings)
+            return Mapped(graphs, before, n, True, tuple(counts), mappings)
         before += m.before_symmetry
         mappings += len(m.graphs)
-        kept = [(g, k) for g in m.graphs if (k := plan_key(g)) is not None]
-        graphs.extend(g for g, _ in kept)
-        keys.extend(k for _, k in kept)
+        kept = [one for g in m.graphs if (one := kept_form(g)) is not None]
+        graphs.extend(kept)
         counts.append(len(kept))
-    return Mapped(graphs, before, len(cands), False, tuple(counts), tuple(keys), mappings)
+    return Mapped(graphs, before, len(cands), False, tuple(counts), mappings)
+
+
+def kept_form(kg: KernelGraph) -> KernelGraph | None:
+    """``kg`` without its idle loops (``without_idle_loops``), or None when it still sums identical
+    loop iterations (right only where the repeats cancel, and never faster than the same plan
+    without them): checked where the mapping runs, in the workers."""
+    one = without_idle_loops(kg)
+    return one if layout_ok(one, repeats=False) else None
 
 
 def plan_key(kg: KernelGraph) -> str | None:
-    """The canonical key of ``kg`` without its idle loops (``without_idle_loops``), or None when it
-    still sums identical loop iterations (right only where the repeats cancel, and never faster
-    than the same plan without them): computed where the mapping runs, in the workers."""
-    one = without_idle_loops(kg)
-    return canonical_key(one) if layout_ok(one, repeats=False) else None
+    """The canonical key of ``kept_form(kg)``, None where that is None."""
+    one = kept_form(kg)
+    return None if one is None else canonical_key(one)
 
 
 def _grouped(cands: Sequence[SGraph]) -> list[int]:
@@ -108,16 +113,16 @@ def _grouped(cands: Sequence[SGraph]) -> list[int]:
 
 def _joined(chunks: Sequence[Sequence[int]], parts: Sequence[Mapped]) -> Mapped:
     """The results of chunks of candidate indices ``chunks`` back in candidate order."""
-    own: dict[int, tuple[list[KernelGraph], tuple[str, ...]]] = {}
+    own: dict[int, list[KernelGraph]] = {}
     for idx, part in zip(chunks, parts, strict=False):
         pos = 0
         for i, n in zip(idx, part.counts, strict=False):
-            own[i] = part.graphs[pos:pos + n], part.keys[pos:pos + n]
+            own[i] = part.graphs[pos:pos + n]
             pos += n
     done = sorted(own)
-    return Mapped([g for i in done for g in own[i][0]], sum(p.before_symmetry for p in parts),
-                  sum(p.done for p in parts), any(p.timed_out for p in parts), tuple(len(own[i][0]) for i in done),
-                  tuple(k for i in done for k in own[i][1]), sum(p.mappings for p in parts))
+    return Mapped([g for i in done for g in own[i]], sum(p.before_symmetry for p in parts),
+                  sum(p.done for p in parts), any(p.timed_out for p in parts), tuple(len(own[i]) for i in done),
+                  sum(p.mappings for p in parts))
 
 
 def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,

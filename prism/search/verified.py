@@ -21,7 +21,6 @@ from prism.progress import StageBar
 from prism.rowwise import row_plan, row_vendor_plan
 from prism.search.canonical import canonical_key
 from prism.search.config import SearchConfig
-from prism.search.mapping import without_idle_loops
 from prism.search.parallel import Mapped, forked_map, instantiate_all
 from prism.search.search import SearchResult
 from prism.verify import verify_all
@@ -41,12 +40,23 @@ class Verified:
 
 
 @dataclass(frozen=True)
-class _Distinct:
-    plans: list[KernelGraph]  # one per canonical key
-    repeating: int  # plans dropped for summing identical loop iterations
-    row_added: bool  # the row-wise plan was not among the mappings
-    row_vendor_added: bool  # nor the row-wise kernels with vendor GEMMs (``rowwise.row_vendor_plan``)
+class _Screenable:
+    plans: list[KernelGraph]  # the row-wise plans, then the mappings (``parallel.kept_form``)
+    rows: tuple[int | None, int | None]  # where in ``plans`` the row-wise plan and the row-vendor plan are
     long: int = 0  # mappings dropped for holding a long dim whole (``SearchConfig.long_dims``)
+
+    @property
+    def order(self) -> list[int]:
+        """The plans in the order they are kept: the mappings, then the row-wise plans."""
+        first = sum(i is not None for i in self.rows)
+        return [*range(first, len(self.plans)), *range(first)]
+
+
+@dataclass(frozen=True)
+class _Distinct:
+    plans: list[KernelGraph]  # those that passed the screen (or that it could not run), one per canonical key
+    row_added: bool  # the row-wise plan passed and was not among the mappings
+    row_vendor_added: bool  # nor the row-wise kernels with vendor GEMMs (``rowwise.row_vendor_plan``)
 
 
 def search_verified(graph: Graph, program: str, config: SearchConfig, *, progress: bool, jobs: int) -> Verified:
@@ -57,14 +67,15 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     result = prism.search.search(graph, config, label=program)  # through the package: tests replace it
     t1 = time.perf_counter()
     m = _mappings(result, program, deadline, progress, jobs)
-    distinct = _distinct(graph, program, m, _long(graph, config.long_dims))
+    screenable = _screenable(graph, program, m, _long(graph, config.long_dims))
     t2 = time.perf_counter()
     screen_deadline = deadline + config.time_budget_s
-    with StageBar(f"screen {program}", total=len(distinct.plans), unit=" plans",
-                  enabled=progress and bool(distinct.plans)) as bar:  # a minute or more for an attention
-        passed = forked_map(functools.partial(_screen_until, graph, screen_deadline), distinct.plans,
+    with StageBar(f"screen {program}", total=len(screenable.plans), unit=" plans",
+                  enabled=progress and bool(screenable.plans)) as bar:  # a minute or more for an attention
+        passed = forked_map(functools.partial(_screen_until, graph, screen_deadline), screenable.plans,
                             jobs=jobs, chunk=SCREEN_CHUNK, on_chunk=bar.advance)
-    to_prove = [kg for kg, ok in zip(distinct.plans, passed, strict=True) if ok is not False]
+    distinct = _distinct(screenable, passed)
+    to_prove = distinct.plans
     t3 = time.perf_counter()
     screen_timed_out = t3 > screen_deadline
     if screen_timed_out:
@@ -76,17 +87,17 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     verify_timed_out = t4 > verify_deadline
     if verify_timed_out:
         log.warning("%s: the proof stopped at its budget: the plans left are dropped unproven", program)
-    # to_prove holds distinct canonical keys already (deduplicated above)
+    # to_prove holds distinct canonical keys already (deduplicated after the screen)
     templates = tuple(kg for kg, verdict in zip(to_prove, verdicts, strict=True) if verdict.proven)
     pruned = result.stats.get("pruned")
     stats = {
         "candidates": len(result.candidates),
         "mappings": m.mappings,
         "mappings_before_symmetry": m.before_symmetry,
-        "repeating_loops_dropped": distinct.repeating,
-        "long_dims_dropped": distinct.long,
-        "distinct_mappings": len(distinct.plans),
-        "screen_rejected": sum(ok is False for ok in passed),
+        "repeating_loops_dropped": m.mappings - len(m.graphs),
+        "long_dims_dropped": screenable.long,
+        "screened": len(screenable.plans),
+        "screen_rejected": sum(ok is False for ok, _ in passed),
         "proof_attempts": len(to_prove),
         "proven": sum(v.proven for v in verdicts),
         "pruned": dict(pruned) if isinstance(pruned, dict) else {},
@@ -102,12 +113,13 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     return Verified(templates, stats, seconds)
 
 
-def _screen_until(graph: Graph, deadline: float, plans: list[KernelGraph]) -> list[bool | None]:
-    """``screen`` of a chunk of plans, or all False (dropped unscreened) once past ``deadline`` (a
-    ``time.perf_counter()`` value: the budget once more after the mappings' deadline)."""
+def _screen_until(graph: Graph, deadline: float, plans: list[KernelGraph]) -> list[tuple[bool | None, str | None]]:
+    """``screen`` of a chunk of plans, each with its canonical key where it is not rejected; all
+    False (dropped unscreened) once past ``deadline`` (a ``time.perf_counter()`` value: the budget
+    once more after the mappings' deadline)."""
     if time.perf_counter() > deadline:
-        return [False] * len(plans)
-    return screen(graph, plans)
+        return [(False, None)] * len(plans)
+    return [(ok, None if ok is False else canonical_key(kg)) for kg, ok in zip(plans, screen(graph, plans), strict=True)]
 
 
 def _mappings(result: SearchResult, program: str, deadline: float, progress: bool, jobs: int) -> Mapped:
@@ -144,27 +156,32 @@ def holds_whole(kg: KernelGraph, long: Mapping[str, frozenset[int]]) -> bool:
                for k in kg.kernels if isinstance(k, CustomKernel) for op in k.ops)
 
 
-def _distinct(graph: Graph, program: str, mapped: Mapped, long: Mapping[str, frozenset[int]]) -> _Distinct:
-    """One plan per canonical key, and the row-wise one-kernel plan, which exists even where the
-    budget stops the search, and the row-wise kernels between vendor GEMMs (``row_vendor_plan``).
+def _screenable(graph: Graph, program: str, mapped: Mapped, long: Mapping[str, frozenset[int]]) -> _Screenable:
+    """What the screen runs: the row-wise one-kernel plan, which exists even where the budget stops
+    the search, and the row-wise kernels between vendor GEMMs (``row_vendor_plan``), first, so that
+    a screen stopped at its deadline has screened them; then the mappings but those that hold a
+    ``long`` dim whole (``holds_whole``). A loop that reads nothing per iteration only repeats
+    itself: its loop-size-1 form is screened; what still sums identical iterations was dropped
+    where the mappings were made (``parallel.kept_form``)."""
+    rows = [row_plan(graph, program), row_vendor_plan(graph, program)]
+    plans = [row for row in rows if row is not None]
+    at = [None if row is None else sum(r is not None for r in rows[:i]) for i, row in enumerate(rows)]
+    searched = [kg for kg in mapped.graphs if not (long and holds_whole(kg, long))]
+    return _Screenable(plans + searched, (at[0], at[1]), len(mapped.graphs) - len(searched))
 
-    A loop that reads nothing per iteration only repeats itself: its loop-size-1 form is kept, once.
-    What still sums identical iterations is dropped before the proof (``parallel.plan_key``), and so
-    is what holds a ``long`` dim whole (``holds_whole``)."""
-    distinct: dict[str, KernelGraph] = {}
-    dropped = 0
-    for kg, key in zip(mapped.graphs, mapped.keys, strict=True):  # keys: parallel.plan_key
-        if key in distinct:
-            continue
-        if long and holds_whole(kg, long):
-            dropped += 1
-            continue
-        distinct[key] = without_idle_loops(kg)
-    added = []
-    for row in (row_plan(graph, program), row_vendor_plan(graph, program)):
-        if row is None or (key := canonical_key(row)) in distinct:
-            added.append(False)
-            continue
-        distinct[key] = row
-        added.append(True)
-    return _Distinct(list(distinct.values()), mapped.mappings - len(mapped.graphs), added[0], added[1], dropped)
+
+def _distinct(screened: _Screenable, passed: list[tuple[bool | None, str | None]]) -> _Distinct:
+    """The plans the screen did not reject, the first of each canonical key that passed, in the
+    order of ``_Screenable.order`` (a row-wise plan the search also found is kept as the search's).
+    Plans of one key compute the same thing, so the screen passes all or none of them, but for a
+    plan wrong only at some mixes of sizes, which the screen's second size set, given by symbol
+    name, may meet in one naming and not in another: then one of them goes to the proof, which
+    decides (before, the first of the key was screened alone)."""
+    distinct: dict[str, int] = {}  # key -> the index of its first plan
+    for i in screened.order:
+        ok, key = passed[i]
+        if ok is not False and key is not None:
+            distinct.setdefault(key, i)
+    firsts = set(distinct.values())
+    added = [i is not None and i in firsts for i in screened.rows]
+    return _Distinct([screened.plans[i] for i in screened.order if i in firsts], added[0], added[1])
