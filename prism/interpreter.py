@@ -8,7 +8,7 @@ block graph means; the CUDA generator implements the same semantics.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import assert_never
 
 import numpy as np
@@ -21,6 +21,7 @@ from prism.ir import (
     BlockOp,
     CustomKernel,
     KernelGraph,
+    KernelShapes,
     Load,
     MatmulOp,
     PredefinedKernel,
@@ -188,6 +189,17 @@ def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarr
     if kg.tail is not None:
         raise IRError(f"{kg.program}: the interpreter runs plans at the program's shapes, not padded "
                       f"to {kg.tail.padded}; prism.codegen.emulate runs padded ones")
+    return run_kernels(kg, inputs, lambda k, ks, tensors, shapes, scalars:
+                       _run_custom(k, tensors, shapes, scalars, ks.phases))
+
+
+CustomRun = Callable[[CustomKernel, KernelShapes, dict[str, np.ndarray], dict[str, tuple[int, ...]],
+                      dict[str, tuple[int, ...]]], None]
+
+
+def run_kernels(kg: KernelGraph, inputs: Mapping[str, np.ndarray], custom: CustomRun) -> dict[str, np.ndarray]:
+    """The kernels of a concrete μGraph in order, its custom kernels by ``custom`` (kernel, its
+    shapes, the tensors so far, every tensor's shape, the scalars' sizes); its outputs by name."""
     shapes, per_kernel = infer(kg)
     tensors = input_tensors(kg, inputs)
     scalars = {t.name: t.shape for t in kg.inputs}
@@ -197,5 +209,5 @@ def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarr
                 run_predefined(k, tensors, scalars)
             else:
                 assert ks is not None
-                _run_custom(k, tensors, shapes, scalars, ks.phases)
+                custom(k, ks, tensors, shapes, scalars)
     return {t.name: tensors[t.name] for t in kg.outputs}
