@@ -98,13 +98,13 @@ def _accumulate(op: Accum, vals: list[np.ndarray | None], prev: np.ndarray | Non
     if op.rescale is not None:
         c = vals[op.rescale]
         assert c is not None
-        return _rescaled(part, c, prev, running, i)
+        return rescaled(part, c, prev, running, i)
     if prev is None:
         return part.copy()
     return np.maximum(prev, part) if op.fn is Reduce.MAX else prev + part
 
 
-def _rescaled(x: np.ndarray, c: np.ndarray, prev: np.ndarray | None, running: dict[int, np.ndarray],
+def rescaled(x: np.ndarray, c: np.ndarray, prev: np.ndarray | None, running: dict[int, np.ndarray],
               i: int) -> np.ndarray:
     """``acc · exp(m − m') + x · exp(c − m')`` with ``m' = max(m, c)`` (a factor is 1 where its max
     did not change, so an all −inf row stays finite as the generated code does)."""

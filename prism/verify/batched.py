@@ -19,7 +19,7 @@ from typing import assert_never
 
 import numpy as np
 
-from prism.interpreter import run_kernels
+from prism.interpreter import rescaled, run_kernels
 from prism.ir import (
     Accum,
     BinaryOp,
@@ -139,7 +139,7 @@ class _Kernel:
             if c.shape != part.shape:
                 shape = np.broadcast_shapes(part.shape, c.shape)
                 part, c = np.broadcast_to(part, shape), np.broadcast_to(c, shape)
-            return _rescaled(part, c, prev, running, i)
+            return rescaled(part, c, prev, running, i)
         if prev is None:
             return part.copy()
         return np.maximum(prev, part) if op.fn is Reduce.MAX else prev + part
@@ -185,17 +185,3 @@ def _load_recipe(shape: tuple[int, ...], imap: tuple[int | None, ...], fmap: int
     kept = [s for i, s in enumerate(split) if i != at]
     tile = tuple(kept[ax] for ax in tile_axes)
     return tuple(split), at, order, tuple(grid[p] if p in where else 1 for p in range(len(grid))) + tile
-
-
-def _rescaled(x: np.ndarray, c: np.ndarray, prev: np.ndarray | None, running: dict[int, np.ndarray],
-              i: int) -> np.ndarray:
-    """``interpreter._rescaled`` on arrays of one shape."""
-    if prev is None:
-        running[i] = c.copy()
-        return x * 1.0
-    m = running[i]
-    mn = np.maximum(m, c)
-    a = np.where(m == mn, 1.0, np.exp(m - mn))
-    b = np.where(c == mn, 1.0, np.exp(c - mn))
-    running[i] = mn
-    return prev * a + x * b
