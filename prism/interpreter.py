@@ -197,10 +197,12 @@ CustomRun = Callable[[CustomKernel, KernelShapes, dict[str, np.ndarray], dict[st
                       dict[str, tuple[int, ...]]], None]
 
 
-def run_kernels(kg: KernelGraph, inputs: Mapping[str, np.ndarray], custom: CustomRun) -> dict[str, np.ndarray]:
+def run_kernels(kg: KernelGraph, inputs: Mapping[str, np.ndarray], custom: CustomRun, *,
+                structure: bool = True) -> dict[str, np.ndarray]:
     """The kernels of a concrete μGraph in order, its custom kernels by ``custom`` (kernel, its
-    shapes, the tensors so far, every tensor's shape, the scalars' sizes); its outputs by name."""
-    shapes, per_kernel = infer(kg)
+    shapes, the tensors so far, every tensor's shape, the scalars' sizes); its outputs by name.
+    ``structure=False``: the caller ran ``ir.check_structure`` on the plan (at any sizes)."""
+    shapes, per_kernel = infer(kg, structure=structure)
     tensors = input_tensors(kg, inputs)
     scalars = {t.name: t.shape for t in kg.inputs}
     with np.errstate(all="ignore"):

@@ -84,7 +84,7 @@ def test_a_plan_the_batched_form_does_not_cover_is_screened_block_by_block(monke
     batched_verdicts = screen(g, kgs)
     assert True in batched_verdicts and False in batched_verdicts
 
-    def uncovered(kg: KernelGraph, inputs: object) -> None:
+    def uncovered(kg: KernelGraph, inputs: object, **_: object) -> None:
         raise batched.NotBatched("as if uncovered")
 
     monkeypatch.setattr(batched, "run", uncovered)

@@ -42,13 +42,14 @@ class NotBatched(Exception):
     """The plan does something this form does not cover: run it block by block."""
 
 
-def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray], *, structure: bool = True) -> dict[str, np.ndarray]:
     """``interpreter.run`` of a concrete μGraph (same outputs), every block at once (``NotBatched``
-    where it cannot; the interpreter's ``PrismError`` where the plan does not fit its sizes)."""
+    where it cannot; the interpreter's ``PrismError`` where the plan does not fit its sizes).
+    ``structure=False``: the caller ran ``ir.check_structure`` on the plan (at any sizes)."""
     if kg.tail is not None:
         raise NotBatched("a padded tail runs in the emulator")
     return run_kernels(kg, inputs, lambda k, ks, tensors, shapes, scalars:
-                       _Kernel(k, ks, tensors, shapes, scalars).run())
+                       _Kernel(k, ks, tensors, shapes, scalars).run(), structure=structure)
 
 
 class _Kernel:
