@@ -1,24 +1,35 @@
 """The walk types a split graph's combine kernel without repeated iterations (``Walker.no_repeats``),
-as ``parallel.plan_key`` types it after the walk: the mappings that survive ``plan_key`` are the
-same with and without that early check, only fewer are built (issue 13)."""
+as the whole check after the walk types it: the mappings that survive ``parallel.plan_key`` (which
+relies on that early check and skips the whole check where no kernel has a loop of its own left)
+are those that survive the whole check without the early one, only fewer are built (issue 13)."""
 
 from __future__ import annotations
 
 import pytest
 
 from prism import workloads
+from prism.ir import KernelGraph
 from prism.search import SearchConfig, instantiate_mappings, search
 from prism.search import walk as walk_mod
+from prism.search.canonical import canonical_key
+from prism.search.layout import layout_ok
+from prism.search.mapping import without_idle_loops
 from prism.search.parallel import plan_key
 
 
-def _survivors(program: str, step: int) -> tuple[list[list[str]], int]:
+def _whole_check_key(kg: KernelGraph) -> str | None:
+    """``plan_key`` by its definition: every kernel typed again without repeats."""
+    one = without_idle_loops(kg)
+    return canonical_key(one) if layout_ok(one, repeats=False) else None
+
+
+def _survivors(program: str, step: int, key: object = plan_key) -> tuple[list[list[str]], int]:
     cands = search(workloads.program(program), SearchConfig(), name=program).candidates[::step]
     keys, built = [], 0
     for c in cands:
         graphs = instantiate_mappings(c).graphs
         built += len(graphs)
-        keys.append(sorted(k for k in map(plan_key, graphs) if k is not None))
+        keys.append(sorted(k for k in map(key, graphs) if k is not None))  # type: ignore[call-overload]
     return keys, built
 
 
@@ -32,8 +43,21 @@ def test_early_repeat_check_keeps_every_survivor(program: str, step: int, monkey
         self.no_repeats = [False] * len(self.no_repeats)
 
     monkeypatch.setattr(walk_mod.Walker, "__init__", late_only)
-    late, built_late = _survivors(program, step)
+    late, built_late = _survivors(program, step, _whole_check_key)
     assert early == late
     assert any(early) and built_early <= built_late
     if program == "gqa":
         assert built_early < built_late, "the early check dropped nothing: the test checks nothing"
+
+
+def test_kept_form_skips_the_whole_check_only_where_it_would_pass() -> None:
+    """``parallel.kept_form`` types a mapping again only where a kernel has a loop of its own left;
+    on every mapping of a search with repeats to drop it keeps exactly what the whole check keeps."""
+    from bench.zoo import zoo_graph
+    from prism.search.parallel import kept_form
+
+    cands = search(zoo_graph("soft_moe_mix"), SearchConfig(max_candidates=400)).candidates
+    graphs = [kg for c in cands for kg in instantiate_mappings(c).graphs]
+    whole = [layout_ok(without_idle_loops(kg), repeats=False) for kg in graphs]
+    assert [kept_form(kg) is not None for kg in graphs] == whole
+    assert whole.count(False) > 0 and len(graphs) > 1000  # there were repeats to drop
