@@ -696,6 +696,26 @@ class _LaterKernels:
         return [c for c in found if len(c) <= walk.budget]
 
 
+@dataclass
+class _Fits:
+    """A pending value's options at one mask (``_Closure._fitting``)."""
+
+    fitting: list[tuple[_Check, int]]  # each with the values it makes required
+    failed: int  # options over the op bound, but those that close a cycle
+    cycles: list[_Check]  # options that close a cycle (within the bound when found)
+
+
+def _within(m: int, parts: tuple[tuple[int, int], ...], budget: int) -> bool:
+    """Whether an option that makes ``m`` required fits the op bound: ``m`` itself, and per argument
+    its least graph plus the required values outside its descendants (``parts``)."""
+    if m.bit_count() > budget:
+        return False
+    for outside, least in parts:  # noqa: SIM110 (a loop, not all(): the search's hottest test)
+        if (m & outside).bit_count() + least > budget:
+            return False
+    return True
+
+
 class _Closure:
     """The depth-first choice of recipes behind ``Generator.closures``.
 
@@ -766,15 +786,19 @@ class _Closure:
         tightened bit set, the position in ``pending`` of the value with the fewest fitting options
         and those options with their bit sets (chosen next: failing first keeps dead branches
         short; every completion is still reached exactly once, whatever the order). Caps and the
-        intermediate count are left to the walk (pruning less, never more)."""
+        intermediate count are left to the walk (pruning less, never more). A pass after the first
+        tests again only the options that fitted before (the mask only grows, and what does not
+        depend on it, the path bound and the cycle test, stands)."""
         mask = self.mask
+        fits: dict[int, _Fits] = {}
         changed = True
-        best: tuple[int, int, list[tuple[Recipe, int]]] = (1 << 30, 0, [])
+        best: tuple[int, int, list[tuple[_Check, int]]] = (1 << 30, 0, [])
         while changed:
             changed = False
             best = (1 << 30, 0, [])
             for i, p in enumerate(self.pending):
-                fitting = self._fitting(p, mask)
+                fits[p] = self._fitting(p, mask) if p not in fits else self._refit(fits[p], mask)
+                fitting = fits[p].fitting
                 if not fitting:
                     return None
                 if len(fitting) < best[0]:
@@ -785,30 +809,47 @@ class _Closure:
                 if common & ~mask:
                     mask |= common
                     changed = True
-        return mask, best[1], best[2]
+        return mask, best[1], [(c[0], m) for c, m in best[2]]
 
-    def _fitting(self, p: int, mask: int) -> list[tuple[Recipe, int]]:
+    def _fitting(self, p: int, mask: int) -> _Fits:
         """The options of pending value ``p`` that can still complete within the op bound, with the
         values each one makes required (``mask``: those required now). An option fails when its
         required values exceed the bound; when an argument's least graph (``least``, all inside the
         argument's descendants) plus the required values outside those descendants do; when its
         root-to-load path is longer than the bound; or when it closes a cycle."""
         budget, chosen = self.budget, self.chosen
-        stats = self.gen.stats.pruned
         below = self.depth[p] + 1
-        out: list[tuple[Recipe, int]] = []
+        out = _Fits([], 0, [])
         anc: set[int] | None = None
-        for r, needs, high, parts in self.checks(p):
+        for check in self.checks(p):
+            r, needs, high, parts = check
             m = mask | needs
-            if m.bit_count() > budget or below + high > budget or any(
-                    (m & outside).bit_count() + least > budget for outside, least in parts):
-                stats["op_limit"] += 1
+            if below + high > budget or not _within(m, parts, budget):
+                out.failed += 1
                 continue
             if any(a in chosen for a in r.args):
                 anc = self.ancestors(p) if anc is None else anc
                 if any(a in anc for a in r.args):
-                    continue  # a cycle
-            out.append((r, m))
+                    out.cycles.append(check)
+                    continue
+            out.fitting.append((check, m))
+        self.gen.stats.pruned["op_limit"] += out.failed
+        return out
+
+    def _refit(self, before: _Fits, mask: int) -> _Fits:
+        """``_fitting`` at a mask grown from the one ``before`` was found at: only its fitting options
+        can fit, each tested against the bound again (failures counted as ``_fitting`` counts them:
+        the bound is tested before the cycle)."""
+        budget = self.budget
+        out = _Fits([], before.failed, before.cycles)
+        for check, _ in before.fitting:
+            m = mask | check[1]
+            if _within(m, check[3], budget):
+                out.fitting.append((check, m))
+            else:
+                out.failed += 1
+        cycles_failed = sum(not _within(mask | c[1], c[3], budget) for c in before.cycles)
+        self.gen.stats.pruned["op_limit"] += out.failed + cycles_failed
         return out
 
     def checks(self, n: int) -> list[_Check]:
@@ -873,6 +914,34 @@ def _kind(op: BlockOp) -> str:
     return budget_kind(op)
 
 
+def _users(opts: list[list[Recipe]]) -> list[list[int]]:
+    """Per value, the values with a recipe that takes it as an argument (where a fixpoint's change
+    of it can move theirs)."""
+    users: list[set[int]] = [set() for _ in opts]
+    for n, rs in enumerate(opts):
+        for r in rs:
+            for a in r.args:
+                users[a].add(n)
+    return [sorted(u) for u in users]
+
+
+def _fixpoint(count: int, users: list[list[int]], update: Callable[[int], bool]) -> None:
+    """Chaotic iteration to a fixpoint: ``update(n)`` moves value n's entry one way (bounds only grow
+    or only shrink) and says whether it changed; the users of a changed value are updated again.
+    A monotone update reaches the same fixpoint in any fair order, so this is the round-robin
+    iteration's result, with each value recomputed only when one of its arguments moved."""
+    pending = list(range(count))
+    queued = [True] * count
+    while pending:
+        n = pending.pop()
+        queued[n] = False
+        if update(n):
+            for u in users[n]:
+                if not queued[u]:
+                    queued[u] = True
+                    pending.append(u)
+
+
 def required(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
     """For each of ``count`` values, the values (a bit set) that every acyclic block graph computing
     it contains: itself, plus what every one of its recipes needs through its arguments; a value
@@ -908,15 +977,21 @@ def heights(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
     inf = 1 << 30
     opts = [options(n) for n in range(count)]
     h = [inf] * count
-    changed = True
-    while changed:
-        changed = False
-        for n in range(count):
-            for r in opts[n]:
-                v = 1 + max((h[a] for a in r.args), default=0)
-                if v < h[n]:
-                    h[n] = v
-                    changed = True
+
+    def update(n: int) -> bool:
+        best = h[n]
+        for r in opts[n]:
+            v = 0
+            for a in r.args:
+                if h[a] > v:
+                    v = h[a]
+            best = min(best, v + 1)
+        if best >= h[n]:
+            return False
+        h[n] = best
+        return True
+
+    _fixpoint(count, _users(opts), update)
     return h
 
 
@@ -948,29 +1023,42 @@ def least_sizes(count: int, options: Callable[[int], list[Recipe]], req: list[in
     from the other arguments' required values outside them (and from n: acyclic). So its size is
     at least ``max(|{n} ∪ ⋃ R(a)|, 1 + L(a) + |⋃_{b≠a} R(b) ∖ D(a) ∖ {n}|)``, and at least the
     least of that over the recipes. Iterated up from ``|R(n)|`` (admissible): each step maps
-    admissible bounds to admissible bounds, and the bounds only grow, capped at ``count + 1``."""
+    admissible bounds to admissible bounds, and the bounds only grow, capped at ``count + 1``.
+    What does not depend on the bounds (the union's size, each argument's added count) is counted
+    once, before the iteration."""
     opts = [options(n) for n in range(count)]
-    least = [min(r.bit_count(), count + 1) for r in req]
-    changed = True
-    while changed:
-        changed = False
-        for n in range(count):
-            bound = count + 1
-            for r in opts[n]:
-                args = tuple(dict.fromkeys(r.args))
-                union = 1 << n
-                for a in args:
-                    union |= req[a]
-                v = union.bit_count()
-                for a in args:
-                    others = 0
-                    for b in args:
-                        if b != a:
-                            others |= req[b]
-                    v = max(v, 1 + least[a] + (others & ~desc[a] & ~(1 << n)).bit_count())
-                bound = min(bound, v)
-            bound = min(bound, count + 1)
-            if bound > least[n]:
-                least[n] = bound
-                changed = True
+    cap = count + 1
+    recipes: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = []
+    for n in range(count):
+        rs = []
+        for r in opts[n]:
+            args = tuple(dict.fromkeys(r.args))
+            union = 1 << n
+            for a in args:
+                union |= req[a]
+            terms = []
+            for a in args:
+                others = 0
+                for b in args:
+                    if b != a:
+                        others |= req[b]
+                terms.append((a, 1 + (others & ~desc[a] & ~(1 << n)).bit_count()))
+            rs.append((union.bit_count(), tuple(terms)))
+        recipes.append(rs)
+    least = [min(r.bit_count(), cap) for r in req]
+
+    def update(n: int) -> bool:
+        bound = cap
+        for v, terms in recipes[n]:
+            for a, extra in terms:
+                if least[a] + extra > v:
+                    v = least[a] + extra
+            if v < bound:
+                bound = v
+        if bound <= least[n]:
+            return False
+        least[n] = bound
+        return True
+
+    _fixpoint(count, _users(opts), update)
     return least
