@@ -1,5 +1,5 @@
 """The walk types a split graph's combine kernel without repeated iterations (``Walker.no_repeats``),
-as the whole check after the walk types it: the mappings that survive ``parallel.plan_key`` (which
+as the whole check after the walk types it: the mappings that survive ``parallel.kept_form`` (which
 relies on that early check and skips the whole check where no kernel has a loop of its own left)
 are those that survive the whole check without the early one, only fewer are built (issue 13)."""
 
@@ -14,16 +14,22 @@ from prism.search import walk as walk_mod
 from prism.search.canonical import canonical_key
 from prism.search.layout import layout_ok
 from prism.search.mapping import without_idle_loops
-from prism.search.parallel import plan_key
+from prism.search.parallel import kept_form
 
 
 def _whole_check_key(kg: KernelGraph) -> str | None:
-    """``plan_key`` by its definition: every kernel typed again without repeats."""
+    """``_kept_key`` by its definition: every kernel typed again without repeats."""
     one = without_idle_loops(kg)
     return canonical_key(one) if layout_ok(one, repeats=False) else None
 
 
-def _survivors(program: str, step: int, key: object = plan_key) -> tuple[list[list[str]], int]:
+def _kept_key(kg: KernelGraph) -> str | None:
+    """The canonical key of ``kept_form(kg)``, None where it is dropped."""
+    one = kept_form(kg)
+    return None if one is None else canonical_key(one)
+
+
+def _survivors(program: str, step: int, key: object = _kept_key) -> tuple[list[list[str]], int]:
     cands = search(workloads.program(program), SearchConfig(), name=program).candidates[::step]
     keys, built = [], 0
     for c in cands:
@@ -54,7 +60,6 @@ def test_kept_form_skips_the_whole_check_only_where_it_would_pass() -> None:
     """``parallel.kept_form`` types a mapping again only where a kernel has a loop of its own left;
     on every mapping of a search with repeats to drop it keeps exactly what the whole check keeps."""
     from bench.zoo import zoo_graph
-    from prism.search.parallel import kept_form
 
     cands = search(zoo_graph("soft_moe_mix"), SearchConfig(max_candidates=400)).candidates
     graphs = [kg for c in cands for kg in instantiate_mappings(c).graphs]

@@ -31,7 +31,6 @@ from typing import Any
 
 from prism.ir import CustomKernel, KernelGraph
 
-from .canonical import canonical_key
 from .layout import layout_ok
 from .mapping import instantiate_mappings, without_idle_loops
 from .sgraph import SGraph
@@ -100,15 +99,9 @@ def kept_form(kg: KernelGraph) -> KernelGraph | None:
     for all 254,324 mappings of four zoo searches (docs/search-speed.md), and were it to fail, a plan
     that sums repeats would reach the screen and the proof, which judge it as any other."""
     one = without_idle_loops(kg)
-    own = [isinstance(k, CustomKernel) and isinstance(k.loop, str) and not shared
-           for k, shared in zip(one.kernels, shares_loop(one.kernels), strict=True)]
-    return one if not any(own) or layout_ok(one, repeats=False) else None
-
-
-def plan_key(kg: KernelGraph) -> str | None:
-    """The canonical key of ``kept_form(kg)``, None where that is None."""
-    one = kept_form(kg)
-    return None if one is None else canonical_key(one)
+    own = any(isinstance(k, CustomKernel) and isinstance(k.loop, str) and not shared
+              for k, shared in zip(one.kernels, shares_loop(one.kernels), strict=True))
+    return one if not own or layout_ok(one, repeats=False) else None
 
 
 def _grouped(cands: Sequence[SGraph]) -> list[int]:

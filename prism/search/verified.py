@@ -163,9 +163,11 @@ def _screenable(graph: Graph, program: str, mapped: Mapped, long: Mapping[str, f
     ``long`` dim whole (``holds_whole``). A loop that reads nothing per iteration only repeats
     itself: its loop-size-1 form is screened; what still sums identical iterations was dropped
     where the mappings were made (``parallel.kept_form``)."""
-    rows = [row_plan(graph, program), row_vendor_plan(graph, program)]
-    plans = [row for row in rows if row is not None]
-    at = [None if row is None else sum(r is not None for r in rows[:i]) for i, row in enumerate(rows)]
+    plans: list[KernelGraph] = []
+    at: list[int | None] = []
+    for row in (row_plan(graph, program), row_vendor_plan(graph, program)):
+        at.append(None if row is None else len(plans))
+        plans += [] if row is None else [row]
     searched = [kg for kg in mapped.graphs if not (long and holds_whole(kg, long))]
     return _Screenable(plans + searched, (at[0], at[1]), len(mapped.graphs) - len(searched))
 
@@ -177,11 +179,12 @@ def _distinct(screened: _Screenable, passed: list[tuple[bool | None, str | None]
     plan wrong only at some mixes of sizes, which the screen's second size set, given by symbol
     name, may meet in one naming and not in another: then one of them goes to the proof, which
     decides (before, the first of the key was screened alone)."""
+    order = screened.order
     distinct: dict[str, int] = {}  # key -> the index of its first plan
-    for i in screened.order:
+    for i in order:
         ok, key = passed[i]
         if ok is not False and key is not None:
             distinct.setdefault(key, i)
     firsts = set(distinct.values())
     added = [i is not None and i in firsts for i in screened.rows]
-    return _Distinct([screened.plans[i] for i in screened.order if i in firsts], added[0], added[1])
+    return _Distinct([screened.plans[i] for i in order if i in firsts], added[0], added[1])

@@ -225,7 +225,7 @@ class Walker:
         self.stored: list[tuple[int, Stored]] = [(0, ())] * (len(self.ops) + 1)
         self.templates = [_number((self.io, k, candidate.fixed)) for k in candidate.kernels]
         # a loop size another kernel shares is never made idle, so the kernel's accumulators may not
-        # sum identical iterations (``parallel.plan_key`` would drop the mapping)
+        # sum identical iterations (``parallel.kept_form`` would drop the mapping)
         self.no_repeats = shares_loop(candidate.kernels)
         self.tails: dict[int, int] = {}  # a later kernel's first level -> ``_tail``
         self.typing: list[TypingState | None] = [None] * len(self.levels)  # per level, on the current path

@@ -4,16 +4,16 @@
 that is 2-16 blocks, each a dozen NumPy calls on tiles of a few elements, so the calls, not the
 arithmetic, take the time. Here each value carries the grid as leading axes (size 1 along a grid
 dim it does not depend on), so a kernel's loop iteration is one NumPy call per op whatever its
-grid. The semantics are the interpreter's, including a save along a grid dim its map leaves out
-(the last block's tile wins) and what a plan wrong at these sizes computes; where a plan does
-something this form does not cover (``NotBatched``), the screen runs the interpreter instead.
+grid. The semantics are the interpreter's, including what a plan wrong at these sizes computes, on
+plans that pass ``ir.check_structure`` (a grid dim splits at most one data dim of a load and exactly
+one of a save, one data dim each); where a plan does something this form does not cover
+(``NotBatched``), the screen runs the interpreter instead.
 ``tests/test_batched_screen.py`` compares the two on every plan of several searches.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping
 from typing import assert_never
 
@@ -62,9 +62,9 @@ class _Kernel:
         self.grid = tuple(int(g) for g in k.grid)
         self.loop = int(k.loop)
         self.lead = len(self.grid)
-        saved = [s.tensor for s in k.saves]
-        if len(set(saved)) != len(saved) or any(ld.tensor in saved for ld in k.loads):
-            raise NotBatched("a kernel that saves one tensor twice or reads what it saves")
+        saved = {s.tensor for s in k.saves}
+        if any(ld.tensor in saved for ld in k.loads):
+            raise NotBatched("a kernel that reads what it saves")
         self.shifts = {i for i in range(len(k.ops)) if shift_by_max(k.ops, i)}
 
     def run(self) -> None:
@@ -146,16 +146,12 @@ class _Kernel:
         return np.maximum(prev, part) if op.fn is Reduce.MAX else prev + part
 
     def _save(self, op: Save, x: np.ndarray) -> None:
-        """Every block's tile into its place: along a grid dim the map leaves out every block writes
-        the same place and the last (the greatest coordinate) wins, as block by block."""
-        mapped = [p for p, a in enumerate(op.omap) if a is not None]
-        if len({op.omap[p] for p in mapped}) != len(mapped):
-            raise NotBatched("two grid dims saved along one tensor dim")
+        """Every block's tile into its place: each tensor dim the blocks along grid dim p stack on
+        (``omap[p]``) holds them outermost, the tile within."""
+        tile = x.ndim - self.lead
         x = np.broadcast_to(x, (*self.grid, *x.shape[self.lead:]))
-        x = x[tuple(slice(None) if p in mapped else g - 1 for p, g in enumerate(self.grid))]
-        rank = x.ndim - len(mapped)
-        along = {op.omap[p]: n for n, p in enumerate(mapped)}
-        order = [ax for a in range(rank) for ax in ([along[a]] if a in along else []) + [len(mapped) + a]]
+        along = {a: p for p, a in enumerate(op.omap)}
+        order = [ax for a in range(tile) for ax in ((along[a], self.lead + a) if a in along else (self.lead + a,))]
         self.tensors[op.tensor][...] = x.transpose(order).reshape(self.shapes[op.tensor])
 
 
@@ -163,22 +159,25 @@ class _Kernel:
 def _load_recipe(shape: tuple[int, ...], imap: tuple[int | None, ...], fmap: int | None, grid: tuple[int, ...],
                  loop: int) -> tuple[tuple[int, ...], int | None, tuple[int, ...], tuple[int, ...]]:
     """How a load of a tensor of ``shape`` becomes every block's tile: each tensor dim split into the
-    grid dims that map to it (the first outermost), then the loop, then what one block holds
-    (``split``); the loop's axis, indexed by the iteration (``at``); the order of the axes left,
-    grid dims that map a dim first; the result's shape, 1 along grid dims that map none."""
+    grid dim that maps to it, then the loop, then what one block holds (``split``); the loop's axis,
+    indexed by the iteration (``at``); the order of the axes left, grid dims first; the result's
+    shape, 1 along grid dims that map no dim."""
     split: list[int] = []
     where: dict[int, int] = {}  # grid dim -> its axis of the split tensor
     tile_axes: list[int] = []
     at = None
     for a, extent in enumerate(shape):
-        ps = [p for p, m in enumerate(imap) if m == a]
-        parts = [grid[p] for p in ps] + ([loop] if fmap == a else [])
-        where.update((p, len(split) + n) for n, p in enumerate(ps))
+        if a in imap:
+            p = imap.index(a)
+            where[p] = len(split)
+            split.append(grid[p])
+            extent //= grid[p]
         if fmap == a:
-            at = len(split) + len(ps)
-        split += parts
+            at = len(split)
+            split.append(loop)
+            extent //= loop
         tile_axes.append(len(split))
-        split.append(extent // math.prod(parts))
+        split.append(extent)
     if at is not None:
         where = {p: ax - (ax > at) for p, ax in where.items()}
         tile_axes = [ax - (ax > at) for ax in tile_axes]
