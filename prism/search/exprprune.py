@@ -422,10 +422,17 @@ class Target:
     subexprs: set[Poly] = field(default_factory=set)
     _seen: set[object] = field(default_factory=set)
     _coeff: dict[Mono, set[tuple[Mono, Fraction]]] = field(default_factory=dict)
+    _monos: list[Mono] = field(default_factory=list)  # in the order first reached
 
     def build(self) -> Target:
+        """Every sub-expression of the outputs: the polynomials and monomials their forms reach (a
+        closure: the same whatever order the sets are walked in), then each monomial's powers at
+        every coefficient it has anywhere in them (``_mono_powers``; only once all are known, so
+        the set does not depend on which sum reached a monomial first)."""
         for p in self.outputs.values():
             self._poly(p)
+        for m in self._monos:
+            self._mono_powers(m)
         return self
 
     def contains(self, p: Poly) -> bool:
@@ -475,6 +482,17 @@ class Target:
                     for f in _divisors(_common_factor([m for m, _ in sub])):
                         self._poly(frozenset((_divide(m, f), c) for m, c in sub))
 
+    def _mono_powers(self, m: Mono) -> None:
+        """Each product of some of ``m``'s factors at exponents that are sub-terms of theirs, at each
+        coefficient ``m`` has in a sum of the target (and 1)."""
+        factors = list(m)
+        choices = [[Fraction(0), *_sub_exps(q)] for _, q in factors]
+        coeffs = {F1, *(c for _, c in self._coeff.get(m, ()))}
+        for combo in itertools.product(*choices):
+            if any(combo):
+                for c in coeffs:
+                    self._add(self.alg.mono_poly({a: e for (a, _), e in zip(factors, combo, strict=True) if e}, c))
+
     def _atom(self, a: Atom) -> None:
         match a:
             case Fn(_, body) | Pow(body):
@@ -486,14 +504,9 @@ class Target:
         if ("m", m) in self._seen:
             return
         self._seen.add(("m", m))
+        self._monos.append(m)
         alg = self.alg
         factors = list(m)
-        choices = [[Fraction(0), *_sub_exps(q)] for _, q in factors]
-        coeffs = {F1, *(c for mm, c in self._coeff.get(m, ()))}
-        for combo in itertools.product(*choices):
-            if any(combo):
-                for c in coeffs:
-                    self._add(alg.mono_poly({a: e for (a, _), e in zip(factors, combo, strict=True) if e}, c))
         for a, _ in factors:
             self._atom(a)
         # open a sum: its body with outer factors pushed in, summed over any subset of its dims

@@ -194,6 +194,20 @@ class Stats:
     block_graphs: int = 0
     structures: int = 0
     timed_out: bool = False
+    stopped_early: bool = False  # the next level of a deepening could not finish by the deadline
+
+
+@dataclass(frozen=True)
+class _Level:
+    """What one exhaustive level of an iterative deepening cost (``Generator._deepen``)."""
+
+    steps: int
+    seconds: float
+
+
+# A level of an iterative deepening is projected from the one before only when it took this long
+# (shorter levels' step ratios vary too much, and their next level cannot cost much either).
+PROJECT_AFTER_S = 0.5
 
 
 _Check = tuple["Recipe", int, int, tuple[tuple[int, int], ...]]  # an option, see _Closure.checks
@@ -215,6 +229,14 @@ class _WalkTables:
 
 class _Timeout(Exception):
     pass
+
+
+class _Stopped(Exception):
+    """A deepening stopped before its last level, with the block graphs of the level below."""
+
+    def __init__(self, found: list[dict[int, Recipe]]) -> None:
+        super().__init__()
+        self.found = found
 
 
 class Generator:
@@ -241,6 +263,7 @@ class Generator:
         self.on_result: Callable[[SGraph], None] | None = None
         self.max_ops: int = config.max_block_ops or 0
         self.min_ops: int | None = None
+        self._below_min: _Level | None = None  # the walk of the last level below min_ops (exhaustive)
         self._tables: dict[tuple[frozenset[int] | None, bool], _WalkTables] = {}
 
     # ------------------------------------------------------------------ values
@@ -468,6 +491,9 @@ class Generator:
         except _Timeout:
             if len(self.results) >= self.cfg.max_candidates:
                 log.warning("search of %s stopped at %d candidates (max_candidates)", self.name, len(self.results))
+            elif self.stats.stopped_early:
+                log.warning("search of %s stopped early with %d candidates: its next level could not finish "
+                            "within the %.0f s budget", self.name, len(self.results), self.cfg.time_budget_s)
             else:
                 log.warning("search of %s hit its %.0f s budget", self.name, self.cfg.time_budget_s)
         return self.results
@@ -487,13 +513,33 @@ class Generator:
         if roots is None:
             return None
         start = max(self.h[n] for n, _ in roots)
+        before: _Level | None = None
         for budget in range(start, 64):
-            steps = self.stats.block_graphs
+            steps, t0 = self.stats.block_graphs, time.monotonic()
             for _ in self.closures([n for n, _ in roots], budget, None, 0):
                 self.stats.block_graphs = steps
+                self._below_min = before
                 return budget + len(roots)
+            level = _Level(self.stats.block_graphs - steps, time.monotonic() - t0)
             self.stats.block_graphs = steps
+            self._deepen(before, level)
+            before = level
         return None
+
+    def _deepen(self, before: _Level | None, level: _Level) -> None:
+        """Go on to the next level of an iterative deepening, or stop the search (``_Timeout``,
+        ``stats.stopped_early``) when that level cannot finish before the deadline: projected at this
+        level's time times its growth in walk steps over the level before. Every block graph within
+        a level is also within the next, so the walk of a level is at least the walk of the one below:
+        the levels that the search would still need all cost at least the projection."""
+        if before is None or before.steps == 0 or level.seconds < PROJECT_AFTER_S:
+            return
+        projected = level.seconds * max(1.0, level.steps / before.steps)
+        if time.monotonic() + projected > self.deadline:
+            log.info("search of %s: the next level of %d steps would take about %.0f s, past the budget",
+                     self.name, level.steps, projected)
+            self.stats.timed_out = self.stats.stopped_early = True
+            raise _Timeout
 
     def _grids(self, k: int) -> list[tuple[str, ...]]:
         dims = range(self.cfg.min_grid_dims, self.cfg.max_grid_dims + 1)
@@ -504,7 +550,36 @@ class Generator:
         if roots is None:
             return
         budget = self.max_ops - len(roots)
-        for chosen in self._ranked(list(self.closures([n for n, _ in roots], budget, None, 0))):
+        try:
+            found = self._within_levels([n for n, _ in roots], budget)
+        except _Stopped as stop:  # the levels below: emitted, then the search ends
+            self._single_kernel_emit(stop.found, roots)
+            raise _Timeout from None
+        self._single_kernel_emit(found, roots)
+
+    def _within_levels(self, roots: list[int], budget: int) -> list[dict[int, Recipe]]:
+        """Every single-kernel block graph within ``budget`` ops, walked level by level from the
+        fewest ops (``min_ops``): the last level's walk is the one-walk enumeration, so the graphs and
+        their order are the same. Where a level cannot finish before the deadline (``_deepen``), the
+        graphs of the level below come with ``_Stopped``: the smallest, where one walk would have
+        given none."""
+        low = budget if self.min_ops is None else min(budget, self.min_ops - len(roots))
+        found: list[dict[int, Recipe]] = []
+        before: _Level | None = None
+        level = self._below_min if self.min_ops is not None and low == self.min_ops - len(roots) else None
+        for level_budget in range(low, budget + 1):
+            if level is not None:
+                try:
+                    self._deepen(before, level)
+                except _Timeout:
+                    raise _Stopped(found) from None
+            steps, t0 = self.stats.block_graphs, time.monotonic()
+            found = list(self.closures(roots, level_budget, None, 0))
+            before, level = level, _Level(self.stats.block_graphs - steps, time.monotonic() - t0)
+        return found
+
+    def _single_kernel_emit(self, found: list[dict[int, Recipe]], roots: list[tuple[int, str]]) -> None:
+        for chosen in self._ranked(found):
             ops, _ = self._ops(chosen, roots, {})
             self.stats.structures += 1
             loops: list[str | int] = [f"k0_{LOOP}", *([1] if self.cfg.loop_one else [])]

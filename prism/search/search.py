@@ -59,6 +59,7 @@ def search(graph: Graph, config: SearchConfig | None = None, *, name: str = "pro
         "structures": st.structures,
         "block_graph_steps": st.block_graphs,
         "timed_out": st.timed_out,
+        "stopped_early": st.stopped_early,
         "target_subexpressions": len(gen.target.subexprs),
     }
     return SearchResult(name, graph.structure_key(), cands, stats)

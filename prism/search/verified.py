@@ -102,6 +102,7 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
         "proven": sum(v.proven for v in verdicts),
         "pruned": dict(pruned) if isinstance(pruned, dict) else {},
         "search_timed_out": bool(result.stats.get("timed_out", False)),
+        "search_stopped_early": bool(result.stats.get("stopped_early", False)),
         "mapping_timed_out": m.timed_out,
         "screen_timed_out": screen_timed_out,
         "verify_timed_out": verify_timed_out,
