@@ -265,6 +265,8 @@ class Generator:
         self.min_ops: int | None = None
         self._below_min: _Level | None = None  # the walk of the last level below min_ops (exhaustive)
         self._tables: dict[tuple[frozenset[int] | None, bool], _WalkTables] = {}
+        self._split_memo: dict[int, list[Recipe]] = {}
+        self._users_memo: dict[bool, list[list[int]]] = {}
 
     # ------------------------------------------------------------------ values
     def _intern(self, p: Poly) -> int:
@@ -450,8 +452,9 @@ class Generator:
             opts = [self.walk_options(n, inter_ok, split) for n in range(count)]
             req = required(count, opts.__getitem__)
             desc = descendants(count, opts.__getitem__)
-            got = self._tables[key] = _WalkTables(opts, req, desc, least_sizes(count, opts.__getitem__, req, desc),
-                                                  heights(count, opts.__getitem__))
+            users = self.walk_users(split)
+            got = self._tables[key] = _WalkTables(opts, req, desc, least_sizes(count, opts.__getitem__, req, desc, users),
+                                                  heights(count, opts.__getitem__, users))
         return got
 
     def walk_options(self, n: int, inter_ok: set[int] | None, split: bool) -> list[Recipe]:
@@ -461,12 +464,27 @@ class Generator:
         that also reduces."""
         if split and self.nodes[n][2] == "loop":
             return [Recipe(None, (), INTERMEDIATE)] if inter_ok is not None and n in inter_ok else []
-        opts = list(self.recipes[n])
-        if split:
-            opts = [r for r in opts if not (isinstance(r.op, Accum) and r.op.reduce_dim is not None)]
+        opts = self._split_recipes(n) if split else self.recipes[n]
         if inter_ok is not None and n in inter_ok:
-            opts.append(Recipe(None, (), INTERMEDIATE))
+            return [*opts, Recipe(None, (), INTERMEDIATE)]
         return opts
+
+    def _split_recipes(self, n: int) -> list[Recipe]:
+        """Value ``n``'s recipes in a split graph's later kernel: no accumulator that also reduces."""
+        got = self._split_memo.get(n)
+        if got is None:
+            got = self._split_memo[n] = [r for r in self.recipes[n]
+                                         if not (isinstance(r.op, Accum) and r.op.reduce_dim is not None)]
+        return got
+
+    def walk_users(self, split: bool) -> list[list[int]]:
+        """Per value, the values whose walk options take it as an argument (``_users``). The same for
+        every set of loadable values: loading a value adds a recipe without arguments, and in a
+        split graph's later kernel a loop value only ever loads."""
+        got = self._users_memo.get(split)
+        if got is None:
+            got = self._users_memo[split] = _users([self.walk_options(n, None, split) for n in range(len(self.nodes))])
+        return got
 
     def _intermediate_name(self, k: int) -> str:
         """``t{k}``, unless the program already names a tensor so (then underscores in front)."""
@@ -754,7 +772,7 @@ class _LaterKernels:
     def _reachable(self, loaded: tuple[int, ...]) -> bool:
         """Can the outputs be computed from ``loaded`` within the op bound's path length?"""
         gen, only = self.gen, set(loaded)
-        h = heights(len(gen.nodes), lambda n: gen.walk_options(n, only, self.split))
+        h = heights(len(gen.nodes), lambda n: gen.walk_options(n, only, self.split), gen.walk_users(self.split))
         return all(h[r] <= self.budget for r in self.roots)
 
     def kernels(self, loaded: tuple[int, ...]) -> list[dict[int, Recipe]]:
@@ -1046,7 +1064,7 @@ def required(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
     return req
 
 
-def heights(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
+def heights(count: int, options: Callable[[int], list[Recipe]], users: list[list[int]] | None = None) -> list[int]:
     """For each value, the fewest values on a chain from it down to a load through ``options`` (a
     lower bound on the values above a load in any block graph computing it); 2**30 when none."""
     inf = 1 << 30
@@ -1066,7 +1084,7 @@ def heights(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
         h[n] = best
         return True
 
-    _fixpoint(count, _users(opts), update)
+    _fixpoint(count, _users(opts) if users is None else users, update)
     return h
 
 
@@ -1089,7 +1107,8 @@ def descendants(count: int, options: Callable[[int], list[Recipe]]) -> list[int]
     return desc
 
 
-def least_sizes(count: int, options: Callable[[int], list[Recipe]], req: list[int], desc: list[int]) -> list[int]:
+def least_sizes(count: int, options: Callable[[int], list[Recipe]], req: list[int], desc: list[int],
+                users: list[list[int]] | None = None) -> list[int]:
     """For each value, a lower bound on the size of any acyclic block graph computing it
     (``count + 1``: none exists).
 
@@ -1135,5 +1154,5 @@ def least_sizes(count: int, options: Callable[[int], list[Recipe]], req: list[in
         least[n] = bound
         return True
 
-    _fixpoint(count, _users(opts), update)
+    _fixpoint(count, _users(opts) if users is None else users, update)
     return least
