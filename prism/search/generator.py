@@ -554,8 +554,8 @@ class Generator:
             return
         projected = level.seconds * max(1.0, level.steps / before.steps)
         if time.monotonic() + projected > self.deadline:
-            log.info("search of %s: the next level of %d steps would take about %.0f s, past the budget",
-                     self.name, level.steps, projected)
+            log.info("search of %s: after a level of %d walk steps in %.1f s the next would take about %.0f s, "
+                     "past the budget", self.name, level.steps, level.seconds, projected)
             self.stats.timed_out = self.stats.stopped_early = True
             raise _Timeout
 
