@@ -231,14 +231,6 @@ class _Timeout(Exception):
     pass
 
 
-class _Stopped(Exception):
-    """A deepening stopped before its last level, with the block graphs of the level below."""
-
-    def __init__(self, found: list[dict[int, Recipe]]) -> None:
-        super().__init__()
-        self.found = found
-
-
 class Generator:
     def __init__(self, graph: Graph, config: SearchConfig, name: str = "program") -> None:
         self.graph = graph
@@ -464,7 +456,7 @@ class Generator:
         that also reduces."""
         if split and self.nodes[n][2] == "loop":
             return [Recipe(None, (), INTERMEDIATE)] if inter_ok is not None and n in inter_ok else []
-        opts = self._split_recipes(n) if split else self.recipes[n]
+        opts = self._split_recipes(n) if split else self.recipes[n]  # the generator's own: read only
         if inter_ok is not None and n in inter_ok:
             return [*opts, Recipe(None, (), INTERMEDIATE)]
         return opts
@@ -567,36 +559,7 @@ class Generator:
         roots = self._out_roots()
         if roots is None:
             return
-        budget = self.max_ops - len(roots)
-        try:
-            found = self._within_levels([n for n, _ in roots], budget)
-        except _Stopped as stop:  # the levels below: emitted, then the search ends
-            self._single_kernel_emit(stop.found, roots)
-            raise _Timeout from None
-        self._single_kernel_emit(found, roots)
-
-    def _within_levels(self, roots: list[int], budget: int) -> list[dict[int, Recipe]]:
-        """Every single-kernel block graph within ``budget`` ops, walked level by level from the
-        fewest ops (``min_ops``): the last level's walk is the one-walk enumeration, so the graphs and
-        their order are the same. Where a level cannot finish before the deadline (``_deepen``), the
-        graphs of the level below come with ``_Stopped``: the smallest, where one walk would have
-        given none."""
-        low = budget if self.min_ops is None else min(budget, self.min_ops - len(roots))
-        found: list[dict[int, Recipe]] = []
-        before: _Level | None = None
-        level = self._below_min if self.min_ops is not None and low == self.min_ops - len(roots) else None
-        for level_budget in range(low, budget + 1):
-            if level is not None:
-                try:
-                    self._deepen(before, level)
-                except _Timeout:
-                    raise _Stopped(found) from None
-            steps, t0 = self.stats.block_graphs, time.monotonic()
-            found = list(self.closures(roots, level_budget, None, 0))
-            before, level = level, _Level(self.stats.block_graphs - steps, time.monotonic() - t0)
-        return found
-
-    def _single_kernel_emit(self, found: list[dict[int, Recipe]], roots: list[tuple[int, str]]) -> None:
+        found, complete = self._within_levels([n for n, _ in roots], self.max_ops - len(roots))
         for chosen in self._ranked(found):
             ops, _ = self._ops(chosen, roots, {})
             self.stats.structures += 1
@@ -604,6 +567,29 @@ class Generator:
             for grid in self._grids(0):
                 for loop in loops:
                     self._emit([KernelSpec(tuple(ops), grid, loop)])
+        if not complete:  # the levels below were emitted; the search ends here
+            raise _Timeout
+
+    def _within_levels(self, roots: list[int], budget: int) -> tuple[list[dict[int, Recipe]], bool]:
+        """Every single-kernel block graph within ``budget`` ops, walked level by level from the
+        fewest ops (``min_ops``), and True: the last level's walk is the one-walk enumeration, so the
+        graphs and their order are the same. Where a level cannot finish before the deadline
+        (``_deepen``), the graphs of the level below and False: the smallest, where one walk would
+        have given none."""
+        least = None if self.min_ops is None else self.min_ops - len(roots)
+        found: list[dict[int, Recipe]] = []
+        before: _Level | None = None
+        level = self._below_min if least is not None and least <= budget else None
+        for level_budget in range(budget if least is None else min(budget, least), budget + 1):
+            if level is not None:
+                try:
+                    self._deepen(before, level)
+                except _Timeout:
+                    return found, False
+            steps, t0 = self.stats.block_graphs, time.monotonic()
+            found = list(self.closures(roots, level_budget, None, 0))
+            before, level = level, _Level(self.stats.block_graphs - steps, time.monotonic() - t0)
+        return found, True
 
     def _two_kernels(self) -> None:
         """Split graphs, one set of values loaded by the later kernel at a time: the first kernels
