@@ -74,7 +74,7 @@ def test_an_intermediate_along_the_tail_runs_on_the_gpu(kv: int) -> None:
     from prism.runtime import compile_plan
 
     g = _scores_graph(kv, True)
-    x = _inputs(g, 3)
+    x = {k: v / 4 for k, v in _inputs(g, 3).items()}  # scores of std 1.4: exp of _inputs' (std 23) overflows float16
     want = g.evaluate(x)["S"]
     args = [torch.from_numpy(x[t.name]).to(torch.float16).cuda() for t in g.inputs]
     padded = _scores(g, True).padded(Tail(1024 if kv == 1000 else 48, kv))
