@@ -65,4 +65,4 @@ def test_kept_form_skips_the_whole_check_only_where_it_would_pass() -> None:
     graphs = [kg for c in cands for kg in instantiate_mappings(c).graphs]
     whole = [layout_ok(without_idle_loops(kg), repeats=False) for kg in graphs]
     assert [kept_form(kg) is not None for kg in graphs] == whole
-    assert whole.count(False) > 0 and len(graphs) > 1000  # there were repeats to drop
+    assert whole.count(False) > 0 and len(graphs) > 500  # there were repeats to drop

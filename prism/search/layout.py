@@ -29,9 +29,18 @@ rescaled accumulator over the loop (or a running max) turns values shifted along
 replicated ones; along grid dims they stay shifted until a later kernel reads them back one block
 per coordinate (saved shifted values are placed by block, like partial sums) and rescales them.
 Shifted values are never rejected by themselves (a shift can cancel algebraically, as in
-exp(x - m_c) · exp(m_c - M)); what is rejected is a max of a partial sum and a read of placed
-blocks that does not take one block per coordinate. Max and rescaled accumulators over anything
-else are not typed: they and what depends on them are left unchecked (to the screen and the proof).
+exp(x - m_c) · exp(m_c - M)); what is rejected is a max of a partial sum, a read of placed
+blocks that does not take one block per coordinate, and a *plain* sum over the loop of values
+shifted along it (each term carries another chunk's max) unless some op combined two shifted values
+on the way (a shift that may cancel: such a value is *mixed*, and its plain sum is left untyped).
+A sum over a shifted dim (a matmul's contraction, a sum) gives a *sum of shifted terms*; a product or
+ratio of two of them (a chunk's own softmax, N_c / D_c) cancels the shifts but not the partial sums,
+so it is shifted and not mixed: summing such values across chunks plainly is rejected, while the
+log-sum-exp merge (O_c · exp(L_c − L), a product with another shifted value) is mixed and kept.
+An accumulator over a loop of one iteration is its value. Max and rescaled accumulators over
+anything else are not typed: they and what depends on them are left unchecked (to the screen and the
+proof). An idle loop's accumulators (rescaled sums of identical iterations) stay untyped too: the
+plan is right once ``mapping.without_idle_loops`` sets the loop to one iteration.
 
 The typing only rejects; what it accepts still goes through the numeric screen and egglog. It is
 deliberately narrow where plans are exotic (a dim of placed blocks read whole or by another size):
@@ -42,7 +51,7 @@ interpreter-correct one-kernel plan, and tests/test_layout_screen.py that it kee
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -87,6 +96,8 @@ class _Val:
     shape: tuple[int, ...]  # logical shape (1 marks a broadcastable dim)
     folded: frozenset[int] = frozenset()  # dims whose slices were summed by a loop: must be summed later
     power: Power = ()  # the value is Π size**e times its logical value (a loop summed identical copies)
+    mixed: bool = False  # some op combined two shifted values (their shifts may cancel: ``_plain_shifted``)
+    summed: frozenset[int] = frozenset()  # parallel dims along which it is a sum of shifted terms (``_binary``)
 
 
 class IllTyped(Exception):
@@ -99,6 +110,8 @@ class _Stored:
     folded: frozenset[int]
     power: Power
     stacks: tuple[tuple[int, Size, Tag], ...]  # (stored dim, grid size, tag): blocks placed by coordinate
+    mixed: bool = False
+    summed: frozenset[int] = frozenset()  # stored dims whose placed blocks are sums of shifted terms
 
 
 def _fold_binary(fn: Binary, a: _Val, b: _Val, where: str) -> frozenset[int]:
@@ -132,7 +145,22 @@ def _binary(fn: Binary, a: _Val, b: _Val, where: str) -> _Val:
             tags.append(P)
         else:
             raise IllTyped(f"{where}: {fn.value} of operands laid out as {ta} and {tb}")
-    return _Val(tuple(tags), shape, folded, power)
+    # a product or ratio of two sums of shifted terms (a chunk's own softmax, N_c / D_c): the shifts cancel,
+    # but each factor is one chunk's partial sum, so the value is not shifted the way a correction undoes
+    ratio = a.summed & b.summed if fn in (Binary.MUL, Binary.DIV) else frozenset()
+    mixed = a.mixed or b.mixed or any(ta == X and tb == X and p not in ratio
+                                      for p, (ta, tb) in enumerate(zip(a.tags, b.tags, strict=True)))
+    return _Val(tuple(tags), shape, folded, power, mixed, _shifted(tags, (a.summed | b.summed) - ratio))
+
+
+def _shifted(tags: Sequence[Tag], dims: Iterable[int]) -> frozenset[int]:
+    """Those of parallel dims ``dims`` along which ``tags`` are shifted."""
+    return frozenset(p for p in dims if tags[p] == X)
+
+
+def _mixed(a: _Val, b: _Val) -> bool:
+    """Either operand mixed, or both shifted along one parallel dim (``exp(x − m_c) · exp(m_c)``)."""
+    return a.mixed or b.mixed or any(ta == X and tb == X for ta, tb in zip(a.tags, b.tags, strict=True))
 
 
 def _partial_ok(fn: Binary, ta: Tag, tb: Tag) -> bool:
@@ -176,7 +204,8 @@ def _matmul(a: _Val, b: _Val, where: str) -> _Val:
             raise IllTyped(f"{where}: matmul of operands laid out as {ta} and {tb}")
     if b.folded or ak in a.folded:
         raise IllTyped(f"{where}: matmul of a folded sum")
-    return _Val(tuple(tags), shape, a.folded, _times(a.power, b.power))
+    # a matmul sums over its contraction: a sum of shifted terms wherever it is shifted
+    return _Val(tuple(tags), shape, a.folded, _times(a.power, b.power), _mixed(a, b), _shifted(tags, range(len(tags))))
 
 
 def _split(x: _Val, dim: int) -> bool:
@@ -198,7 +227,8 @@ def _reduce(x: _Val, dim: int, linear: bool, where: str, skip: int | None = None
     shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
     if x.folded and not linear:
         raise IllTyped(f"{where}: a max of a folded sum")
-    return _Val(tuple(tags), shape, x.folded - {dim}, x.power)
+    summed = _shifted(tags, range(len(tags))) if linear else x.summed
+    return _Val(tuple(tags), shape, x.folded - {dim}, x.power, x.mixed, summed)
 
 
 def _load(op: Load, k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], stored: Mapping[str, _Stored],
@@ -208,14 +238,15 @@ def _load(op: Load, k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], stor
     if op.tensor in stored:
         st = stored[op.tensor]
         shape, stacks, folded, power = st.shape, {a: (sym, t) for a, sym, t in st.stacks}, st.folded, st.power
+        mixed, summed = st.mixed, st.summed
     else:
-        shape, stacks, folded, power = shapes[op.tensor], {}, frozenset(), ()
+        shape, stacks, folded, power, mixed, summed = shapes[op.tensor], {}, frozenset(), (), False, frozenset()
     for a, (sym, _) in stacks.items():
         qs = [q for q, m in enumerate(maps) if m == a]
         if len(qs) != 1 or sizes[qs[0]] != sym:
             raise IllTyped(f"{where}: blocks placed along dim {a} of {op.tensor!r} are not read one per coordinate")
     tags: list[Tag] = [R if a is None else stacks[a][1] if a in stacks else _s(a) for a in maps]
-    return _Val(tuple(tags), shape, folded, power)
+    return _Val(tuple(tags), shape, folded, power, mixed, _shifted(tags, (q for q, a in enumerate(maps) if a in summed)))
 
 
 def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool = True,
@@ -276,15 +307,16 @@ def type_ops(k: CustomKernel, ops: Sequence[BlockOp], todo: Sequence[int], shape
         if any(v is None for v in args):
             continue  # depends on a load not assigned yet, or on a value that is not typed
         v = _type_op(op, k, [v for v in args if v is not None], shapes, outputs, stored, trivial, loop,
-                     repeats, f"kernel {k.name} op {j}")
+                     repeats, f"kernel {k.name} op {j}", idle=not _varying(ops))
         if v is not None and any(trivial[p] and t != R for p, t in enumerate(v.tags)):
-            v = _Val(tuple(R if trivial[p] else t for p, t in enumerate(v.tags)), v.shape, v.folded, v.power)
+            tags = tuple(R if trivial[p] else t for p, t in enumerate(v.tags))
+            v = _Val(tags, v.shape, v.folded, v.power, v.mixed, _shifted(tags, v.summed))
         vals[j] = v
 
 
 def _type_op(op: BlockOp, k: CustomKernel, xs: list[_Val], shapes: Mapping[str, tuple[int, ...]],
              outputs: frozenset[str], stored: dict[str, _Stored], trivial: Sequence[bool], loop: int,
-             repeats: bool, where: str) -> _Val | None:
+             repeats: bool, where: str, idle: bool = False) -> _Val | None:
     """The layout of one op (None: not typed), or ``IllTyped``."""
     match op:
         case Load(tensor=tensor):
@@ -304,10 +336,18 @@ def _type_op(op: BlockOp, k: CustomKernel, xs: list[_Val], shapes: Mapping[str, 
             return _chunk_max(xs[0], dim, where)
         case ReduceOp(fn=fn, dim=dim):
             return _reduce(xs[0], dim, fn is Reduce.SUM, where)
+        case Accum() if trivial[loop]:
+            return _one_iteration(xs[0], op, where)
+        case Accum(fn=Reduce.SUM) if op.rescale is not None and xs[0].tags[loop] == xs[1].tags[loop] == R and (
+                not repeats or not idle):
+            # identical iterations rescaled by identical shifts (factors exp(0)): a plain sum of copies, in a
+            # loop that is not idle (an idle one becomes one iteration: ``mapping.without_idle_loops``)
+            return _accum(xs[0], op.reduce_dim, k, trivial, loop, repeats, where)
         case Accum() if not op.plain:
-            return _shifted_accum(xs[0], op, loop)
+            return _shifted_accum(xs[0], op, loop, where)
         case Accum() if xs[0].tags[loop] == X:
-            return None  # a plain sum of chunks shifted by their own maxes: not typed
+            _plain_shifted(xs[0], where)
+            return None  # its shifts may have cancelled: not typed
         case Accum(reduce_dim=rd):
             return _accum(xs[0], rd, k, trivial, loop, repeats, where)
         case Save(tensor=tensor, omap=omap):
@@ -316,23 +356,52 @@ def _type_op(op: BlockOp, k: CustomKernel, xs: list[_Val], shapes: Mapping[str, 
             assert_never(op)
 
 
+def _plain_shifted(x: _Val, where: str) -> None:
+    """Rejects a plain sum over the loop of values shifted by their chunk's own max: each term is
+    shifted by another chunk's max, so the sum is not the program's, unless some op combined two
+    shifted values (their shifts may cancel: ``exp(x − m_c) · exp(m_c)``), which is left untyped."""
+    if not x.mixed:
+        raise IllTyped(f"{where}: a plain sum of chunks shifted by their own maxes")
+
+
+def _varying(ops: Sequence[BlockOp]) -> bool:
+    """Does an assigned load of the kernel read a tile per loop iteration (its loop is not idle)?
+    Unassigned loads are placeholders without a loop dim, so the answer only turns from no to yes."""
+    return any(isinstance(op, Load) and op.fmap is not None for op in ops)
+
+
+def _one_iteration(x: _Val, op: Accum, where: str) -> _Val:
+    """An accumulator over a loop of one iteration is its value (a rescaling factor is exp(0)), reduced
+    along ``reduce_dim`` by its fn."""
+    if op.reduce_dim is None:
+        return x
+    if op.fn is Reduce.MAX and _split(x, op.reduce_dim):
+        return _chunk_max(x, op.reduce_dim, where)
+    return _reduce(x, op.reduce_dim, op.fn is Reduce.SUM, where)
+
+
 def _chunk_max(x: _Val, dim: int, where: str) -> _Val:
     """A max over ``dim`` where it is split along some parallel dim: shifted along those dims."""
     if P in x.tags or x.folded:
         raise IllTyped(f"{where}: a max of a partial sum")
     tags = tuple(X if t == _s(dim) else t for t in x.tags)
-    return _Val(tags, tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.folded, x.power)
+    return _Val(tags, tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.folded, x.power, x.mixed,
+                _shifted(tags, x.summed))
 
 
-def _shifted_accum(x: _Val, op: Accum, loop: int) -> _Val | None:
+def _shifted_accum(x: _Val, op: Accum, loop: int, where: str) -> _Val | None:
     """A running max of chunk maxes (or of a loop-invariant value), or a rescaled sum of chunks
-    shifted by their own maxes: replicated along the loop. Anything else: not typed (None)."""
+    shifted by their own maxes (summed along ``reduce_dim`` first, as a softmax's row sums are):
+    replicated along the loop. Anything else: not typed (None)."""
     ti = x.tags[loop]
-    running_max = op.fn is Reduce.MAX and op.rescale is None and ti in (X, R)
+    running_max = op.fn is Reduce.MAX and op.rescale is None and ti in (X, R) and op.reduce_dim is None
     rescaled_sum = op.fn is Reduce.SUM and op.rescale is not None and ti == X
-    if op.reduce_dim is not None or not (running_max or rescaled_sum):
+    if not (running_max or rescaled_sum):
         return None
-    return _Val((*x.tags[:loop], R), x.shape, x.folded, x.power)
+    if op.reduce_dim is not None:
+        x = _reduce(x, op.reduce_dim, True, where, skip=loop)
+    tags = (*x.tags[:loop], R)
+    return _Val(tags, x.shape, x.folded, x.power, x.mixed, _shifted(tags, x.summed))
 
 
 def _accum(x: _Val, rd: int | None, k: CustomKernel, trivial: Sequence[bool], loop: int, repeats: bool,
@@ -347,7 +416,8 @@ def _accum(x: _Val, rd: int | None, k: CustomKernel, trivial: Sequence[bool], lo
     # summing slices of a dim over the loop folds them: right only if that dim is summed later
     v = x if rd is None else _reduce(x, rd, True, where, skip=loop)
     fold = frozenset() if ti in (P, R) else frozenset({ti[1]})
-    return _Val((*v.tags[:loop], R), v.shape, v.folded | fold, _times(v.power, copies))
+    tags = (*v.tags[:loop], R)
+    return _Val(tags, v.shape, v.folded | fold, _times(v.power, copies), v.mixed, _shifted(tags, v.summed))
 
 
 def _save(x: _Val, tensor: str, omap: tuple[int | None, ...], k: CustomKernel, outputs: frozenset[str],
@@ -368,7 +438,8 @@ def _save(x: _Val, tensor: str, omap: tuple[int | None, ...], k: CustomKernel, o
             stacks.append((a, sizes[p], t))
             continue
         raise IllTyped(f"{where}: saves a value laid out as {t} along grid dim {p} into dim {a}")
-    stored[tensor] = _Stored(x.shape, x.folded, x.power, tuple(stacks))
+    summed = frozenset(a for p in x.summed if (a := omap[p]) is not None and any(a == b for b, _, _ in stacks))
+    stored[tensor] = _Stored(x.shape, x.folded, x.power, tuple(stacks), x.mixed, summed)
     return x
 
 

@@ -94,14 +94,15 @@ def kept_form(kg: KernelGraph) -> KernelGraph | None:
 
     Only a kernel with a loop of its own left (symbolic, not made idle, not shared) can: the walk
     typed shared loops without repeats already, and a loop of size 1 sums no copies. Where no kernel
-    has one, the check (half a mapping's cost) is skipped. That rests on making a loop idle never
-    turning a layout the walk accepted into one it rejects (less power, fewer folded dims): it held
-    for all 254,324 mappings of four zoo searches (docs/search-speed.md), and were it to fail, a plan
-    that sums repeats would reach the screen and the proof, which judge it as any other."""
+    has one and no loop was made idle, the check (half a mapping's cost) is skipped: the walk typed
+    this very graph. A loop made idle is checked again: at one iteration its accumulators are typed
+    (``layout._one_iteration``) where the walk, seeing a loop that might still read per iteration,
+    left them untyped, so the check can reject what the walk kept (a wrong plan the screen would
+    otherwise have to run)."""
     one = without_idle_loops(kg)
     own = any(isinstance(k, CustomKernel) and isinstance(k.loop, str) and not shared
               for k, shared in zip(one.kernels, shares_loop(one.kernels), strict=True))
-    return one if not own or layout_ok(one, repeats=False) else None
+    return one if (one is kg and not own) or layout_ok(one, repeats=False) else None
 
 
 def _grouped(cands: Sequence[SGraph]) -> list[int]:
