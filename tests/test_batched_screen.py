@@ -53,16 +53,17 @@ def _compare(g: Graph, kgs: list[KernelGraph]) -> dict[str, int]:
     return seen
 
 
-@pytest.mark.parametrize(("name", "config", "every"), [
-    ("scaled_attention", SearchConfig(max_candidates=200), 4),
-    ("masked_attention", SearchConfig(max_candidates=150), 4),
-    ("col_softmax", SearchConfig(loop_one=True), 6),
+# col_softmax: 66 mappings since the layout typing rejects plain sums of shifted chunks (6,089 before)
+@pytest.mark.parametrize(("name", "config", "every", "runs"), [
+    ("scaled_attention", SearchConfig(max_candidates=200), 4, 500),
+    ("masked_attention", SearchConfig(max_candidates=150), 4, 500),
+    ("col_softmax", SearchConfig(loop_one=True), 1, 100),
 ])
-def test_every_mapping_of_a_search_runs_the_same_batched(name: str, config: SearchConfig, every: int) -> None:
+def test_every_mapping_of_a_search_runs_the_same_batched(name: str, config: SearchConfig, every: int, runs: int) -> None:
     g = zoo_graph(name)
     mapped = instantiate_all(search(g, config).candidates, deadline=time.time() + 60, jobs=1)
     seen = _compare(g, mapped.graphs[::every])
-    assert seen["runs"] > 500 and seen["runs"] > seen["wrong"] > 0  # right and wrong plans both compared
+    assert seen["runs"] > runs and seen["runs"] > seen["wrong"] > 0  # right and wrong plans both compared
 
 
 def test_the_hand_written_plans_run_the_same_batched() -> None:

@@ -41,7 +41,8 @@ def test_plans_that_only_run_with_sizes_of_1_are_screened_and_none_it_rejects_is
     assert len(unrun) >= 100, len(unrun)  # the usual size sets run none of these
     verdicts = screen(g, plans)
     rejected = [plans[i] for i in unrun if verdicts[i] is False]
-    assert len(rejected) >= 0.8 * len(unrun)
+    # most are wrong (73% here; 80% before the layout typing rejected plain sums of shifted chunks itself)
+    assert len(rejected) >= 0.6 * len(unrun)
     assert not any(v.proven for v in verify_all(g, rejected, progress=False))  # the screen only rejects what is wrong
     kept = [kg for kg, v in zip(plans, verdicts, strict=True) if v is not False]
     assert all(v is True for v in verdicts if v is not False)  # every plan decided: none runs at no size set
