@@ -22,14 +22,19 @@ from prism.verify.screen import screen
 SIZES = {"batch": 6, "group": 6, "kv_len": 36, "head_dim": 6}
 
 
+def _hand_split() -> tuple[Graph, CustomKernel]:
+    """The program and the split kernel of its hand split-KV plan."""
+    g = workloads.program("gqa_safe", **SIZES)
+    split = plans.safe_gqa_split_plan(g).kernels[0]
+    assert isinstance(split, CustomKernel)
+    return g, split
+
+
 def _split(combine: list[BlockOp], extra: list[BlockOp] | None = None,
            saves: list[BlockOp] | None = None) -> tuple[Graph, KernelGraph]:
     """The hand split plan with ``combine`` as its combine kernel; ``extra`` ops and ``saves`` replace
     the split kernel's three saves (N, D, M) where given."""
-    g = workloads.program("gqa_safe", **SIZES)
-    hand = plans.safe_gqa_split_plan(g)
-    split = hand.kernels[0]
-    assert isinstance(split, CustomKernel)
+    g, split = _hand_split()
     ops = list(split.ops)
     if saves is not None:
         ops = [op for op in ops if not isinstance(op, Save)] + (extra or []) + saves
@@ -55,10 +60,7 @@ def test_a_plain_sum_of_the_partials_is_ill_typed_and_wrong() -> None:
 
 def _split_ops() -> tuple[int, int, int]:
     """Indices of the split kernel's N, D and running max M (the ops its saves read)."""
-    g = workloads.program("gqa_safe", **SIZES)
-    split = plans.safe_gqa_split_plan(g).kernels[0]
-    assert isinstance(split, CustomKernel)
-    n, d, m = (op.x for op in split.ops if isinstance(op, Save))
+    n, d, m = (op.x for op in _hand_split()[1].ops if isinstance(op, Save))
     return n, d, m
 
 
@@ -76,10 +78,7 @@ def test_a_plain_sum_of_each_chunks_own_softmax_is_ill_typed_and_wrong() -> None
 
 def _split_end() -> int:
     """Index of the first op after the split kernel's ops without its saves."""
-    g = workloads.program("gqa_safe", **SIZES)
-    split = plans.safe_gqa_split_plan(g).kernels[0]
-    assert isinstance(split, CustomKernel)
-    return sum(not isinstance(op, Save) for op in split.ops)
+    return sum(not isinstance(op, Save) for op in _hand_split()[1].ops)
 
 
 def test_the_log_sum_exp_merge_of_each_chunks_own_softmax_is_kept() -> None:

@@ -51,7 +51,7 @@ interpreter-correct one-kernel plan, and tests/test_layout_screen.py that it kee
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -98,6 +98,10 @@ class _Val:
     power: Power = ()  # the value is Π size**e times its logical value (a loop summed identical copies)
     mixed: bool = False  # some op combined two shifted values (their shifts may cancel: ``_plain_shifted``)
     summed: frozenset[int] = frozenset()  # parallel dims along which it is a sum of shifted terms (``_binary``)
+
+    def __post_init__(self) -> None:  # a sum of shifted terms only where the value is still shifted
+        if self.summed:
+            object.__setattr__(self, "summed", frozenset(p for p in self.summed if self.tags[p] == X))
 
 
 class IllTyped(Exception):
@@ -148,19 +152,14 @@ def _binary(fn: Binary, a: _Val, b: _Val, where: str) -> _Val:
     # a product or ratio of two sums of shifted terms (a chunk's own softmax, N_c / D_c): the shifts cancel,
     # but each factor is one chunk's partial sum, so the value is not shifted the way a correction undoes
     ratio = a.summed & b.summed if fn in (Binary.MUL, Binary.DIV) else frozenset()
-    mixed = a.mixed or b.mixed or any(ta == X and tb == X and p not in ratio
-                                      for p, (ta, tb) in enumerate(zip(a.tags, b.tags, strict=True)))
-    return _Val(tuple(tags), shape, folded, power, mixed, _shifted(tags, (a.summed | b.summed) - ratio))
+    return _Val(tuple(tags), shape, folded, power, _mixed(a, b, ratio), (a.summed | b.summed) - ratio)
 
 
-def _shifted(tags: Sequence[Tag], dims: Iterable[int]) -> frozenset[int]:
-    """Those of parallel dims ``dims`` along which ``tags`` are shifted."""
-    return frozenset(p for p in dims if tags[p] == X)
-
-
-def _mixed(a: _Val, b: _Val) -> bool:
-    """Either operand mixed, or both shifted along one parallel dim (``exp(x − m_c) · exp(m_c)``)."""
-    return a.mixed or b.mixed or any(ta == X and tb == X for ta, tb in zip(a.tags, b.tags, strict=True))
+def _mixed(a: _Val, b: _Val, ratio: frozenset[int] = frozenset()) -> bool:
+    """Either operand mixed, or both shifted along one parallel dim (``exp(x − m_c) · exp(m_c)``) other
+    than those of ``ratio`` (both sums of shifted terms there: their shifts cancel, their partial sums not)."""
+    return a.mixed or b.mixed or any(ta == X and tb == X and p not in ratio
+                                     for p, (ta, tb) in enumerate(zip(a.tags, b.tags, strict=True)))
 
 
 def _partial_ok(fn: Binary, ta: Tag, tb: Tag) -> bool:
@@ -205,7 +204,7 @@ def _matmul(a: _Val, b: _Val, where: str) -> _Val:
     if b.folded or ak in a.folded:
         raise IllTyped(f"{where}: matmul of a folded sum")
     # a matmul sums over its contraction: a sum of shifted terms wherever it is shifted
-    return _Val(tuple(tags), shape, a.folded, _times(a.power, b.power), _mixed(a, b), _shifted(tags, range(len(tags))))
+    return _Val(tuple(tags), shape, a.folded, _times(a.power, b.power), _mixed(a, b), frozenset(range(len(tags))))
 
 
 def _split(x: _Val, dim: int) -> bool:
@@ -227,7 +226,7 @@ def _reduce(x: _Val, dim: int, linear: bool, where: str, skip: int | None = None
     shape = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
     if x.folded and not linear:
         raise IllTyped(f"{where}: a max of a folded sum")
-    summed = _shifted(tags, range(len(tags))) if linear else x.summed
+    summed = frozenset(range(len(tags))) if linear else x.summed
     return _Val(tuple(tags), shape, x.folded - {dim}, x.power, x.mixed, summed)
 
 
@@ -246,7 +245,7 @@ def _load(op: Load, k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], stor
         if len(qs) != 1 or sizes[qs[0]] != sym:
             raise IllTyped(f"{where}: blocks placed along dim {a} of {op.tensor!r} are not read one per coordinate")
     tags: list[Tag] = [R if a is None else stacks[a][1] if a in stacks else _s(a) for a in maps]
-    return _Val(tuple(tags), shape, folded, power, mixed, _shifted(tags, (q for q, a in enumerate(maps) if a in summed)))
+    return _Val(tuple(tags), shape, folded, power, mixed, frozenset(q for q, a in enumerate(maps) if a in summed))
 
 
 def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool = True,
@@ -299,6 +298,7 @@ def type_ops(k: CustomKernel, ops: Sequence[BlockOp], todo: Sequence[int], shape
     sizes: Sequence[Size] = [*k.grid, k.loop]
     trivial = [s == 1 for s in sizes]
     loop = len(k.grid)
+    idle = not _varying(ops)
     for j in todo:
         if vals[j] is not None:
             continue
@@ -307,10 +307,10 @@ def type_ops(k: CustomKernel, ops: Sequence[BlockOp], todo: Sequence[int], shape
         if any(v is None for v in args):
             continue  # depends on a load not assigned yet, or on a value that is not typed
         v = _type_op(op, k, [v for v in args if v is not None], shapes, outputs, stored, trivial, loop,
-                     repeats, f"kernel {k.name} op {j}", idle=not _varying(ops))
+                     repeats, f"kernel {k.name} op {j}", idle=idle)
         if v is not None and any(trivial[p] and t != R for p, t in enumerate(v.tags)):
             tags = tuple(R if trivial[p] else t for p, t in enumerate(v.tags))
-            v = _Val(tags, v.shape, v.folded, v.power, v.mixed, _shifted(tags, v.summed))
+            v = _Val(tags, v.shape, v.folded, v.power, v.mixed, v.summed)
         vals[j] = v
 
 
@@ -386,7 +386,7 @@ def _chunk_max(x: _Val, dim: int, where: str) -> _Val:
         raise IllTyped(f"{where}: a max of a partial sum")
     tags = tuple(X if t == _s(dim) else t for t in x.tags)
     return _Val(tags, tuple(1 if i == dim else s for i, s in enumerate(x.shape)), x.folded, x.power, x.mixed,
-                _shifted(tags, x.summed))
+                x.summed)
 
 
 def _shifted_accum(x: _Val, op: Accum, loop: int, where: str) -> _Val | None:
@@ -401,7 +401,7 @@ def _shifted_accum(x: _Val, op: Accum, loop: int, where: str) -> _Val | None:
     if op.reduce_dim is not None:
         x = _reduce(x, op.reduce_dim, True, where, skip=loop)
     tags = (*x.tags[:loop], R)
-    return _Val(tags, x.shape, x.folded, x.power, x.mixed, _shifted(tags, x.summed))
+    return _Val(tags, x.shape, x.folded, x.power, x.mixed, x.summed)
 
 
 def _accum(x: _Val, rd: int | None, k: CustomKernel, trivial: Sequence[bool], loop: int, repeats: bool,
@@ -417,7 +417,7 @@ def _accum(x: _Val, rd: int | None, k: CustomKernel, trivial: Sequence[bool], lo
     v = x if rd is None else _reduce(x, rd, True, where, skip=loop)
     fold = frozenset() if ti in (P, R) else frozenset({ti[1]})
     tags = (*v.tags[:loop], R)
-    return _Val(tags, v.shape, v.folded | fold, _times(v.power, copies), v.mixed, _shifted(tags, v.summed))
+    return _Val(tags, v.shape, v.folded | fold, _times(v.power, copies), v.mixed, v.summed)
 
 
 def _save(x: _Val, tensor: str, omap: tuple[int | None, ...], k: CustomKernel, outputs: frozenset[str],
