@@ -300,7 +300,8 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
     ``@ W2``, ``silu(x @ Wg) * (x @ Wu)`` one part. As the next matmul's prologue the activation would
     run on every tile each block of that matmul loads (once per column block, a pass and a barrier per
     iteration: 16.6 µs for a decode down projection where the plain GEMV takes 11.2, H200,
-    docs/off-the-suite.md "Activations as epilogues"); as an epilogue it runs once per output."""
+    docs/off-the-suite.md "Activations as epilogues"); as an epilogue it runs once per output. A chunk
+    that also reads another tensor takes its one matmul where ``_biased`` says so."""
     owner = {i: g for g, (nodes, _) in enumerate(groups) for i in nodes}
     outputs = {i for _, i in graph.output_indices}
     readers = reader_sets(graph)
@@ -312,12 +313,28 @@ def _with_epilogues(graph: Graph, groups: list[tuple[list[int], bool]], max_ops:
         reads = {a for i in chunk for a in graph.nodes[i].args if a not in inside}
         mms = sorted({owner[a] for a in reads if a in owner and a not in outputs and readers[a] <= inside
                       and _epilogue_matmul(graph, groups[owner[a]])})
-        # an activation or a gate of the matmuls alone: a residual or a bias (another input) after the
-        # loop has no searched one-kernel form (``prism.epilogue``), so such a part would get the vendor GEMM
-        if mms and reads <= {groups[m][0][0] for m in mms} and len(chunk) + len(mms) <= max_ops:
+        if mms and len(chunk) + len(mms) <= max_ops and (
+                reads <= {groups[m][0][0] for m in mms} or _biased(graph, groups, owner, mms)):
             taken.update(dict.fromkeys(mms, c))
     return [(sorted([*nodes, *(groups[m][0][0] for m, to in taken.items() if to == g)]), heavy)
             for g, (nodes, heavy) in enumerate(groups) if g not in taken]
+
+
+def _biased(graph: Graph, groups: list[tuple[list[int], bool]], owner: dict[int, int], mms: list[int]) -> bool:
+    """A chunk that also reads other tensors (a bias, a residual) takes one matmul (``mms``) as its
+    epilogue when nothing would be that matmul's prologue: its left operand is an input, a heavy op's
+    value or an element-wise chunk's that reads matmul values (the activation between two projections).
+    Such a part's own search finds no one-kernel plan (an input read after the loop must pass through
+    an accumulator), but its epilogue plans (``prism.epilogue``, built for parts by
+    ``pipeline._search_parts``) are one kernel: ``gelu(x @ W1 + b1)`` and ``h @ W2 + b2`` where the bias
+    adds had been the next projection's prologue and a launch of their own. A norm of an input before
+    the matmul stays its prologue (one kernel with the projection), the tail a part of its own."""
+    if len(mms) != 1:
+        return False
+    left = graph.nodes[groups[mms[0]][0][0]].args[0]
+    if left not in owner or groups[owner[left]][1]:
+        return True
+    return any(graph.nodes[a].kind is OpKind.MATMUL for i in groups[owner[left]][0] for a in graph.nodes[i].args)
 
 
 def reader_sets(graph: Graph) -> dict[int, set[int]]:

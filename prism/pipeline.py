@@ -436,6 +436,7 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
             found = search_and_verify(canon, program=f"{program}.p{part.index}", cache=cache, progress=progress,
                                       time_budget=time_budget, partitioned=False)
             found = _with_splits(canon, found, f"{program}.p{part.index}", cache)
+            found = _with_part_epilogues(canon, found, f"{program}.p{part.index}", cache, progress, time_budget)
             res = replace(found, templates=with_transposes(graph, part, [renamed(t, back) for t in found.templates]),
                           structure_key=part.graph.structure_key())
         else:
@@ -486,15 +487,16 @@ def _constructed(graph: Graph, program: str, cache: bool) -> tuple[KernelGraph, 
     return _built_by_rule(graph, program, cache, CONSTRUCTED_KEY, "row_vendor_plan", build)
 
 
-def _epilogue_pair(graph: Graph, parts: Sequence[PartOutcome], part_ops: int) -> tuple[Part, Part] | None:
+def _epilogue_pair(graph: Graph, parts: Sequence[PartOutcome] | None, part_ops: int) -> tuple[Part, Part] | None:
     """(a matmul part, the element-wise part after it) that ``_epilogues`` fuses: the program's two parts,
     or where an epilogue took the matmul into the element-wise part (a norm, a matmul, an activation:
     the norm alone, then the matmul with its activation) the prologue-only partition's two (None when
-    neither is such a pair)."""
-    if len(parts) != 2:
-        return None
-    if _has_matmul(parts[0].part):
-        return parts[0].part, parts[1].part
+    neither is such a pair). ``parts`` None: ``graph`` is a part, its prologue-only partition's two."""
+    if parts is not None:
+        if len(parts) != 2:
+            return None
+        if _has_matmul(parts[0].part):
+            return parts[0].part, parts[1].part
     alt = partition(graph, part_ops, epilogues=False)
     return (alt[0], alt[1]) if len(alt) == 2 and _has_matmul(alt[0]) and alt[0].searchable else None
 
@@ -503,20 +505,36 @@ def _has_matmul(part: Part) -> bool:
     return any(n.kind is OpKind.MATMUL for n in part.graph.nodes)
 
 
-def _epilogues(graph: Graph, parts: Sequence[PartOutcome], program: str, cache: bool, part_ops: int,
+def _epilogues(graph: Graph, parts: Sequence[PartOutcome] | None, program: str, cache: bool, part_ops: int,
                search: Callable[[Part], PartOutcome]) -> tuple[KernelGraph, ...]:
-    """The epilogue plans of a program of two parts, a matmul part's one-kernel plans with the
-    element-wise part after it (``prism.epilogue``), each proven whole; a matmul part the program's
-    partition does not have is searched (``search``) only when the plans are not cached."""
+    """The epilogue plans of a program of two parts (``parts`` None: of a part, ``_epilogue_pair``), a
+    matmul part's one-kernel plans with the element-wise part after it (``prism.epilogue``), each proven
+    whole; a matmul part the program's partition does not have is searched (``search``) only when the
+    plans are not cached."""
     if (pair := _epilogue_pair(graph, parts, part_ops)) is None:
         return ()
     head, tail = pair
 
     def build() -> list[KernelGraph]:
-        found = next((po for po in parts if po.part.nodes == head.nodes), None) or search(head)
+        found = next((po for po in parts or () if po.part.nodes == head.nodes), None) or search(head)
         return epilogue_plans(graph, found.outcome.of(PlanSource.SEARCHED), tail.graph, program, _proven)
 
     return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", build)
+
+
+def _with_part_epilogues(graph: Graph, found: SearchOutcome, program: str, cache: bool, progress: bool,
+                         time_budget: float | None) -> SearchOutcome:
+    """A part that is a matmul and an element-wise tail reading another tensor (a bias, a residual:
+    ``partition._biased``) with its epilogue plans and their split-loop plans, before its predefined
+    plan (always last): its own search has no one-kernel plan for it."""
+    alt = _epilogue_pair(graph, None, MAX_PART_OPS)
+    if alt is None or len(alt[1].graph.inputs) < 2:  # an activation alone: the part's search has its plans
+        return found
+    plans = _epilogues(graph, None, program, cache, MAX_PART_OPS, lambda head: _search_parts(
+        graph, [head], program, cache, progress, time_budget)[0])
+    built = (*plans, *_splits(graph, plans, program, cache, f"{EPILOGUE_KEY}{SPLIT_KEY}"))
+    return replace(found, templates=(*found.templates[:-1], *built, found.templates[-1]),
+                   sources=(*found.sources[:-1], *[PlanSource.CONSTRUCTED] * len(built), found.sources[-1]))
 
 
 def _splits(graph: Graph, searched: Sequence[KernelGraph], program: str, cache: bool,

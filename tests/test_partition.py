@@ -392,6 +392,37 @@ def test_epilogue_parts_stitch_to_the_program() -> None:
         assert run_plan(g, kg) < 1e-9, kg.program
 
 
+def test_a_bias_after_a_projection_is_its_epilogue_where_nothing_would_be_its_prologue() -> None:
+    """gelu(x @ W1 + b1) @ W2 + b2: each bias add and activation runs after its projection (two parts,
+    where the bias add and activation had been the next projection's prologue and b2 a part of its
+    own); the residual after a decode Llama block's down projection joins it; a norm of an input before
+    a projection stays its prologue, the residual after it a part of its own."""
+    for name in ("bert_mlp", "relu_mlp_bias"):
+        g = zoo_graph(name)
+        assert [_kinds(g, p.nodes) for p in partition(g)] == [["matmul", "binary", "unary"], ["matmul", "binary"]]
+    g = zoo_graph("llama_mlp_block")
+    assert ["transpose", "matmul", "binary"] in [_kinds(g, p.nodes) for p in partition(g)]
+    g = zoo_graph("norm_matmul_residual")
+    assert [_kinds(g, p.nodes)[-1] for p in partition(g)] == ["matmul", "binary"]
+
+
+def test_a_part_with_a_bias_gets_its_one_kernel_epilogue_plans() -> None:
+    """The parts of bert_mlp have no searched one-kernel plan of their own (the bias is read after the
+    loop); their epilogue plans and split plans of those are among the part's plans, and every plan of
+    the program, stitched ones included, computes it (interpreter, float64)."""
+    g = zoo_graph("bert_mlp")
+    out = pipeline.search_and_verify(g, program="bert_mlp", cache=False, progress=False)
+    assert len(out.parts) == 2
+    for po in out.parts:
+        built = [kg for kg, src in zip(po.outcome.templates, po.outcome.sources, strict=True)
+                 if src is pipeline.PlanSource.CONSTRUCTED]
+        assert any(len(kg.kernels) == 1 and isinstance(kg.kernels[0], CustomKernel) for kg in built), po.part.index
+        assert any(len(kg.kernels) == 2 for kg in built), po.part.index  # a split plan of an epilogue plan
+    assert out.of(pipeline.PlanSource.STITCHED)
+    for kg in out.templates:
+        assert run_plan(g, kg) < 1e-9, kg.program
+
+
 def _random_mlp(seed: int, n: int = 3, d: int = 8) -> Graph:
     """Chains of projections (some through a weight's transpose), activations, gates, residuals and
     norms over one to four weights, with a second output now and then."""
