@@ -168,9 +168,9 @@ class Options:
     # an intermediate that generated kernels read only as matmul operands (a normalised K or Q that a
     # stitched plan's attention part multiplies) is written in the program's half dtype, not float32:
     # the mma rounds it to half at the same point either way (same values), and it moves half the
-    # bytes (``lower._tensor_dtypes``). Off: not yet timed on a GPU (docs/codegen.md, "Half operand
-    # intermediates")
-    half_operands: bool = False
+    # bytes (``lower._tensor_dtypes``). On: a stitched decode MLP's down projection read its activation
+    # in float32, twice the bytes its part was tuned on (docs/codegen.md, "Half operand intermediates")
+    half_operands: bool = True
     # iterations of a loop of ring Loads and element-wise accumulators only (a split kernel's combine)
     # run between one wait and one barrier (``KernelLowering.unroll``): None, the rule
     # (``lower.UNROLL``, the largest power of two up to it dividing the loop that the ring allows);
