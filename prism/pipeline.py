@@ -265,15 +265,45 @@ def _whole_plans(graph: Graph, program: str, cache: bool, progress: bool, config
     """The whole program's search (None when it is too large and no search is cached), its searched
     plans and, with ``partitioned``, their split-loop plans. A program too large to search whole by
     default that its element-wise chains as single ops bring within ``WHOLE_PROGRAM_OPS`` is searched
-    so (``prism.chains``), and the plans found, the chains written out, are proven on the program."""
+    so (``prism.chains``), and the plans found, the chains written out, are proven on the program. So is
+    one within it whose own search found no plan of generated kernels only (``_with_chains``)."""
     stand_in = collapse(graph) if config is None and primitive_ops(graph) > WHOLE_PROGRAM_OPS else None
     if stand_in is None or primitive_ops(stand_in.graph) > WHOLE_PROGRAM_OPS or _ran(graph, cache, time_budget):
-        return _whole_searched(graph, program, cache, progress, config, time_budget, partitioned)
+        found = _whole_searched(graph, program, cache, progress, config, time_budget, partitioned)
+        return _with_chains(graph, program, cache, progress, time_budget, partitioned, found) if config is None \
+            and primitive_ops(graph) <= WHOLE_PROGRAM_OPS else found
     log.info("%s: searching whole with its %d element-wise chains as single ops", program, len(stand_in.chains))
+    whole, searched, splits = _chain_plans(graph, stand_in, program, cache, progress, config, time_budget, partitioned)
+    return whole, searched, splits
+
+
+def _chain_plans(graph: Graph, stand_in: Collapsed, program: str, cache: bool, progress: bool,
+                 config: SearchConfig | None, time_budget: float | None, partitioned: bool,
+                 ) -> tuple[SearchOutcome | None, tuple[KernelGraph, ...], tuple[KernelGraph, ...]]:
+    """The stand-in's search, its searched and split plans with the chains written out and proven."""
     whole, searched, splits = _whole_searched(stand_in.graph, program, cache, progress, config, time_budget,
                                               partitioned)
     return whole, _expanded(graph, stand_in, searched, program, cache, CHAINS_KEY), \
         _expanded(graph, stand_in, splits, program, cache, f"{CHAINS_KEY}{SPLIT_KEY}")
+
+
+def _with_chains(graph: Graph, program: str, cache: bool, progress: bool, time_budget: float | None,
+                 partitioned: bool,
+                 found: tuple[SearchOutcome | None, tuple[KernelGraph, ...], tuple[KernelGraph, ...]],
+                 ) -> tuple[SearchOutcome | None, tuple[KernelGraph, ...], tuple[KernelGraph, ...]]:
+    """``found`` (a whole-program search) and, where it has no plan of generated kernels only, the plans
+    of a search with the element-wise chains as single ops: gpt-oss's gated expert (two projections,
+    an 8-op gate) has no candidate in 10 ops, three one-kernel plans in 5 (docs/off-the-suite.md,
+    "Biases and residuals as epilogues of parts")."""
+    whole, searched, splits = found
+    stand_in = collapse(graph)
+    if stand_in is None or any(all(isinstance(k, CustomKernel) for k in kg.kernels) for kg in searched):
+        return found
+    log.info("%s: no plan of generated kernels; searching again with its %d element-wise chains as single ops",
+             program, len(stand_in.chains))
+    _, more, more_splits = _chain_plans(graph, stand_in, program, cache, progress, None, time_budget, partitioned)
+    generated = tuple(kg for kg in more if all(isinstance(k, CustomKernel) for k in kg.kernels))
+    return whole, (*searched, *generated), (*splits, *more_splits)
 
 
 def _ran(graph: Graph, cache: bool, time_budget: float | None) -> bool:

@@ -115,6 +115,28 @@ def test_weight_transposes_and_a_chain_together(tmp_path: Path, monkeypatch: pyt
         assert run_plan(g, kg) < 1e-12
 
 
+def test_a_program_whose_own_search_finds_no_generated_plan_is_searched_through_its_stand_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpt-oss's gated expert: two projections and an 8-op gate, 10 ops, within the whole-program
+    bound, but its search has no candidate; with its chains as single ops (5 ops) it has one-kernel
+    plans, written out, proven, right in the interpreter and emulated like it."""
+    from bench.zoo import clamped_glu
+    from tests.test_emulate import cheap_sizes, emulate_error
+
+    monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))
+    g = clamped_glu(16, 64, 64)
+    assert pipeline.primitive_ops(g) <= pipeline.WHOLE_PROGRAM_OPS
+    whole = pipeline.search_and_verify(g, program="gated_expert", progress=False, partitioned=False)
+    one = [kg for kg in whole.of(pipeline.PlanSource.SEARCHED)
+           if len(kg.kernels) == 1 and isinstance(kg.kernels[0], CustomKernel)]
+    assert one
+    for kg in one:
+        assert _no_stand_in(kg)
+        assert run_plan(g, kg) < 1e-12
+        for sizes in cheap_sizes(kg, 1, None):
+            assert emulate_error(kg.instantiate(sizes)) < 1e-9
+
+
 def test_two_chains_keep_their_numbers() -> None:
     """Two different chains of two different roots (an RMS statistic of each operand of a matmul, as
     a QK-norm attention has): each its own numbered stand-in, and each written back as itself."""
