@@ -270,11 +270,11 @@ def _whole_plans(graph: Graph, program: str, cache: bool, progress: bool, config
     stand_in = collapse(graph) if config is None and primitive_ops(graph) > WHOLE_PROGRAM_OPS else None
     if stand_in is None or primitive_ops(stand_in.graph) > WHOLE_PROGRAM_OPS or _ran(graph, cache, time_budget):
         found = _whole_searched(graph, program, cache, progress, config, time_budget, partitioned)
-        return _with_chains(graph, program, cache, progress, time_budget, partitioned, found) if config is None \
-            and primitive_ops(graph) <= WHOLE_PROGRAM_OPS else found
+        if config is not None or primitive_ops(graph) > WHOLE_PROGRAM_OPS:
+            return found
+        return _with_chains(graph, program, cache, progress, time_budget, partitioned, found)
     log.info("%s: searching whole with its %d element-wise chains as single ops", program, len(stand_in.chains))
-    whole, searched, splits = _chain_plans(graph, stand_in, program, cache, progress, config, time_budget, partitioned)
-    return whole, searched, splits
+    return _chain_plans(graph, stand_in, program, cache, progress, config, time_budget, partitioned)
 
 
 def _chain_plans(graph: Graph, stand_in: Collapsed, program: str, cache: bool, progress: bool,
@@ -562,7 +562,13 @@ def _with_part_epilogues(graph: Graph, found: SearchOutcome, program: str, cache
         return found
     plans = _epilogues(graph, None, program, cache, MAX_PART_OPS, lambda head: _search_parts(
         graph, [head], program, cache, progress, time_budget)[0])
-    built = (*plans, *_splits(graph, plans, program, cache, f"{EPILOGUE_KEY}{SPLIT_KEY}"))
+    return _before_predefined(found, (*plans, *_splits(graph, plans, program, cache, f"{EPILOGUE_KEY}{SPLIT_KEY}")))
+
+
+def _before_predefined(found: SearchOutcome, built: Sequence[KernelGraph]) -> SearchOutcome:
+    """``found`` with the plans ``built`` by rule (constructed) before its predefined plan (always last)."""
+    if not built:
+        return found
     return replace(found, templates=(*found.templates[:-1], *built, found.templates[-1]),
                    sources=(*found.sources[:-1], *[PlanSource.CONSTRUCTED] * len(built), found.sources[-1]))
 
@@ -579,11 +585,7 @@ def _splits(graph: Graph, searched: Sequence[KernelGraph], program: str, cache: 
 def _with_splits(graph: Graph, found: SearchOutcome, program: str, cache: bool) -> SearchOutcome:
     """A part's search outcome with the split-loop plans of its searched plans, before its
     predefined plan (always last)."""
-    splits = _splits(graph, found.of(PlanSource.SEARCHED), program, cache)
-    if not splits:
-        return found
-    return replace(found, templates=(*found.templates[:-1], *splits, found.templates[-1]),
-                   sources=(*found.sources[:-1], *[PlanSource.CONSTRUCTED] * len(splits), found.sources[-1]))
+    return _before_predefined(found, _splits(graph, found.of(PlanSource.SEARCHED), program, cache))
 
 
 def _built_by_rule(graph: Graph, program: str, cache: bool, suffix: str, what: str,
