@@ -34,13 +34,19 @@ def _graph(name: str) -> tuple[prism.Graph, str]:
     return cfg.build(), cfg.program
 
 
-def main(names: list[str]) -> None:
+def tuner_debug_log() -> io.StringIO:
+    """A buffer the tuner's DEBUG log (every timed sample) is written to from now on."""
     buf = io.StringIO()
     handler = logging.StreamHandler(buf)
     handler.setLevel(logging.DEBUG)
     tuner_log = logging.getLogger("prism.tune.tuner")
     tuner_log.setLevel(logging.DEBUG)
     tuner_log.addHandler(handler)
+    return buf
+
+
+def main(names: list[str]) -> None:
+    buf = tuner_debug_log()
     for name in names:
         buf.seek(0)
         buf.truncate()
