@@ -243,8 +243,11 @@ def search_and_verify(
         searched, splits = with_transposes(graph, outer, searched), with_transposes(graph, outer, splits)
     constructed: tuple[KernelGraph, ...] = ()
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
-        epilogues = _epilogues(graph, part_outcomes, program, cache, part_ops, lambda head: _search_parts(
-            graph, [head], program, cache, progress, time_budget)[0])
+        def head_plans(head: Part) -> PartOutcome:  # the program's own part, or that head searched
+            return next((po for po in part_outcomes if po.part.nodes == head.nodes), None) or _search_parts(
+                graph, [head], program, cache, progress, time_budget)[0]
+
+        epilogues = _epilogues(graph, _epilogue_pair(graph, part_outcomes, part_ops), program, cache, head_plans)
         constructed = (*_constructed(graph, program, cache), *epilogues)
     constructed = (*constructed, *splits)
     # a searched kernel may load an input no output reads (the program's dead ops are gone, its inputs not)
@@ -296,14 +299,12 @@ def _with_chains(graph: Graph, program: str, cache: bool, progress: bool, time_b
     an 8-op gate) has no candidate in 10 ops, three one-kernel plans in 5 (docs/off-the-suite.md,
     "Biases and residuals as epilogues of parts")."""
     whole, searched, splits = found
-    stand_in = collapse(graph)
-    if stand_in is None or any(all(isinstance(k, CustomKernel) for k in kg.kernels) for kg in searched):
+    if any(map(_generated_only, searched)) or (stand_in := collapse(graph)) is None:
         return found
     log.info("%s: no plan of generated kernels; searching again with its %d element-wise chains as single ops",
              program, len(stand_in.chains))
     _, more, more_splits = _chain_plans(graph, stand_in, program, cache, progress, None, time_budget, partitioned)
-    generated = tuple(kg for kg in more if all(isinstance(k, CustomKernel) for k in kg.kernels))
-    return whole, (*searched, *generated), (*splits, *more_splits)
+    return whole, (*searched, *filter(_generated_only, more)), (*splits, *more_splits)
 
 
 def _ran(graph: Graph, cache: bool, time_budget: float | None) -> bool:
@@ -535,19 +536,17 @@ def _has_matmul(part: Part) -> bool:
     return any(n.kind is OpKind.MATMUL for n in part.graph.nodes)
 
 
-def _epilogues(graph: Graph, parts: Sequence[PartOutcome] | None, program: str, cache: bool, part_ops: int,
+def _epilogues(graph: Graph, pair: tuple[Part, Part] | None, program: str, cache: bool,
                search: Callable[[Part], PartOutcome]) -> tuple[KernelGraph, ...]:
-    """The epilogue plans of a program of two parts (``parts`` None: of a part, ``_epilogue_pair``), a
-    matmul part's one-kernel plans with the element-wise part after it (``prism.epilogue``), each proven
-    whole; a matmul part the program's partition does not have is searched (``search``) only when the
-    plans are not cached."""
-    if (pair := _epilogue_pair(graph, parts, part_ops)) is None:
+    """The epilogue plans of ``pair`` (``_epilogue_pair``): the matmul part's one-kernel plans with the
+    element-wise part after it (``prism.epilogue``), each proven whole; the matmul part's plans come
+    from ``search``, asked only when the plans are not cached."""
+    if pair is None:
         return ()
     head, tail = pair
 
     def build() -> list[KernelGraph]:
-        found = next((po for po in parts or () if po.part.nodes == head.nodes), None) or search(head)
-        return epilogue_plans(graph, found.outcome.of(PlanSource.SEARCHED), tail.graph, program, _proven)
+        return epilogue_plans(graph, search(head).outcome.of(PlanSource.SEARCHED), tail.graph, program, _proven)
 
     return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", build)
 
@@ -557,10 +556,10 @@ def _with_part_epilogues(graph: Graph, found: SearchOutcome, program: str, cache
     """A part that is a matmul and an element-wise tail reading another tensor (a bias, a residual:
     ``partition._biased``) with its epilogue plans and their split-loop plans, before its predefined
     plan (always last): its own search has no one-kernel plan for it."""
-    alt = _epilogue_pair(graph, None, MAX_PART_OPS)
-    if alt is None or len(alt[1].graph.inputs) < 2:  # an activation alone: the part's search has its plans
+    pair = _epilogue_pair(graph, None, MAX_PART_OPS)
+    if pair is None or len(pair[1].graph.inputs) < 2:  # an activation alone: the part's search has its plans
         return found
-    plans = _epilogues(graph, None, program, cache, MAX_PART_OPS, lambda head: _search_parts(
+    plans = _epilogues(graph, pair, program, cache, lambda head: _search_parts(
         graph, [head], program, cache, progress, time_budget)[0])
     return _before_predefined(found, (*plans, *_splits(graph, plans, program, cache, f"{EPILOGUE_KEY}{SPLIT_KEY}")))
 
@@ -1015,6 +1014,10 @@ def _tune_cached(req: _TuneRequest, backend: Backend, target: str | None, sample
 
 def _generates(kg: KernelGraph) -> bool:
     return any(isinstance(k, CustomKernel) for k in kg.kernels)
+
+
+def _generated_only(kg: KernelGraph) -> bool:
+    return all(isinstance(k, CustomKernel) for k in kg.kernels)
 
 
 def _fastest_generated(result: TuneResult, templates: Sequence[KernelGraph]) -> KernelGraph | None:

@@ -46,7 +46,7 @@ from prism.tune.tuner import default_scales, random_inputs
 DEFAULT = ("silu_mul", "bias_gelu", "rms_norm", "layer_norm", "softmax", "stable_softmax", "add_rms_norm")
 
 
-def _variant(kg: Any, options: Options, args: list[Any], ref: Any) -> dict[str, Any]:
+def _variant(kg: Any, options: Options, args: list[Any], ref: Any, l2: int | None = None) -> dict[str, Any]:
     try:
         plan = generate(kg, arch="sm_80", options=options)
     except CodegenError as e:  # e.g. more accumulator registers than allowed on one side only
@@ -58,7 +58,7 @@ def _variant(kg: Any, options: Options, args: list[Any], ref: Any) -> dict[str, 
     err = max(relative_error(o.double().cpu().numpy(), r) for o, r in zip(outs, ref, strict=True))
     if not err < 2e-2:
         return {"error": f"relative error {err:.3g}"}
-    us = graph_time_us(fn, lambda i: [a.clone() for a in args] if i else args, replays=10)
+    us = graph_time_us(fn, lambda i: [a.clone() for a in args] if i else args, replays=10, l2=l2)
     return {"us": us, "rel_err": err}
 
 
@@ -102,12 +102,16 @@ def program_setup(name: str, which: str) -> tuple[Any, list[Any], list[Any]]:
     """The search outcome of ``program_graph(name, which)``, GPU inputs, and the float64 reference on
     those inputs as rounded."""
     graph, program = program_graph(name, which)
-    out = pipeline.search_and_verify(graph, program=program, progress=False)
+    return (pipeline.search_and_verify(graph, program=program, progress=False), *graph_inputs(graph))
+
+
+def graph_inputs(graph: Graph) -> tuple[list[Any], list[Any]]:
+    """Seeded GPU inputs of ``graph`` and the float64 reference of its outputs on them as rounded."""
     inputs = random_inputs(graph, default_scales(graph), 0)
     args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
     # the float64 reference on the inputs as rounded to their dtype: once for every variant
     halves = {t.name: a.double().cpu().numpy() for t, a in zip(graph.inputs, args, strict=True)}
-    return out, args, [graph.evaluate(halves)[t.name] for t in graph.outputs]
+    return args, [graph.evaluate(halves)[t.name] for t in graph.outputs]
 
 
 def _legal_at(t: Any, at: dict[str, int]) -> list[dict[str, int]]:

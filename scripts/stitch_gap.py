@@ -1,6 +1,6 @@
 """Device probe (issue 14): a stitched plan's parts timed alone (each on its part graph's inputs) against the
-stitched plan, graph-timed as the bench times (``graph_time_us``), each checked against float64 first, with
-the default input copies and with 4× that L2's worth. Part plans are given as template index and sizes
+stitched plan, graph-timed as the bench times and checked against float64 first (``gpu_option_ab``'s
+variant), with the default input copies and with 4× that L2's worth. Part plans are given as template index and sizes
 per part (from a tuner log, ``scripts/part_tunings.py``); searches from the cache (``PRISM_CACHE_DIR``).
 
     PYTHONPATH=. PRISM_CACHE_DIR=... python3 scripts/stitch_gap.py PICKS.json
@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 from bench.zoo import zoo_graph
 from prism import pipeline
@@ -26,25 +27,15 @@ L2 = 60 * 2**20
 
 
 def timed(graph: Graph, kg: KernelGraph, l2: int | None = None) -> tuple[float, float]:
-    """(µs, relative error against float64) of plan ``kg`` of ``graph`` on seeded random inputs."""
-    import torch
+    """(µs, relative error against float64) of plan ``kg`` of ``graph`` (``gpu_option_ab``'s variant timing)."""
+    import gpu_option_ab as ab  # (scripts/ is on sys.path; imports torch)
 
-    from prism import runtime
-    from prism.codegen import generate
-    from prism.reference import relative_error
-    from prism.tune.timing import graph_time_us
-    from prism.tune.tuner import default_scales, random_inputs
+    from prism.codegen.lower import DEFAULT_OPTIONS
 
-    fn = runtime.compile_plan(generate(kg, arch="sm_80"))
-    inputs = random_inputs(graph, default_scales(graph), 0)
-    args = [torch.tensor(inputs[t.name], device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
-    outs = fn(*args)
-    torch.cuda.synchronize()
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    ref = graph.evaluate({t.name: a.double().cpu().numpy() for t, a in zip(graph.inputs, args, strict=True)})
-    err = max(relative_error(o.double().cpu().numpy(), ref[t.name]) for o, t in zip(outs, graph.outputs, strict=True))
-    us = graph_time_us(fn, lambda i: [a.clone() for a in args] if i else args, replays=10, l2=l2)
-    return round(us, 2), float(f"{err:.2g}")
+    rec = ab._variant(kg, DEFAULT_OPTIONS, *ab.graph_inputs(graph), l2=l2)
+    if "error" in rec:
+        raise RuntimeError(f"{kg.program}: {rec['error']}")
+    return round(rec["us"], 2), float(f"{rec['rel_err']:.2g}")
 
 
 def gap(name: str, picks: list[list[Any]], which: str = "decode") -> dict[str, Any]:

@@ -332,10 +332,8 @@ def _type_op(op: BlockOp, k: CustomKernel, xs: list[_Val], shapes: Mapping[str, 
             return _binary(fn, xs[0], xs[1], where)
         case MatmulOp():
             return _matmul(xs[0], xs[1], where)
-        case ReduceOp(fn=fn, dim=dim) if fn is Reduce.MAX and _split(xs[0], dim):
-            return _chunk_max(xs[0], dim, where)
         case ReduceOp(fn=fn, dim=dim):
-            return _reduce(xs[0], dim, fn is Reduce.SUM, where)
+            return _reduced(xs[0], fn, dim, where)
         case Accum() if trivial[loop]:
             return _one_iteration(xs[0], op, where)
         case Accum(fn=Reduce.SUM) if op.rescale is not None and xs[0].tags[loop] == xs[1].tags[loop] == R and (
@@ -373,11 +371,14 @@ def _varying(ops: Sequence[BlockOp]) -> bool:
 def _one_iteration(x: _Val, op: Accum, where: str) -> _Val:
     """An accumulator over a loop of one iteration is its value (a rescaling factor is exp(0)), reduced
     along ``reduce_dim`` by its fn."""
-    if op.reduce_dim is None:
-        return x
-    if op.fn is Reduce.MAX and _split(x, op.reduce_dim):
-        return _chunk_max(x, op.reduce_dim, where)
-    return _reduce(x, op.reduce_dim, op.fn is Reduce.SUM, where)
+    return x if op.reduce_dim is None else _reduced(x, op.fn, op.reduce_dim, where)
+
+
+def _reduced(x: _Val, fn: Reduce, dim: int, where: str) -> _Val:
+    """``x`` reduced along ``dim`` by ``fn``: a max over a dim split along some parallel dim is shifted there."""
+    if fn is Reduce.MAX and _split(x, dim):
+        return _chunk_max(x, dim, where)
+    return _reduce(x, dim, fn is Reduce.SUM, where)
 
 
 def _chunk_max(x: _Val, dim: int, where: str) -> _Val:
