@@ -37,6 +37,8 @@ KIND_RANK = {Load: 0, UnaryOp: 1, BinaryOp: 2, MatmulOp: 3, ReduceOp: 4, Accum: 
 INTERMEDIATE = "~"  # what a save to an intermediate tensor sorts as (its name is given afterwards)
 
 OpKey = tuple[int, int, tuple[int, ...], str]
+# kernel orders tried at most: a chain of kernels has one, k independent kernels k! (docs/search-speed.md)
+ORDERS_LIMIT = 5040
 
 
 def sorted_args(op: BlockOp) -> tuple[int, ...]:
@@ -110,26 +112,30 @@ def canonical_order(ops: Sequence[BlockOp], names: Mapping[str, str], maps: bool
 
 @functools.lru_cache(maxsize=1 << 16)
 def _order(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bool) -> tuple[int, ...]:
-    """``canonical_order``, once for every grid permutation ``_render`` tries (it does not depend on it)."""
+    """``canonical_order``, once for every grid permutation ``_least`` tries (it does not depend on it)."""
     return tuple(canonical_order(ops, dict(names), maps))
 
 
 def _kernel_orders(kg: KernelGraph) -> list[tuple[Kernel, ...]]:
-    """Every order of the kernels that respects tensor flow."""
-    writes = {k.name: _writes(k) for k in kg.kernels}
-    reads = {k.name: _reads(k) for k in kg.kernels}
-    out = []
-    for perm in itertools.permutations(kg.kernels):
-        seen: set[str] = set()
-        ok = True
-        for k in perm:
-            needs = reads[k.name] - {t.name for t in kg.inputs}
-            if not needs <= seen:
-                ok = False
-                break
-            seen |= writes[k.name]
-        if ok:
-            out.append(perm)
+    """Every order of the kernels that respects tensor flow (depth first, in the kernels' order: the
+    orders a filter of all permutations would keep, without walking them), at most ``ORDERS_LIMIT``
+    of them (beyond, the form depends on the order the kernels are given in)."""
+    inputs = {t.name for t in kg.inputs}
+    needs = [_reads(k) - inputs for k in kg.kernels]
+    writes = [_writes(k) for k in kg.kernels]
+    out: list[tuple[Kernel, ...]] = []
+
+    def extend(order: list[int], seen: frozenset[str]) -> None:
+        if len(out) >= ORDERS_LIMIT:
+            return
+        if len(order) == len(kg.kernels):
+            out.append(tuple(kg.kernels[i] for i in order))
+            return
+        for i in range(len(kg.kernels)):
+            if i not in order and needs[i] <= seen:
+                extend([*order, i], seen | writes[i])
+
+    extend([], frozenset())
     return out or [tuple(kg.kernels)]
 
 
@@ -157,7 +163,7 @@ def _body(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bo
           ) -> tuple[tuple[Piece, ...], tuple[tuple[str, str], ...]]:
     """The pieces of a kernel's body given the tensor names so far (``names``, sorted items), and the
     names after it (its saves to intermediates named ``~t<n>`` in order): the same for every grid
-    permutation ``_render`` tries, so computed once."""
+    permutation ``_least`` tries, so computed once."""
     named = dict(names)
     order = _order(ops, names, maps)
     pos = {j: i for i, j in enumerate(order)}
@@ -180,10 +186,10 @@ def _body(ops: tuple[BlockOp, ...], names: tuple[tuple[str, str], ...], maps: bo
     return tuple(body), tuple(sorted(named.items()))
 
 
-def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set[str], maps: bool) -> str:
-    names: tuple[tuple[str, str], ...] = tuple(sorted((n, n) for n in io))
-    syms: dict[str, str] = {}
-
+def _part(k: Kernel, perm: tuple[int, ...], names: tuple[tuple[str, str], ...], syms: dict[str, str],
+          maps: bool) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """One kernel's text with its grid dims in order ``perm`` given the tensor names so far, and the
+    names after it; ``syms`` (size symbol -> its canonical name) grows in place."""
     def sym(s: int | str) -> str:
         if isinstance(s, int):
             return str(s)
@@ -191,40 +197,60 @@ def _render(kernels: Sequence[Kernel], perms: Sequence[tuple[int, ...]], io: set
             syms[s] = f"s{len(syms)}"
         return syms[s]
 
-    parts: list[str] = []
-    for k, perm in zip(kernels, perms, strict=True):
-        if isinstance(k, PredefinedKernel):
-            named = dict(names)
-            ins = ",".join(named.get(t, t) for t in k.inputs)
-            if k.output not in named:
-                named[k.output] = _fresh(named)
-                names = tuple(sorted(named.items()))
-            fn = k.fn and k.fn.value
-            parts.append(f"P[{k.kind.value}|{fn}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{named[k.output]}]")
-            continue
-        head = f"K[{','.join(sym(k.grid[p]) for p in perm)};{sym(k.loop)}]"
-        pieces, names = _body(k.ops, names, maps)
-        body = [pc if isinstance(pc, str) else f"{pc[0]}{[pc[1][p] for p in perm]}{pc[2]}" for pc in pieces]
-        parts.append(head + "{" + ";".join(body) + "}")
-    return " ".join(parts)
+    if isinstance(k, PredefinedKernel):
+        named = dict(names)
+        ins = ",".join(named.get(t, t) for t in k.inputs)
+        if k.output not in named:
+            named[k.output] = _fresh(named)
+            names = tuple(sorted(named.items()))
+        fn = k.fn and k.fn.value
+        return f"P[{k.kind.value}|{fn}|{k.dim}|{scalar_to_json(k.scalar)}|{ins}->{named[k.output]}]", names
+    assert isinstance(k, CustomKernel), k
+    head = f"K[{','.join(sym(k.grid[p]) for p in perm)};{sym(k.loop)}]"
+    pieces, names = _body(k.ops, names, maps)
+    body = [pc if isinstance(pc, str) else f"{pc[0]}{[pc[1][p] for p in perm]}{pc[2]}" for pc in pieces]
+    return head + "{" + ";".join(body) + "}", names
+
+
+def _undominated(texts: list[tuple[str, dict[str, str]]]) -> list[tuple[str, dict[str, str]]]:
+    """The prefixes (with their symbol names) that some completion could still make least: a prefix is
+    out once a smaller one differs from it before its own end (every completion of that one is then
+    smaller); equal prefixes, and those another is a prefix of, stay."""
+    kept: list[tuple[str, dict[str, str]]] = []
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for text, syms in sorted(texts, key=lambda ts: ts[0]):
+        key = (text, tuple(sorted(syms.items())))
+        if key not in seen and all(text.startswith(t) for t, _ in kept):
+            seen.add(key)
+            kept.append((text, syms))
+    return kept
+
+
+def _least(kernels: Sequence[Kernel], io: set[str], maps: bool, grid_perms: bool) -> str:
+    """The least text of the kernels in this order over every order of each kernel's grid dims, kernel
+    by kernel: only the prefixes ``_undominated`` keeps are extended (the size symbols' names depend
+    on the dims' order, so a choice made for one kernel can change the text of the next)."""
+    names: tuple[tuple[str, str], ...] = tuple(sorted((n, n) for n in io))
+    states: list[tuple[str, dict[str, str]]] = [("", {})]
+    for k in kernels:
+        n = len(k.grid) if isinstance(k, CustomKernel) else 0
+        perms = list(itertools.permutations(range(n))) if grid_perms else [tuple(range(n))]
+        grown: list[tuple[str, dict[str, str]]] = []
+        after = names
+        for prefix, syms in states:
+            for perm in perms:
+                mine = dict(syms)
+                part, after = _part(k, perm, names, mine, maps)
+                grown.append((f"{prefix} {part}" if prefix else part, mine))
+        names = after
+        states = _undominated(grown)
+    return states[0][0]
 
 
 def canonical_form(kg: KernelGraph, *, maps: bool = True, grid_perms: bool = True) -> str:
     """The canonical text of ``kg`` (with or without its maps; modulo grid-dim order if asked)."""
     io = {t.name for t in kg.inputs} | {t.name for t in kg.outputs}
-    best: str | None = None
-    for kernels in _kernel_orders(kg):
-        choices = [
-            list(itertools.permutations(range(len(k.grid)))) if grid_perms and isinstance(k, CustomKernel)
-            else [tuple(range(len(k.grid)))] if isinstance(k, CustomKernel) else [()]
-            for k in kernels
-        ]
-        for perms in itertools.product(*choices):
-            text = _render(kernels, perms, io, maps)
-            if best is None or text < best:
-                best = text
-    assert best is not None
-    return best
+    return min(_least(kernels, io, maps, grid_perms) for kernels in _kernel_orders(kg))
 
 
 def canonical_key(kg: KernelGraph, *, maps: bool = True, grid_perms: bool = True) -> str:
