@@ -5,6 +5,7 @@ multi-head attention (docs/off-the-suite.md, "Held-out programs")."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -17,7 +18,16 @@ from prism.rows import searched_graph
 from prism.search.config import SearchConfig
 from prism.search.parallel import instantiate_all
 from prism.verify import verify_all
-from prism.verify.screen import _size_sets, _verdict, screen, small_instance
+from prism.verify.screen import (
+    SCREEN_SIZE,
+    UNIT_SETS,
+    _fewest_ones_first,
+    _size_sets,
+    _unit_size_sets,
+    _verdict,
+    screen,
+    small_instance,
+)
 
 
 def _plans_of_group_one_attention() -> tuple[Graph, list[KernelGraph]]:
@@ -47,3 +57,13 @@ def test_plans_that_only_run_with_sizes_of_1_are_screened_and_none_it_rejects_is
     kept = [kg for kg, v in zip(plans, verdicts, strict=True) if v is not False]
     assert all(v is True for v in verdicts if v is not False)  # every plan decided: none runs at no size set
     assert any(v.proven for v in verify_all(g, kept, progress=False))
+
+
+def test_size_sets_with_ones_come_fewest_ones_first_without_listing_all_of_them() -> None:
+    for n in range(9):  # the order of a stable sort of every combination by its count of 1s
+        every = sorted(itertools.product((SCREEN_SIZE, 1), repeat=n), key=lambda c: c.count(1))
+        assert list(_fewest_ones_first(n)) == every
+    # a plan of 48 size symbols (2**48 combinations): its first UNIT_SETS sets at once
+    sets = list(_unit_size_sets([f"s{i}" for i in range(48)]))
+    assert len(sets) == UNIT_SETS
+    assert [sum(v == 1 for v in s.values()) for s in sets] == [1] * UNIT_SETS

@@ -108,9 +108,24 @@ def _unit_size_sets(symbols: Sequence[str]) -> Iterator[dict[str, int]]:
     most UNIT_SETS of them: for a plan whose grid or loop splits a dim of extent 1, which only a size of
     1 divides. A size set that does not divide a dim fails at once, before anything is computed."""
     names = sorted(symbols)
-    combos = sorted(itertools.product((SCREEN_SIZE, 1), repeat=len(names)), key=lambda c: c.count(1))
-    for combo in combos[1:UNIT_SETS + 1]:
+    for combo in itertools.islice(_fewest_ones_first(len(names)), 1, UNIT_SETS + 1):
         yield dict(zip(names, combo, strict=True))
+
+
+def _fewest_ones_first(n: int) -> Iterator[tuple[int, ...]]:
+    """Every tuple of ``n`` sizes SCREEN_SIZE or 1, those with fewer 1s first, each count in the order
+    ``itertools.product((SCREEN_SIZE, 1), repeat=n)`` lists them, made one at a time (a plan of many
+    symbols has 2**n of them): the n-bit numbers with k bits set, increasing (a 1 where a bit is set,
+    the first size the highest bit)."""
+    for k in range(n + 1):
+        x = (1 << k) - 1
+        while x < 1 << n:
+            yield tuple(1 if x >> (n - 1 - i) & 1 else SCREEN_SIZE for i in range(n))
+            if x == 0:
+                break
+            low = x & -x
+            up = x + low
+            x = (((up ^ x) >> 2) // low) | up  # the next larger number with as many bits set
 
 
 def _at(kg: KernelGraph, sizes: dict[str, int], inputs: dict[str, np.ndarray],
