@@ -1,7 +1,9 @@
 """The typed mapping walk: every layout-correct assignment of an sGraph's mapping variables, without a
 solver (docs/search-speed.md).
 
-Loads and saves are assigned one at a time in kernel order. Each step keeps the prefix only if some
+Loads and saves are assigned one at a time, kernel by kernel, within a kernel each load at its first
+user (``walk_order``; the mappings are then listed in the order of their choices in op order, as a
+walk in op order lists them). Each step keeps the prefix only if some
 full assignment satisfies every linear constraint (``assign``), its grid-dim columns can still be
 ordered (symmetry breaking), and its values keep a layout (``layout.type_ops``, level by level).
 Kernels are checked one at a time: a kernel sees the earlier ones only through what they stored
@@ -61,13 +63,28 @@ TypingState = tuple[tuple[object, ...], Stored]
 Verdict = tuple[bool, int, Stored, TypingState | None]
 
 
-def map_ops(candidate: SGraph) -> list[list[MapVar]]:
-    """The variables of every Load and Save, in kernel and op order (the order ``check_layout`` counts)."""
+def walk_order(candidate: SGraph) -> list[tuple[int, int]]:
+    """The loads and saves (kernel, op) in the order the walk assigns them: kernel by kernel, and within
+    a kernel each load at its first user and each save at its place, so that every op is typed (and a
+    wrong prefix dropped) as soon as its loads are assigned, not after the loads of ops far below it."""
+    out: list[tuple[int, int]] = []
+    for ki, k in enumerate(candidate.kernels):
+        first_use: dict[int, int] = {}
+        for o, op in enumerate(k.ops):
+            for a in op_args(op):
+                first_use.setdefault(a, o)
+        here = [j for j, op in enumerate(k.ops) if isinstance(op, Load | Save)]
+        out.extend((ki, j) for j in sorted(here, key=lambda j: (
+            first_use.get(j, len(k.ops)) if isinstance(k.ops[j], Load) else j, j)))
+    return out
+
+
+def map_ops(candidate: SGraph, order: Sequence[tuple[int, int]]) -> list[list[MapVar]]:
+    """The variables of every Load and Save, in ``order`` (``walk_order``)."""
     by_op: dict[tuple[int, int], list[MapVar]] = {}
     for v in candidate.variables:
         by_op.setdefault((v.kernel, v.op), []).append(v)
-    return [by_op.get((ki, j), []) for ki, k in enumerate(candidate.kernels)
-            for j, op in enumerate(k.ops) if isinstance(op, Load | Save)]
+    return [by_op.get(at, []) for at in order]
 
 
 def permutable_columns(sg: SGraph) -> dict[int, list[list[MapVar]]]:
@@ -110,30 +127,28 @@ def _placed(op: BlockOp, on: tuple[tuple[int, str], ...]) -> BlockOp:
     return Save(op.x, op.tensor, tuple(dim(p) for p in PARALLEL[: len(op.omap)]))
 
 
-def _ready_levels(candidate: SGraph) -> tuple[list[bool], list[list[int]]]:
-    """Per level: does assigning it make ``check_layout`` compute a value that can be ill-typed? And
-    per kernel and op: the level from which it can be typed.
+def _ready_levels(candidate: SGraph, order: Sequence[tuple[int, int]]) -> tuple[list[bool], list[list[int]]]:
+    """Per level (the loads and saves in ``order``): does assigning it make the typing compute a value
+    that can be ill-typed? And per kernel and op: the level from which it can be typed.
 
     A value is computed once every load and save it depends on is assigned (a load of an
     intermediate tensor also waits for its saver); a load of a program input alone is never
     ill-typed, and values computed at earlier levels stay as they were, so a level that completes
     nothing else cannot turn a passing prefix into a failing one."""
     inputs = {t.name for t in candidate.template.inputs}
+    level_at = {at: lv for lv, at in enumerate(order)}
     saved_at: dict[str, int] = {}
-    level = -1
-    checked: list[bool] = []
+    checked = [False] * len(order)
     ready_at: list[list[int]] = []
-    for k in candidate.kernels:
+    for ki, k in enumerate(candidate.kernels):
         ready: list[int] = []
-        for op in k.ops:
-            if isinstance(op, Load | Save):
-                level += 1
-                checked.append(False)
+        for j, op in enumerate(k.ops):
             args = [ready[a] for a in op_args(op)]
             if isinstance(op, Load):
+                level = level_at[(ki, j)]
                 at = level if op.tensor in inputs else max(level, saved_at.get(op.tensor, level))
             else:
-                at = max([*args, level if isinstance(op, Save) else -1])
+                at = max([*args, level_at[(ki, j)] if isinstance(op, Save) else -1])
             if isinstance(op, Save):
                 saved_at[op.tensor] = at
             if at >= 0 and not (isinstance(op, Load) and op.tensor in inputs):
@@ -159,13 +174,12 @@ class _Level:
     todo: tuple[int, ...] = ()  # when checked: the kernel's ops it types (ready since the last check)
 
 
-def _levels(candidate: SGraph, groups: Sequence[Sequence[MapVar]], symmetry_breaking: bool) -> list[_Level]:
+def _levels(candidate: SGraph, positions: Sequence[tuple[int, int]], groups: Sequence[Sequence[MapVar]],
+            symmetry_breaking: bool) -> list[_Level]:
     fixed = dict(candidate.fixed)
     columns = permutable_columns(candidate) if symmetry_breaking else {}
-    positions = [(ki, j) for ki, k in enumerate(candidate.kernels) for j, op in enumerate(k.ops)
-                 if isinstance(op, Load | Save)]
     level_of = {v.name: lv for lv, vs in enumerate(groups) for v in vs}
-    checked, ready_at = _ready_levels(candidate)
+    checked, ready_at = _ready_levels(candidate, positions)
     out = []
     since = -1  # the kernel's last checked level
     for lv, ((ki, j), vs) in enumerate(zip(positions, groups, strict=True)):
@@ -209,14 +223,17 @@ class WalkTimeout(Exception):
 
 
 class Walker:
-    """Depth first over the loads and saves in kernel order (module docstring)."""
+    """Depth first over the loads and saves in ``walk_order`` (module docstring)."""
 
-    def __init__(self, candidate: SGraph, groups: Sequence[Sequence[MapVar]], plan: Plan,
-                 symmetry_breaking: bool, deadline: float | None = None) -> None:
+    def __init__(self, candidate: SGraph, positions: Sequence[tuple[int, int]], groups: Sequence[Sequence[MapVar]],
+                 plan: Plan, symmetry_breaking: bool, deadline: float | None = None) -> None:
         self.candidate, self.plan = candidate, plan
         self.deadline, self.expansions = deadline, 0  # ``time.time()``: one candidate can walk for minutes
-        self.levels = _levels(candidate, groups, symmetry_breaking)
+        self.levels = _levels(candidate, positions, groups, symmetry_breaking)
         self.made: list[dict[int, BlockOp]] = [{} for _ in self.levels]  # per level: the op of each choice tried
+        # the levels in kernel and op order: the mappings are listed in the order of their choices there
+        self.by_op = sorted(range(len(self.levels)), key=lambda lv: (self.levels[lv].kernel, self.levels[lv].op))
+        self.choice_of: list[dict[BlockOp, int]] = [{} for _ in self.levels]
         self.kernels = candidate.kernels
         self.ops = [list(k.ops) for k in self.kernels]
         self.values = dict(candidate.fixed)
@@ -235,7 +252,10 @@ class Walker:
     def run(self) -> tuple[list[KernelGraph], int]:
         graphs: list[KernelGraph] = []
         before = 0
-        for ops, n in self.visit(0, ()):
+        found = self.visit(0, ())
+        if self.by_op != list(range(len(self.levels))):
+            found = sorted(found, key=lambda c: tuple(self._choice(lv, c[0][lv]) for lv in self.by_op))
+        for ops, n in found:
             kernels: list[CustomKernel] = []
             at = 0
             for k in self.kernels:
@@ -247,6 +267,16 @@ class Walker:
             graphs.append(replace(self.candidate.template, kernels=tuple(kernels)))
             before += n
         return graphs, before
+
+    def _choice(self, lv: int, op: BlockOp) -> int:
+        """Which of level ``lv``'s choices ``op`` is."""
+        table = self.choice_of[lv]
+        if not table:
+            level, choices = self.levels[lv], self.plan.levels[lv]
+            for ci, choice in enumerate(choices.choices):
+                values = {**dict(self.candidate.fixed), **dict(zip(choices.names, choice, strict=True))}
+                table[_concrete_op(level.placeholder, level.variables, values)] = ci
+        return table[op]
 
     def visit(self, lv: int, state: State) -> list[Completion]:
         """Every completion of the current prefix from level ``lv`` on."""
@@ -347,8 +377,9 @@ def _plan(groups: tuple[tuple[MapVar, ...], ...], equalities: tuple[LinForm, ...
 def walk(candidate: SGraph, symmetry_breaking: bool, deadline: float | None = None) -> tuple[list[KernelGraph], int]:
     """Every layout-correct mapping of ``candidate`` and how many assignments they stand for
     (``WalkTimeout`` past ``deadline``, a ``time.time()`` value)."""
-    groups = tuple(tuple(g) for g in map_ops(candidate))
+    positions = walk_order(candidate)
+    groups = tuple(tuple(g) for g in map_ops(candidate, positions))
     plan = _plan(groups, candidate.equalities, candidate.fixed)
     if plan is None or (plan.reach[0] is not None and () not in plan.reach[0]):
         return [], 0
-    return Walker(candidate, groups, plan, symmetry_breaking, deadline).run()
+    return Walker(candidate, positions, groups, plan, symmetry_breaking, deadline).run()
