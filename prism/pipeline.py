@@ -243,11 +243,8 @@ def search_and_verify(
         searched, splits = with_transposes(graph, outer, searched), with_transposes(graph, outer, splits)
     constructed: tuple[KernelGraph, ...] = ()
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
-        def head_plans(head: Part) -> PartOutcome:  # the program's own part, or that head searched
-            return next((po for po in part_outcomes if po.part.nodes == head.nodes), None) or _search_parts(
-                graph, [head], program, cache, progress, time_budget)[0]
-
-        epilogues = _epilogues(graph, _epilogue_pair(graph, part_outcomes, part_ops), program, cache, head_plans)
+        epilogues = _epilogues(graph, _epilogue_pair(graph, part_outcomes, part_ops), program, cache,
+                               _head_search(graph, program, cache, progress, time_budget, part_outcomes))
         constructed = (*_constructed(graph, program, cache), *epilogues)
     constructed = (*constructed, *splits)
     # a searched kernel may load an input no output reads (the program's dead ops are gone, its inputs not)
@@ -551,6 +548,17 @@ def _epilogues(graph: Graph, pair: tuple[Part, Part] | None, program: str, cache
     return _built_by_rule(graph, program, cache, EPILOGUE_KEY, "epilogue_plans", build)
 
 
+def _head_search(graph: Graph, program: str, cache: bool, progress: bool, time_budget: float | None,
+                 known: Sequence[PartOutcome] = ()) -> Callable[[Part], PartOutcome]:
+    """What ``_epilogues`` asks for a matmul part's plans: the outcome in ``known`` of that part, or its
+    search (``_search_parts``)."""
+    def search(head: Part) -> PartOutcome:
+        return next((po for po in known if po.part.nodes == head.nodes), None) or _search_parts(
+            graph, [head], program, cache, progress, time_budget)[0]
+
+    return search
+
+
 def _with_part_epilogues(graph: Graph, found: SearchOutcome, program: str, cache: bool, progress: bool,
                          time_budget: float | None) -> SearchOutcome:
     """A part that is a matmul and an element-wise tail reading another tensor (a bias, a residual:
@@ -559,8 +567,7 @@ def _with_part_epilogues(graph: Graph, found: SearchOutcome, program: str, cache
     pair = _epilogue_pair(graph, None, MAX_PART_OPS)
     if pair is None or len(pair[1].graph.inputs) < 2:  # an activation alone: the part's search has its plans
         return found
-    plans = _epilogues(graph, pair, program, cache, lambda head: _search_parts(
-        graph, [head], program, cache, progress, time_budget)[0])
+    plans = _epilogues(graph, pair, program, cache, _head_search(graph, program, cache, progress, time_budget))
     return _before_predefined(found, (*plans, *_splits(graph, plans, program, cache, f"{EPILOGUE_KEY}{SPLIT_KEY}")))
 
 

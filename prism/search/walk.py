@@ -273,8 +273,9 @@ class Walker:
         table = self.choice_of[lv]
         if not table:
             level, choices = self.levels[lv], self.plan.levels[lv]
+            fixed = dict(self.candidate.fixed)
             for ci, choice in enumerate(choices.choices):
-                values = {**dict(self.candidate.fixed), **dict(zip(choices.names, choice, strict=True))}
+                values = {**fixed, **dict(zip(choices.names, choice, strict=True))}
                 table[_concrete_op(level.placeholder, level.variables, values)] = ci
         return table[op]
 
