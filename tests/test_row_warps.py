@@ -133,8 +133,13 @@ def test_the_block_wide_reduction_reads_runs(d: int, rows: int, opts: Options, r
     src = generate(kg, arch="sm_80", options=opts).kernels[0].source
     walk = next(line for line in src.splitlines() if "the whole block on" in line)
     assert "sum over dim 1" in walk
+    step = _warps(kg, opts) * 32 * run
     if run > 1:
-        assert f"for (int r0 = tid * {run}; r0 < {d}; r0 += {_warps(kg, opts) * 32 * run})" in src
+        if step >= d:  # one run a thread at most: one guarded pass, no loop
+            assert f"const int r0 = tid * {run};" in src and "for (int r0 =" not in src
+            assert (f"if (r0 < {d}) {{" in src) == (step > d)
+        else:
+            assert f"for (int r0 = tid * {run}; r0 < {d}; r0 += {step})" in src
         assert re.search(rf"unsigned red\d+_v0\[{run // 2}\];", src)
     else:
         assert f"for (int r = tid; r < {d}; r += " in src and not re.search(r"red\d+_v0", src)

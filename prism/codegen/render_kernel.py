@@ -35,6 +35,7 @@ from prism.codegen.render_reduce import (
     _indent,
     render_acc_decl,
     render_ew_acc,
+    render_held_accs,
     render_red_acc_write,
     render_reduce_pass,
     render_shift_max,
@@ -391,8 +392,14 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
     body = ["// epilogue: accumulators to shared memory, then the post-loop ops and savers"]
     if low.reads_loop_tiles_after:  # one iteration (one ring slot): values after the loop read its tiles
         body += [f"{lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring;" for lp in low.loads if lp.buf.ring]
+    held = [(j, low.bufs[j], f"ra{j}") for j, a in sorted(low.accs.items()) if a.kind is AccKind.RED and a.group > 32]
+    merged = {j for j, _, _ in held} if len(held) > 1 else set()
+    if merged:  # the block-wide accumulators behind one barrier
+        body += render_held_accs(low, held)
     for j, a in sorted(low.accs.items()):
         dst = low.bufs[j]
+        if j in merged:
+            continue
         match a.kind:
             case AccKind.FRAG:
                 body.append(f"store_{a.x}(ra{j}, {dst.name}, warp, lane);")

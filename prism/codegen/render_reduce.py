@@ -144,9 +144,22 @@ def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, v: int) -> lis
     """The lanes' walk over the reduced dim (index ``r``): each lane takes runs of ``v`` consecutive
     elements (``run_width``; runs read by vector loads are ``_walk``'s), else one element per step."""
     if v == 1:
-        return ["#pragma unroll 4", f"for (int r = {lane_r}; r < {extent}; r += {group}) {stmt}"]
-    return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {v}; r0 < {extent}; r0 += {group * v}) {{",
-            "#pragma unroll", f"  for (int r = r0; r < r0 + {v}; ++r) {stmt}", "}"]
+        return _strided("r", lane_r, extent, group, [stmt])
+    return _strided("r0", f"{lane_r} * {v}", extent, group * v,
+                    ["#pragma unroll", f"for (int r = r0; r < r0 + {v}; ++r) {stmt}"])
+
+
+def _strided(var: str, start: str, extent: int, step: int, body: list[str]) -> list[str]:
+    """``body`` for ``var`` = ``start``, ``start + step``, ... below ``extent``. Where one step covers
+    the extent (a thread per run: the row-warps rule's usual case) it is one guarded pass, not a loop
+    (straight-line code: the compiler merges the same run's loads of several reductions); the first
+    line is a pragma or a comment, which the block-wide walk places at the block's indentation."""
+    if extent <= step:
+        guard = f"  if ({var} < {extent}) {{" if extent < step else "  {"
+        return ["// one pass: a step covers the dim", "{", f"  const int {var} = {start};", guard,
+                *_indent(body, 4), "  }", "}"]
+    return ["#pragma unroll 4", f"for (int {var} = {start}; {var} < {extent}; {var} += {step}) {{",
+            *_indent(body, 2), "}"]
 
 
 def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str, extent: int, group: int,
@@ -162,8 +175,7 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
         return _lane_stride(lane_r, extent, group, take(ex.read(x, xidx), "r"), v)
     rex = RunReads(ex, "r0", run, f"{name}_v")
     stmts = [take(rex.read(x, at := with_last([*xidx[:-1], "r0"], k)), at[-1]) for k in range(run)]
-    return ["#pragma unroll 4", f"for (int r0 = {lane_r} * {run}; r0 < {extent}; r0 += {group * run}) {{",
-            *_indent([*rex.loads, *stmts], 2), "}"]  # the reads above filled rex.loads
+    return _strided("r0", f"{lane_r} * {run}", extent, group * run, [*rex.loads, *stmts])  # the reads filled rex.loads
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str,
@@ -248,7 +260,21 @@ def _block_acc_held(low: KernelLowering, i: int, dst: Buf, acc: str) -> list[str
     """A block-wide accumulator's one output (``KernelLowering.held``): each warp sums its threads'
     partials, then every warp sums the warps'. The partials of a rescaled sum share their running max
     (every thread saw the same shift values), so they add as they are."""
-    return _held_combine(dst, f"a{i}_part", low.warps, "warp_sum", "0.0f", [f"  float p = warp_sum({acc}[0], 32);"])
+    return render_held_accs(low, [(i, dst, acc)])
+
+
+def render_held_accs(low: KernelLowering, accs: Sequence[tuple[int, Buf, str]]) -> list[str]:
+    """Several block-wide accumulators (``_block_acc_held``: index, tile, register array) combined behind
+    one barrier: every warp's sums go to shared memory together, then every warp reads them all. The
+    accumulators are complete after the loop, so none waits for another's barrier."""
+    nw = low.warps
+    lines = [f"float {dst.name}_r;" for _, dst, _ in accs] + ["{"]
+    lines += [f"  __shared__ float a{i}_part[{nw}];" for i, _, _ in accs]
+    lines += [f"  const float p{i} = warp_sum({acc}[0], 32);" for i, _, acc in accs]
+    lines.append("  if (lane == 0) {" + " ".join(f"a{i}_part[warp] = p{i};" for i, _, _ in accs) + "}")
+    lines.append("  __syncthreads();")
+    lines += [f"  {dst.name}_r = warp_sum(lane < {nw} ? a{i}_part[lane] : 0.0f, 32);" for i, dst, _ in accs]
+    return [*lines, "}"]
 
 
 def _held_combine(dst: Buf, part: str, nw: int, warp_op: str, init: str, warp_value: list[str]) -> list[str]:

@@ -373,8 +373,13 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Q, const half_t
       float p = 0.0f;
       {
         const int acc7_o1 = o;
-        #pragma unroll 4
-        for (int r = (lane & 15); r < 16; r += 16) p += hload(ew4[acc7_o1 * 24 + r]);
+        // one pass: a step covers the dim
+        {
+          const int r = (lane & 15);
+          {
+            p += hload(ew4[acc7_o1 * 24 + r]);
+          }
+        }
       }
       ra7[j] += p;  // lane partial; the lanes are combined once, after the loop
     }

@@ -242,8 +242,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_rmsnorm_linear_k0_ada629
       float p = 0.0f;
       {
         const int acc5_o0 = o;
-        #pragma unroll 4
-        for (int r = lane; r < 32; r += 32) p += prism_sq(hload(s_X[acc5_o0 * 32 + (r ^ (((acc5_o0 / 2) % 4) * 8))]));
+        // one pass: a step covers the dim
+        {
+          const int r = lane;
+          {
+            p += prism_sq(hload(s_X[acc5_o0 * 32 + (r ^ (((acc5_o0 / 2) % 4) * 8))]));
+          }
+        }
       }
       ra5[j] += p;  // lane partial; the lanes are combined once, after the loop
     }

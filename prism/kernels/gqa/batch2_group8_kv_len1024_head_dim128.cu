@@ -314,8 +314,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_699a9cc945(co
     float p = 0.0f;
     {
       const int red6_o1 = o;
-      #pragma unroll 4
-      for (int r = lane; r < 32; r += 32) p += hload(ew4[red6_o1 * 40 + r]);
+      // one pass: a step covers the dim
+      {
+        const int r = lane;
+        {
+          p += hload(ew4[red6_o1 * 40 + r]);
+        }
+      }
     }
     p = warp_sum(p, 32);
     if (lane == 0) {

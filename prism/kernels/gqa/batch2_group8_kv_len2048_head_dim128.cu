@@ -321,14 +321,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_fed5f1926a(co
       float p = 0.0f;
       {
         const int acc6_o1 = o;
-        #pragma unroll 4
-        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-          unsigned acc6_v0[2];
-          ld_run(acc6_v0, reinterpret_cast<const unsigned*>(ew4 + acc6_o1 * 136 + r0));
-          p += hload((half_t)acc6_v0[0]);
-          p += hload((half_t)(acc6_v0[0] >> 16));
-          p += hload((half_t)acc6_v0[1]);
-          p += hload((half_t)(acc6_v0[1] >> 16));
+        // one pass: a step covers the dim
+        {
+          const int r0 = lane * 4;
+          {
+            unsigned acc6_v0[2];
+            ld_run(acc6_v0, reinterpret_cast<const unsigned*>(ew4 + acc6_o1 * 136 + r0));
+            p += hload((half_t)acc6_v0[0]);
+            p += hload((half_t)(acc6_v0[0] >> 16));
+            p += hload((half_t)acc6_v0[1]);
+            p += hload((half_t)(acc6_v0[1] >> 16));
+          }
         }
       }
       ra6[j] += p;  // lane partial; the lanes are combined once, after the loop

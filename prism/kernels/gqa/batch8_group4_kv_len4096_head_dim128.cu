@@ -353,14 +353,17 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
     float p = 0.0f;
     {
       const int red8_o1 = o;
-      #pragma unroll 4
-      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        unsigned red8_v0[2];
-        ld_run(red8_v0, reinterpret_cast<const unsigned*>(ew4 + red8_o1 * 136 + r0));
-        p += hload((half_t)red8_v0[0]);
-        p += hload((half_t)(red8_v0[0] >> 16));
-        p += hload((half_t)red8_v0[1]);
-        p += hload((half_t)(red8_v0[1] >> 16));
+      // one pass: a step covers the dim
+      {
+        const int r0 = lane * 4;
+        {
+          unsigned red8_v0[2];
+          ld_run(red8_v0, reinterpret_cast<const unsigned*>(ew4 + red8_o1 * 136 + r0));
+          p += hload((half_t)red8_v0[0]);
+          p += hload((half_t)(red8_v0[0] >> 16));
+          p += hload((half_t)red8_v0[1]);
+          p += hload((half_t)(red8_v0[1] >> 16));
+        }
       }
     }
     p = warp_sum(p, 32);

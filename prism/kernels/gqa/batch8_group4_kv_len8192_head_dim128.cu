@@ -363,8 +363,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_f991b2bbc0(co
     float p = 0.0f;
     if (o < 4) {
       const int red8_o1 = o;
-      #pragma unroll 4
-      for (int r = (lane & 15); r < 16; r += 16) p += acc6[red8_o1 * 20 + r];
+      // one pass: a step covers the dim
+      {
+        const int r = (lane & 15);
+        {
+          p += acc6[red8_o1 * 20 + r];
+        }
+      }
     }
     p = warp_sum(p, 16);
     if (o < 4 && (lane & 15) == 0) {

@@ -323,14 +323,17 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
     float p = 0.0f;
     {
       const int red5_o1 = o;
-      #pragma unroll 4
-      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        unsigned red5_v0[2];
-        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 128 + (r0 ^ ((red5_o1 % 8) * 8))));
-        p += (hload((half_t)red5_v0[0]) * hload((half_t)red5_v0[0]));
-        p += (hload((half_t)(red5_v0[0] >> 16)) * hload((half_t)(red5_v0[0] >> 16)));
-        p += (hload((half_t)red5_v0[1]) * hload((half_t)red5_v0[1]));
-        p += (hload((half_t)(red5_v0[1] >> 16)) * hload((half_t)(red5_v0[1] >> 16)));
+      // one pass: a step covers the dim
+      {
+        const int r0 = lane * 4;
+        {
+          unsigned red5_v0[2];
+          ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 128 + (r0 ^ ((red5_o1 % 8) * 8))));
+          p += (hload((half_t)red5_v0[0]) * hload((half_t)red5_v0[0]));
+          p += (hload((half_t)(red5_v0[0] >> 16)) * hload((half_t)(red5_v0[0] >> 16)));
+          p += (hload((half_t)red5_v0[1]) * hload((half_t)red5_v0[1]));
+          p += (hload((half_t)(red5_v0[1] >> 16)) * hload((half_t)(red5_v0[1] >> 16)));
+        }
       }
     }
     p = warp_sum(p, 32);
@@ -393,14 +396,17 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_Kt, const half_
       float p = 0.0f;
       {
         const int acc12_o1 = o;
-        #pragma unroll 4
-        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-          unsigned acc12_v0[2];
-          ld_run(acc12_v0, reinterpret_cast<const unsigned*>(ew10 + acc12_o1 * 136 + r0));
-          p += hload((half_t)acc12_v0[0]);
-          p += hload((half_t)(acc12_v0[0] >> 16));
-          p += hload((half_t)acc12_v0[1]);
-          p += hload((half_t)(acc12_v0[1] >> 16));
+        // one pass: a step covers the dim
+        {
+          const int r0 = lane * 4;
+          {
+            unsigned acc12_v0[2];
+            ld_run(acc12_v0, reinterpret_cast<const unsigned*>(ew10 + acc12_o1 * 136 + r0));
+            p += hload((half_t)acc12_v0[0]);
+            p += hload((half_t)(acc12_v0[0] >> 16));
+            p += hload((half_t)acc12_v0[1]);
+            p += hload((half_t)(acc12_v0[1] >> 16));
+          }
         }
       }
       ra12[j] += p;  // lane partial; the lanes are combined once, after the loop

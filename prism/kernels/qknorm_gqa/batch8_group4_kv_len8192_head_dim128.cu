@@ -299,14 +299,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_7354911604(co
     float p = 0.0f;
     {
       const int red5_o1 = o;
-      #pragma unroll 4
-      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        unsigned red5_v0[2];
-        ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 128 + (r0 ^ ((red5_o1 % 8) * 8))));
-        p += prism_sq(hload((half_t)red5_v0[0]));
-        p += prism_sq(hload((half_t)(red5_v0[0] >> 16)));
-        p += prism_sq(hload((half_t)red5_v0[1]));
-        p += prism_sq(hload((half_t)(red5_v0[1] >> 16)));
+      // one pass: a step covers the dim
+      {
+        const int r0 = lane * 4;
+        {
+          unsigned red5_v0[2];
+          ld_run(red5_v0, reinterpret_cast<const unsigned*>(s_Q + red5_o1 * 128 + (r0 ^ ((red5_o1 % 8) * 8))));
+          p += prism_sq(hload((half_t)red5_v0[0]));
+          p += prism_sq(hload((half_t)(red5_v0[0] >> 16)));
+          p += prism_sq(hload((half_t)red5_v0[1]));
+          p += prism_sq(hload((half_t)(red5_v0[1] >> 16)));
+        }
       }
     }
     p = warp_sum(p, 32);
@@ -687,8 +690,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k1_7354911604(co
       const int red4_o1 = (o % 2);
       const int red4_or1 = o / 2;
       const int red4_o0 = red4_or1;
-      #pragma unroll 4
-      for (int r = lane; r < 32; r += 32) p += acc2[red4_o0 * 72 + red4_o1 * 36 + r];
+      // one pass: a step covers the dim
+      {
+        const int r = lane;
+        {
+          p += acc2[red4_o0 * 72 + red4_o1 * 36 + r];
+        }
+      }
     }
     p = warp_sum(p, 32);
     if (lane == 0) {

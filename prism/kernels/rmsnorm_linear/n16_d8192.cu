@@ -244,8 +244,13 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_24d789e4f4(co
       float p = 0.0f;
       {
         const int acc6_o0 = o;
-        #pragma unroll 4
-        for (int r = lane; r < 32; r += 32) p += (prism_sq(hload(s_X[acc6_o0 * 32 + (r ^ (((acc6_o0 / 2) % 4) * 8))])) * 0.000122070312f);
+        // one pass: a step covers the dim
+        {
+          const int r = lane;
+          {
+            p += (prism_sq(hload(s_X[acc6_o0 * 32 + (r ^ (((acc6_o0 / 2) % 4) * 8))])) * 0.000122070312f);
+          }
+        }
       }
       ra6[j] += p;  // lane partial; the lanes are combined once, after the loop
     }

@@ -304,8 +304,13 @@ __device__ __forceinline__ void run(const half_t* __restrict__ t_W, const half_t
     const int o = (j * 4 + warp) * 1;
     float p = 0.0f;
     if (o < 1) {
-      #pragma unroll 4
-      for (int r = lane; r < 32; r += 32) p += acc4[r];
+      // one pass: a step covers the dim
+      {
+        const int r = lane;
+        {
+          p += acc4[r];
+        }
+      }
     }
     p = warp_sum(p, 32);
     if (o < 1 && lane == 0) {

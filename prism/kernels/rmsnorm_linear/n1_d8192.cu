@@ -243,14 +243,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3923402b4d(co
       for (int j = 0; j < 1; ++j) {
         const int o = j;
         float p = 0.0f;
-    #pragma unroll 4
-        for (int r0 = tid * 4; r0 < 512; r0 += 512) {
-          unsigned red4_v0[2];
-          ld_run(red4_v0, reinterpret_cast<const unsigned*>(s_X + r0));
-          p += (hload((half_t)red4_v0[0]) * hload((half_t)red4_v0[0]));
-          p += (hload((half_t)(red4_v0[0] >> 16)) * hload((half_t)(red4_v0[0] >> 16)));
-          p += (hload((half_t)red4_v0[1]) * hload((half_t)red4_v0[1]));
-          p += (hload((half_t)(red4_v0[1] >> 16)) * hload((half_t)(red4_v0[1] >> 16)));
+    // one pass: a step covers the dim
+        {
+          const int r0 = tid * 4;
+          {
+            unsigned red4_v0[2];
+            ld_run(red4_v0, reinterpret_cast<const unsigned*>(s_X + r0));
+            p += (hload((half_t)red4_v0[0]) * hload((half_t)red4_v0[0]));
+            p += (hload((half_t)(red4_v0[0] >> 16)) * hload((half_t)(red4_v0[0] >> 16)));
+            p += (hload((half_t)red4_v0[1]) * hload((half_t)red4_v0[1]));
+            p += (hload((half_t)(red4_v0[1] >> 16)) * hload((half_t)(red4_v0[1] >> 16)));
+          }
         }
         p = warp_sum(p, 32);
         if (lane == 0) red4_part[warp] = p;

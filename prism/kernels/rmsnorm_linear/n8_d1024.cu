@@ -270,14 +270,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_a7221a36e2(co
     float p = 0.0f;
     {
       const int red7_o0 = o;
-      #pragma unroll 4
-      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        float red7_v0[4];
-        ld_run(red7_v0, acc6 + red7_o0 * 132 + r0);
-        p += red7_v0[0];
-        p += red7_v0[1];
-        p += red7_v0[2];
-        p += red7_v0[3];
+      // one pass: a step covers the dim
+      {
+        const int r0 = lane * 4;
+        {
+          float red7_v0[4];
+          ld_run(red7_v0, acc6 + red7_o0 * 132 + r0);
+          p += red7_v0[0];
+          p += red7_v0[1];
+          p += red7_v0[2];
+          p += red7_v0[3];
+        }
       }
     }
     p = warp_sum(p, 32);

@@ -266,14 +266,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_f652af3aed(co
     float p = 0.0f;
     {
       const int red6_o0 = o;
-      #pragma unroll 4
-      for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-        float red6_v0[4];
-        ld_run(red6_v0, acc4 + red6_o0 * 132 + r0);
-        p += red6_v0[0];
-        p += red6_v0[1];
-        p += red6_v0[2];
-        p += red6_v0[3];
+      // one pass: a step covers the dim
+      {
+        const int r0 = lane * 4;
+        {
+          float red6_v0[4];
+          ld_run(red6_v0, acc4 + red6_o0 * 132 + r0);
+          p += red6_v0[0];
+          p += red6_v0[1];
+          p += red6_v0[2];
+          p += red6_v0[3];
+        }
       }
     }
     p = warp_sum(p, 32);

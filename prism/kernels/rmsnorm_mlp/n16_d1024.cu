@@ -308,12 +308,15 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_e3284942f2(co
       float p = 0.0f;
       {
         const int acc6_o0 = o;
-        #pragma unroll 4
-        for (int r0 = lane * 2; r0 < 64; r0 += 64) {
-          unsigned acc6_v0[1];
-          ld_run(acc6_v0, reinterpret_cast<const unsigned*>(s_X + acc6_o0 * 64 + (r0 ^ ((acc6_o0 % 8) * 8))));
-          p += prism_sq(hload((half_t)acc6_v0[0]));
-          p += prism_sq(hload((half_t)(acc6_v0[0] >> 16)));
+        // one pass: a step covers the dim
+        {
+          const int r0 = lane * 2;
+          {
+            unsigned acc6_v0[1];
+            ld_run(acc6_v0, reinterpret_cast<const unsigned*>(s_X + acc6_o0 * 64 + (r0 ^ ((acc6_o0 % 8) * 8))));
+            p += prism_sq(hload((half_t)acc6_v0[0]));
+            p += prism_sq(hload((half_t)(acc6_v0[0] >> 16)));
+          }
         }
       }
       ra6[j] += p;  // lane partial; the lanes are combined once, after the loop

@@ -315,14 +315,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_47b700a749(co
       const int o = (j * 4 + warp) * 1;
       float p = 0.0f;
       if (o < 1) {
-        #pragma unroll 4
-        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-          unsigned acc9_v0[2];
-          ld_run(acc9_v0, reinterpret_cast<const unsigned*>(s_X + r0));
-          p += (hload((half_t)acc9_v0[0]) * (hload((half_t)acc9_v0[0]) * 0.000244140625f));
-          p += (hload((half_t)(acc9_v0[0] >> 16)) * (hload((half_t)(acc9_v0[0] >> 16)) * 0.000244140625f));
-          p += (hload((half_t)acc9_v0[1]) * (hload((half_t)acc9_v0[1]) * 0.000244140625f));
-          p += (hload((half_t)(acc9_v0[1] >> 16)) * (hload((half_t)(acc9_v0[1] >> 16)) * 0.000244140625f));
+        // one pass: a step covers the dim
+        {
+          const int r0 = lane * 4;
+          {
+            unsigned acc9_v0[2];
+            ld_run(acc9_v0, reinterpret_cast<const unsigned*>(s_X + r0));
+            p += (hload((half_t)acc9_v0[0]) * (hload((half_t)acc9_v0[0]) * 0.000244140625f));
+            p += (hload((half_t)(acc9_v0[0] >> 16)) * (hload((half_t)(acc9_v0[0] >> 16)) * 0.000244140625f));
+            p += (hload((half_t)acc9_v0[1]) * (hload((half_t)acc9_v0[1]) * 0.000244140625f));
+            p += (hload((half_t)(acc9_v0[1] >> 16)) * (hload((half_t)(acc9_v0[1] >> 16)) * 0.000244140625f));
+          }
         }
       }
       ra9[j] += p;  // lane partial; the lanes are combined once, after the loop

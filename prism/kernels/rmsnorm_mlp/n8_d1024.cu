@@ -320,14 +320,17 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_14ea50b0d9(co
       float p = 0.0f;
       {
         const int acc9_o0 = o;
-        #pragma unroll 4
-        for (int r0 = lane * 4; r0 < 128; r0 += 128) {
-          unsigned acc9_v0[2];
-          ld_run(acc9_v0, reinterpret_cast<const unsigned*>(s_X + acc9_o0 * 128 + (r0 ^ ((acc9_o0 % 8) * 8))));
-          p += (hload((half_t)acc9_v0[0]) * (hload((half_t)acc9_v0[0]) * 0.0009765625f));
-          p += (hload((half_t)(acc9_v0[0] >> 16)) * (hload((half_t)(acc9_v0[0] >> 16)) * 0.0009765625f));
-          p += (hload((half_t)acc9_v0[1]) * (hload((half_t)acc9_v0[1]) * 0.0009765625f));
-          p += (hload((half_t)(acc9_v0[1] >> 16)) * (hload((half_t)(acc9_v0[1] >> 16)) * 0.0009765625f));
+        // one pass: a step covers the dim
+        {
+          const int r0 = lane * 4;
+          {
+            unsigned acc9_v0[2];
+            ld_run(acc9_v0, reinterpret_cast<const unsigned*>(s_X + acc9_o0 * 128 + (r0 ^ ((acc9_o0 % 8) * 8))));
+            p += (hload((half_t)acc9_v0[0]) * (hload((half_t)acc9_v0[0]) * 0.0009765625f));
+            p += (hload((half_t)(acc9_v0[0] >> 16)) * (hload((half_t)(acc9_v0[0] >> 16)) * 0.0009765625f));
+            p += (hload((half_t)acc9_v0[1]) * (hload((half_t)acc9_v0[1]) * 0.0009765625f));
+            p += (hload((half_t)(acc9_v0[1] >> 16)) * (hload((half_t)(acc9_v0[1] >> 16)) * 0.0009765625f));
+          }
         }
       }
       ra9[j] += p;  // lane partial; the lanes are combined once, after the loop
