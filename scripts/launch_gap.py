@@ -24,6 +24,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -175,7 +176,9 @@ def _raw(fn: Any, stream_of: Any) -> Any:
 
 def _stream() -> Any:
     import cupy
-    return cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream; it still works (as prism.runtime)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
 
 
 def run(name: str, which: str, samples: int, out_dir: str | None) -> dict[str, Any]:

@@ -178,6 +178,33 @@ __device__ __forceinline__ void cp_async4z(unsigned dst, const void* src, bool o
 """
 
 
+# erf with no branch (docs/codegen.md, "An erf without a branch"): erff branches per element, which keeps
+# the compiler from interleaving a thread's elements. |x| < 1: x P(x^2); else 1 - t Q(t) exp(-x^2) with
+# t = 1 / (1 + |x| / 2); P and Q least-squares fits, within 2.3 ulp of erf in float32 (as erff, 2 ulp).
+_ERF = r"""__device__ __forceinline__ float prism_erf(float x) {
+  const float a = fabsf(x), s = x * x;
+  float p = 8.006874122656882e-05f;
+  p = fmaf(p, s, -0.0008053751080296934f);
+  p = fmaf(p, s, 0.005192957818508148f);
+  p = fmaf(p, s, -0.0268560703843832f);
+  p = fmaf(p, s, 0.11283634603023529f);
+  p = fmaf(p, s, -0.3761262893676758f);
+  p = fmaf(p, s, 1.128379225730896f);
+  const float t = 1.0f / fmaf(0.5f, a, 1.0f);
+  float q = 0.025833208113908768f;
+  q = fmaf(q, t, 0.024829531088471413f);
+  q = fmaf(q, t, -0.15306362509727478f);
+  q = fmaf(q, t, 0.043332457542419434f);
+  q = fmaf(q, t, 0.071214959025383f);
+  q = fmaf(q, t, 0.17810842394828796f);
+  q = fmaf(q, t, 0.24670135974884033f);
+  q = fmaf(q, t, 0.2820986211299896f);
+  q = fmaf(q, t, 0.2820947766304016f);
+  const float big = copysignf(1.0f - t * q * expf(-s), x);
+  return a < 1.0f ? x * p : big;
+}
+"""
+
 # helpers a kernel gets only when it uses them (``prelude(helpers=...)``), by name
 _MAX = "__device__ __forceinline__ float prism_max(float a, float b) { return (a != a || a > b) ? a : b; }\n"
 _MIN = "__device__ __forceinline__ float prism_min(float a, float b) { return (a != a || a < b) ? a : b; }\n"
@@ -185,8 +212,9 @@ _HELPERS: dict[str, str] = {
     "prism_sigmoid": "__device__ __forceinline__ float prism_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }\n",
     "prism_relu": "__device__ __forceinline__ float prism_relu(float x) { return x < 0.0f ? 0.0f : x; }"
                   "  // NaN stays NaN, as torch.relu\n",
+    "prism_erf": _ERF,
     "prism_gelu_erf": "__device__ __forceinline__ float prism_gelu_erf(float x) "
-                      "{ return 0.5f * x * (1.0f + erff(x * 0.70710678118f)); }\n",
+                      "{ return 0.5f * x * (1.0f + prism_erf(x * 0.70710678118f)); }\n",
     # NaN where either operand is NaN, as torch.maximum / torch.clamp (fmaxf would drop it)
     "prism_max": _MAX,
     "prism_min": _MIN,
@@ -195,7 +223,7 @@ _HELPERS: dict[str, str] = {
                    "{ return m == -__int_as_float(0x7f800000) ? 0.0f : m; }\n",
 }
 _HELPER_OF: dict[Unary | Binary, str] = {
-    Unary.SIGMOID: "prism_sigmoid", Unary.RELU: "prism_relu", Unary.GELU_ERF: "prism_gelu_erf",
+    Unary.SIGMOID: "prism_sigmoid", Unary.RELU: "prism_relu", Unary.GELU_ERF: "prism_gelu_erf", Unary.ERF: "prism_erf",
     Unary.MAX_SCALAR: "prism_max", Binary.MAXIMUM: "prism_max", Unary.MIN_SCALAR: "prism_min",
     Binary.MINIMUM: "prism_min",
 }
@@ -218,4 +246,5 @@ def helpers_used(*lows: KernelLowering) -> frozenset[str]:
     """The ``_HELPERS`` the kernels ``lows`` call (one launch: a split kernel and its fused combine)."""
     fns = {op.fn for low in lows for op in low.kernel.ops if isinstance(op, UnaryOp | BinaryOp)}
     shifts = any(low.shifts for low in lows)
-    return frozenset({_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set()))
+    names = {_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set())
+    return frozenset(names | ({"prism_erf"} if "prism_gelu_erf" in names else set()))  # (which calls it)
