@@ -1,6 +1,7 @@
-"""What nvcc makes of the generated kernels, without a GPU: per zoo program, every searched template at up to
-``--sizes`` legal sizes (the prior's order), compiled to PTX for sm_90, and the global loads, barriers, branches
-and instructions in it, summed per program. Run on two trees (``PYTHONPATH``) to compare code generators.
+"""What nvcc makes of the generated kernels, without a GPU: per zoo program, every searched template at its
+``--sizes`` best legal sizes by the tuner's static prior (``draw._prior_first``: what the first round times),
+compiled to PTX for sm_90, and the global loads, barriers, branches and instructions in it, summed per
+program. Run on two trees (``PYTHONPATH``) to compare code generators.
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python scripts/ptx_counts.py --which decode \
         --only rms_norm,layer_norm,softmax [--sizes 2] [--json out.json]
@@ -23,10 +24,12 @@ from bench.zoo import expand_names, zoo_graph
 from prism import pipeline
 from prism.codegen.arch import COMPILE_FLAGS
 from prism.codegen.generate import generate
+from prism.codegen.resources import resources as codegen_resources
 from prism.codegen.sizes import generated_sizes
 from prism.errors import PrismError
 from prism.ir import CustomKernel
 from prism.rows import searched_graph
+from prism.tune.draw import _prior_first
 
 PATTERNS = {"global_loads": r"\bld\.global", "barriers": r"\bbar\.sync", "branches": r"\bbra\b"}
 
@@ -54,9 +57,7 @@ def program_counts(name: str, which: str, sizes: int) -> dict[str, object]:
         kg = pipeline.bind_shapes(t, g)
         if not any(isinstance(k, CustomKernel) for k in kg.kernels):
             continue
-        for n, (sz, _) in enumerate(generated_sizes(kg)):
-            if n >= sizes:
-                break
+        for sz in _prior_first(kg, list(generated_sizes(kg)), "sm_80", codegen_resources)[:sizes]:
             try:
                 plan = generate(kg.instantiate(sz))
             except PrismError:
