@@ -1,7 +1,11 @@
 """Where a small generated kernel's time goes, against Inductor's (run on the device machine).
 
     PYTHONPATH=. PRISM_CACHE_DIR=.prism-cache python3 scripts/launch_gap.py --only gelu_exact_bias,row_variance \
-        [--which decode] [--samples 32] [--out DIR]
+        [--which decode] [--samples 32] [--rounds 2] [--hand] [--out DIR]
+
+``--hand`` first times the hand-written probes (``HAND``: an RMS norm reading its row once or twice, a
+variance with one barrier or two, gelu(X + B) with erff, with ``prism_erf`` and without the erf), each
+checked against float64 and timed beside torch.compile of the same function.
 
 Per zoo program: ``prism.superoptimize(..., inductor=False)`` (search cache carried; tuning runs here) and
 ``torch.compile`` of the same program, then, all timed by the bench protocol (``graph_time_us``):
