@@ -216,3 +216,36 @@ def test_a_row_sum_accumulator_is_walked_by_the_whole_block(n: int, d: int) -> N
     if nvcc_path() is not None:
         ks = [generate(kg, arch="sm_80", options=o).kernels[0] for o in both]
         assert len(compile_check([(k.entry, k.source) for k in ks], "sm_80", jobs=1)) == 3
+
+
+def test_independent_block_wide_accumulators_share_one_barrier() -> None:
+    """A variance (``mean(x²) − mean(x)²``) searched as one kernel accumulates both sums over the row: their
+    block-wide combines are written behind one barrier (``render_held_accs``), not one each, and the
+    kernel still computes the program (emulated; compiled where nvcc is)."""
+    from prism import pipeline
+    from prism.codegen.sizes import generated_sizes
+
+    g = Graph()
+    x = g.input((4, 1024), "float16", "X")
+    g.output(g.sub(g.mean(g.square(x), -1), g.square(g.mean(x, -1))), "O")
+    found = None
+    for t in pipeline.search_and_verify(g, program="variance", progress=False, cache=False).templates:
+        kg = pipeline.bind_shapes(t, g)
+        for sizes, _ in generated_sizes(kg):
+            src = generate(kg.instantiate(sizes), arch="sm_80").kernels[0].source
+            if re.search(r"__shared__ float a\d+_part\[\d+\];\n\s*__shared__ float a\d+_part", src):
+                found = kg.instantiate(sizes), src
+                break
+        if found:
+            break
+    assert found is not None, "no searched kernel with two block-wide accumulators"
+    kg, src = found
+    merged = src[src.index("__shared__ float a"):]
+    merged = merged[:merged.index("\n  }\n")]
+    assert merged.count("__syncthreads();") == 1 and len(re.findall(r"acc\d+_r = warp_sum", merged)) == 2
+    rng = np.random.default_rng(8)
+    inputs = {"X": rng.standard_normal((4, 1024))}
+    assert relative_error(emulate(kg, inputs)["O"], interpreter.run(kg, inputs)["O"]) < 1e-9
+    if nvcc_path() is not None:
+        k = generate(kg, arch="sm_80").kernels[0]
+        assert len(compile_check([(k.entry, k.source)], "sm_80", jobs=1)) == 1
