@@ -393,12 +393,11 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
     if low.reads_loop_tiles_after:  # one iteration (one ring slot): values after the loop read its tiles
         body += [f"{lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring;" for lp in low.loads if lp.buf.ring]
     held = [(j, low.bufs[j], f"ra{j}") for j, a in sorted(low.accs.items()) if a.kind is AccKind.RED and a.group > 32]
-    merged = {j for j, _, _ in held} if len(held) > 1 else set()
-    if merged:  # the block-wide accumulators behind one barrier
-        body += render_held_accs(low, held)
     for j, a in sorted(low.accs.items()):
         dst = low.bufs[j]
-        if j in merged:
+        if held and j == held[0][0]:  # the block-wide accumulators, all behind one barrier
+            body += render_held_accs(low, held)
+        if any(j == h[0] for h in held):
             continue
         match a.kind:
             case AccKind.FRAG:

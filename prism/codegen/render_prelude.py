@@ -217,6 +217,7 @@ _HELPERS: dict[str, str] = {
     "prism_shift": "__device__ __forceinline__ float prism_shift(float m) "
                    "{ return m == -__int_as_float(0x7f800000) ? 0.0f : m; }\n",
 }
+_CALLS: dict[str, tuple[str, ...]] = {"prism_gelu_erf": ("prism_erf",)}  # helpers that call other helpers
 _HELPER_OF: dict[Unary | Binary, str] = {
     Unary.SIGMOID: "prism_sigmoid", Unary.RELU: "prism_relu", Unary.GELU_ERF: "prism_gelu_erf", Unary.ERF: "prism_erf",
     Unary.MAX_SCALAR: "prism_max", Binary.MAXIMUM: "prism_max", Unary.MIN_SCALAR: "prism_min",
@@ -242,4 +243,4 @@ def helpers_used(*lows: KernelLowering) -> frozenset[str]:
     fns = {op.fn for low in lows for op in low.kernel.ops if isinstance(op, UnaryOp | BinaryOp)}
     shifts = any(low.shifts for low in lows)
     names = {_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set())
-    return frozenset(names | ({"prism_erf"} if "prism_gelu_erf" in names else set()))  # (which calls it)
+    return frozenset(names.union(*(_CALLS.get(n, ()) for n in names)))

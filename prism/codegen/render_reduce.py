@@ -233,13 +233,12 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
 def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: int, count: int, dst: Buf,
                          acc: str) -> list[str]:
     """After the loop: combine the lanes' partial sums with shuffles; the group leaders write the tile
-    (a block-wide accumulator: ``_block_acc_held``)."""
+    (block-wide accumulators, ``group > 32``: ``render_held_accs``)."""
+    assert group <= 32, "a block-wide accumulator is held (render_held_accs)"
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
     nw = low.warps
-    if group > 32:
-        return _block_acc_held(low, i, dst, acc)
     decl, idx = decompose("o", out, f"a{i}_o")
     lane_r, o_expr = _lanes(group, nw)
     cond = ([f"o < {n_out}"] if n_out % outputs_per_pass(group, nw) else []) + ([f"{lane_r} == 0"] if group > 1 else [])
@@ -256,17 +255,12 @@ def render_red_acc_write(low: KernelLowering, i: int, x: int, dim: int, group: i
     ]
 
 
-def _block_acc_held(low: KernelLowering, i: int, dst: Buf, acc: str) -> list[str]:
-    """A block-wide accumulator's one output (``KernelLowering.held``): each warp sums its threads'
-    partials, then every warp sums the warps'. The partials of a rescaled sum share their running max
-    (every thread saw the same shift values), so they add as they are."""
-    return render_held_accs(low, [(i, dst, acc)])
-
-
 def render_held_accs(low: KernelLowering, accs: Sequence[tuple[int, Buf, str]]) -> list[str]:
-    """Several block-wide accumulators (``_block_acc_held``: index, tile, register array) combined behind
-    one barrier: every warp's sums go to shared memory together, then every warp reads them all. The
-    accumulators are complete after the loop, so none waits for another's barrier."""
+    """The block-wide accumulators of a kernel (index, tile, register array), each one output
+    (``KernelLowering.held``), combined behind one barrier: each warp sums its threads' partials, the
+    warps' sums go to shared memory together, then every warp sums them all. The accumulators are
+    complete after the loop, so none waits for another's barrier; the partials of a rescaled sum share
+    their running max (every thread saw the same shift values), so they add as they are."""
     nw = low.warps
     lines = [f"float {dst.name}_r;" for _, dst, _ in accs] + ["{"]
     lines += [f"  __shared__ float a{i}_part[{nw}];" for i, _, _ in accs]
