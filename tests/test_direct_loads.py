@@ -105,7 +105,7 @@ def test_runs_are_only_as_wide_as_the_rows_are_aligned() -> None:
     low = next(k for k in lower_graph(kg, get_arch("sm_80"), DIRECT).kernels if k is not None)
     assert [b.galign for b in low.bufs.values() if b.direct] == [4]
     src = generate(kg, arch="sm_80", options=DIRECT).kernels[0].source
-    assert re.search(r"unsigned s\d+_v0\[1\];", src) and not re.search(r"unsigned \w+\[[24]\];", src)
+    assert re.search(r"unsigned (s\d+_v0|early\d+)\[1\];", src) and not re.search(r"unsigned \w+\[[24]\];", src)
 
 
 @pytest.mark.parametrize("sizes", [{"x": 2, "i": 2}])

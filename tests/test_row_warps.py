@@ -138,9 +138,12 @@ def test_the_block_wide_reduction_reads_runs(d: int, rows: int, opts: Options, r
         if step >= d:  # one run a thread at most: one guarded pass, no loop
             assert f"const int r0 = tid * {run};" in src and "for (int r0 =" not in src
             assert (f"if (r0 < {d}) {{" in src) == (step > d)
+            # the thread's run is read once, at the kernel start, under the pass's guard (EarlyReads)
+            assert re.search(rf"unsigned early\d+\[{run // 2}\];", src) and not re.search(r"red\d+_v0", src)
+            assert (f"if (tid * {run} < {d}) ld_run(early" in src) == (step > d)
         else:
             assert f"for (int r0 = tid * {run}; r0 < {d}; r0 += {step})" in src
-        assert re.search(rf"unsigned red\d+_v0\[{run // 2}\];", src)
+            assert re.search(rf"unsigned red\d+_v0\[{run // 2}\];", src)
     else:
         assert f"for (int r = tid; r < {d}; r += " in src and not re.search(r"red\d+_v0", src)
     rng = np.random.default_rng(6)

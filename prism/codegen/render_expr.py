@@ -145,12 +145,56 @@ def element_read(b: Buf, p: str, off: str) -> str:
     return f"ld_l2({p} + {off})" if b.l2 else f"{p}[{off}]"
 
 
+class EarlyReads:
+    """The runs of read-only global tiles a loop-free kernel's one-pass walks and saves read (each
+    thread one run, at an offset of ``tid`` alone): every such run is loaded once, at the kernel's
+    start, into a register array that every later reader of the run uses. A load written inside each
+    walk sits behind the barriers of the reductions before it (the compiler does not move loads across
+    ``__syncthreads``): a row read by two reductions and a save was loaded three times, and a norm's
+    weight was first requested after both reductions, its latency on the critical path."""
+
+    def __init__(self, readable: frozenset[str]) -> None:
+        self.readable = readable  # the direct tiles no op of the kernel writes (buffer names)
+        self.arrays: dict[tuple[str, str, int, int | None], str] = {}
+        self.lines: list[str] = []
+
+    @staticmethod
+    def of(low: KernelLowering) -> EarlyReads | None:
+        """For a kernel without a loop (its registers need not live through one); else None."""
+        if low.loop != 1:
+            return None
+        written = set(low.saves_tensors())
+        return EarlyReads(frozenset(lp.buf.name for lp in low.loads
+                                    if lp.buf.direct and not lp.buf.gstep and not lp.buf.l2
+                                    and lp.tensor not in written))
+
+    def array(self, b: Buf, p: str, off: str, vec: int, start: str, bound: int | None) -> str:
+        """The register array holding the run of ``vec`` elements at ``p + off`` (read where ``start <
+        bound``), declared and loaded at the kernel start on first use."""
+        key = (p, off, vec, bound)
+        if (name := self.arrays.get(key)) is None:
+            name = self.arrays[key] = f"early{len(self.arrays)}"
+            half = b.dtype is Storage.HALF
+            decl = f"unsigned {name}[{vec // 2}];" if half else f"float {name}[{vec}];"
+            src = f"reinterpret_cast<const unsigned*>({p} + {off})" if half else f"{p} + {off}"
+            guard = "" if bound is None else f"if ({start} < {bound}) "
+            self.lines += [decl, f"{guard}ld_run({name}, {src});"]
+        return name
+
+    def declarations(self) -> list[str]:
+        if not self.lines:
+            return []
+        return ["// runs of read-only inputs, each loaded once before the first barrier (EarlyReads)", *self.lines]
+
+
 class Exprs:
     """Renders the value of op ``i`` at a tile index as a C float expression."""
 
-    def __init__(self, low: KernelLowering, ptr: dict[str, str] | None = None) -> None:
+    def __init__(self, low: KernelLowering, ptr: dict[str, str] | None = None,
+                 early: EarlyReads | None = None) -> None:
         self.low = low
         self.ptr = ptr or {}  # buffer name -> C pointer expression (defaults to the name)
+        self.early = early
 
     def tile_offset(self, b: Buf, idx: Sequence[str]) -> str:
         """The element offset of ``idx`` in tile ``b`` (padded rows, swizzled chunks, or in place in
@@ -228,13 +272,27 @@ class RunReads(Exprs):
     """Expressions for a thread's run of ``vec`` consecutive elements along the last dim (index ``var``
     plus 0 .. vec - 1, as ``with_last`` writes it): a shared-memory tile read along the run is loaded
     once, all ``vec`` elements in vector loads, into a register array. ``loads`` holds those arrays'
-    declarations and loads, to emit before the expressions that read them."""
+    declarations and loads, to emit before the expressions that read them. ``start``: ``var``'s value
+    as an expression of ``tid`` alone, the same text wherever a run starts there (a one-pass walk, a
+    one-item save), read only where ``start < bound`` (None: always); a read-only global tile's run is
+    then read from ``EarlyReads``' array."""
 
-    def __init__(self, ex: Exprs, var: str, vec: int, prefix: str) -> None:
-        super().__init__(ex.low, ex.ptr)
+    def __init__(self, ex: Exprs, var: str, vec: int, prefix: str, start: str | None = None,
+                 bound: int | None = None) -> None:
+        super().__init__(ex.low, ex.ptr, ex.early)
         self.var, self.vec, self.prefix = var, vec, prefix
+        self.start, self.bound = start, bound
         self.arrays: dict[tuple[str, str], str] = {}
         self.loads: list[str] = []
+
+    def _early(self, b: Buf, p: str, idx: Sequence[str]) -> str | None:
+        """The ``EarlyReads`` array of this run of ``b`` (leading indices fixed), or None."""
+        if self.early is None or self.start is None or b.name not in self.early.readable:
+            return None
+        if not all(i.isdigit() for i in idx[:-1]):
+            return None
+        off = self.tile_offset(b, [*idx[:-1], _paren(self.start)])
+        return self.early.array(b, p, off, self.vec, self.start, self.bound)
 
     def _lane(self, last: str) -> int | None:
         if self.vec == 1:  # no run: every element is read on its own
@@ -263,7 +321,7 @@ class RunReads(Exprs):
             return super().buf_read(b, idx)
         p = self.pointer(b)
         off = self.tile_offset(b, [*idx[:-1], self.var])
-        name = self.arrays.get((p, off))
+        name = self.arrays.get((p, off)) or self._early(b, p, idx)
         half = b.dtype is Storage.HALF
         if name is None:  # halves are held in 32-bit words (an array of halves is split into 2-byte loads)
             name = self.arrays[(p, off)] = f"{self.prefix}{len(self.arrays)}"
@@ -276,10 +334,12 @@ class RunReads(Exprs):
         return f"hload((half_t)({word} >> 16))" if k % 2 else f"hload((half_t){word})"
 
 
-def run_values(ex: Exprs, i: int, idx: Sequence[str], vec: int, prefix: str, *, own: bool = False) -> list[str]:
+def run_values(ex: Exprs, i: int, idx: Sequence[str], vec: int, prefix: str, *, own: bool = False,
+               start: str | None = None, bound: int | None = None) -> list[str]:
     """C lines that set ``v0`` .. ``v{vec-1}`` to value ``i`` at the run ``idx`` .. ``idx + vec - 1`` along the
-    last dim: the run's vector loads (``RunReads``), then one float each (``own``: compute i's op)."""
-    rex = RunReads(ex, idx[-1], vec, prefix)
+    last dim: the run's vector loads (``RunReads``; ``start``, ``bound``: its), then one float each
+    (``own``: compute i's op)."""
+    rex = RunReads(ex, idx[-1], vec, prefix, start, bound)
     value = rex.define if own else rex.read
     vals = [f"const float v{k} = {value(i, with_last(idx, k))};" for k in range(vec)]
     return [*rex.loads, *vals]

@@ -27,7 +27,7 @@ from prism.codegen.lowered import (
     inline_reads,
     outputs_per_pass,
 )
-from prism.codegen.render_expr import Exprs
+from prism.codegen.render_expr import EarlyReads, Exprs
 from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter, valid_from
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import helpers_used, prelude
@@ -435,12 +435,13 @@ def params(low: KernelLowering) -> list[str]:
 def block_code(low: KernelLowering) -> list[str]:
     """What one block runs, as the block ``bid`` (a ``uint3`` in scope): declarations, prologue,
     main loop, epilogue."""
-    ex = Exprs(low)
+    ex = Exprs(low, early=EarlyReads.of(low))
     ids = ["const int tid = threadIdx.x;"]
     if low.uses_lanes:
         ids += ["const int warp = tid >> 5;", "const int lane = tid & 31;"]
-    return ["extern __shared__ __align__(128) unsigned char smem[];", *ids, *_declarations(low),
-            *_prologue(low, ex), *_main_loop(low, ex), *_epilogue(low, ex)]
+    body = [*_prologue(low, ex), *_main_loop(low, ex), *_epilogue(low, ex)]  # (fills ex.early)
+    early = ex.early.declarations() if ex.early is not None else []
+    return ["extern __shared__ __align__(128) unsigned char smem[];", *ids, *_declarations(low), *early, *body]
 
 
 def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:

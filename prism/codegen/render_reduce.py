@@ -173,7 +173,9 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
 
     if run == 1:
         return _lane_stride(lane_r, extent, group, take(ex.read(x, xidx), "r"), v)
-    rex = RunReads(ex, "r0", run, f"{name}_v")
+    one_pass = lane_r == "tid" and extent <= group * run  # r0 = tid * run: EarlyReads may hold the run
+    rex = RunReads(ex, "r0", run, f"{name}_v", *((f"tid * {run}", extent if extent < group * run else None)
+                                                  if one_pass else (None, None)))
     stmts = [take(rex.read(x, at := with_last([*xidx[:-1], "r0"], k)), at[-1]) for k in range(run)]
     return _strided("r0", f"{lane_r} * {run}", extent, group * run, [*rex.loads, *stmts])  # the reads filled rex.loads
 
