@@ -19,6 +19,7 @@ from prism.codegen.lower import DEFAULT_OPTIONS, DirectLoads, lower_graph
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.graph import Graph
 from prism.ir import KernelGraph
+from prism.ops import Reduce
 from prism.reference import relative_error
 from prism.rowwise import row_plan
 
@@ -236,19 +237,48 @@ def test_independent_block_wide_accumulators_share_one_barrier() -> None:
         kg = pipeline.bind_shapes(t, g)
         for sizes, _ in generated_sizes(kg):
             src = generate(kg.instantiate(sizes), arch="sm_80").kernels[0].source
-            if re.search(r"__shared__ float a\d+_part\[\d+\];\n\s*__shared__ float a\d+_part", src):
+            part = r"__shared__ __align__\(16\) float a\d+_part"
+            if re.search(rf"{part}\[\d+\];\n\s*{part}", src):
                 found = kg.instantiate(sizes), src
                 break
         if found:
             break
     assert found is not None, "no searched kernel with two block-wide accumulators"
     kg, src = found
-    merged = src[src.index("__shared__ float a"):]
+    merged = src[src.index("__shared__ __align__(16) float a"):]
     merged = merged[:merged.index("\n  }\n")]
-    assert merged.count("__syncthreads();") == 1 and len(re.findall(r"acc\d+_r = warp_sum", merged)) == 2
+    assert merged.count("__syncthreads();") == 1 and len(re.findall(r"acc\d+_r = \(", merged)) == 2
     rng = np.random.default_rng(8)
     inputs = {"X": rng.standard_normal((4, 1024))}
     assert relative_error(emulate(kg, inputs)["O"], interpreter.run(kg, inputs)["O"]) < 1e-9
     if nvcc_path() is not None:
         k = generate(kg, arch="sm_80").kernels[0]
         assert len(compile_check([(k.entry, k.source)], "sm_80", jobs=1)) == 1
+
+
+@pytest.mark.parametrize("nw", [1, 2, 4, 6, 10, 14, 16, 32])
+@pytest.mark.parametrize("fn", [Reduce.SUM, Reduce.MAX])
+def test_the_warps_values_are_combined_once_each_from_float4_reads(nw: int, fn: Reduce) -> None:
+    """Every thread combines a held reduction's warp values itself (``render_reduce._parts_sum``): the
+    array is read as whole float4s (padded to them, 16-byte aligned), each of the ``nw`` values enters the
+    tree once and no padding does; the tree's depth is log2(nw), not a 32-lane shuffle chain."""
+    from prism.codegen.render_reduce import _parts_decl, _parts_sum
+
+    assert _parts_decl("pp", nw).strip() == f"__shared__ __align__(16) float pp[{-(-nw // 4) * 4}];"
+    *loads, expr = _parts_sum("pp", nw, fn, "out")
+    assert loads == [f"const float4 pp_q{k} = reinterpret_cast<const float4*>(pp)[{k}];" for k in range(-(-nw // 4))]
+    values = [float(3 ** w % 97) for w in range(-(-nw // 4) * 4)]
+    padded = values[:nw] + [1e9] * (len(values) - nw)  # a padding value read would show
+    env = {f"pp_q{k}": type("q", (), dict(zip("xyzw", padded[4 * k:4 * k + 4], strict=True)))
+           for k in range(len(padded) // 4)}
+    got = eval(expr.removeprefix("out = ").rstrip(";").replace("fmaxf", "max"), {"max": max}, env)
+    assert got == (sum(values[:nw]) if fn is Reduce.SUM else max(values[:nw]))
+    assert max(_depth(expr), 1) == max((nw - 1).bit_length(), 1)
+
+
+def _depth(expr: str) -> int:
+    depth = best = 0
+    for ch in expr:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        best = max(best, depth)
+    return best

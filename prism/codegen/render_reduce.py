@@ -205,7 +205,7 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
         return [
             f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: one output, the whole block on it, "
             "held by every thread",
-            *_held_combine(dst, f"{name}_part", nw, warp_op, init, [
+            *_held_combine(dst, f"{name}_part", nw, fn, [
                 *_indent(decl, 2), f"  float p = {init};", pragma, *_indent(walk, 2), f"  p = {warp_op}(p, 32);"]),
         ]
     return [
@@ -265,26 +265,46 @@ def render_held_accs(low: KernelLowering, accs: Sequence[tuple[int, Buf, str]]) 
     their running max (every thread saw the same shift values), so they add as they are."""
     nw = low.warps
     lines = [f"float {dst.name}_r;" for _, dst, _ in accs] + ["{"]
-    lines += [f"  __shared__ float a{i}_part[{nw}];" for i, _, _ in accs]
+    lines += [_parts_decl(f"a{i}_part", nw) for i, _, _ in accs]
     lines += [f"  const float p{i} = warp_sum({acc}[0], 32);" for i, _, acc in accs]
     lines.append("  if (lane == 0) {" + " ".join(f"a{i}_part[warp] = p{i};" for i, _, _ in accs) + "}")
     lines.append("  __syncthreads();")
-    lines += [f"  {dst.name}_r = warp_sum(lane < {nw} ? a{i}_part[lane] : 0.0f, 32);" for i, dst, _ in accs]
+    for i, dst, _ in accs:
+        lines += _indent(_parts_sum(f"a{i}_part", nw, Reduce.SUM, f"{dst.name}_r"), 2)
     return [*lines, "}"]
 
 
-def _held_combine(dst: Buf, part: str, nw: int, warp_op: str, init: str, warp_value: list[str]) -> list[str]:
+def _parts_decl(part: str, nw: int) -> str:
+    """The shared array of the warps' values of a held reduction: 16-byte aligned, whole float4s."""
+    return f"  __shared__ __align__(16) float {part}[{-(-nw // 4) * 4}];"
+
+
+def _parts_sum(part: str, nw: int, fn: Reduce, dst: str) -> list[str]:
+    """``dst`` = the ``nw`` warps' values in ``part`` combined by ``fn``, computed by every thread alike:
+    the values read as float4s (broadcast reads, no bank conflict) and combined as a balanced tree, a
+    chain of log2(nw) operations, where a warp-wide shuffle reduction was five dependent shuffles."""
+    quads = -(-nw // 4)
+    lines = [f"const float4 {part}_q{k} = reinterpret_cast<const float4*>({part})[{k}];" for k in range(quads)]
+    terms = [f"{part}_q{w // 4}.{'xyzw'[w % 4]}" for w in range(nw)]
+    form = "({a} + {b})" if fn is Reduce.SUM else "fmaxf({a}, {b})"
+    while len(terms) > 1:
+        pairs = [form.format(a=a, b=b) for a, b in zip(terms[::2], terms[1::2], strict=False)]
+        terms = [*pairs, terms[-1]] if len(terms) % 2 else pairs
+    return [*lines, f"{dst} = {terms[0]};"]
+
+
+def _held_combine(dst: Buf, part: str, nw: int, fn: Reduce, warp_value: list[str]) -> list[str]:
     """``warp_value`` (lines inside the block's scope that leave each warp's combined value in ``p``, in
-    every lane), then the warps' values through ``part`` in shared memory, combined by every warp into
-    the register ``<dst>_r``: one barrier, nothing published."""
+    every lane), then the warps' values through ``part`` in shared memory, combined by every thread into
+    the register ``<dst>_r`` (``_parts_sum``): one barrier, nothing published."""
     return [
         f"float {dst.name}_r;",
         "{",
-        f"  __shared__ float {part}[{nw}];",
+        _parts_decl(part, nw),
         *warp_value,
         f"  if (lane == 0) {part}[warp] = p;",
         "  __syncthreads();",
-        f"  {dst.name}_r = {warp_op}(lane < {nw} ? {part}[lane] : {init}, 32);",
+        *_indent(_parts_sum(part, nw, fn, f"{dst.name}_r"), 2),
         "}",
     ]
 
