@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import assert_never
 
 from prism.codegen.lowered import Buf, KernelLowering, Storage, Store
@@ -145,6 +146,15 @@ def element_read(b: Buf, p: str, off: str) -> str:
     return f"ld_l2({p} + {off})" if b.l2 else f"{p}[{off}]"
 
 
+@dataclass(frozen=True)
+class RunAt:
+    """Where a thread's only run starts, as an expression of ``tid`` alone (the same text wherever a run
+    starts there: a one-pass walk, a one-item save), read only where ``start < bound`` (None: always)."""
+
+    start: str
+    bound: int | None
+
+
 class EarlyReads:
     """The runs of read-only global tiles a loop-free kernel's one-pass walks and saves read (each
     thread one run, at an offset of ``tid`` alone): every such run is loaded once, at the kernel's
@@ -168,16 +178,16 @@ class EarlyReads:
                                     if lp.buf.direct and not lp.buf.gstep and not lp.buf.l2
                                     and lp.tensor not in written))
 
-    def array(self, b: Buf, p: str, off: str, vec: int, start: str, bound: int | None) -> str:
-        """The register array holding the run of ``vec`` elements at ``p + off`` (read where ``start <
-        bound``), declared and loaded at the kernel start on first use."""
-        key = (p, off, vec, bound)
+    def array(self, b: Buf, p: str, off: str, vec: int, at: RunAt) -> str:
+        """The register array holding the run of ``vec`` elements at ``p + off`` (read where ``at`` says),
+        declared and loaded at the kernel start on first use."""
+        key = (p, off, vec, at.bound)
         if (name := self.arrays.get(key)) is None:
             name = self.arrays[key] = f"early{len(self.arrays)}"
             half = b.dtype is Storage.HALF
             decl = f"unsigned {name}[{vec // 2}];" if half else f"float {name}[{vec}];"
             src = f"reinterpret_cast<const unsigned*>({p} + {off})" if half else f"{p} + {off}"
-            guard = "" if bound is None else f"if ({start} < {bound}) "
+            guard = "" if at.bound is None else f"if ({at.start} < {at.bound}) "
             self.lines += [decl, f"{guard}ld_run({name}, {src});"]
         return name
 
@@ -272,27 +282,23 @@ class RunReads(Exprs):
     """Expressions for a thread's run of ``vec`` consecutive elements along the last dim (index ``var``
     plus 0 .. vec - 1, as ``with_last`` writes it): a shared-memory tile read along the run is loaded
     once, all ``vec`` elements in vector loads, into a register array. ``loads`` holds those arrays'
-    declarations and loads, to emit before the expressions that read them. ``start``: ``var``'s value
-    as an expression of ``tid`` alone, the same text wherever a run starts there (a one-pass walk, a
-    one-item save), read only where ``start < bound`` (None: always); a read-only global tile's run is
-    then read from ``EarlyReads``' array."""
+    declarations and loads, to emit before the expressions that read them. ``at``: where ``var`` is
+    this thread's only run (``RunAt``); a read-only global tile's run is then ``EarlyReads``' array."""
 
-    def __init__(self, ex: Exprs, var: str, vec: int, prefix: str, start: str | None = None,
-                 bound: int | None = None) -> None:
+    def __init__(self, ex: Exprs, var: str, vec: int, prefix: str, at: RunAt | None = None) -> None:
         super().__init__(ex.low, ex.ptr, ex.early)
-        self.var, self.vec, self.prefix = var, vec, prefix
-        self.start, self.bound = start, bound
+        self.var, self.vec, self.prefix, self.at = var, vec, prefix, at
         self.arrays: dict[tuple[str, str], str] = {}
         self.loads: list[str] = []
 
     def _early(self, b: Buf, p: str, idx: Sequence[str]) -> str | None:
         """The ``EarlyReads`` array of this run of ``b`` (leading indices fixed), or None."""
-        if self.early is None or self.start is None or b.name not in self.early.readable:
+        if self.early is None or self.at is None or b.name not in self.early.readable:
             return None
         if not all(i.isdigit() for i in idx[:-1]):
             return None
-        off = self.tile_offset(b, [*idx[:-1], _paren(self.start)])
-        return self.early.array(b, p, off, self.vec, self.start, self.bound)
+        off = self.tile_offset(b, [*idx[:-1], _paren(self.at.start)])
+        return self.early.array(b, p, off, self.vec, self.at)
 
     def _lane(self, last: str) -> int | None:
         if self.vec == 1:  # no run: every element is read on its own
@@ -335,11 +341,11 @@ class RunReads(Exprs):
 
 
 def run_values(ex: Exprs, i: int, idx: Sequence[str], vec: int, prefix: str, *, own: bool = False,
-               start: str | None = None, bound: int | None = None) -> list[str]:
+               at: RunAt | None = None) -> list[str]:
     """C lines that set ``v0`` .. ``v{vec-1}`` to value ``i`` at the run ``idx`` .. ``idx + vec - 1`` along the
-    last dim: the run's vector loads (``RunReads``; ``start``, ``bound``: its), then one float each
-    (``own``: compute i's op)."""
-    rex = RunReads(ex, idx[-1], vec, prefix, start, bound)
+    last dim: the run's vector loads (``RunReads``; ``at``: its ``RunAt``), then one float each (``own``:
+    compute i's op)."""
+    rex = RunReads(ex, idx[-1], vec, prefix, at)
     value = rex.define if own else rex.read
     vals = [f"const float v{k} = {value(i, with_last(idx, k))};" for k in range(vec)]
     return [*rex.loads, *vals]

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering, outputs_per_pass
-from prism.codegen.render_expr import Exprs, RunReads, bcast, decompose, offset, with_last
+from prism.codegen.render_expr import Exprs, RunAt, RunReads, bcast, decompose, offset, with_last
 from prism.codegen.render_load import sweep_lines, valid_from
 from prism.ops import Reduce
 
@@ -173,11 +173,11 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
 
     if run == 1:
         return _lane_stride(lane_r, extent, group, take(ex.read(x, xidx), "r"), v)
-    one_pass = lane_r == "tid" and extent <= group * run  # r0 = tid * run: EarlyReads may hold the run
-    rex = RunReads(ex, "r0", run, f"{name}_v", *((f"tid * {run}", extent if extent < group * run else None)
-                                                  if one_pass else (None, None)))
+    step = group * run  # one pass where it covers the dim: r0 = tid * run, a run EarlyReads may hold
+    only = RunAt(f"tid * {run}", extent if extent < step else None) if lane_r == "tid" and extent <= step else None
+    rex = RunReads(ex, "r0", run, f"{name}_v", only)
     stmts = [take(rex.read(x, at := with_last([*xidx[:-1], "r0"], k)), at[-1]) for k in range(run)]
-    return _strided("r0", f"{lane_r} * {run}", extent, group * run, [*rex.loads, *stmts])  # the reads filled rex.loads
+    return _strided("r0", f"{lane_r} * {run}", extent, step, [*rex.loads, *stmts])  # the reads filled rex.loads
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str,

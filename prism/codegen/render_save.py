@@ -8,11 +8,10 @@ materialising pass writes a value into a half tile in shared memory (a matmul op
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from prism.codegen.lower import global_strides, ident
 from prism.codegen.lowered import Buf, KernelLowering, Sweep, sweep
-from prism.codegen.render_expr import Exprs, decompose, offset, run_values, with_last
+from prism.codegen.render_expr import Exprs, RunAt, decompose, offset, run_values, with_last
 from prism.codegen.render_load import block_origin, sweep_lines, tail_conds
 from prism.ir import Save
 
@@ -26,7 +25,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     shape = low.tensor_shapes[op.tensor]
     vec, sw = sp.vec, sp.sweep
     decl, idx = decompose("e", tile, f"s{i}_", vec)
-    vals = run_values(ex, op.x, idx, vec, f"s{i}_v", **_one_item(tile, vec, sw))
+    vals = run_values(ex, op.x, idx, vec, f"s{i}_v", at=_one_item(tile, vec, sw))
     fn = ("st_h" if sp.half else "st_f") + str(vec)
     args = ", ".join(f"v{k}" for k in range(vec))
     store = f"{fn}({ident(op.tensor)} + blk_{i} + {offset(global_strides(shape), idx)}, {args});"
@@ -45,12 +44,12 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     ]
 
 
-def _one_item(tile: tuple[int, ...], vec: int, sw: Sweep) -> dict[str, Any]:
-    """``run_values``' ``start`` and ``bound`` where each thread saves one run of a one-row tile (item
-    ``e = tid``, its run at element ``tid * vec``, guarded by ``e < sw.bound``); else nothing."""
+def _one_item(tile: tuple[int, ...], vec: int, sw: Sweep) -> RunAt | None:
+    """Where each thread saves one run of a one-row tile (item ``e = tid``, its run at element ``tid *
+    vec``, guarded by ``e < sw.bound``); else None."""
     if vec == 1 or sw.per != 1 or any(t != 1 for t in tile[:-1]) or tile[-1] // vec < 2:
-        return {}
-    return {"start": f"tid * {vec}", "bound": None if sw.bound is None else sw.bound * vec}
+        return None
+    return RunAt(f"tid * {vec}", None if sw.bound is None else sw.bound * vec)
 
 
 def materialise_vec(tile: tuple[int, ...], dst: Buf) -> int:
