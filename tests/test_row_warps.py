@@ -170,6 +170,9 @@ def test_a_block_wide_reduction_of_one_row_is_held_in_registers() -> None:
     two = _rows_per_block(_norm(4, 4096), 2)
     src2 = generate(two, arch="sm_80", options=Options(direct_loads=DirectLoads.NEVER)).kernels[0].source
     assert "the whole block on each" in src2 and "_r;" not in src2
+    # both rows' warp values go to shared memory behind one barrier; one thread a row combines them
+    reduction = src2[src2.index("the whole block on each"):src2.index("// save")]
+    assert reduction.count("__syncthreads();") == 2 and "if (tid < 2) {" in reduction
     rng = np.random.default_rng(8)
     inputs = {"X": rng.standard_normal((4, 4096)), "W": rng.standard_normal((1, 4096))}
     for kg in (one, two):
@@ -265,7 +268,7 @@ def test_the_warps_values_are_combined_once_each_from_float4_reads(nw: int, fn: 
     from prism.codegen.render_reduce import _parts_decl, _parts_sum
 
     assert _parts_decl("pp", nw).strip() == f"__shared__ __align__(16) float pp[{-(-nw // 4) * 4}];"
-    *loads, expr = _parts_sum("pp", nw, fn, "out")
+    *loads, expr = _parts_sum("pp", "pp_q", nw, fn, "out")
     assert loads == [f"const float4 pp_q{k} = reinterpret_cast<const float4*>(pp)[{k}];" for k in range(-(-nw // 4))]
     values = [float(3 ** w % 97) for w in range(-(-nw // 4) * 4)]
     padded = values[:nw] + [1e9] * (len(values) - nw)  # a padding value read would show

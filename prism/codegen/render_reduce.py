@@ -199,7 +199,6 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
     # the whole block is the walk's group; the walk's pragma stays at the block's indentation
     pragma, *walk = _walk(ex, x, xidx, comb, name, "tid", tile_x[dim], nt, block_run(low, x, dim), 1,
                           _tail(low, x, dim, init))
-    combined = f"{warp_op}(lane < {nw} ? {name}_part[lane] : {init}, 32)"
     if held:
         assert n_out == 1, "a held reduction has one output"
         return [
@@ -208,10 +207,12 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
             *_held_combine(dst, f"{name}_part", nw, fn, [
                 *_indent(decl, 2), f"  float p = {init};", pragma, *_indent(walk, 2), f"  p = {warp_op}(p, 32);"]),
         ]
+    assert n_out <= nt, "fewer outputs than threads: one thread combines each"
     return [
-        f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, the whole block on each",
+        f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: {n_out} outputs, the whole block on each "
+        "(every output's warp values behind one barrier, then one thread an output combines them)",
         "{",
-        f"  __shared__ float {name}_part[{nw}];",
+        _parts_decl(f"{name}_part", nw, n_out),
         "#pragma unroll",
         f"  for (int j = 0; j < {n_out}; ++j) {{",
         "    const int o = j;",
@@ -220,14 +221,15 @@ def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, 
         pragma,
         *_indent(walk, 4),
         f"    p = {warp_op}(p, 32);",
-        f"    if (lane == 0) {name}_part[warp] = p;",
-        "    __syncthreads();",
-        "    if (warp == 0) {",
-        f"      p = {combined};",
-        f"      if (lane == 0) {dst.name}[{offset(dst.strides, idx)}] = p;",
-        "    }",
-        "    __syncthreads();",
+        f"    if (lane == 0) {name}_part[j][warp] = p;",
         "  }",
+        "  __syncthreads();",
+        f"  if (tid < {n_out}) {{",
+        "    const int o = tid;",
+        *_indent(decl, 4),
+        *_indent(_parts_sum(f"{name}_part[o]", f"{name}_q", nw, fn, f"{dst.name}[{offset(dst.strides, idx)}]"), 4),
+        "  }",
+        "  __syncthreads();",
         "}",
     ]
 
@@ -270,22 +272,25 @@ def render_held_accs(low: KernelLowering, accs: Sequence[tuple[int, Buf, str]]) 
     lines.append("  if (lane == 0) {" + " ".join(f"a{i}_part[warp] = p{i};" for i, _, _ in accs) + "}")
     lines.append("  __syncthreads();")
     for i, dst, _ in accs:
-        lines += _indent(_parts_sum(f"a{i}_part", nw, Reduce.SUM, f"{dst.name}_r"), 2)
+        lines += _indent(_parts_sum(f"a{i}_part", f"a{i}_part_q", nw, Reduce.SUM, f"{dst.name}_r"), 2)
     return [*lines, "}"]
 
 
-def _parts_decl(part: str, nw: int) -> str:
-    """The shared array of the warps' values of a held reduction: 16-byte aligned, whole float4s."""
-    return f"  __shared__ __align__(16) float {part}[{-(-nw // 4) * 4}];"
+def _parts_decl(part: str, nw: int, outputs: int | None = None) -> str:
+    """The shared array of the warps' values of a block-wide reduction (``outputs``: one row of them per
+    output): 16-byte aligned rows of whole float4s."""
+    rows = "" if outputs is None else f"[{outputs}]"
+    return f"  __shared__ __align__(16) float {part}{rows}[{-(-nw // 4) * 4}];"
 
 
-def _parts_sum(part: str, nw: int, fn: Reduce, dst: str) -> list[str]:
-    """``dst`` = the ``nw`` warps' values in ``part`` combined by ``fn``, computed by every thread alike:
-    the values read as float4s (broadcast reads, no bank conflict) and combined as a balanced tree, a
-    chain of log2(nw) operations, where a warp-wide shuffle reduction was five dependent shuffles."""
+def _parts_sum(part: str, q: str, nw: int, fn: Reduce, dst: str) -> list[str]:
+    """``dst`` = the ``nw`` warps' values in ``part`` (a 16-byte aligned array) combined by ``fn``: read
+    as float4s ``<q><k>`` (broadcast reads where every thread reads them, no bank conflict) and combined
+    as a balanced tree, a chain of log2(nw) operations, where a warp-wide shuffle reduction was five
+    dependent shuffles; threads that compute it all get the same value."""
     quads = -(-nw // 4)
-    lines = [f"const float4 {part}_q{k} = reinterpret_cast<const float4*>({part})[{k}];" for k in range(quads)]
-    terms = [f"{part}_q{w // 4}.{'xyzw'[w % 4]}" for w in range(nw)]
+    lines = [f"const float4 {q}{k} = reinterpret_cast<const float4*>({part})[{k}];" for k in range(quads)]
+    terms = [f"{q}{w // 4}.{'xyzw'[w % 4]}" for w in range(nw)]
     form = "({a} + {b})" if fn is Reduce.SUM else "fmaxf({a}, {b})"
     while len(terms) > 1:
         pairs = [form.format(a=a, b=b) for a, b in zip(terms[::2], terms[1::2], strict=False)]
@@ -304,7 +309,7 @@ def _held_combine(dst: Buf, part: str, nw: int, fn: Reduce, warp_value: list[str
         *warp_value,
         f"  if (lane == 0) {part}[warp] = p;",
         "  __syncthreads();",
-        *_indent(_parts_sum(part, nw, fn, f"{dst.name}_r"), 2),
+        *_indent(_parts_sum(part, f"{part}_q", nw, fn, f"{dst.name}_r"), 2),
         "}",
     ]
 

@@ -236,9 +236,9 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3923402b4d(co
     sb_rd = sb_rd == 1 ? 0 : sb_rd + 1;
     sb_wr = sb_wr == 1 ? 0 : sb_wr + 1;
     mma_3(ra5, s_X, s_W, warp, lane);
-    // red4: sum over dim 1 of a [1, 512] tile: 1 outputs, the whole block on each
+    // red4: sum over dim 1 of a [1, 512] tile: 1 outputs, the whole block on each (every output's warp values behind one barrier, then one thread an output combines them)
     {
-      __shared__ float red4_part[4];
+      __shared__ __align__(16) float red4_part[1][4];
     #pragma unroll
       for (int j = 0; j < 1; ++j) {
         const int o = j;
@@ -256,14 +256,15 @@ extern "C" __global__ void __launch_bounds__(128) prism_program_k0_3923402b4d(co
           }
         }
         p = warp_sum(p, 32);
-        if (lane == 0) red4_part[warp] = p;
-        __syncthreads();
-        if (warp == 0) {
-          p = warp_sum(lane < 4 ? red4_part[lane] : 0.0f, 32);
-          if (lane == 0) red4[0] = p;
-        }
-        __syncthreads();
+        if (lane == 0) red4_part[j][warp] = p;
       }
+      __syncthreads();
+      if (tid < 1) {
+        const int o = tid;
+        const float4 red4_q0 = reinterpret_cast<const float4*>(red4_part[o])[0];
+        red4[0] = ((red4_q0.x + red4_q0.y) + (red4_q0.z + red4_q0.w));
+      }
+      __syncthreads();
     }
     #pragma unroll
     for (int j = 0; j < 1; ++j) {
