@@ -1,6 +1,6 @@
 """A loop-free row kernel reads each input run once, before its first barrier (``render_expr.EarlyReads``):
-the reductions' walks and the save of a one-row tile read the thread's run from one register array loaded
-at the kernel start, so a norm's weight and bias are requested together with the row, not after the
+the block-wide reductions' walks and the save of a one-row tile read the thread's runs (up to
+``EARLY_RUNS`` of them) from one register array loaded at the kernel start, so a norm's weight and bias are requested together with the row, not after the
 reductions' barriers (the compiler does not move loads across ``__syncthreads``). Checked on the source,
 on the PTX where nvcc is installed (every global load ahead of the first barrier), and by the lowered-IR
 emulator against the interpreter."""
@@ -77,9 +77,31 @@ def test_a_norms_row_weight_and_bias_are_loaded_before_its_first_barrier() -> No
         assert [n for n, x in enumerate(lines) if "ld.global" in x] == [0, 1, 2] and barrier == 3
 
 
-def test_walks_of_several_runs_a_thread_keep_their_loads() -> None:
-    """Four warps over a 4096-wide row: four runs a thread, walked in a loop; nothing is read early."""
+def test_a_few_runs_a_thread_are_all_loaded_before_the_first_barrier() -> None:
+    """An 8192-wide row over 16 warps: two runs a thread, each input's two runs loaded at the kernel start
+    (``early<n>[2][4]``) and read by the walk's unrolled passes and the save's two items."""
+    g = _rms_norm_weight(4, 8192)
+    kg = _one_row_a_block(g)
+    src = generate(kg, arch="sm_80").kernels[0].source
+    body = _body(src)
+    assert len(re.findall(r"unsigned early\d+\[2\]\[4\];", body)) == 2 and "for (int r0 =" not in body
+    assert "for (int rj = 0; rj < 2; ++rj) {" in body and "early0[rj][0]" in body and "early1[j][0]" in body
+    rng = np.random.default_rng(7)
+    inputs = {"X": rng.standard_normal((4, 8192)), "W": rng.standard_normal((1, 8192))}
+    assert relative_error(emulate(kg, inputs)["O"], interpreter.run(kg, inputs)["O"]) < 1e-9
+    if nvcc_path() is not None:
+        lines = [x for x in _ptx(src).splitlines() if "ld.global" in x or "bar.sync" in x]
+        assert [n for n, x in enumerate(lines) if "ld.global" in x] == [0, 1, 2, 3] and "bar.sync" in lines[4]
+
+
+def test_walks_of_many_runs_a_thread_keep_their_loads() -> None:
+    """Four warps over an 8192-wide row: eight runs a thread, walked in a loop; nothing is read early."""
+    src = generate(_one_row_a_block(_rms_norm_weight(4, 8192)), arch="sm_80",
+                   options=Options(row_warps=False)).kernels[0].source
+    assert "early" not in _body(src) and "for (int r0 = tid * 8; r0 < 8192; r0 += 1024)" in src
+
+
+def _rms_norm_weight(n: int, d: int) -> Graph:
     g = Graph()
-    g.output(g.mul(g.rms_norm(g.input((4, 4096), "float16", "X")), g.input((1, 4096), "float16", "W")), "O")
-    src = generate(_one_row_a_block(g), arch="sm_80", options=Options(row_warps=False)).kernels[0].source
-    assert "early" not in _body(src) and "for (int r0 = tid * 8; r0 < 4096; r0 += 1024)" in src
+    g.output(g.mul(g.rms_norm(g.input((n, d), "float16", "X")), g.input((1, d), "float16", "W")), "O")
+    return g

@@ -135,13 +135,18 @@ def test_the_block_wide_reduction_reads_runs(d: int, rows: int, opts: Options, r
     walk = next(line for line in src.splitlines() if "the whole block on" in line)
     assert "sum over dim 1" in walk
     step = _warps(kg, opts) * 32 * run
+    runs = -(-d // step)
     if run > 1:
-        if step >= d:  # one run a thread at most: one guarded pass, no loop
+        if runs == 1:  # one run a thread at most: one guarded pass, no loop
             assert f"const int r0 = tid * {run};" in src and "for (int r0 =" not in src
             assert (f"if (r0 < {d}) {{" in src) == (step > d)
             # the thread's run is read once, at the kernel start, under the pass's guard (EarlyReads)
             assert re.search(rf"unsigned early\d+\[{run // 2}\];", src) and not re.search(r"red\d+_v0", src)
             assert (f"if (tid * {run} < {d}) ld_run(early" in src) == (step > d)
+        elif runs <= 4:  # a few runs a thread: an unrolled pass each, every run loaded at the kernel start
+            assert f"for (int rj = 0; rj < {runs}; ++rj) {{" in src and f"const int r0 = tid * {run} + rj * {step};" in src
+            assert re.search(rf"unsigned early\d+\[{runs}\]\[{run // 2}\];", src) and not re.search(r"red\d+_v0", src)
+            assert (f"if (r0 < {d}) {{" in src) == (runs * step > d)
         else:
             assert f"for (int r0 = tid * {run}; r0 < {d}; r0 += {step})" in src
             assert re.search(rf"unsigned red\d+_v0\[{run // 2}\];", src)

@@ -148,11 +148,20 @@ def element_read(b: Buf, p: str, off: str) -> str:
 
 @dataclass(frozen=True)
 class RunAt:
-    """Where a thread's only run starts, as an expression of ``tid`` alone (the same text wherever a run
-    starts there: a one-pass walk, a one-item save), read only where ``start < bound`` (None: always)."""
+    """Where a thread's runs start: the first at ``start``, an expression of ``tid`` alone (the same text
+    wherever a run starts there: a block-wide walk, a save of a one-row tile), run ``var`` (a loop index
+    below ``runs``) ``var * step`` elements on; each read only where its start is below ``bound`` (None:
+    always)."""
 
     start: str
     bound: int | None
+    runs: int = 1
+    step: int = 0
+    var: str = ""
+
+    def at(self, j: str) -> str:
+        """The start of run ``j``."""
+        return self.start if self.runs == 1 else f"{self.start} + {j} * {self.step}"
 
 
 class EarlyReads:
@@ -165,7 +174,7 @@ class EarlyReads:
 
     def __init__(self, readable: frozenset[str]) -> None:
         self.readable = readable  # the direct tiles no op of the kernel writes (buffer names)
-        self.arrays: dict[tuple[str, str, int, int | None], str] = {}
+        self.arrays: dict[tuple[str, str, int, int | None, int, int], str] = {}
         self.lines: list[str] = []
 
     @staticmethod
@@ -179,17 +188,21 @@ class EarlyReads:
                                     and lp.tensor not in written))
 
     def array(self, b: Buf, p: str, off: str, vec: int, at: RunAt) -> str:
-        """The register array holding the run of ``vec`` elements at ``p + off`` (read where ``at`` says),
-        declared and loaded at the kernel start on first use."""
-        key = (p, off, vec, at.bound)
+        """The register array holding the runs of ``vec`` elements at ``p + off`` (the first; the others
+        ``at.step`` elements apart along the last dim, which is contiguous), declared and loaded at the kernel
+        start on first use; the array of the reader's run (``at.var``) where a thread holds several."""
+        key = (p, off, vec, at.bound, at.runs, at.step if at.runs > 1 else 0)
         if (name := self.arrays.get(key)) is None:
             name = self.arrays[key] = f"early{len(self.arrays)}"
             half = b.dtype is Storage.HALF
-            decl = f"unsigned {name}[{vec // 2}];" if half else f"float {name}[{vec}];"
-            src = f"reinterpret_cast<const unsigned*>({p} + {off})" if half else f"{p} + {off}"
-            guard = "" if at.bound is None else f"if ({at.start} < {at.bound}) "
-            self.lines += [decl, f"{guard}ld_run({name}, {src});"]
-        return name
+            rows = "" if at.runs == 1 else f"[{at.runs}]"
+            dst, at_j = (name, off) if at.runs == 1 else (f"{name}[j]", f"{off} + j * {at.step}")
+            src = f"reinterpret_cast<const unsigned*>({p} + {at_j})" if half else f"{p} + {at_j}"
+            guard = "" if at.bound is None else f"if ({at.at('j')} < {at.bound}) "
+            load = f"{guard}ld_run({dst}, {src});"
+            self.lines += [f"unsigned {name}{rows}[{vec // 2}];" if half else f"float {name}{rows}[{vec}];",
+                           *([load] if at.runs == 1 else ["#pragma unroll", f"for (int j = 0; j < {at.runs}; ++j) {load}"])]
+        return name if at.runs == 1 else f"{name}[{at.var}]"
 
     def declarations(self) -> list[str]:
         if not self.lines:

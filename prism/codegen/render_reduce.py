@@ -18,6 +18,7 @@ from prism.codegen.render_load import sweep_lines, valid_from
 from prism.ops import Reduce
 
 NEG_INF = "-__int_as_float(0x7f800000)"  # a running max starts at -inf
+EARLY_RUNS = 4  # runs of a block-wide walk a thread may hold from the kernel start (16 bytes each, per input)
 
 
 def _indent(lines: Sequence[str], n: int) -> list[str]:
@@ -173,11 +174,18 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
 
     if run == 1:
         return _lane_stride(lane_r, extent, group, take(ex.read(x, xidx), "r"), v)
-    step = group * run  # one pass where it covers the dim: r0 = tid * run, a run EarlyReads may hold
-    only = RunAt(f"tid * {run}", extent if extent < step else None) if lane_r == "tid" and extent <= step else None
-    rex = RunReads(ex, "r0", run, f"{name}_v", only)
+    step = group * run
+    runs = -(-extent // step)  # a block-wide walk of a few runs a thread: EarlyReads may hold them
+    held = lane_r == "tid" and (runs == 1 or (ex.early is not None and runs <= EARLY_RUNS))
+    rex = RunReads(ex, "r0", run, f"{name}_v",
+                   RunAt(f"tid * {run}", extent if extent < runs * step else None, runs, step, "rj") if held else None)
     stmts = [take(rex.read(x, at := with_last([*xidx[:-1], "r0"], k)), at[-1]) for k in range(run)]
-    return _strided("r0", f"{lane_r} * {run}", extent, step, [*rex.loads, *stmts])  # the reads filled rex.loads
+    body = [*rex.loads, *stmts]  # the reads filled rex.loads
+    if held and runs > 1:
+        guard = [f"  if (r0 < {extent}) {{", *_indent(body, 4), "  }"] if extent < runs * step else _indent(body, 2)
+        return [f"// {runs} runs a thread, unrolled (their loads are held from the kernel start)", "#pragma unroll",
+                f"for (int rj = 0; rj < {runs}; ++rj) {{", f"  const int r0 = tid * {run} + rj * {step};", *guard, "}"]
+    return _strided("r0", f"{lane_r} * {run}", extent, step, body)
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str,

@@ -13,6 +13,7 @@ from prism.codegen.lower import global_strides, ident
 from prism.codegen.lowered import Buf, KernelLowering, Sweep, sweep
 from prism.codegen.render_expr import Exprs, RunAt, decompose, offset, run_values, with_last
 from prism.codegen.render_load import block_origin, sweep_lines, tail_conds
+from prism.codegen.render_reduce import EARLY_RUNS
 from prism.ir import Save
 
 
@@ -45,11 +46,12 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
 
 
 def _one_item(tile: tuple[int, ...], vec: int, sw: Sweep) -> RunAt | None:
-    """Where each thread saves one run of a one-row tile (item ``e = tid``, its run at element ``tid *
-    vec``, guarded by ``e < sw.bound``); else None."""
-    if vec == 1 or sw.per != 1 or any(t != 1 for t in tile[:-1]) or tile[-1] // vec < 2:
+    """Where each thread saves its runs of a one-row tile (item ``e = tid + j * threads``, its run at
+    element ``tid * vec + j * threads * vec``, guarded by ``e < sw.bound``), for at most ``EARLY_RUNS``
+    items a thread; else None."""
+    if vec == 1 or sw.per > EARLY_RUNS or any(t != 1 for t in tile[:-1]) or tile[-1] // vec < 2:
         return None
-    return RunAt(f"tid * {vec}", None if sw.bound is None else sw.bound * vec)
+    return RunAt(f"tid * {vec}", None if sw.bound is None else sw.bound * vec, sw.per, sw.threads * vec, "j")
 
 
 def materialise_vec(tile: tuple[int, ...], dst: Buf) -> int:
