@@ -4,7 +4,7 @@
         [--which decode] [--samples 32] [--rounds 2] [--hand] [--out DIR]
 
 ``--hand`` first times the hand-written probes (``HAND``: an RMS norm reading its row once or twice, a
-variance with one barrier or two, gelu(X + B) with erff, with ``prism_erf`` and without the erf), each
+variance with one barrier or two, gelu(X + B) with erff and without the erf), each
 checked against float64 and timed beside torch.compile of the same function.
 
 Per zoo program: ``prism.superoptimize(..., inductor=False)`` (search cache carried; tuning runs here) and
@@ -39,7 +39,6 @@ import torch
 import prism
 from bench.zoo import zoo_graph
 from prism.codegen.plan import KernelLaunch
-from prism.codegen.render_prelude import _ERF
 from prism.reference import relative_error
 from prism.runtime import compile_kernel
 from prism.torch_program import torch_program
@@ -126,7 +125,6 @@ extern "C" __global__ void __launch_bounds__(512) rowvar_one(const half_t* __res
   rowvar<true>(x, o);
 }
 __device__ __forceinline__ float gelu(float h) { return 0.5f * h * (1.0f + erff(h * 0.70710678118f)); }
-__device__ __forceinline__ float gelu_p(float h) { return 0.5f * h * (1.0f + prism_erf(h * 0.70710678118f)); }
 template <int ERF>
 __device__ __forceinline__ void gelu_bias(const half_t* __restrict__ b,
     const half_t* __restrict__ x,
@@ -137,7 +135,7 @@ __device__ __forceinline__ void gelu_bias(const half_t* __restrict__ b,
   unsigned ow[4];
   for (int k = 0; k < 4; ++k) {
     float lo = hl(xw[k] & 0xffffu) + hl(bw[k] & 0xffffu), hi = hl(xw[k] >> 16) + hl(bw[k] >> 16);
-    ow[k] = ERF == 1 ? hs2(gelu(lo), gelu(hi)) : ERF == 2 ? hs2(gelu_p(lo), gelu_p(hi)) : hs2(lo, hi);
+    ow[k] = ERF ? hs2(gelu(lo), gelu(hi)) : hs2(lo, hi);
   }
   *reinterpret_cast<uint4*>(o + i) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
 }
@@ -147,8 +145,6 @@ extern "C" __global__ void gelu_flat(const half_t* __restrict__ b,
 extern "C" __global__ void add_flat(const half_t* __restrict__ b,
     const half_t* __restrict__ x,
     half_t* __restrict__ o) { gelu_bias<0>(b, x, o); }
-extern "C" __global__ void gelu_flat_prism_erf(const half_t* __restrict__ b, const half_t* __restrict__ x,
-    half_t* __restrict__ o) { gelu_bias<2>(b, x, o); }
 """
 
 
@@ -240,7 +236,7 @@ def hand() -> list[dict[str, Any]]:
     """The hand-written probes against torch.compile of the same function, each checked in float64."""
     import cupy
 
-    mod = cupy.RawModule(code=_ERF + HAND, options=("--std=c++17", "--prec-div=false", "--prec-sqrt=false"))
+    mod = cupy.RawModule(code=HAND, options=("--std=c++17", "--prec-div=false", "--prec-sqrt=false"))
     rows = []
     rms_ref = lambda x: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6)  # noqa: E731
     gelu_ref = lambda b, x: 0.5 * (x + b) * (1 + np.vectorize(math.erf)((x + b) / math.sqrt(2)))  # noqa: E731
@@ -263,7 +259,6 @@ def hand() -> list[dict[str, Any]]:
              ("rms_once", [(8, 4096)], (8, 4096), (8,), (512,), rms_ref, rms_torch),
              ("rms_twice", [(8, 4096)], (8, 4096), (8,), (512,), rms_ref, rms_torch),
              ("gelu_flat", [(1, 3072), (16, 3072)], (16, 3072), (48,), (128,), gelu_ref, gelu_torch),
-             ("gelu_flat_prism_erf", [(1, 3072), (16, 3072)], (16, 3072), (48,), (128,), gelu_ref, gelu_torch),
              ("add_flat", [(1, 3072), (16, 3072)], (16, 3072), (48,), (128,), None, None)]
     for entry, shapes, oshape, grid, block, ref, tfn in cases:
         k = mod.get_function(entry)

@@ -1,9 +1,9 @@
 """A loop-free row kernel reads each input run once, before its first barrier (``render_expr.EarlyReads``):
 the block-wide reductions' walks and the save of a one-row tile read the thread's runs (up to
-``EARLY_RUNS`` of them) from one register array loaded at the kernel start, so a norm's weight and bias are requested together with the row, not after the
-reductions' barriers (the compiler does not move loads across ``__syncthreads``). Checked on the source,
-on the PTX where nvcc is installed (every global load ahead of the first barrier), and by the lowered-IR
-emulator against the interpreter."""
+``EARLY_RUNS`` of them) from one register array loaded at the kernel start, so a norm's weight and
+bias are requested together with the row, not after the reductions' barriers (the compiler does not
+move loads across ``__syncthreads``). Checked on the source, on the PTX where nvcc is installed (every
+global load ahead of the first barrier), and by the lowered-IR emulator against the interpreter."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ UNARY_C: dict[Unary, str] = {
     Unary.SIGMOID: "prism_sigmoid({x})",
     Unary.LOG: "__logf({x})",
     Unary.GELU_ERF: "prism_gelu_erf({x})",
-    Unary.ERF: "prism_erf({x})",
+    Unary.ERF: "erff({x})",
     Unary.MAX_SCALAR: "prism_max({x}, {c})",
     Unary.MIN_SCALAR: "prism_min({x}, {c})",
 }

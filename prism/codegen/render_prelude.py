@@ -178,28 +178,6 @@ __device__ __forceinline__ void cp_async4z(unsigned dst, const void* src, bool o
 """
 
 
-# erf with no branch (docs/codegen.md, "An erf without a branch"): erff branches per element, which keeps
-# the compiler from interleaving a thread's elements. One Horner chain whose coefficients are selected per
-# element: |x| < 1: erf(x) = x S(x^2); else erf(x) = 1 - 2^(-|x| - |x| B(|x|)), B fitted on [1, 4] (past 4,
-# erf is 1 in float32). S and B are least-squares fits, within 2.1 ulp of erf in float32 (erff: 2 ulp).
-_ERF = r"""__device__ __forceinline__ float prism_erf(float x) {
-  const float a = fabsf(x);
-  const bool small = a < 1.0f;
-  const float sq = x * x, clamped = fminf(a, 4.0f);  // both made, then one selected: no branch
-  const float z = small ? sq : clamped;
-  float r = small ? -9.809348739509005e-06f : -1.6331330243701814e-06f;
-  r = fmaf(r, z, small ? 0.00011313143477309495f : 5.202146348892711e-05f);
-  r = fmaf(r, z, small ? -0.0008490198524668813f : -0.0007391576073132455f);
-  r = fmaf(r, z, small ? 0.005221423227339983f : 0.006294103339314461f);
-  r = fmaf(r, z, small ? -0.026865558698773384f : -0.0364837683737278f);
-  r = fmaf(r, z, small ? 0.11283784359693527f : 0.155917227268219f);
-  r = fmaf(r, z, small ? -0.37612637877464294f : 0.9146372079849243f);
-  r = fmaf(r, z, small ? 1.128379225730896f : 0.6287409663200378f);
-  const float lo = x * r, hi = copysignf(1.0f - exp2f(fmaf(r, -a, -a)), x);
-  return small ? lo : hi;
-}
-"""
-
 # helpers a kernel gets only when it uses them (``prelude(helpers=...)``), by name
 _MAX = "__device__ __forceinline__ float prism_max(float a, float b) { return (a != a || a > b) ? a : b; }\n"
 _MIN = "__device__ __forceinline__ float prism_min(float a, float b) { return (a != a || a < b) ? a : b; }\n"
@@ -207,9 +185,8 @@ _HELPERS: dict[str, str] = {
     "prism_sigmoid": "__device__ __forceinline__ float prism_sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }\n",
     "prism_relu": "__device__ __forceinline__ float prism_relu(float x) { return x < 0.0f ? 0.0f : x; }"
                   "  // NaN stays NaN, as torch.relu\n",
-    "prism_erf": _ERF,
     "prism_gelu_erf": "__device__ __forceinline__ float prism_gelu_erf(float x) "
-                      "{ return 0.5f * x * (1.0f + prism_erf(x * 0.70710678118f)); }\n",
+                      "{ return 0.5f * x * (1.0f + erff(x * 0.70710678118f)); }\n",
     # NaN where either operand is NaN, as torch.maximum / torch.clamp (fmaxf would drop it)
     "prism_max": _MAX,
     "prism_min": _MIN,
@@ -217,9 +194,8 @@ _HELPERS: dict[str, str] = {
     "prism_shift": "__device__ __forceinline__ float prism_shift(float m) "
                    "{ return m == -__int_as_float(0x7f800000) ? 0.0f : m; }\n",
 }
-_CALLS: dict[str, tuple[str, ...]] = {"prism_gelu_erf": ("prism_erf",)}  # helpers that call other helpers
 _HELPER_OF: dict[Unary | Binary, str] = {
-    Unary.SIGMOID: "prism_sigmoid", Unary.RELU: "prism_relu", Unary.GELU_ERF: "prism_gelu_erf", Unary.ERF: "prism_erf",
+    Unary.SIGMOID: "prism_sigmoid", Unary.RELU: "prism_relu", Unary.GELU_ERF: "prism_gelu_erf",
     Unary.MAX_SCALAR: "prism_max", Binary.MAXIMUM: "prism_max", Unary.MIN_SCALAR: "prism_min",
     Binary.MINIMUM: "prism_min",
 }
@@ -243,4 +219,4 @@ def helpers_used(*lows: KernelLowering) -> frozenset[str]:
     fns = {op.fn for low in lows for op in low.kernel.ops if isinstance(op, UnaryOp | BinaryOp)}
     shifts = any(low.shifts for low in lows)
     names = {_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set())
-    return frozenset(names.union(*(_CALLS.get(n, ()) for n in names)))
+    return frozenset(names)
