@@ -13,17 +13,15 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.zoo import expand_names, zoo_graph
 from prism import pipeline
-from prism.codegen.arch import COMPILE_FLAGS
 from prism.codegen.generate import generate
+from prism.codegen.nvcc import ptx
 from prism.codegen.resources import resources as codegen_resources
 from prism.codegen.sizes import generated_sizes
 from prism.errors import PrismError
@@ -35,14 +33,7 @@ PATTERNS = {"global_loads": r"\bld\.global", "barriers": r"\bbar\.sync", "branch
 
 
 def ptx_counts(source: str) -> Counter[str]:
-    with tempfile.TemporaryDirectory() as d:
-        cu, ptx = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
-        with open(cu, "w") as fh:
-            fh.write(source)
-        subprocess.run(["nvcc", "-ptx", "-arch=sm_90", *COMPILE_FLAGS, "-o", ptx, cu], check=True,
-                       capture_output=True)
-        with open(ptx) as fh:
-            lines = [x for x in fh.read().splitlines() if x.strip().endswith(";") and not x.strip().startswith("//")]
+    lines = [x for x in ptx(source, "sm_90").splitlines() if x.strip().endswith(";") and not x.strip().startswith("//")]
     c = Counter({k: sum(bool(re.search(p, x)) for x in lines) for k, p in PATTERNS.items()})
     c["instructions"] = len(lines)
     return c

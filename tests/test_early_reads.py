@@ -7,19 +7,15 @@ global load ahead of the first barrier), and by the lowered-IR emulator against 
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import tempfile
 
 import numpy as np
 from row_cases import at_rows
 
 from prism import interpreter
 from prism.codegen import Options, generate
-from prism.codegen.arch import COMPILE_FLAGS
 from prism.codegen.emulate import emulate
-from prism.codegen.nvcc import nvcc_path
+from prism.codegen.nvcc import nvcc_path, ptx
 from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.reference import relative_error
@@ -45,16 +41,6 @@ def _body(src: str) -> str:
     return src[src.index('extern "C" __global__'):]
 
 
-def _ptx(src: str) -> str:
-    with tempfile.TemporaryDirectory() as d:
-        cu, ptx = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
-        with open(cu, "w") as fh:
-            fh.write(src)
-        subprocess.run(["nvcc", "-ptx", "-arch=sm_80", *COMPILE_FLAGS, "-o", ptx, cu], check=True, capture_output=True)
-        with open(ptx) as fh:
-            return fh.read()
-
-
 def test_a_norms_row_weight_and_bias_are_loaded_before_its_first_barrier() -> None:
     g = _layer_norm_affine(4, 768)
     kg = _one_row_a_block(g)
@@ -71,8 +57,7 @@ def test_a_norms_row_weight_and_bias_are_loaded_before_its_first_barrier() -> No
               "B": rng.standard_normal((1, 768))}
     assert relative_error(emulate(kg, inputs)["O"], interpreter.run(kg, inputs)["O"]) < 1e-9
     if nvcc_path() is not None:
-        ptx = _ptx(src)
-        lines = [x for x in ptx.splitlines() if "ld.global" in x or "bar.sync" in x]
+        lines = [x for x in ptx(src).splitlines() if "ld.global" in x or "bar.sync" in x]
         barrier = next(n for n, x in enumerate(lines) if "bar.sync" in x)
         assert [n for n, x in enumerate(lines) if "ld.global" in x] == [0, 1, 2] and barrier == 3
 
@@ -90,7 +75,7 @@ def test_a_few_runs_a_thread_are_all_loaded_before_the_first_barrier() -> None:
     inputs = {"X": rng.standard_normal((4, 8192)), "W": rng.standard_normal((1, 8192))}
     assert relative_error(emulate(kg, inputs)["O"], interpreter.run(kg, inputs)["O"]) < 1e-9
     if nvcc_path() is not None:
-        lines = [x for x in _ptx(src).splitlines() if "ld.global" in x or "bar.sync" in x]
+        lines = [x for x in ptx(src).splitlines() if "ld.global" in x or "bar.sync" in x]
         assert [n for n, x in enumerate(lines) if "ld.global" in x] == [0, 1, 2, 3] and "bar.sync" in lines[4]
 
 

@@ -32,6 +32,19 @@ def nvcc_path() -> str | None:
     return shutil.which("nvcc")
 
 
+def ptx(source: str, arch: str = "sm_80") -> str:
+    """The PTX nvcc makes of one generated source (the Prism flags): what the compiler did with it,
+    without a GPU (static counts, the order of loads and barriers)."""
+    with tempfile.TemporaryDirectory() as d:
+        cu, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
+        with open(cu, "w") as fh:
+            fh.write(source)
+        subprocess.run([nvcc_path() or "nvcc", "-ptx", f"-arch={arch}", *COMPILE_FLAGS, "-o", out, cu], check=True,
+                       capture_output=True)
+        with open(out) as fh:
+            return fh.read()
+
+
 def _batches(items: list[tuple[str, str]], n: int) -> list[list[tuple[str, str]]]:
     n = max(1, min(n, len(items)))
     return [items[i::n] for i in range(n)]

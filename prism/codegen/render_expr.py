@@ -146,6 +146,9 @@ def element_read(b: Buf, p: str, off: str) -> str:
     return f"ld_l2({p} + {off})" if b.l2 else f"{p}[{off}]"
 
 
+EARLY_RUNS = 4  # runs a thread may hold from the kernel start (16 bytes each, per input): ``RunAt.runs``
+
+
 @dataclass(frozen=True)
 class RunAt:
     """Where a thread's runs start: the first at ``start``, an expression of ``tid`` alone (the same text
@@ -165,9 +168,9 @@ class RunAt:
 
 
 class EarlyReads:
-    """The runs of read-only global tiles a loop-free kernel's one-pass walks and saves read (each
-    thread one run, at an offset of ``tid`` alone): every such run is loaded once, at the kernel's
-    start, into a register array that every later reader of the run uses. A load written inside each
+    """The runs of read-only global tiles a loop-free kernel's block-wide walks and one-row saves read
+    (each thread up to ``EARLY_RUNS`` runs, at offsets of ``tid`` alone, ``RunAt``): every such run is
+    loaded once, at the kernel's start, into a register array that every later reader of the run uses. A load written inside each
     walk sits behind the barriers of the reductions before it (the compiler does not move loads across
     ``__syncthreads``): a row read by two reductions and a save was loaded three times, and a norm's
     weight was first requested after both reductions, its latency on the critical path."""

@@ -397,7 +397,7 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
         dst = low.bufs[j]
         if held and j == held[0][0]:  # the block-wide accumulators, all behind one barrier
             body += render_held_accs(low, held)
-        if any(j == h[0] for h in held):
+        if a.kind is AccKind.RED and a.group > 32:  # (rendered with the first of them)
             continue
         match a.kind:
             case AccKind.FRAG:

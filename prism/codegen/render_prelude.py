@@ -218,5 +218,4 @@ def helpers_used(*lows: KernelLowering) -> frozenset[str]:
     """The ``_HELPERS`` the kernels ``lows`` call (one launch: a split kernel and its fused combine)."""
     fns = {op.fn for low in lows for op in low.kernel.ops if isinstance(op, UnaryOp | BinaryOp)}
     shifts = any(low.shifts for low in lows)
-    names = {_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set())
-    return frozenset(names)
+    return frozenset({_HELPER_OF[fn] for fn in fns if fn in _HELPER_OF} | ({"prism_shift"} if shifts else set()))

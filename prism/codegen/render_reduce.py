@@ -13,12 +13,11 @@ import math
 from collections.abc import Sequence
 
 from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering, outputs_per_pass
-from prism.codegen.render_expr import Exprs, RunAt, RunReads, bcast, decompose, offset, with_last
+from prism.codegen.render_expr import EARLY_RUNS, Exprs, RunAt, RunReads, bcast, decompose, offset, with_last
 from prism.codegen.render_load import sweep_lines, valid_from
 from prism.ops import Reduce
 
 NEG_INF = "-__int_as_float(0x7f800000)"  # a running max starts at -inf
-EARLY_RUNS = 4  # runs of a block-wide walk a thread may hold from the kernel start (16 bytes each, per input)
 
 
 def _indent(lines: Sequence[str], n: int) -> list[str]:

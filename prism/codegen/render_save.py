@@ -11,9 +11,8 @@ import math
 
 from prism.codegen.lower import global_strides, ident
 from prism.codegen.lowered import Buf, KernelLowering, Sweep, sweep
-from prism.codegen.render_expr import Exprs, RunAt, decompose, offset, run_values, with_last
+from prism.codegen.render_expr import EARLY_RUNS, Exprs, RunAt, decompose, offset, run_values, with_last
 from prism.codegen.render_load import block_origin, sweep_lines, tail_conds
-from prism.codegen.render_reduce import EARLY_RUNS
 from prism.ir import Save
 
 
@@ -26,7 +25,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     shape = low.tensor_shapes[op.tensor]
     vec, sw = sp.vec, sp.sweep
     decl, idx = decompose("e", tile, f"s{i}_", vec)
-    vals = run_values(ex, op.x, idx, vec, f"s{i}_v", at=_one_item(tile, vec, sw))
+    vals = run_values(ex, op.x, idx, vec, f"s{i}_v", at=_saved_runs(tile, vec, sw))
     fn = ("st_h" if sp.half else "st_f") + str(vec)
     args = ", ".join(f"v{k}" for k in range(vec))
     store = f"{fn}({ident(op.tensor)} + blk_{i} + {offset(global_strides(shape), idx)}, {args});"
@@ -45,7 +44,7 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     ]
 
 
-def _one_item(tile: tuple[int, ...], vec: int, sw: Sweep) -> RunAt | None:
+def _saved_runs(tile: tuple[int, ...], vec: int, sw: Sweep) -> RunAt | None:
     """Where each thread saves its runs of a one-row tile (item ``e = tid + j * threads``, its run at
     element ``tid * vec + j * threads * vec``, guarded by ``e < sw.bound``), for at most ``EARLY_RUNS``
     items a thread; else None."""
