@@ -171,9 +171,10 @@ class EarlyReads:
     """The runs of read-only global tiles a loop-free kernel's block-wide walks and one-row saves read
     (each thread up to ``EARLY_RUNS`` runs, at offsets of ``tid`` alone, ``RunAt``): every such run is
     loaded once, at the kernel's start, into a register array that every later reader of the run uses.
-    A load written inside each walk sits behind the barriers of the reductions before it (the compiler does not move loads across
-    ``__syncthreads``): a row read by two reductions and a save was loaded three times, and a norm's
-    weight was first requested after both reductions, its latency on the critical path."""
+    A load written inside each walk sits behind the barriers of the reductions before it (the compiler
+    does not move loads across ``__syncthreads``): a row read by two reductions and a save was loaded
+    three times, and a norm's weight was first requested after both reductions, its latency on the
+    critical path."""
 
     def __init__(self, readable: frozenset[str]) -> None:
         self.readable = readable  # the direct tiles no op of the kernel writes (buffer names)
