@@ -49,6 +49,7 @@ from prism.codegen.lowered import (
     outputs_per_pass,
     reads_loop_tiles_after,
     sweep,
+    warp_rows,
 )
 from prism.codegen.tails import TailPlan, memory_shapes, tail_plan
 from prism.errors import CodegenError, IRError
@@ -599,8 +600,8 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
     """``Options.direct_loads``: a Load of a settled tensor (``settled_tensors``) in a kernel without a
     main loop, which no matmul reads (ldmatrix needs shared memory), is read in place in global
     memory. ``DirectLoads.ELEMENTWISE``: only in kernels that neither reduce nor multiply matrices;
-    ``ROWS``: also those whose reductions are all held block-wide rows (``_held_rows``).
-    In a loop kernel: ``_streamed``."""
+    ``ROWS``: also those whose reductions are all held block-wide rows (``_held_rows``) or all rows
+    a warp each (``_warp_rows``). In a loop kernel: ``_streamed``."""
     if d.loop > 1:
         return _streamed(d, op)
     match d.options.direct_loads:
@@ -610,7 +611,7 @@ def _direct(d: _Draft, i: int, op: Load) -> bool:
             if any(isinstance(o, MatmulOp) or _reduces(o) for o in d.ops):
                 return False
         case DirectLoads.ROWS:
-            if any(isinstance(o, MatmulOp) for o in d.ops) or not _held_rows(d):
+            if any(isinstance(o, MatmulOp) for o in d.ops) or not (_held_rows(d) or _warp_rows(d)):
                 return False
         case DirectLoads.ALWAYS:
             pass
@@ -624,6 +625,12 @@ def _held_rows(d: _Draft) -> bool:
     thread's registers (``lowered.held_value``); a row per block, 16-byte runs a thread."""
     return all(held_value(j, o, d.phases[j], d.tile, d.warps, d.accs.get(j))
                for j, o in enumerate(d.ops) if _reduces(o))
+
+
+def _warp_rows(d: _Draft) -> bool:
+    """Every reduction a row per warp, kept in its lanes' registers, and every Save of the same rows
+    (``lowered.warp_rows``): nothing is shared between warps, so the rows are read in place."""
+    return bool(warp_rows(d.ops, d.stores, d.tile, d.warps, d.groups, d.loop, d.tails, d.accs))
 
 
 def _streamed(d: _Draft, op: Load) -> bool:

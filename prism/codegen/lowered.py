@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from prism.codegen.arch import Arch
 from prism.codegen.tails import TailPlan
-from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, op_args, shift_by_max
+from prism.ir import Accum, BlockOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, op_args, shift_by_max
 from prism.ops import Reduce
 
 HALF_DTYPES = ("float16", "bfloat16")
@@ -89,7 +89,8 @@ class DirectLoads(enum.Enum):
     ROWS (the default) adds kernels whose every reduction is a row per block walked by the whole block
     and held in registers (``KernelLowering.held``): 3-8% faster read in place, where lane walks and
     several rows a block stayed 3-40% slower (docs/codegen.md, "Row kernels of widths that are not
-    powers of two")."""
+    powers of two") until each warp kept its rows' reduced values and saved its own rows
+    (``KernelLowering.warp_rows``), which ROWS admits too."""
 
     NEVER = "never"
     ELEMENTWISE = "elementwise"
@@ -434,6 +435,49 @@ def held_value(i: int, op: BlockOp, phase: Phase, tile: Callable[[int], tuple[in
     return False
 
 
+WARP_RUN = 8  # elements of a row a lane reads at once in a warp-rows kernel (16 bytes of halves)
+WARP_ROW_RUNS = 16  # runs a lane walks in a warp-rows kernel at most (row passes times runs a row), unrolled
+
+
+def warp_rows(ops: Sequence[BlockOp], stores: Sequence[Store], tile: Callable[[int], tuple[int, ...]], warps: int,
+              groups: Mapping[int, int], loop: int, tails: TailPlan | None, accs: Mapping[int, AccPlan]) -> frozenset[int]:
+    """The reductions of a *warp-rows* kernel (else empty): a loop-free kernel without matmuls whose every
+    reduction (a ReduceOp, or a one-iteration lane-group sum ``Accum``) walks rows of one ``[R, C]`` tile
+    (leading dims 1) over ``C`` with a warp a row (32 lanes, the ``R`` rows over the warps: not
+    ``block_wide``), whose other values are inline, and whose every Save writes an ``[R, C]`` tile. Each
+    warp then keeps its rows' reduced values in its lanes' registers (after a butterfly of shuffles) and
+    saves the same rows (``render_save``): no shared-memory round trip and no barrier between the
+    reductions and the stores (the prefill shapes of norms and softmax: several rows a block)."""
+    if loop != 1 or tails is not None:
+        return frozenset()
+    reds, rows = [], set[tuple[int, ...]]()
+    for i, op in enumerate(ops):
+        match op:
+            case ReduceOp(x=x, dim=dim) | Accum(x=x, reduce_dim=int(dim)) if stores[i] is not Store.INLINE:
+                tx = tile(x)
+                lanes = accs[i].group if i in accs and _row_sum(accs[i]) else groups.get(i)
+                if dim != len(tx) - 1 or lanes != 32 or block_wide(tx, dim, warps) or tx[-1] % WARP_RUN:
+                    return frozenset()
+                reds.append(i)
+                rows.add(tx)
+            case Save(x=x):
+                rows.add(tile(x))
+            case Load():
+                pass
+            case _ if stores[i] is not Store.INLINE:
+                return frozenset()
+    if len(rows) != 1 or not reds or set(accs) - set(reds):
+        return frozenset()
+    (row,) = rows
+    runs = -(-row[-2] // warps) * -(-row[-1] // (32 * WARP_RUN)) if len(row) >= 2 else 0
+    return frozenset(reds) if 0 < runs <= WARP_ROW_RUNS and all(t == 1 for t in row[:-2]) else frozenset()
+
+
+def _row_sum(acc: AccPlan) -> bool:
+    """A lane-group sum of one iteration's values (no rescale): its registers end as the row's sum."""
+    return acc.kind is AccKind.RED and acc.fn is Reduce.SUM and acc.rescale is None
+
+
 def combine_loop(ops: Sequence[BlockOp], phases: Sequence[Phase], bufs: Mapping[int, Buf],
                  accs: Mapping[int, AccPlan]) -> tuple[bool, bool]:
     """(the loop's ops are ring Loads and element-wise accumulators only: a split kernel's combine,
@@ -549,6 +593,12 @@ class KernelLowering:
         follows (a row per block: norms, softmax)."""
         return frozenset(i for i, op in enumerate(self.kernel.ops)
                          if held_value(i, op, self.phases[i], self._tile, self.warps, self.accs.get(i)))
+
+    @functools.cached_property
+    def warp_rows(self) -> frozenset[int]:
+        """The ReduceOps whose rows each warp keeps in its lanes' registers (``lowered.warp_rows``)."""
+        return warp_rows(self.kernel.ops, self.stores, self._tile, self.warps, self.groups, self.loop, self.tails,
+                         self.accs)
 
     def _tile(self, i: int) -> tuple[int, ...]:
         t = self.tiles[i]

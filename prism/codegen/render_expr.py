@@ -259,6 +259,8 @@ class Exprs:
         assert store is not Store.SAVE, f"op {i}: a Save has no value to read"
         if i in low.held:  # one value, in every thread's register (``KernelLowering.held``)
             return f"{low.bufs[i].name}_r"
+        if i in low.warp_rows:  # row pass j's value, in its warp's lanes (``KernelLowering.warp_rows``)
+            return f"ra{i}[j]" if i in low.accs else f"{low.bufs[i].name}_r[j]"
         match store:
             case Store.INLINE:
                 return self.define(i, idx)

@@ -158,7 +158,8 @@ def _compute(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
         case ReduceOp(fn, x, dim):
             g = low.groups[i]
             out += render_reduce_pass(low, ex, x, dim, fn, g, -(-_numel(low, i) // outputs_per_pass(g, low.warps)),
-                                      dst=low.bufs[i], acc=None, name=f"red{i}", held=i in low.held)
+                                      dst=low.bufs[i], acc=None, name=f"red{i}", held=i in low.held,
+                                      warp_held=i in low.warp_rows)
         case Accum(x, reduce_dim) if i in low.accs:  # (an inline one is read in place)
             out += _accumulate(low, ex, i, x, reduce_dim)
     if i in low.operands and low.operands[i] is not low.bufs.get(i):
@@ -174,7 +175,8 @@ def _accumulate(low: KernelLowering, ex: Exprs, i: int, x: int, reduce_dim: int 
         case AccKind.RED:
             assert reduce_dim is not None
             return render_reduce_pass(low, ex, x, reduce_dim, Reduce.SUM, ap.group, ap.count, dst=None,
-                                      acc=f"ra{i}", name=f"acc{i}", shift=ap.rescale, running=f"rm{i}")
+                                      acc=f"ra{i}", name=f"acc{i}", shift=ap.rescale, running=f"rm{i}",
+                                      warp_held=i in low.warp_rows)
         case AccKind.FRAG:
             return []  # the matmul's own call accumulates
         case _:
@@ -361,7 +363,7 @@ def _unrolled(low: KernelLowering, computed: list[str], barrier: list[str]) -> l
 def _shared_before_epilogue(low: KernelLowering) -> bool:
     """Some shared tile lives before the epilogue (a copy, a materialised value): the epilogue's tiles
     may reuse its space, so the loop ends with a barrier. (A held reduction's tile is never written.)"""
-    held = {low.bufs[i].name for i in low.held}
+    held = {low.bufs[i].name for i in low.held | low.warp_rows}
     return any(b.region is not Phase.POST and b.name not in held for b in low.all_bufs().values())
 
 
@@ -397,7 +399,7 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
         dst = low.bufs[j]
         if held and j == held[0][0]:  # the block-wide accumulators, all behind one barrier
             body += render_held_accs(low, held)
-        if a.kind is AccKind.RED and a.group > 32:  # (rendered with the first of them)
+        if (a.kind is AccKind.RED and a.group > 32) or j in low.warp_rows:  # (with the first of them; in registers)
             continue
         match a.kind:
             case AccKind.FRAG:
@@ -410,7 +412,7 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
                 body += render_red_acc_write(low, j, a.x, op.reduce_dim, a.group, a.count, dst, f"ra{j}")
             case _:
                 assert_never(a.kind)
-    if set(low.accs) - low.held:  # their tiles are read below; with none, the last barrier already covers the tiles
+    if set(low.accs) - low.held - low.warp_rows:  # their tiles are read below; with none, the last barrier covers the tiles
         body.append("__syncthreads();")
     for i, op in enumerate(low.kernel.ops):
         if low.phases[i] is Phase.POST and isinstance(op, ReduceOp):

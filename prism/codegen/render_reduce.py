@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from prism.codegen.lowered import AccKind, AccPlan, Buf, KernelLowering, outputs_per_pass
+from prism.codegen.lowered import WARP_RUN, AccKind, AccPlan, Buf, KernelLowering, outputs_per_pass
 from prism.codegen.render_expr import EARLY_RUNS, Exprs, RunAt, RunReads, bcast, decompose, offset, with_last
 from prism.codegen.render_load import sweep_lines, valid_from
 from prism.ops import Reduce
@@ -31,11 +31,12 @@ def _red_outputs(tile_x: tuple[int, ...], dim: int) -> tuple[tuple[int, ...], in
 
 def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, group: int, count: int,
                        *, dst: Buf | None, acc: str | None, name: str, shift: int | None = None,
-                       running: str = "", held: bool = False) -> list[str]:
+                       running: str = "", held: bool = False, warp_held: bool = False) -> list[str]:
     """Reduce value ``x`` over ``dim``: write to ``dst`` (a ReduceOp; the pass ends with the barrier that
     publishes the tile; ``held``: a block-wide reduction to one output that every thread keeps in the
-    register ``<dst>_r`` instead, ``KernelLowering.held``) and/or add into register array ``acc`` (rescaled
-    by the shift value ``shift`` against the running maxes ``running``: the online softmax)."""
+    register ``<dst>_r`` instead, ``KernelLowering.held``; ``warp_held``: a row per warp, each warp keeping
+    its rows' values in ``<dst>_r[j]``, ``KernelLowering.warp_rows``) and/or add into register array ``acc``
+    (rescaled by the shift value ``shift`` against the running maxes ``running``: the online softmax)."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     out, n_out = _red_outputs(tile_x, dim)
@@ -43,6 +44,8 @@ def render_reduce_pass(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Red
     nw = low.warps
     if dst is not None and acc is None and low.block_reduces(x, dim):
         return _block_reduce(low, ex, x, dim, fn, dst, name, held)
+    if warp_held:
+        return _warp_row_reduce(low, ex, x, dim, fn, f"{acc}[j]" if acc is not None else None, dst, name, count)
     decl, idx = decompose("o", out, f"{name}_o")
     xidx = list(idx)
     xidx[dim] = "r"
@@ -185,6 +188,59 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
         return [f"// {runs} runs a thread, unrolled (their loads are held from the kernel start)", "#pragma unroll",
                 f"for (int rj = 0; rj < {runs}; ++rj) {{", f"  const int r0 = tid * {run} + rj * {step};", *guard, "}"]
     return _strided("r0", f"{lane_r} * {run}", extent, step, body)
+
+
+def _warp_row_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, acc: str | None, dst: Buf | None,
+                     name: str, count: int) -> list[str]:
+    """``KernelLowering.warp_rows``: warp ``w`` reduces rows ``j * warps + w`` (runs of ``WARP_RUN`` a lane,
+    ``row_runs``), combines its lanes with a butterfly of shuffles, which leaves the row's value in every
+    lane, and keeps it in ``<dst>_r[j]`` (a ReduceOp) or in its accumulator's register ``acc`` (a
+    one-iteration sum) for its own later readers (the next reduction of the row, the save of the row):
+    nothing published, no barrier."""
+    assert (acc is None) != (dst is None), "a warp-rows reduction keeps its value in one place"
+    into = acc if acc is not None else f"{dst.name}_r[j]" if dst is not None else ""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    out, n_out = _red_outputs(tile_x, dim)
+    decl, idx = decompose("o", out, f"{name}_o")
+    init = "0.0f" if fn is Reduce.SUM else NEG_INF
+    comb = "p += {v};" if fn is Reduce.SUM else "p = fmaxf(p, {v});"
+    rex = RunReads(ex, "r0", WARP_RUN, f"{name}_v", row_at(tile_x[dim]))
+    stmts = [comb.format(v=rex.read(x, with_last([*idx[:-1], "r0"], k))) for k in range(WARP_RUN)]
+    return [
+        f"// {name}: {fn.value} over dim {dim} of a {list(tile_x)} tile: a row per warp, kept in its lanes' registers",
+        *([f"float {dst.name}_r[{count}];"] if dst is not None else []),
+        "#pragma unroll",
+        f"for (int j = 0; j < {count}; ++j) {{",
+        f"  const int o = j * {low.warps} + warp;",
+        f"  float p = {init};",
+        f"  if (o < {n_out}) {{" if n_out % low.warps else "  {",
+        *_indent(decl, 4),
+        *_indent(row_runs(tile_x[dim], [*rex.loads, *stmts]), 4),
+        "  }",
+        f"  {into} = {'warp_sum' if fn is Reduce.SUM else 'warp_max'}(p, 32);",
+        "}",
+    ]
+
+
+def row_at(extent: int) -> RunAt | None:
+    """Where a lane's runs of ``row_runs`` start, for at most ``EARLY_RUNS`` runs a lane: a read-only
+    input's run there that does not move with the row (a norm's weight) is then an ``EarlyReads`` array,
+    loaded at the kernel start."""
+    step = 32 * WARP_RUN
+    runs = -(-extent // step)
+    return RunAt(f"lane * {WARP_RUN}", extent if extent % step else None, runs, step, "rj") if runs <= EARLY_RUNS else None
+
+
+def row_runs(extent: int, body: list[str]) -> list[str]:
+    """``body`` for each run ``r0`` of ``WARP_RUN`` elements a lane takes of a row of ``extent`` (lane ``l``
+    the runs at ``l * WARP_RUN``, 32 runs apart): unrolled, so the reductions of a row and its save read
+    the same addresses, which the compiler loads once (no barrier between them)."""
+    step = 32 * WARP_RUN
+    runs = -(-extent // step)
+    inner = [f"  if (r0 < {extent}) {{", *_indent(body, 4), "  }"] if extent % step else _indent(body, 2)
+    return ["#pragma unroll", f"for (int rj = 0; rj < {runs}; ++rj) {{",
+            f"  const int r0 = lane * {WARP_RUN} + rj * {step};", *inner, "}"]
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str,

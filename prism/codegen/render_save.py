@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 
 from prism.codegen.lower import global_strides, ident
-from prism.codegen.lowered import Buf, KernelLowering, Sweep, sweep
+from prism.codegen.lowered import WARP_RUN, Buf, KernelLowering, Sweep, sweep
 from prism.codegen.render_expr import EARLY_RUNS, Exprs, RunAt, decompose, offset, run_values, with_last
 from prism.codegen.render_load import block_origin, sweep_lines, tail_conds
+from prism.codegen.render_reduce import _indent, row_at, row_runs
 from prism.ir import Save
 
 
@@ -24,6 +25,8 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     assert tile is not None
     shape = low.tensor_shapes[op.tensor]
     vec, sw = sp.vec, sp.sweep
+    if low.warp_rows:
+        return _warp_row_save(low, ex, i)
     decl, idx = decompose("e", tile, f"s{i}_", vec)
     vals = run_values(ex, op.x, idx, vec, f"s{i}_v", at=_saved_runs(tile, vec, sw))
     fn = ("st_h" if sp.half else "st_f") + str(vec)
@@ -39,6 +42,35 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
         f"  for (int j = 0; j < {sw.per}; ++j) {{",
         f"    const int e = tid + j * {sw.threads};",
         *sweep_lines(sw, [*decl, *vals, store]),
+        "  }",
+        "}",
+    ]
+
+
+def _warp_row_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
+    """``KernelLowering.warp_rows``: warp ``w`` saves rows ``j * warps + w`` of the ``[R, C]`` tile, the runs
+    its reductions walked (``row_runs``), with the rows' reduced values from its lanes' registers."""
+    op = low.kernel.ops[i]
+    assert isinstance(op, Save)
+    sp, tile = low.saves[i], low.tiles[op.x]
+    assert tile is not None
+    shape = low.tensor_shapes[op.tensor]
+    rows, nw = tile[-2], low.warps
+    idx = [*("0" for _ in tile[:-2]), "o" if rows > 1 else "0", "r0"]
+    vals = run_values(ex, op.x, idx, WARP_RUN, f"s{i}_v", at=row_at(tile[-1]))
+    fn = ("st_h" if sp.half else "st_f") + str(sp.vec)
+    stores = [f"{fn}({ident(op.tensor)} + blk_{i} + {offset(global_strides(shape), with_last(idx, k))}, "
+              + ", ".join(f"v{k + m}" for m in range(sp.vec)) + ");" for k in range(0, WARP_RUN, sp.vec)]
+    return [
+        f"// save {op.tensor}{list(shape)} <- tile {list(tile)}, omap {op.omap}: a row per warp, {sp.vec}-element stores",
+        "{",
+        f"  const int blk_{i} = {block_origin(sp.block_terms)};",
+        "#pragma unroll",
+        f"  for (int j = 0; j < {-(-rows // nw)}; ++j) {{",
+        f"    const int o = j * {nw} + warp;",
+        f"    if (o < {rows}) {{" if rows % nw else "    {",
+        *_indent(row_runs(tile[-1], [*vals, *stores]), 6),
+        "    }",
         "  }",
         "}",
     ]
