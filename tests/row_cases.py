@@ -17,3 +17,13 @@ def row_vendor_at(g: Graph, n: int) -> KernelGraph:
     plan = row_vendor_plan(g)
     assert plan is not None
     return at_rows(plan, n)
+
+
+def layer_norm_affine(n: int, d: int) -> Graph:
+    """X [n, d] normalised by its rows' mean and variance, scaled by G and shifted by B (both [1, d])."""
+    g = Graph()
+    x = g.input((n, d), "float16", "X")
+    c = g.sub(x, g.mean(x, -1))
+    y = g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-6)))
+    g.output(g.add(g.mul(y, g.input((1, d), "float16", "G")), g.input((1, d), "float16", "B")), "O")
+    return g

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from row_cases import at_rows
+from row_cases import at_rows, layer_norm_affine
 
 from prism import interpreter
 from prism.codegen import Options, generate
@@ -20,15 +20,6 @@ from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.reference import relative_error
 from prism.rowwise import row_plan
-
-
-def _layer_norm_affine(n: int, d: int) -> Graph:
-    g = Graph()
-    x = g.input((n, d), "float16", "X")
-    c = g.sub(x, g.mean(x, -1))
-    y = g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-6)))
-    g.output(g.add(g.mul(y, g.input((1, d), "float16", "G")), g.input((1, d), "float16", "B")), "O")
-    return g
 
 
 def _one_row_a_block(g: Graph) -> KernelGraph:
@@ -42,7 +33,7 @@ def _body(src: str) -> str:
 
 
 def test_a_norms_row_weight_and_bias_are_loaded_before_its_first_barrier() -> None:
-    g = _layer_norm_affine(4, 768)
+    g = layer_norm_affine(4, 768)
     kg = _one_row_a_block(g)
     src = generate(kg, arch="sm_80").kernels[0].source
     body = _body(src)

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from row_cases import at_rows
+from row_cases import at_rows, layer_norm_affine
 
 from prism import interpreter
 from prism.codegen import Options, generate
@@ -23,15 +23,6 @@ from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.reference import relative_error
 from prism.rowwise import row_plan
-
-
-def _layer_norm_affine(n: int, d: int) -> Graph:
-    g = Graph()
-    x = g.input((n, d), "float16", "X")
-    c = g.sub(x, g.mean(x, -1))
-    y = g.mul(c, g.rsqrt(g.add_scalar(g.mean(g.square(c), -1), 1e-6)))
-    g.output(g.add(g.mul(y, g.input((1, d), "float16", "G")), g.input((1, d), "float16", "B")), "O")
-    return g
 
 
 def _softmax(n: int, d: int) -> Graph:
@@ -67,7 +58,7 @@ def _body(src: str) -> str:
 
 @pytest.mark.parametrize("rows", [8, 16])
 def test_a_layer_norm_of_several_rows_a_block_has_no_barrier(rows: int) -> None:
-    g = _layer_norm_affine(64, 768)
+    g = layer_norm_affine(64, 768)
     kg = _blocks(g, rows)
     low = lower_graph(kg, arch("sm_80")).kernels[0]
     assert low is not None and low.warp_rows and rows >= low.warps
@@ -101,7 +92,7 @@ def test_a_softmax_keeps_its_max_and_sum_in_registers() -> None:
 def test_one_row_a_block_and_a_saved_reduction_stay_as_they_were() -> None:
     """A row a block is walked by the whole block (``KernelLowering.held``); a program whose output is the
     reduced value ([n, 1]) saves another tile than its rows: neither is a warp-rows kernel."""
-    one = lower_graph(_blocks(_layer_norm_affine(64, 768), 1), arch("sm_80")).kernels[0]
+    one = lower_graph(_blocks(layer_norm_affine(64, 768), 1), arch("sm_80")).kernels[0]
     assert one is not None and not one.warp_rows and one.held
     var = lower_graph(_blocks(_row_variance(64, 1024), 8), arch("sm_80")).kernels[0]
     assert var is not None and not var.warp_rows
@@ -110,7 +101,7 @@ def test_one_row_a_block_and_a_saved_reduction_stay_as_they_were() -> None:
 def test_rows_too_long_to_unroll_are_walked_as_before() -> None:
     """More than ``WARP_ROW_RUNS`` runs a lane (four 4096-wide rows a warp: 64 runs) is no warp-rows
     kernel: its loops would be unrolled past what the compiler keeps in registers."""
-    kg = _blocks(_layer_norm_affine(64, 4096), 16)
+    kg = _blocks(layer_norm_affine(64, 4096), 16)
     low = lower_graph(kg, arch("sm_80"), Options(warps=4)).kernels[0]
     assert low is not None and low.warps == 4 and not low.warp_rows
     assert "__syncthreads" in generate(kg, arch="sm_80", options=Options(warps=4)).kernels[0].source
