@@ -470,7 +470,15 @@ def warp_rows(ops: Sequence[BlockOp], stores: Sequence[Store], tile: Callable[[i
         return frozenset()
     (row,) = rows
     runs = -(-row[-2] // warps) * -(-row[-1] // (32 * WARP_RUN)) if len(row) >= 2 else 0
-    return frozenset(reds) if 0 < runs <= WARP_ROW_RUNS and all(t == 1 for t in row[:-2]) else frozenset()
+    return frozenset(reds) if 0 < runs <= warp_row_runs(warps) and all(t == 1 for t in row[:-2]) else frozenset()
+
+
+def warp_row_runs(warps: int) -> int:
+    """The runs a lane may walk in a warp-rows kernel of ``warps`` warps (``WARP_ROW_RUNS``, unrolled): one
+    input's runs held in registers (four each) take at most a quarter of the 64K-register file across
+    the block (16 warps: 8 runs; measured on an H100, a 16-warp layer norm of 16 runs a lane spilled
+    and ran 3-4× slower, docs/codegen.md "Warp rows")."""
+    return min(WARP_ROW_RUNS, 128 // warps)
 
 
 def _row_sum(acc: AccPlan) -> bool:
