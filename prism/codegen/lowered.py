@@ -604,7 +604,8 @@ class KernelLowering:
 
     @functools.cached_property
     def warp_rows(self) -> frozenset[int]:
-        """The ReduceOps whose rows each warp keeps in its lanes' registers (``lowered.warp_rows``)."""
+        """The reductions (ReduceOps, one-iteration lane-group sums) whose rows each warp keeps in its
+        lanes' registers (``lowered.warp_rows``)."""
         return warp_rows(self.kernel.ops, self.stores, self._tile, self.warps, self.groups, self.loop, self.tails,
                          self.accs)
 
