@@ -151,10 +151,10 @@ EARLY_RUNS = 4  # runs a thread may hold from the kernel start (16 bytes each, p
 
 @dataclass(frozen=True)
 class RunAt:
-    """Where a thread's runs start: the first at ``start``, an expression of ``tid`` alone (the same text
-    wherever a run starts there: a block-wide walk, a save of a one-row tile), run ``var`` (a loop index
-    below ``runs``) ``var * step`` elements on; each read only where its start is below ``bound`` (None:
-    always)."""
+    """Where a thread's runs start: the first at ``start``, an expression of ``tid`` or ``lane`` alone (the
+    same text wherever a run starts there: a block-wide walk, a save of a one-row tile, a warp's walk and
+    save of its rows), run ``var`` (a loop index below ``runs``) ``var * step`` elements on; each read only
+    where its start is below ``bound`` (None: always)."""
 
     start: str
     bound: int | None
@@ -162,14 +162,29 @@ class RunAt:
     step: int = 0
     var: str = ""
 
+    @staticmethod
+    def over(start: str, step: int, extent: int, var: str) -> RunAt:
+        """The runs ``step`` apart from ``start`` that cover ``extent`` elements (the last guarded where
+        ``step`` does not divide it)."""
+        return RunAt(start, extent if extent % step else None, -(-extent // step), step, var)
+
     def at(self, j: str) -> str:
         """The start of run ``j``."""
         return self.start if self.runs == 1 else f"{self.start} + {j} * {self.step}"
 
+    def passes(self, name: str, body: list[str]) -> list[str]:
+        """``body`` for each run, its start in ``name``: an unrolled loop over ``var`` (the compiler keeps
+        each run's loads in registers and merges readers of the same run), guarded past ``bound``."""
+        inner = [f"  if ({name} < {self.bound}) {{", *(f"    {x}" for x in body), "  }"] if self.bound is not None \
+            else [f"  {x}" for x in body]
+        return ["#pragma unroll", f"for (int {self.var} = 0; {self.var} < {self.runs}; ++{self.var}) {{",
+                f"  const int {name} = {self.start} + {self.var} * {self.step};", *inner, "}"]
+
 
 class EarlyReads:
     """The runs of read-only global tiles a loop-free kernel's block-wide walks and one-row saves read
-    (each thread up to ``EARLY_RUNS`` runs, at offsets of ``tid`` alone, ``RunAt``): every such run is
+    (each thread up to ``EARLY_RUNS`` runs, at offsets of ``tid`` alone, ``RunAt``), and those a warp-rows
+    kernel's lanes read at offsets of ``lane`` alone (a weight's runs): every such run is
     loaded once, at the kernel's start, into a register array that every later reader of the run uses.
     A load written inside each walk sits behind the barriers of the reductions before it (the compiler
     does not move loads across ``__syncthreads``): a row read by two reductions and a save was loaded

@@ -179,14 +179,12 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
     step = group * run
     runs = -(-extent // step)  # a block-wide walk of a few runs a thread: EarlyReads may hold them
     held = lane_r == "tid" and (runs == 1 or (ex.early is not None and runs <= EARLY_RUNS))
-    rex = RunReads(ex, "r0", run, f"{name}_v",
-                   RunAt(f"tid * {run}", extent if extent < runs * step else None, runs, step, "rj") if held else None)
-    stmts = [take(rex.read(x, at := with_last([*xidx[:-1], "r0"], k)), at[-1]) for k in range(run)]
+    at = RunAt.over(f"tid * {run}", step, extent, "rj")
+    rex = RunReads(ex, "r0", run, f"{name}_v", at if held else None)
+    stmts = [take(rex.read(x, ix := with_last([*xidx[:-1], "r0"], k)), ix[-1]) for k in range(run)]
     body = [*rex.loads, *stmts]  # the reads filled rex.loads
     if held and runs > 1:
-        guard = [f"  if (r0 < {extent}) {{", *_indent(body, 4), "  }"] if extent < runs * step else _indent(body, 2)
-        return [f"// {runs} runs a thread, unrolled (their loads are held from the kernel start)", "#pragma unroll",
-                f"for (int rj = 0; rj < {runs}; ++rj) {{", f"  const int r0 = tid * {run} + rj * {step};", *guard, "}"]
+        return [f"// {runs} runs a thread, unrolled (their loads are held from the kernel start)", *at.passes("r0", body)]
     return _strided("r0", f"{lane_r} * {run}", extent, step, body)
 
 
@@ -232,19 +230,14 @@ def row_at(extent: int) -> RunAt:
     walks, ``lowered.warp_row_runs``: loaded after the reductions, a 4,096-wide weight's sixteen runs put
     their latency behind the shuffles, measured 5-9% slower than the shared-memory kernel before; loaded
     at the start, 2% faster to 3% slower, docs/codegen.md "Warp rows")."""
-    step = 32 * WARP_RUN
-    return RunAt(f"lane * {WARP_RUN}", extent if extent % step else None, -(-extent // step), step, "rj")
+    return RunAt.over(f"lane * {WARP_RUN}", 32 * WARP_RUN, extent, "rj")
 
 
 def row_runs(extent: int, body: list[str]) -> list[str]:
     """``body`` for each run ``r0`` of ``WARP_RUN`` elements a lane takes of a row of ``extent`` (lane ``l``
     the runs at ``l * WARP_RUN``, 32 runs apart): unrolled, so the reductions of a row and its save read
     the same addresses, which the compiler loads once (no barrier between them)."""
-    step = 32 * WARP_RUN
-    runs = -(-extent // step)
-    inner = [f"  if (r0 < {extent}) {{", *_indent(body, 4), "  }"] if extent % step else _indent(body, 2)
-    return ["#pragma unroll", f"for (int rj = 0; rj < {runs}; ++rj) {{",
-            f"  const int r0 = lane * {WARP_RUN} + rj * {step};", *inner, "}"]
+    return row_at(extent).passes("r0", body)
 
 
 def _block_reduce(low: KernelLowering, ex: Exprs, x: int, dim: int, fn: Reduce, dst: Buf, name: str,

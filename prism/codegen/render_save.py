@@ -18,6 +18,8 @@ from prism.ir import Save
 
 
 def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
+    if low.warp_rows:
+        return _warp_row_save(low, ex, i)
     op = low.kernel.ops[i]
     assert isinstance(op, Save)
     sp = low.saves[i]
@@ -25,8 +27,6 @@ def render_save(low: KernelLowering, ex: Exprs, i: int) -> list[str]:
     assert tile is not None
     shape = low.tensor_shapes[op.tensor]
     vec, sw = sp.vec, sp.sweep
-    if low.warp_rows:
-        return _warp_row_save(low, ex, i)
     decl, idx = decompose("e", tile, f"s{i}_", vec)
     vals = run_values(ex, op.x, idx, vec, f"s{i}_v", at=_saved_runs(tile, vec, sw))
     fn = ("st_h" if sp.half else "st_f") + str(vec)
