@@ -30,7 +30,7 @@ def test_the_next_k_steps_loads_precede_this_k_steps_mma() -> None:
     assert "unsigned a[2][" in lines[next(i for i, x in enumerate(lines) if x.startswith("unsigned a"))]
     first = next(i for i, x in enumerate(lines) if x.startswith("ldsm_x4(a[0][r]"))
     loop = next(i for i, x in enumerate(lines) if x.startswith("for (int q = 0;"))
-    ahead = next(i for i, x in enumerate(lines) if x.startswith("ldsm_x4(a[t & 1][r]"))
+    ahead = next(i for i, x in enumerate(lines) if x.startswith("ldsm_x4(a[(q + 1) & 1][r]"))
     mma = next(i for i, x in enumerate(lines) if x.startswith("mma16816("))
     assert first < loop < ahead < mma and "a[q & 1][r]" in lines[mma]
     assert "const int t = q + 1;" in lines[loop:ahead]

@@ -33,13 +33,13 @@ class Units:
 
 def units(plan: MmaPlan, warps: int) -> Units:
     w, j = (a.ravel() for a in np.meshgrid(np.arange(warps), np.arange(plan.per_warp), indexing="ij"))
-    if plan.ksplit > 1:
+    if plan.blocked:  # warp (g // wn, g % wn) of the grid, g = w % kgroup; slot j at (j // wt_n, j % wt_n) of its tile
+        g, kpart = w % plan.kgroup, w // plan.kgroup
+        mt = (g // plan.wn) * plan.wt_m + j // plan.wt_n
+        u, run = mt * plan.npairs + (g % plan.wn) * plan.wt_n + j % plan.wt_n, kpart < plan.ksplit
+    elif plan.ksplit > 1:
         u, kpart = w % plan.units, w // plan.units
         run = kpart < plan.ksplit  # `if (kpart >= ksplit) return;`
-    elif plan.blocked:  # warp (w // wn, w % wn) of the grid, slot j at (j // wt_n, j % wt_n) of its tile
-        mt = (w // plan.wn) * plan.wt_m + j // plan.wt_n
-        u, kpart = mt * plan.npairs + (w % plan.wn) * plan.wt_n + j % plan.wt_n, np.zeros_like(w)
-        run = np.ones_like(w, dtype=bool)
     else:
         u, kpart = w + j * warps, np.zeros_like(w)
         run = u < plan.units

@@ -154,6 +154,18 @@ class Options:
     # Off: on an H200 it moved GEMMs and decode GEMVs by -2% to +1%, none below the tuned 47.9 µs (docs/codegen.md,
     # "Late refill and fragment prefetch, timed")
     frag_prefetch: bool = False
+    # a warp-tiled matmul of a kernel that took the larger warp count (``lower.WARPS``: its fragments did
+    # not fit 4 warps) keeps the 4-warp grid's warp tiles and splits the k-steps between two warps per
+    # tile (``MmaPlan.kgroup``): a 128x128 tile at 8 warps runs 64x64 warp tiles (8 ldmatrix per 32 mma)
+    # instead of 64x32 (6 per 16), half the shared-memory reads per mma, partial sums added once after
+    # the loop. Off until timed (docs/codegen.md, "Warp tiles with a k split")
+    warp_ksplit: bool = False
+    # a main loop whose one op is a warp-tiled matmul accumulated in registers issues the ring's refill
+    # in parts, one after each k-step's ldmatrix (``KernelLowering.spread``), instead of all copies
+    # between the barrier and the first ldmatrix: their issue, and the operand registers they hold,
+    # overlap the mma. Copies past the loop's end are zero-filled from a clamped address, not
+    # skipped by a branch. Off until timed (docs/codegen.md, "The refill spread over the k-steps")
+    spread_refill: bool = False
     # a loop's materialised matmul operand computed only from its stage's tiles (the x·g of a norm with
     # a weight ahead of a GEMV) is computed one iteration ahead into a second copy, so the loop keeps
     # one barrier per iteration instead of two (``KernelLowering.skewed``). Off: not yet timed on a GPU
@@ -301,7 +313,9 @@ class MmaPlan:
     """How the warps of a block split one matmul [batch, m, k] @ [batch, k, n] into mma tiles.
 
     A unit is (batch, 16-row tile, 16-column pair of n8 tiles); each warp owns ``per_warp`` units
-    and a 1/``ksplit`` share of the k-steps (ksplit > 1 only when there are fewer units than warps).
+    and a 1/``ksplit`` share of the k-steps: ksplit > 1 when there are fewer units than warps, or with
+    ``Options.warp_ksplit`` when each warp tile of a grid over ``kgroup`` warps is run by ``ksplit``
+    warps (k part ``warp / kgroup``).
     """
 
     a: int
@@ -331,6 +345,11 @@ class MmaPlan:
     @property
     def blocked(self) -> bool:
         return self.wn > 0
+
+    @property
+    def kgroup(self) -> int:
+        """Warps of one k part: warp ``w`` takes k part ``w / kgroup`` (its units or tile: ``w % kgroup``)."""
+        return self.wm * self.wn if self.blocked else self.units
 
     @property
     def wt_m(self) -> int:
@@ -552,6 +571,7 @@ class KernelLowering:
     unroll: int = 1
     tails: TailPlan | None = None  # the padded dim's origins (``prism.codegen.tails``), with a Tail
     arrivals: tuple[Arrival, ...] = ()  # ``Options.staged_arrivals``; empty: one group per stage
+    spread: int | None = None  # ``Options.spread_refill``: the matmul whose k-steps carry the refill
 
     @property
     def blocks(self) -> int:
