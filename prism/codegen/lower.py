@@ -344,7 +344,6 @@ class _Draft:
     mem: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # extents in memory (``tails.memory_shapes``)
     tails: TailPlan | None = None
     arrivals: tuple[Arrival, ...] = ()
-    spread: int | None = None
 
     @property
     def ops(self) -> tuple[BlockOp, ...]:
@@ -961,26 +960,6 @@ def _arrivals(d: _Draft) -> None:
     d.arrivals = tuple(Arrival(tuple(groups[p]), p) for p in at)
 
 
-def _spread(d: _Draft) -> None:
-    """``Options.spread_refill``: a main loop refilled once an iteration (more iterations than stages in
-    flight; not unrolled, skewed, late or staged; no padded tail or rotation), whose one loop op is a warp-tiled matmul
-    of at least two k-steps accumulated in registers without rescaling, issues its refill in parts
-    over that matmul's k-steps (``KernelLowering.spread``). The slot it writes was read in the
-    iteration before, behind this iteration's barrier, as with the refill ahead of the ops."""
-    if (not d.options.spread_refill or d.prefetch >= d.loop or d.unroll > 1 or d.skewed or d.options.late_refill
-            or d.arrivals or d.options.shift_first or d.tails is not None or d.options.rotate > 1
-            or not any(lp.buf.ring for lp in d.loads)):
-        return
-    ops = [i for i, op in enumerate(d.ops) if d.phases[i] is Phase.LOOP and not isinstance(op, Load)]
-    if len(ops) != 1 or ops[0] not in d.mmas:
-        return
-    i = ops[0]
-    plan = d.mmas[i]
-    acc = next((j for j, a in d.accs.items() if a.kind is AccKind.FRAG and a.x == i), None)
-    if plan.blocked and plan.ksteps > 1 and acc is not None and d.accs[acc].rescale is None:
-        d.spread = i
-
-
 def _ring_reads(d: _Draft, i: int, ring: set[int]) -> set[int]:
     """The ring Loads op ``i``'s code reads: its arguments, through values computed inline, and a Load's
     own tile where op ``i`` is a Load materialised as a matmul operand."""
@@ -991,7 +970,7 @@ def _ring_reads(d: _Draft, i: int, ring: set[int]) -> set[int]:
 # The lowering of one kernel, in order; each pass reads what the earlier ones decided.
 PASSES: tuple[Callable[[_Draft], None], ...] = (
     _launch, _tails, _hoist, _stores, _mmas, _accs, _buffers, _stages, _skew, _unroll, _place, _copies, _own_copies,
-    _rescaled_runs, _tail_schedule, _arrivals, _spread,
+    _rescaled_runs, _tail_schedule, _arrivals,
 )
 
 
@@ -1004,7 +983,7 @@ def _freeze(d: _Draft) -> KernelLowering:
                           d.smem_bytes, d.mem, d.dtypes, args, d.scalars, d.ring_bytes,
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
                           max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill,
-                          d.skewed, d.options.shift_first, d.unroll, d.tails, d.arrivals, d.spread)
+                          d.skewed, d.options.shift_first, d.unroll, d.tails, d.arrivals)
 
 
 def ident(name: str) -> str:

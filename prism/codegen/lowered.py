@@ -160,12 +160,6 @@ class Options:
     # instead of 64x32 (6 per 16), half the shared-memory reads per mma, partial sums added once after
     # the loop. Off until timed (docs/codegen.md, "Warp tiles with a k split")
     warp_ksplit: bool = False
-    # a main loop whose one op is a warp-tiled matmul accumulated in registers issues the ring's refill
-    # in parts, one after each k-step's ldmatrix (``KernelLowering.spread``), instead of all copies
-    # between the barrier and the first ldmatrix: their issue, and the operand registers they hold,
-    # overlap the mma. Copies past the loop's end are zero-filled from a clamped address, not
-    # skipped by a branch. Off until timed (docs/codegen.md, "The refill spread over the k-steps")
-    spread_refill: bool = False
     # a loop's materialised matmul operand computed only from its stage's tiles (the x·g of a norm with
     # a weight ahead of a GEMV) is computed one iteration ahead into a second copy, so the loop keeps
     # one barrier per iteration instead of two (``KernelLowering.skewed``). Off: not yet timed on a GPU
@@ -571,7 +565,6 @@ class KernelLowering:
     unroll: int = 1
     tails: TailPlan | None = None  # the padded dim's origins (``prism.codegen.tails``), with a Tail
     arrivals: tuple[Arrival, ...] = ()  # ``Options.staged_arrivals``; empty: one group per stage
-    spread: int | None = None  # ``Options.spread_refill``: the matmul whose k-steps carry the refill
 
     @property
     def blocks(self) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from prism.codegen.fuse import Fusion
 from prism.codegen.lower import ident
 from prism.codegen.lowered import GraphLowering, KernelLowering
-from prism.codegen.render_kernel import block_code, device_functions, header, param, params, reads_past_l1, zfills
+from prism.codegen.render_kernel import block_code, device_functions, header, param, params, reads_past_l1
 from prism.codegen.render_prelude import helpers_used, prelude
 from prism.codegen.render_reduce import _indent
 
@@ -65,7 +65,7 @@ def render_fused(gl: GraphLowering, a: KernelLowering, b: KernelLowering, fu: Fu
     combine_header = header(gl, b, entry).split("\n", 1)[1]  # its first line names the entry again
     parts = [header(gl, a, entry), note, combine_header, "",
              prelude(a.dtype, a.l2_prefetch, fused=True, l2_loads=reads_past_l1(a, b),
-                     zfill=zfills(a, b), helpers=helpers_used(a, b)),
+                     tails=a.tails is not None or b.tails is not None, helpers=helpers_used(a, b)),
              _namespace("split", a),
              _namespace("combine", b), "\n".join(kernel)]
     return "\n\n".join(parts) + "\n"

@@ -28,15 +28,7 @@ from prism.codegen.lowered import (
     outputs_per_pass,
 )
 from prism.codegen.render_expr import EarlyReads, Exprs
-from prism.codegen.render_load import (
-    block_origin,
-    render_loader,
-    render_part_loader,
-    rotation_decl,
-    shared_address,
-    tile_iter,
-    valid_from,
-)
+from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter, valid_from
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import helpers_used, prelude
 from prism.codegen.render_reduce import (
@@ -126,16 +118,9 @@ def header(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     return "\n".join(lines)
 
 
-def zfills(*lows: KernelLowering) -> bool:
-    """Some kernel of one launch copies zeros past a padded tail or the loop's end (a spread refill)."""
-    return any(low.tails is not None or low.spread is not None for low in lows)
-
-
 def device_functions(low: KernelLowering) -> list[str]:
-    """Loaders (a spread refill's copy by copy too), then per matmul: its mma function, its fragment
-    store, its online-softmax rescale."""
+    """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale."""
     parts = [render_loader(low, lp) for lp in low.copied_loads]
-    parts += [render_part_loader(low, lp) for lp in low.loads if lp.buf.ring] if low.spread is not None else []
     for i in sorted(low.mmas):
         parts.append(render_mma(low, i))
         acc = low.frag_acc(i)
@@ -315,8 +300,7 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     waits, computed = low.arrival_waits(), list[str]()
     for i, op in enumerate(low.kernel.ops):
         if (low.phases[i] is Phase.LOOP or isinstance(op, Accum)) and i not in low.skewed:
-            code = _spread(low, ring) if i == low.spread else _compute(low, ex, i)
-            computed = [*_arrival(computed, waits.get(i)), *code]
+            computed = [*_arrival(computed, waits.get(i)), *_compute(low, ex, i)]
     if low.loop == 1 and not ring and not computed:
         return []
     if low.loop == 1 and not low.copied_loads and not _shared_before_epilogue(low):
@@ -330,10 +314,6 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{low.loop_wait}>();", *barrier]
     late = bool(ring) and low.late_refill
     refill = [] if low.arrivals else _refill(low, ring)  # (staged arrivals: one iteration, no refill)
-    if low.spread is not None:  # the refill's slot and stage, for the parts issued during the matmul
-        refill = [f"  const int sw = sb_wr, nx = it + {low.prefetch};  // the slot refilled, with stage nx",
-                  f"  const bool nx_ok = nx < {low.loop};  // (past the loop's end: zeros, from the last stage's address)",
-                  f"  const int nc = nx_ok ? nx : {low.loop - 1};"]
     advance = _advance(low, ring)
     body += [] if late else refill
     if ring:
@@ -343,27 +323,8 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                  f"{low.bufs[i].copy_elems};" for i in low.skewed]
         body += [f"  if (it + 1 < {low.loop}) {{", *_indent(_skewed_block(low, ex, "it + 1", "sb_rd", "((it + 1) & 1)"), 4),
                  "  }"]
-    tail = [*refill, *advance] if late else ["  cp_async_commit();"] if low.spread is not None else []
+    tail = [*refill, *advance] if late else []
     return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
-
-
-def _spread(low: KernelLowering, ring: list[LoadPlan]) -> list[str]:
-    """``KernelLowering.spread``: the matmul's call with its k-step hook, which issues part q of each
-    ring Load's copies of stage ``nx`` into slot ``sw`` (copies ``ceil(q n / K)`` up to ``ceil((q + 1)
-    n / K)`` of a thread's n, K k-steps; ``_main_loop`` declares ``sw``, ``nx_ok``, ``nc`` and commits
-    after the call)."""
-    i = low.spread
-    assert i is not None
-    acc, plan, op = low.frag_acc(i), low.mmas[i], low.kernel.ops[i]
-    assert isinstance(op, MatmulOp) and acc is not None
-    k = plan.ksteps
-    hook = ["[&](const int q) {  // after k-step q's ldmatrix: part q of the refill"]
-    for lp in ring:
-        n = lp.sweep.per
-        hook += ["#pragma unroll", f"  for (int j = (q * {n} + {k - 1}) / {k}; j < ((q + 1) * {n} + {k - 1}) / {k}; ++j)",
-                 f"    {lp.fn}_at({_load_dst(lp, 'sw')}, g_{lp.buf.name} + nc * {lp.iter_stride}, tid, j, nx_ok);"]
-    operands = f"{low.operands[op.a].name}, {low.operands[op.b].name}, warp, lane"
-    return [f"mma_{i}(ra{acc}, {operands}, {hook[0]}", *hook[1:], "});"]
 
 
 def _arrival(before: list[str], keep: int | None) -> list[str]:
@@ -489,7 +450,7 @@ def render_kernel(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
     kernel = [f'extern "C" __global__ void __launch_bounds__({low.threads}) {entry}({", ".join(params(low))}) {{',
               "  const uint3 bid = blockIdx;", *_indent(block_code(low), 2), "}"]
     parts = [header(gl, low, entry), "",
-             prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low), zfill=zfills(low),
+             prelude(low.dtype, low.l2_prefetch, l2_loads=reads_past_l1(low), tails=low.tails is not None,
                      helpers=helpers_used(low)),
              *device_functions(low),
              "\n".join(kernel)]

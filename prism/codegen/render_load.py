@@ -73,26 +73,6 @@ def shared_address(info: LoadPlan) -> bool:
     return info.nbytes >= 4
 
 
-def render_part_loader(low: KernelLowering, info: LoadPlan) -> str:
-    """``<fn>_at(dst, src, tid, j, ok)``: copy ``j`` of the thread's copies of ``info``'s tile (a spread
-    refill issues them a few at a time: ``KernelLowering.spread``), zeros where not ``ok`` (an
-    iteration past the loop's end: no bytes are read, ``src`` only has to be a valid address)."""
-    assert shared_address(info) and (low.tails is None or info.op not in low.tails.loads), "spread: cp.async, no tail"
-    sw = info.sweep
-    decl, idx = decompose("e", info.buf.shape, "t", info.vec)
-    dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
-    at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
-    copy = f"{COPY_FN[info.nbytes]}z({at}, src + {offset(global_strides(low.tensor_shapes[info.tensor]), idx)}, ok);"
-    return "\n".join([
-        f"// copy j of a thread's {sw.per} of {info.tensor}'s tile (a spread refill; zeros unless ok)",
-        f"__device__ __forceinline__ void {info.fn}_at(unsigned dst, const {info.ctype}* __restrict__ src,"
-        " const int tid, const int j, const bool ok) {",
-        f"  const int e = tid + j * {sw.threads};",
-        *sweep_lines(sw, [*decl, copy], pad=2),
-        "}",
-    ])
-
-
 def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     shape = low.tensor_shapes[info.tensor]
     tile = info.buf.shape

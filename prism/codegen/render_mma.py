@@ -157,22 +157,20 @@ def _indented(lines: list[str], by: str) -> list[str]:
     return [x if x.startswith("#pragma") else by + x for x in lines]
 
 
-def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf, nw: int, spread: bool) -> list[str]:
+def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf, nw: int) -> list[str]:
     """The body of ``mma_<i>`` over a warp tile (``MmaPlan.blocked``): per k-step, one ldmatrix of A
     per unit row and one of B per column pair of the tile, then every unit's two mma from those
     fragments (wt_m x wt_n x 2 independent chains: no second chain needed); with a k split, over this
-    warp's k part (``MmaPlan.kgroup``). ``spread``: ``refill(q)`` (the kernel's hook, ``KernelLowering.spread``)
-    after k-step q's ldmatrix, before its mma. With
+    warp's k part (``MmaPlan.kgroup``). With
     ``MmaPlan.prefetch`` two fragment sets alternate: k-step t + 1's ldmatrix are issued before
     k-step t's mma, so the mma wait on no shared-memory load but the first."""
     frags = f"unsigned a{{}}[{plan.wt_m}][4], b{{}}[{plan.wt_n}][4];"
     k0 = f"kpart * {plan.ksteps} + " if plan.ksplit > 1 else ""  # this warp's share of the k-steps
-    hook = ["  refill(q);"] if spread else []
     if not plan.prefetch:
-        steps = ([f"for (int t = 0; t < {plan.ksteps}; ++t) {{"] if not (k0 or spread) else
+        steps = ([f"for (int t = 0; t < {plan.ksteps}; ++t) {{"] if not k0 else
                  [f"for (int q = 0; q < {plan.ksteps}; ++q) {{", f"  const int t = {k0}q;"])
         return [*_kpart(plan, nw), _k_unroll(plan), *steps, "  " + frags.format("", ""),
-                *_indented(_blocked_loads(plan, a_buf, b_buf, "a", "b"), "  "), *hook,
+                *_indented(_blocked_loads(plan, a_buf, b_buf, "a", "b"), "  "),
                 *_indented(_blocked_mmas(plan, "a", "b"), "  "), "}"]
     return [
         *_kpart(plan, nw),
@@ -187,7 +185,6 @@ def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf, nw: int, spread: bool) -
         f"    const int t = {k0}q + 1;",
         *_indented(_blocked_loads(plan, a_buf, b_buf, "a[(q + 1) & 1]", "b[(q + 1) & 1]"), "    "),
         "  }",
-        *hook,
         *_indented(_blocked_mmas(plan, "a[q & 1]", "b[q & 1]"), "  "),
         "}",
     ]
@@ -200,15 +197,12 @@ def render_mma(low: KernelLowering, i: int) -> str:
     assert not (a_buf.swizzle and plan.a_bstride) and not (b_buf.swizzle and plan.b_bstride), "swizzle: one batch"
     nw = low.warps
     if plan.blocked:
-        spread = low.spread == i
         return "\n".join([
             f"// op {i}: {plan.m}x{plan.k} @ {plan.k}x{plan.n}: {plan.units} units of 16x16, warp tiles of "
-            f"{plan.wt_m}x{plan.wt_n} on a {plan.wm}x{plan.wn} grid of {nw} warps, {plan.ksteps} k-steps"
-            + (", the ring's refill in parts between them" if spread else ""),
-            *(["template <typename Refill>"] if spread else []),
+            f"{plan.wt_m}x{plan.wt_n} on a {plan.wm}x{plan.wn} grid of {nw} warps, {plan.ksteps} k-steps",
             f"__device__ __forceinline__ void mma_{i}(float (&acc)[{plan.per_warp}][2][4], const half_t* A,"
-            f" const half_t* B, const int warp, const int lane{', const Refill& refill' if spread else ''}) {{",
-            *[f"  {x}" for x in _blocked_mma(plan, a_buf, b_buf, nw, spread)],
+            " const half_t* B, const int warp, const int lane) {",
+            *[f"  {x}" for x in _blocked_mma(plan, a_buf, b_buf, nw)],
             "}"])
     a_bs = a_buf.strides[0] if plan.a_bstride else 0
     b_bs = b_buf.strides[0] if plan.b_bstride else 0

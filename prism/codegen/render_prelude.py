@@ -165,8 +165,7 @@ __device__ __forceinline__ half_t ld_l2(const half_t* p) {
 """
 
 
-_ZFILL = r"""// a padded tail's copies (prism.codegen.tails), a spread refill's past the loop's end: ok false copies
-// zeros (a source size of 0 reads nothing)
+_ZFILL = r"""// a padded tail's copies (prism.codegen.tails): ok false copies zeros (a source size of 0 reads nothing)
 __device__ __forceinline__ void cp_async16z(unsigned dst, const void* src, bool ok) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
 }
@@ -203,16 +202,16 @@ _HELPER_OF: dict[Unary | Binary, str] = {
 
 
 def prelude(dtype: str, l2_prefetch: int = 0, *, fused: bool = False, l2_loads: bool = False,
-            zfill: bool = False, helpers: frozenset[str] = frozenset()) -> str:
+            tails: bool = False, helpers: frozenset[str] = frozenset()) -> str:
     """Helpers for a kernel whose half tensors have ``dtype`` (float16 or bfloat16); ``l2_prefetch``
     adds an ``.L2::<n>B`` prefetch hint to the 16-byte copies; ``fused``: a split kernel fused with
-    its combine (``arrive_last``); ``l2_loads``: tiles read in place past L1 (``ld_l2``); ``zfill``:
-    zero-filling copies (``cp_async16z``...: a padded tail, a spread refill); ``helpers``: the names of the
-    ``_HELPERS`` the kernel calls (``helpers_used``)."""
+    its combine (``arrive_last``); ``l2_loads``: tiles read in place past L1 (``ld_l2``); ``tails``:
+    zero-filling copies (``cp_async16z``...); ``helpers``: the names of the ``_HELPERS`` the kernel calls
+    (``helpers_used``)."""
     common = _COMMON.replace("{L2}", f".L2::{l2_prefetch}B" if l2_prefetch else "")
     extra = "".join(code for name, code in _HELPERS.items() if name in helpers)
     return (common + extra + (_BF16 if dtype == "bfloat16" else _F16) + _STORES + (_FUSED if fused else "")
-            + (_L2_LOADS if l2_loads else "") + (_ZFILL if zfill else ""))
+            + (_L2_LOADS if l2_loads else "") + (_ZFILL if tails else ""))
 
 
 def helpers_used(*lows: KernelLowering) -> frozenset[str]:
