@@ -867,9 +867,19 @@ def _save_plan(d: _Draft, i: int, op: Save) -> SavePlan:
     tile, shape = d.tile(op.x), d.mem[op.tensor]
     half = d.dtypes[op.tensor] != "float32"
     vec = save_vec(tile, shape, 2 if half else 4)
+    if d.options.short_runs and _elementwise_only(d):  # every thread a run of its own, runs of 4 bytes at least
+        while vec * (2 if half else 4) > 4 and math.prod(tile) // (vec // 2) <= d.threads:
+            vec //= 2
     gst = global_strides(shape)
     terms = tuple((p, tile[a] * gst[a]) for p, a in enumerate(op.omap) if a is not None)
     return SavePlan(i, op.tensor, half, terms, vec, sweep(math.prod(tile) // vec, d.threads))
+
+
+def _elementwise_only(d: _Draft) -> bool:
+    """A loop-free kernel of Loads, element-wise ops, one-iteration element-wise accumulators and Saves
+    (``Options.short_runs``)."""
+    return d.loop == 1 and all(isinstance(op, Load | UnaryOp | BinaryOp | Save)
+                               or (isinstance(op, Accum) and op.reduce_dim is None) for op in d.ops)
 
 
 def _copies(d: _Draft) -> None:

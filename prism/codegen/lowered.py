@@ -193,6 +193,12 @@ class Options:
     # (``KernelLowering.arrivals``): the scores are computed while V is still arriving. On: 1.7-4.4%
     # faster on the split-KV attentions of the benchmark (docs/codegen.md, "Staged arrivals")
     staged_arrivals: bool = True
+    # a loop-free element-wise kernel (no matmul, no reduction) whose saves' 16-byte runs leave threads
+    # without one takes shorter runs, down to 4 bytes, until every thread has at most one
+    # (``lower._save_plan``): a [1, 256] tile at 128 threads runs 2 elements a thread, not 8 on a
+    # quarter of them. On: on an H200 the decode element-wise zoo programs' best kernels were 0-0.22 µs
+    # faster, never slower (exact GELUs 1.57 → 1.37 µs; docs/codegen.md, "Shorter runs for element-wise kernels")
+    short_runs: bool = True
 
 
 DEFAULT_OPTIONS = Options()
