@@ -157,8 +157,9 @@ class Options:
     # a warp-tiled matmul of a kernel that took the larger warp count (``lower.WARPS``: its fragments did
     # not fit 4 warps) keeps the 4-warp grid's warp tiles and splits the k-steps between two warps per
     # tile (``MmaPlan.kgroup``): a 128x128 tile at 8 warps runs 64x64 warp tiles (8 ldmatrix per 32 mma)
-    # instead of 64x32 (6 per 16), half the shared-memory reads per mma, partial sums added once after
-    # the loop. Off until timed (docs/codegen.md, "Warp tiles with a k split")
+    # instead of 64x32 (6 per 16), a third fewer shared-memory reads per mma, partial sums added once
+    # after the loop. Off: on an H100 a 512x4096x4096 GEMM's k-split 128x128 tiles were 4% faster at one
+    # size, 1-7% slower at two, none near the tuned 128x64 tile (docs/codegen.md, "The GEMM main loop's stalls")
     warp_ksplit: bool = False
     # a loop's materialised matmul operand computed only from its stage's tiles (the x·g of a norm with
     # a weight ahead of a GEMV) is computed one iteration ahead into a second copy, so the loop keeps

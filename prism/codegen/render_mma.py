@@ -161,9 +161,8 @@ def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf, nw: int) -> list[str]:
     """The body of ``mma_<i>`` over a warp tile (``MmaPlan.blocked``): per k-step, one ldmatrix of A
     per unit row and one of B per column pair of the tile, then every unit's two mma from those
     fragments (wt_m x wt_n x 2 independent chains: no second chain needed); with a k split, over this
-    warp's k part (``MmaPlan.kgroup``). With
-    ``MmaPlan.prefetch`` two fragment sets alternate: k-step t + 1's ldmatrix are issued before
-    k-step t's mma, so the mma wait on no shared-memory load but the first."""
+    warp's k part (``MmaPlan.kgroup``). With ``MmaPlan.prefetch`` two fragment sets alternate: k-step
+    t + 1's ldmatrix are issued before k-step t's mma, so the mma wait on no shared-memory load but the first."""
     frags = f"unsigned a{{}}[{plan.wt_m}][4], b{{}}[{plan.wt_n}][4];"
     k0 = f"kpart * {plan.ksteps} + " if plan.ksplit > 1 else ""  # this warp's share of the k-steps
     if not plan.prefetch:
