@@ -12,6 +12,7 @@ from prism.codegen import Options, generate
 from prism.codegen.arch import arch
 from prism.codegen.emulate import emulate
 from prism.codegen.lower import DEFAULT_OPTIONS, lower_graph
+from prism.codegen.lowered import DirectLoads
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.ir import Accum, BinaryOp, CustomKernel, KernelGraph, Load, ReduceOp, Save, TensorSpec, UnaryOp
 from prism.ops import Binary, Reduce, Unary
@@ -55,6 +56,15 @@ def test_short_runs_emulate_like_the_interpreter(grid: tuple[int, int], dtype: s
     kg = gelu_bias(16, 3072, grid, dtype)
     ins = {t.name: np.random.default_rng(7).standard_normal(t.shape) for t in kg.inputs}
     assert relative_error(emulate(kg, ins)["O"], interpreter.run(kg, ins)["O"]) < 1e-12
+
+
+@pytest.mark.parametrize("direct", list(DirectLoads))
+def test_short_runs_read_copied_or_in_place_tiles_alike(direct: DirectLoads) -> None:
+    """The save's shorter runs read a tile copied with 16-byte cp.async as well as one read in place."""
+    kg, options = gelu_bias(16, 3072, (12, 16)), Options(direct_loads=direct)
+    assert _vec(kg, options) == 2
+    ins = {t.name: np.random.default_rng(8).standard_normal(t.shape) for t in kg.inputs}
+    assert relative_error(emulate(kg, ins, options=options)["O"], interpreter.run(kg, ins)["O"]) < 1e-12
 
 
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on the PATH")
