@@ -866,9 +866,10 @@ def save_vec(tile: tuple[int, ...], shape: tuple[int, ...], esize: int) -> int:
 def _save_plan(d: _Draft, i: int, op: Save) -> SavePlan:
     tile, shape = d.tile(op.x), d.mem[op.tensor]
     half = d.dtypes[op.tensor] != "float32"
-    vec = save_vec(tile, shape, 2 if half else 4)
+    esize = 2 if half else 4
+    vec = save_vec(tile, shape, esize)
     if d.options.short_runs and _elementwise_only(d):  # every thread a run of its own, runs of 4 bytes at least
-        while vec * (2 if half else 4) > 4 and math.prod(tile) // (vec // 2) <= d.threads:
+        while vec * esize > 4 and math.prod(tile) // (vec // 2) <= d.threads:
             vec //= 2
     gst = global_strides(shape)
     terms = tuple((p, tile[a] * gst[a]) for p, a in enumerate(op.omap) if a is not None)

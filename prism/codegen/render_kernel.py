@@ -395,11 +395,12 @@ def _epilogue(low: KernelLowering, ex: Exprs) -> list[str]:
     if low.reads_loop_tiles_after:  # one iteration (one ring slot): values after the loop read its tiles
         body += [f"{lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring;" for lp in low.loads if lp.buf.ring]
     held = [(j, low.bufs[j], f"ra{j}") for j, a in sorted(low.accs.items()) if a.kind is AccKind.RED and a.group > 32]
+    apart = {j for j, _, _ in held} | low.warp_rows  # written with the first held one; kept in registers
     for j, a in sorted(low.accs.items()):
         dst = low.bufs[j]
         if held and j == held[0][0]:  # the block-wide accumulators, all behind one barrier
             body += render_held_accs(low, held)
-        if (a.kind is AccKind.RED and a.group > 32) or j in low.warp_rows:  # (with the first of them; in registers)
+        if j in apart:
             continue
         match a.kind:
             case AccKind.FRAG:
