@@ -237,12 +237,14 @@ def _with_weight_transposes(graph: Graph, groups: list[tuple[list[int], bool]]) 
 def weight_transposes(graph: Graph) -> Part | None:
     """The whole program as a part whose ``inner`` graph has its foldable weight transposes taken out
     (a transpose of a 2-D or 3-D program input, not an output, that every reader reads as a weight
-    matmul's B operand: ``K^T`` of an attention, ``W^T`` of a linear layer), or None when it has none.
+    matmul's B operand: ``K^T`` of an attention, ``W^T`` of a linear layer; or that element-wise ops and
+    reductions read too: ``_folded_input``), or None when it has none.
     The whole-program search sees ``inner`` (a block graph has no transpose) and ``with_transposes``
     puts the transposes back in its plans, where code generation folds them into the loads."""
     outputs = {i for _, i in graph.output_indices}
     read_by = reader_sets(graph)
-    found = tuple(t for t in range(len(graph.nodes)) if _folded_weight(graph, t, read_by, outputs))
+    found = tuple(t for t in range(len(graph.nodes))
+                  if _folded_weight(graph, t, read_by, outputs) or _folded_input(graph, t, read_by, outputs))
     if not found:
         return None
     ops = [i for i, n in enumerate(graph.nodes) if n.kind is not OpKind.INPUT]
@@ -256,6 +258,27 @@ def _folded_weight(graph: Graph, t: int, read_by: dict[int, set[int]], outputs: 
     readers = read_by.get(t)
     return graph.nodes[t].kind is OpKind.TRANSPOSE and t not in outputs and bool(readers) and all(
         _weight_matmul(graph, j) and graph.nodes[j].args[1] == t for j in readers or ())
+
+
+def _folded_input(graph: Graph, t: int, read_by: dict[int, set[int]], outputs: set[int]) -> bool:
+    """Node ``t`` is a transpose of a 2-D or 3-D program input, no output, that element-wise ops and
+    reductions read, and matmuls only as their B operand: code generation reads such a tile in place,
+    in the input's layout (``prism.codegen.fold``; ``prism.transposes`` moves transposes onto inputs)."""
+    node = graph.nodes[t]
+    readers = read_by.get(t)
+    if node.kind is not OpKind.TRANSPOSE or t in outputs or not readers:
+        return False
+    src = graph.nodes[node.args[0]]
+    return src.kind is OpKind.INPUT and len(src.shape) in (2, 3) and all(_reads_in_place(graph, j, t) for j in readers)
+
+
+def _reads_in_place(graph: Graph, j: int, t: int) -> bool:
+    """Node ``j`` reads transpose ``t`` as code generation can in place: element-wise, as a reduction,
+    or as a weight matmul's B operand (not its A operand)."""
+    r = graph.nodes[j]
+    if r.kind is OpKind.MATMUL:
+        return _weight_matmul(graph, j) and r.args[1] == t and r.args[0] != t
+    return r.kind in (OpKind.UNARY, OpKind.BINARY, OpKind.REDUCE)
 
 
 def with_transposes(graph: Graph, part: Part, plans: Sequence[KernelGraph]) -> tuple[KernelGraph, ...]:

@@ -50,6 +50,7 @@ from prism.progress import StageBar
 from prism.rows import RowsKernel, merge_rows
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
+from prism.transposes import sink_transposes
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.draw import legal_space
 from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
@@ -241,6 +242,7 @@ def search_and_verify(
                                            config, time_budget, partitioned)
     if outer is not None:
         searched, splits = with_transposes(graph, outer, searched), with_transposes(graph, outer, splits)
+    searched = (*searched, *_moved_transposes(graph, program, cache, progress, config, time_budget))
     constructed: tuple[KernelGraph, ...] = ()
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
         epilogues = _epilogues(graph, _epilogue_pair(graph, part_outcomes, part_ops), program, cache,
@@ -257,6 +259,22 @@ def search_and_verify(
     stats = dict(whole.stats) if whole is not None else {"whole_program_searched": False}
     return SearchOutcome(program, graph.structure_key(), templates, bool(whole and whole.cached), stats, seconds,
                          sources, tuple(part_outcomes))
+
+
+def _moved_transposes(graph: Graph, program: str, cache: bool, progress: bool, config: SearchConfig | None,
+                      time_budget: float | None) -> tuple[KernelGraph, ...]:
+    """The searched plans of ``graph`` with its transposes moved onto inputs (``prism.transposes``), where
+    that moves any and the moved program is small enough to search whole: the same function, inputs and
+    outputs, where a normalised bank's transpose becomes one kernel reading the bank in place. They join
+    the program's own plans, which stay (where its parts are better plans, as an attention over normalised
+    keys has, the tuner picks those)."""
+    moved = sink_transposes(graph)
+    if moved is graph or (config is None and primitive_ops(moved) > WHOLE_PROGRAM_OPS):
+        return ()
+    outer = weight_transposes(moved)
+    _, searched, _ = _whole_plans(outer.inner if outer and outer.inner else moved, program, cache, progress,
+                                  config, time_budget, False)
+    return with_transposes(moved, outer, searched) if outer is not None else searched
 
 
 def _whole_plans(graph: Graph, program: str, cache: bool, progress: bool, config: SearchConfig | None,

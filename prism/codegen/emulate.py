@@ -39,6 +39,7 @@ from prism.codegen.lowered import (
     Store,
     Sweep,
     outputs_per_pass,
+    stored_index,
 )
 from prism.codegen.render_reduce import lane_run
 from prism.interpreter import input_tensors, run_predefined
@@ -340,7 +341,11 @@ class _Block:
         return sum((self.sm.read(b, c, off, what) for c in range(b.copies)), start=np.zeros(np.shape(off)))
 
     def tile_offset(self, b: Buf, idx: Index) -> np.ndarray:
-        """``Exprs.tile_offset``: padded rows, or swizzled chunks (a lane's run read at its base)."""
+        """``Exprs.tile_offset``: padded rows, or swizzled chunks (a lane's run read at its base); a
+        transposed load's tile by its stored index, one element at a time."""
+        if b.transposed:
+            idx = stored_index(idx)
+            return swizzle_at(b, idx) if b.swizzle else offset(b.strides, idx)
         if not b.swizzle:
             return offset(b.strides, idx)
         if self.lane_run > 1:

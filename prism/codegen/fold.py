@@ -6,17 +6,33 @@ transpose kernel, and a generated kernel would read its output, a copy of the wh
 every call. When every custom-kernel reader of that transpose is the B operand of a matmul, the
 transpose is dropped and those loads read the input itself (``Load.transposed``): the tile is
 copied in the input's own layout (rows along the weight's contiguous dim) and ldmatrix reads it as
-the B operand without ``.trans`` (``render_mma``). Only 2-D and 3-D program inputs are folded (a
+the B operand without ``.trans`` (``render_mma``). Element-wise ops and reductions may read such a
+tile too (a bank of vectors normalised, then multiplied by its transpose: ``prism.transposes``); their
+reads swap the tile's last two indices. Only 2-D and 3-D program inputs are folded (a
 linear layer's weight, an attention's keys): their layout is the caller's, and no kernel of the
 plan writes them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from prism.graph import OpKind
-from prism.ir import CustomKernel, Kernel, KernelGraph, Load, MatmulOp, PredefinedKernel, op_args
+from prism.ir import (
+    Accum,
+    BinaryOp,
+    BlockOp,
+    CustomKernel,
+    Kernel,
+    KernelGraph,
+    Load,
+    MatmulOp,
+    PredefinedKernel,
+    ReduceOp,
+    UnaryOp,
+    op_args,
+)
 
 
 def foldable(kg: KernelGraph) -> dict[str, str]:
@@ -38,8 +54,17 @@ def foldable(kg: KernelGraph) -> dict[str, str]:
 
 
 def _b_operand_only(k: CustomKernel, i: int) -> bool:
-    users = [op for op in k.ops if i in op_args(op)]
-    return bool(users) and all(isinstance(op, MatmulOp) and op.b == i and op.a != i for op in users)
+    return read_in_place(k.ops, i)
+
+
+def read_in_place(ops: Sequence[BlockOp], i: int) -> bool:
+    """Every reader of Load ``i`` can read its tile in the input's own layout: a matmul as its B operand
+    (ldmatrix without ``.trans``), or an element-wise op, reduction or accumulator, whose reads index the
+    tile with its last two dims swapped (``Buf.transposed``). Not a matmul's A operand, not a Save."""
+    users = [op for op in ops if i in op_args(op)]
+    return bool(users) and all(
+        (op.b == i and op.a != i) if isinstance(op, MatmulOp) else isinstance(op, UnaryOp | BinaryOp | ReduceOp | Accum)
+        for op in users)
 
 
 def fold_transposes(kg: KernelGraph) -> KernelGraph:

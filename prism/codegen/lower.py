@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from prism.codegen.arch import MAX_GRID, Arch
-from prism.codegen.fold import fold_transposes
+from prism.codegen.fold import fold_transposes, read_in_place
 from prism.codegen.lowered import (
     DEFAULT_OPTIONS,
     HALF_DTYPES,
@@ -591,12 +591,11 @@ def _value_buf(d: _Draft, i: int, op: BlockOp, uniq: Callable[[str], str]) -> Bu
 
 def _transposed_tile(d: _Draft, i: int, st: Storage, tile: tuple[int, ...]) -> tuple[int, ...]:
     """The tile of a transposed load as the tensor lays it out (``Buf.transposed``): its last two dims
-    swapped; only 2-D or 3-D half tiles that matmuls read as B."""
+    swapped; only 2-D or 3-D half tiles that matmuls read as B, or expressions (``fold.read_in_place``)."""
     if st is not Storage.HALF or len(tile) not in (2, 3):
         raise d.fail(f"a transposed load of a {st.value} tile {list(tile)}: only 2-D or 3-D half tiles", i)
-    readers = [d.ops[j] for j in d.users(i)]
-    if not all(isinstance(r, MatmulOp) and r.b == i and r.a != i for r in readers):
-        raise d.fail("a transposed load is read only as a matmul's B operand", i)
+    if not read_in_place(d.ops, i):
+        raise d.fail("a transposed load is read only as a matmul's B operand or by expressions", i)
     return (*tile[:-2], tile[-1], tile[-2])
 
 

@@ -235,6 +235,11 @@ def sweep(items: int, threads: int) -> Sweep:
     return Sweep(items, threads, items if items % threads else None)
 
 
+def stored_index[T](idx: Sequence[T]) -> list[T]:
+    """A transposed load's tile index as stored (``Buf.transposed``): its last two swapped."""
+    return [*idx[:-2], idx[-1], idx[-2]]
+
+
 @dataclass(frozen=True)
 class Buf:
     """A tile in shared memory. Row-major; the last dim padded to ``pitch`` against bank conflicts,
@@ -252,7 +257,8 @@ class Buf:
     offset: int = 0  # bytes from the start of dynamic shared memory
     swizzle: bool = False
     # the tile of a transposed load (``Load.transposed``): ``shape`` is as stored, the transpose of
-    # the value's tile (rows along the tensor's contiguous dim); only ldmatrix reads it, as a B operand
+    # the value's tile (rows along the tensor's contiguous dim); ldmatrix reads it as a B operand,
+    # expressions at ``stored_index`` of their index, one element at a time
     transposed: bool = False
     # a Load's tile read in place in global memory (``Options.direct_loads``): no shared memory; element
     # idx is at ``g_<name>[Σ idx·gstrides]``, and every row of it starts ``galign``-byte aligned

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
-from prism.codegen.lowered import Buf, KernelLowering, Storage, Store
+from prism.codegen.lowered import Buf, KernelLowering, Storage, Store, stored_index
 from prism.ir import Accum, BinaryOp, Load, MatmulOp, ReduceOp, Save, UnaryOp
 from prism.ops import Binary, Unary
 
@@ -240,7 +240,9 @@ class Exprs:
 
     def tile_offset(self, b: Buf, idx: Sequence[str]) -> str:
         """The element offset of ``idx`` in tile ``b`` (padded rows, swizzled chunks, or in place in
-        global memory)."""
+        global memory); a transposed load's tile is stored with its last two dims swapped."""
+        if b.transposed:
+            idx = stored_index(idx)
         if b.direct:
             return offset(b.gstrides, idx)
         if not b.swizzle:
@@ -347,7 +349,7 @@ class RunReads(Exprs):
     def _vectorisable(self, b: Buf) -> bool:
         """Every run of ``b`` starts aligned to its loads (a swizzled tile's runs stay in one chunk)."""
         unit = min(16, self.vec * b.esize)  # bytes each load needs aligned
-        if b.l2:  # (read one element at a time: ``ld_l2``)
+        if b.l2 or b.transposed:  # (one element at a time: ``ld_l2``; a run across stored rows)
             return False
         if b.direct:
             return b.gstrides[-1] == 1 and b.galign % unit == 0

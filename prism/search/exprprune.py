@@ -419,6 +419,7 @@ class Target:
 
     alg: Algebra
     outputs: dict[str, Poly]
+    values: list[Poly] = field(default_factory=list)  # the program's scaled values, as written
     subexprs: set[Poly] = field(default_factory=set)
     _seen: set[object] = field(default_factory=set)
     _coeff: dict[Mono, set[tuple[Mono, Fraction]]] = field(default_factory=dict)
@@ -428,11 +429,13 @@ class Target:
         """Every sub-expression of the outputs: the polynomials and monomials their forms reach (a
         closure: the same whatever order the sets are walked in), then each monomial's powers at
         every coefficient it has anywhere in them (``_mono_powers``; only once all are known, so
-        the set does not depend on which sum reached a monomial first)."""
+        the set does not depend on which sum reached a monomial first), and the program's scaled values."""
         for p in self.outputs.values():
             self._poly(p)
         for m in self._monos:
             self._mono_powers(m)
+        for p in self.values:  # ``x - 2·y`` computes ``2·y``, which the normal form holds only as ``-2·y``
+            self._add(p)
         return self
 
     def contains(self, p: Poly) -> bool:
@@ -631,4 +634,5 @@ def build_target(graph: Graph, labels: ProgramLabels) -> Target:
     alg = Algebra(labels.inputs)
     exprs = graph_exprs(graph, labels, alg)
     outs = {name: exprs[i] for name, i in graph.output_indices}
-    return Target(alg, outs).build()
+    scaled = [e for e, n in zip(exprs, graph.nodes, strict=True) if n.kind is OpKind.UNARY and n.fn is Unary.SCALE]
+    return Target(alg, outs, scaled).build()
