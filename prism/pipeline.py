@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from prism.cache import JsonCache
 from prism.chains import Collapsed, collapse
 from prism.codegen.arch import arch as get_arch
+from prism.codegen.fold import fold_transposes
 from prism.codegen.resources import resources
 from prism.codegen.sizes import drawn_sizes, has_sizes
 from prism.codegen.tails import padded_plans
@@ -265,16 +266,23 @@ def _moved_transposes(graph: Graph, program: str, cache: bool, progress: bool, c
                       time_budget: float | None) -> tuple[KernelGraph, ...]:
     """The searched plans of ``graph`` with its transposes moved onto inputs (``prism.transposes``), where
     that moves any and the moved program is small enough to search whole: the same function, inputs and
-    outputs, where a normalised bank's transpose becomes one kernel reading the bank in place. They join
-    the program's own plans, which stay (where its parts are better plans, as an attention over normalised
-    keys has, the tuner picks those)."""
+    outputs, where a normalised bank's transpose becomes one kernel reading the bank in place. Those of one
+    launch join the program's own plans, which stay (where its parts are better plans, as an attention over
+    normalised keys has, the tuner picks those)."""
     moved = sink_transposes(graph)
     if moved is graph or (config is None and primitive_ops(moved) > WHOLE_PROGRAM_OPS):
         return ()
     outer = weight_transposes(moved)
     _, searched, _ = _whole_plans(outer.inner if outer and outer.inner else moved, program, cache, progress,
                                   config, time_budget, False)
-    return with_transposes(moved, outer, searched) if outer is not None else searched
+    plans = with_transposes(moved, outer, searched) if outer is not None else searched
+    return tuple(p for p in plans if _one_launch(p))  # the fusions the program's own plans lack
+
+
+def _one_launch(kg: KernelGraph) -> bool:
+    """``kg`` is one generated kernel once code generation folds its transposes into the loads."""
+    kernels = fold_transposes(kg).kernels
+    return len(kernels) == 1 and isinstance(kernels[0], CustomKernel)
 
 
 def _whole_plans(graph: Graph, program: str, cache: bool, progress: bool, config: SearchConfig | None,
