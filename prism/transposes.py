@@ -21,6 +21,7 @@ same inputs and outputs, each identity exact in real arithmetic (a sum's order i
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import assert_never
 
 from prism.graph import Graph, Node, OpKind
 from prism.ops import broadcast_shape
@@ -66,8 +67,10 @@ def _commutes(node: Node) -> bool:
             return rank >= 2
         case OpKind.REDUCE:
             return rank >= 2 and node.dim is not None and node.dim >= rank - 2
-        case _:
+        case OpKind.INPUT | OpKind.MATMUL:  # (an input ends the cone; a matmul's transpose swaps its operands)
             return False
+        case _:
+            assert_never(node.kind)
 
 
 class _Rewrite:
@@ -114,8 +117,10 @@ class _Rewrite:
                 x, rank = self.flip(node.args[0]), len(node.shape)
                 assert node.dim is not None
                 out = self.add(replace(node, args=(x,), shape=_swapped(node.shape), dim=2 * rank - 3 - node.dim))
+            case OpKind.MATMUL:
+                raise AssertionError(f"node {i}: a matmul is not in a movable cone (_commutes)")
             case _:
-                raise AssertionError(f"node {i} ({node.kind}) was not checked by _movable")
+                assert_never(node.kind)
         self.flipped[i] = out
         return out
 
