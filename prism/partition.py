@@ -243,8 +243,7 @@ def weight_transposes(graph: Graph) -> Part | None:
     puts the transposes back in its plans, where code generation folds them into the loads."""
     outputs = {i for _, i in graph.output_indices}
     read_by = reader_sets(graph)
-    found = tuple(t for t in range(len(graph.nodes))
-                  if _folded_weight(graph, t, read_by, outputs) or _folded_input(graph, t, read_by, outputs))
+    found = tuple(t for t in range(len(graph.nodes)) if _folded_input(graph, t, read_by, outputs))
     if not found:
         return None
     ops = [i for i, n in enumerate(graph.nodes) if n.kind is not OpKind.INPUT]
@@ -262,7 +261,8 @@ def _folded_weight(graph: Graph, t: int, read_by: dict[int, set[int]], outputs: 
 
 def _folded_input(graph: Graph, t: int, read_by: dict[int, set[int]], outputs: set[int]) -> bool:
     """Node ``t`` is a transpose of a 2-D or 3-D program input, no output, that element-wise ops and
-    reductions read, and matmuls only as their B operand: code generation reads such a tile in place,
+    reductions read, and matmuls only as their B operand (every ``_folded_weight`` is one): code generation
+    reads such a tile in place,
     in the input's layout (``prism.codegen.fold``; ``prism.transposes`` moves transposes onto inputs)."""
     node = graph.nodes[t]
     readers = read_by.get(t)
@@ -276,8 +276,8 @@ def _reads_in_place(graph: Graph, j: int, t: int) -> bool:
     """Node ``j`` reads transpose ``t`` as code generation can in place: element-wise, as a reduction,
     or as a weight matmul's B operand (not its A operand)."""
     r = graph.nodes[j]
-    if r.kind is OpKind.MATMUL:
-        return _weight_matmul(graph, j) and r.args[1] == t and r.args[0] != t
+    if r.kind is OpKind.MATMUL:  # (``_weight_matmul``: its A operand is no transpose)
+        return _weight_matmul(graph, j) and r.args[1] == t
     return r.kind in (OpKind.UNARY, OpKind.BINARY, OpKind.REDUCE)
 
 

@@ -24,27 +24,27 @@ from dataclasses import replace
 from typing import assert_never
 
 from prism.graph import Graph, Node, OpKind
+from prism.ir import load_shape
 from prism.ops import broadcast_shape
 from prism.partition import reader_sets
 
 
 def sink_transposes(graph: Graph) -> Graph:
     """``graph`` with every transpose that can move onto inputs moved there (``graph`` itself when none can)."""
-    movable = [t for t, n in enumerate(graph.nodes) if n.kind is OpKind.TRANSPOSE and _movable(graph, t)]
+    outputs, readers = {i for _, i in graph.output_indices}, reader_sets(graph)
+    movable = [t for t, n in enumerate(graph.nodes) if n.kind is OpKind.TRANSPOSE and _movable(graph, t, outputs, readers)]
     if not movable:
         return graph
     return _Rewrite(graph, set(movable)).run().without_dead_ops()
 
 
-def _movable(graph: Graph, t: int) -> bool:
+def _movable(graph: Graph, t: int, outputs: set[int], readers: dict[int, set[int]]) -> bool:
     """Transpose ``t`` reads a computed value whose cone (down to the inputs) is element-wise ops and
     reductions over the swapped dims, of rank 2 or more, each read only within the cone or by ``t``,
     none an output."""
     top = graph.nodes[t].args[0]
     if graph.nodes[top].kind is OpKind.INPUT:
         return False
-    outputs = {i for _, i in graph.output_indices}
-    readers = reader_sets(graph)
     cone: set[int] = set()
     todo = [top]
     while todo:
@@ -104,7 +104,7 @@ class _Rewrite:
             case OpKind.TRANSPOSE:
                 out = self.copy[node.args[0]]
             case OpKind.INPUT:
-                out = self.add(Node(OpKind.TRANSPOSE, (self.copy[i],), _swapped(node.shape), node.dtype))
+                out = self.add(Node(OpKind.TRANSPOSE, (self.copy[i],), load_shape(node.shape, True), node.dtype))
             case OpKind.UNARY:
                 x = self.flip(node.args[0])
                 out = self.add(replace(node, args=(x,), shape=self.out.nodes[x].shape))
@@ -116,14 +116,10 @@ class _Rewrite:
             case OpKind.REDUCE:
                 x, rank = self.flip(node.args[0]), len(node.shape)
                 assert node.dim is not None
-                out = self.add(replace(node, args=(x,), shape=_swapped(node.shape), dim=2 * rank - 3 - node.dim))
+                out = self.add(replace(node, args=(x,), shape=load_shape(node.shape, True), dim=2 * rank - 3 - node.dim))
             case OpKind.MATMUL:
                 raise AssertionError(f"node {i}: a matmul is not in a movable cone (_commutes)")
             case _:
                 assert_never(node.kind)
         self.flipped[i] = out
         return out
-
-
-def _swapped(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return (*shape[:-2], shape[-1], shape[-2])

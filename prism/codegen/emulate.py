@@ -345,10 +345,9 @@ class _Block:
         transposed load's tile by its stored index, one element at a time."""
         if b.transposed:
             idx = stored_index(idx)
-            return swizzle_at(b, idx) if b.swizzle else offset(b.strides, idx)
         if not b.swizzle:
             return offset(b.strides, idx)
-        if self.lane_run > 1:
+        if self.lane_run > 1 and not b.transposed:
             base = idx[-1] - idx[-1] % self.lane_run
             return swizzle_at(b, [*idx[:-1], base]) + (idx[-1] - base)
         return swizzle_at(b, idx)

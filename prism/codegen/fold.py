@@ -23,7 +23,6 @@ from prism.ir import (
     Accum,
     BinaryOp,
     BlockOp,
-    CustomKernel,
     Kernel,
     KernelGraph,
     Load,
@@ -48,13 +47,9 @@ def foldable(kg: KernelGraph) -> dict[str, str]:
                 found.pop(t, None)  # a pre-defined op reads it: it stays (a view, or a copy)
             continue
         for i, op in enumerate(k.ops):
-            if isinstance(op, Load) and op.tensor in found and not _b_operand_only(k, i):
+            if isinstance(op, Load) and op.tensor in found and not read_in_place(k.ops, i):
                 found.pop(op.tensor)
     return found
-
-
-def _b_operand_only(k: CustomKernel, i: int) -> bool:
-    return read_in_place(k.ops, i)
 
 
 def read_in_place(ops: Sequence[BlockOp], i: int) -> bool:
