@@ -152,6 +152,22 @@ def test_cosine_similarity_is_one_kernel_reading_the_bank_in_place(monkeypatch: 
     assert emulate_error(plans[0].instantiate(cheap_sizes(plans[0], 1)[0])) > 1e-3
 
 
+def test_the_bank_norm_reads_runs_of_stored_rows_by_vector_loads() -> None:
+    """The column norm of the transposed tile walks its reduced dim, which the tile stores along its rows,
+    in runs read by vector loads (``render_reduce.stored_rows``), not one 2-byte load an element; the
+    emulator reads those runs at their swizzled bases and still agrees with float64."""
+    vector_reads = 0
+    for template in _one_kernel_plans(cosine(16, 256, 64))[:3]:
+        for sizes in cheap_sizes(template, 2):
+            kg = template.instantiate(sizes)
+            source = "".join(st.source for st in generate(kg, arch="sm_80").steps if isinstance(st, KernelLaunch))
+            reads = [ln for ln in source.splitlines() if "ld_run(" in ln and "s_B" in ln]
+            vector_reads += len(reads)
+            assert not [ln for ln in source.splitlines() if "for (int r = r0;" in ln and "s_B[" in ln]
+            assert emulate_error(kg) < 1e-12
+    assert vector_reads
+
+
 @pytest.mark.skipif(nvcc_path() is None, reason="nvcc not on the PATH")
 def test_the_one_kernel_plans_compile_without_spills() -> None:
     items = []

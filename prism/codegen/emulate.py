@@ -150,6 +150,7 @@ class _Block:
         self.acc: dict[int, np.ndarray] = {}
         self.run_max: dict[int, np.ndarray] = {}
         self.lane_run = 1  # a reduction's lanes read runs of this many elements (``row_values``)
+        self.run_axis = -1  # ... along this axis of the tile index: the last, or the next-to-last
         bid = sum(c * math.prod(low.grid[:p]) for p, c in enumerate(coord))
         self.rot = low.rotation(bid)
         self._init_accs()
@@ -341,13 +342,14 @@ class _Block:
         return sum((self.sm.read(b, c, off, what) for c in range(b.copies)), start=np.zeros(np.shape(off)))
 
     def tile_offset(self, b: Buf, idx: Index) -> np.ndarray:
-        """``Exprs.tile_offset``: padded rows, or swizzled chunks (a lane's run read at its base); a
-        transposed load's tile by its stored index, one element at a time."""
+        """``Exprs.tile_offset``: padded rows, or swizzled chunks (a lane's run read at its base where the
+        run lies along the stored rows); a transposed load's tile by its stored index."""
+        along = self.run_axis  # the run's axis in the tile as stored (``RunReads._vectorisable``)
         if b.transposed:
-            idx = stored_index(idx)
+            idx, along = stored_index(idx), {-1: -2, -2: -1}.get(along, along)
         if not b.swizzle:
             return offset(b.strides, idx)
-        if self.lane_run > 1 and not b.transposed:
+        if self.lane_run > 1 and along == -1:
             base = idx[-1] - idx[-1] % self.lane_run
             return swizzle_at(b, [*idx[:-1], base]) + (idx[-1] - base)
         return swizzle_at(b, idx)
@@ -427,11 +429,11 @@ class _Block:
         r = np.arange(extent, dtype=np.int64).reshape(1, -1)
         full: Index = [np.broadcast_to(np.asarray(v).reshape(-1, 1), (n, 1)) for v in idx]
         full[dim] = r
-        self.lane_run = run
+        self.lane_run, self.run_axis = run, dim - len(idx)
         try:
             return self.read(x, full) * np.ones((n, extent))
         finally:
-            self.lane_run = 1
+            self.lane_run, self.run_axis = 1, -1
 
     def tail_masked(self, x: int, dim: int, rows: np.ndarray, identity: float) -> np.ndarray:
         """Rows of ``x`` along ``dim`` with a padded tail's elements replaced by ``identity`` (``render_reduce._walk``)."""

@@ -200,6 +200,10 @@ class Options:
     # quarter of them. On: on an H200 the decode element-wise zoo programs' best kernels were 0-0.22 µs
     # faster, never slower (exact GELUs 1.57 → 1.37 µs; docs/codegen.md, "Shorter runs for element-wise kernels")
     short_runs: bool = True
+    # the widest run (elements) a lane reads at once where a reduction walks a transposed load's tile
+    # along its stored rows (the norm of a bank read as its transpose): ``render_reduce.stored_rows``;
+    # 1: one 2-byte load an element, as before
+    stored_runs: int = 4
 
 
 DEFAULT_OPTIONS = Options()
@@ -578,6 +582,7 @@ class KernelLowering:
     unroll: int = 1
     tails: TailPlan | None = None  # the padded dim's origins (``prism.codegen.tails``), with a Tail
     arrivals: tuple[Arrival, ...] = ()  # ``Options.staged_arrivals``; empty: one group per stage
+    stored_runs: int = 1  # ``Options.stored_runs``
 
     @property
     def blocks(self) -> int:

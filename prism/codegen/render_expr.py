@@ -135,10 +135,15 @@ def bcast(idx: Sequence[str], tile: Sequence[int], out: Sequence[int]) -> list[s
 
 
 def with_last(idx: Sequence[str], add: int) -> list[str]:
-    if add == 0:
-        return list(idx)
-    last = idx[-1]
-    return [*idx[:-1], str(add) if last == "0" else f"{last} + {add}"]
+    return with_at(idx, -1, add)
+
+
+def with_at(idx: Sequence[str], axis: int, add: int) -> list[str]:
+    """``idx`` with ``add`` added to its entry ``axis`` (a literal where that entry is 0)."""
+    out = list(idx)
+    if add:
+        out[axis] = str(add) if out[axis] == "0" else f"{out[axis]} + {add}"
+    return out
 
 
 def element_read(b: Buf, p: str, off: str) -> str:
@@ -319,17 +324,21 @@ class RunReads(Exprs):
     plus 0 .. vec - 1, as ``with_last`` writes it): a shared-memory tile read along the run is loaded
     once, all ``vec`` elements in vector loads, into a register array. ``loads`` holds those arrays'
     declarations and loads, to emit before the expressions that read them. ``at``: where ``var`` is
-    this thread's only run (``RunAt``); a read-only global tile's run is then ``EarlyReads``' array."""
+    this thread's only run (``RunAt``); a read-only global tile's run is then ``EarlyReads``' array.
+    ``axis`` -2: the run is along the next-to-last dim (``with_at``), which only a transposed load's
+    tile stores along its rows (``Buf.transposed``): those tiles are read by vector loads, others one
+    element at a time."""
 
-    def __init__(self, ex: Exprs, var: str, vec: int, prefix: str, at: RunAt | None = None) -> None:
+    def __init__(self, ex: Exprs, var: str, vec: int, prefix: str, at: RunAt | None = None,
+                 axis: int = -1) -> None:
         super().__init__(ex.low, ex.ptr, ex.early)
-        self.var, self.vec, self.prefix, self.at = var, vec, prefix, at
+        self.var, self.vec, self.prefix, self.at, self.axis = var, vec, prefix, at, axis
         self.arrays: dict[tuple[str, str], str] = {}
         self.loads: list[str] = []
 
     def _early(self, b: Buf, p: str, idx: Sequence[str]) -> str | None:
         """The ``EarlyReads`` array of this run of ``b`` (leading indices fixed), or None."""
-        if self.early is None or self.at is None or b.name not in self.early.readable:
+        if self.early is None or self.at is None or self.axis != -1 or b.name not in self.early.readable:
             return None
         if not all(i.isdigit() for i in idx[:-1]):
             return None
@@ -349,7 +358,7 @@ class RunReads(Exprs):
     def _vectorisable(self, b: Buf) -> bool:
         """Every run of ``b`` starts aligned to its loads (a swizzled tile's runs stay in one chunk)."""
         unit = min(16, self.vec * b.esize)  # bytes each load needs aligned
-        if b.l2 or b.transposed:  # (one element at a time: ``ld_l2``; a run across stored rows)
+        if b.l2 or self.axis != (-2 if b.transposed else -1):  # (``ld_l2``; a run across stored rows)
             return False
         if b.direct:
             return b.gstrides[-1] == 1 and b.galign % unit == 0
@@ -358,11 +367,13 @@ class RunReads(Exprs):
                 and b.offset % unit == 0 and all(s * b.esize % unit == 0 for s in steps))
 
     def buf_read(self, b: Buf, idx: Sequence[str]) -> str:
-        k = self._lane(idx[-1]) if idx else None
+        k = self._lane(idx[self.axis]) if len(idx) >= -self.axis else None
         if k is None or not self._vectorisable(b):
             return super().buf_read(b, idx)
         p = self.pointer(b)
-        off = self.tile_offset(b, [*idx[:-1], self.var])
+        at = list(idx)
+        at[self.axis] = self.var
+        off = self.tile_offset(b, at)
         name = self.arrays.get((p, off)) or self._early(b, p, idx)
         half = b.dtype is Storage.HALF
         if name is None:  # halves are held in 32-bit words (an array of halves is split into 2-byte loads)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from prism.codegen.lowered import WARP_RUN, AccKind, AccPlan, Buf, KernelLowering, outputs_per_pass
-from prism.codegen.render_expr import EARLY_RUNS, Exprs, RunAt, RunReads, bcast, decompose, offset, with_last
+from prism.codegen.lowered import WARP_RUN, AccKind, AccPlan, Buf, KernelLowering, inline_reads, outputs_per_pass
+from prism.codegen.render_expr import EARLY_RUNS, Exprs, RunAt, RunReads, bcast, decompose, offset, with_at, with_last
 from prism.codegen.render_load import sweep_lines, valid_from
 from prism.ops import Reduce
 
@@ -111,9 +111,9 @@ def _lanes(group: int, warps: int) -> tuple[str, str]:
     return lane_r, f"(j * {warps} + warp) * {gpw}" + (f" + (lane >> {group.bit_length() - 1})" if gpw > 1 else "")
 
 
-def run_width(extent: int, group: int) -> int:
-    """Elements per run of a lane's walk: 4, or 2, when every lane gets whole runs; else 1."""
-    return next((v for v in (4, 2) if extent % (group * v) == 0), 1)
+def run_width(extent: int, group: int, widest: int = 4) -> int:
+    """Elements per run of a lane's walk: 4 (or ``widest``), or 2, when every lane gets whole runs; else 1."""
+    return next((v for v in (8, 4, 2) if v <= widest and extent % (group * v) == 0), 1)
 
 
 def block_run(low: KernelLowering, x: int, dim: int) -> int:
@@ -133,14 +133,26 @@ def block_run(low: KernelLowering, x: int, dim: int) -> int:
 def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -> int:
     """Elements per run that a lane reads at once (``RunReads``) in a reduction of ``x`` over
     ``dim`` (``to_tile``: a ReduceOp, not an accumulator): runs along the last dim of the lane walk
-    or of the block-wide walk (``block_run``); 1 for other dims."""
+    or of the block-wide walk (``block_run``), or along the next-to-last where ``x`` reads a
+    transposed load's tile (``stored_rows``); 1 for other dims."""
     tile_x = low.tiles[x]
     assert tile_x is not None
     if (to_tile and low.block_reduces(x, dim)) or group > 32:
         return block_run(low, x, dim)
-    if dim != len(tile_x) - 1:
-        return 1
-    return run_width(tile_x[dim], group)
+    if dim == len(tile_x) - 1:
+        return run_width(tile_x[dim], group)
+    return run_width(tile_x[dim], group, low.stored_runs) if stored_rows(low, x, dim) else 1
+
+
+def stored_rows(low: KernelLowering, x: int, dim: int) -> bool:
+    """A lane walk of ``x`` over ``dim`` runs along the rows of a transposed load's tile it reads: ``dim``
+    is the next-to-last, which such a tile stores contiguously (``Buf.transposed``)."""
+    tile_x = low.tiles[x]
+    assert tile_x is not None
+    if len(tile_x) < 2 or dim != len(tile_x) - 2 or low.stored_runs < 2:
+        return False
+    bufs = (low.bufs.get(j) for j in inline_reads(low.kernel.ops, low.stores, [x]))
+    return any(b is not None and b.transposed for b in bufs)
 
 
 def _lane_stride(lane_r: str, extent: int, group: int, stmt: str, v: int) -> list[str]:
@@ -178,10 +190,13 @@ def _walk(ex: Exprs, x: int, xidx: list[str], comb: str, name: str, lane_r: str,
         return _lane_stride(lane_r, extent, group, take(ex.read(x, xidx), "r"), v)
     step = group * run
     runs = -(-extent // step)  # a block-wide walk of a few runs a thread: EarlyReads may hold them
-    held = lane_r == "tid" and (runs == 1 or (ex.early is not None and runs <= EARLY_RUNS))
+    axis = xidx.index("r") - len(xidx)  # the last dim, or the next-to-last (``stored_rows``)
+    held = axis == -1 and lane_r == "tid" and (runs == 1 or (ex.early is not None and runs <= EARLY_RUNS))
     at = RunAt.over(f"tid * {run}", step, extent, "rj")
-    rex = RunReads(ex, "r0", run, f"{name}_v", at if held else None)
-    stmts = [take(rex.read(x, ix := with_last([*xidx[:-1], "r0"], k)), ix[-1]) for k in range(run)]
+    rex = RunReads(ex, "r0", run, f"{name}_v", at if held else None, axis)
+    base = [*xidx]
+    base[axis] = "r0"
+    stmts = [take(rex.read(x, ix := with_at(base, axis, k)), ix[axis]) for k in range(run)]
     body = [*rex.loads, *stmts]  # the reads filled rex.loads
     if held and runs > 1:
         return [f"// {runs} runs a thread, unrolled (their loads are held from the kernel start)", *at.passes("r0", body)]
