@@ -569,9 +569,17 @@ def compile_failures(plans: list[tuple[int, KernelGraph]]) -> dict[int, str]:
     return bad
 
 
+def _seeds(text: str) -> list[int]:
+    """``first:last`` (last excluded) or ``a,b,c``."""
+    if ":" in text:
+        first, last = (int(x) for x in text.split(":"))
+        return list(range(first, last))
+    return [int(x) for x in text.split(",")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", default="0:20", help="first:last (last excluded)")
+    ap.add_argument("--seeds", default="0:20", help="first:last (last excluded), or a comma-separated list")
     ap.add_argument("--json", default="")
     ap.add_argument("--nvcc", action="store_true", help="also compile the returned plans' CUDA sources")
     ap.add_argument("--prepare", action="store_true", help="only search, into the search cache (for --cuda)")
@@ -584,10 +592,9 @@ def main() -> None:
     ap.add_argument("--compile", action="store_true",
                     help="with --cuda: time against torch.compile too (and superoptimize with its Inductor candidate)")
     args = ap.parse_args()
-    first, last = (int(x) for x in args.seeds.split(":"))
     rows = []
     plans: list[tuple[int, KernelGraph]] = []
-    for seed in range(first, last):
+    for seed in _seeds(args.seeds):
         returned: list[KernelGraph] = []
         if args.prepare:
             out = prepare(seed, sizes=args.sizes, family=args.family)

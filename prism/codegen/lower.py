@@ -993,7 +993,8 @@ def _freeze(d: _Draft) -> KernelLowering:
                           d.smem_bytes, d.mem, d.dtypes, args, d.scalars, d.ring_bytes,
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
                           max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill,
-                          d.skewed, d.options.shift_first, d.unroll, d.tails, d.arrivals, d.options.stored_runs)
+                          d.skewed, d.options.shift_first, d.unroll, d.tails, d.arrivals, d.options.stored_runs,
+                          d.options.lane_runs)
 
 
 def ident(name: str) -> str:

@@ -205,6 +205,9 @@ class Options:
     # 1: one 2-byte load an element, as before. 8: on an H100 the decode cosine similarity and squared
     # distances ran 7.24 → 6.16 and 6.39 → 5.42 µs (4: 6.48, 5.52; docs/off-the-suite.md, "Runs along stored rows")
     stored_runs: int = 8
+    # the widest run (elements) a lane reads at once where a reduction's lanes walk the last dim
+    # (``render_reduce.lane_run``): 4, or 2, where every lane gets whole runs
+    lane_runs: int = 4
 
 
 DEFAULT_OPTIONS = Options()
@@ -584,6 +587,7 @@ class KernelLowering:
     tails: TailPlan | None = None  # the padded dim's origins (``prism.codegen.tails``), with a Tail
     arrivals: tuple[Arrival, ...] = ()  # ``Options.staged_arrivals``; empty: one group per stage
     stored_runs: int = 1  # ``Options.stored_runs``
+    lane_runs: int = 4  # ``Options.lane_runs``
 
     @property
     def blocks(self) -> int:

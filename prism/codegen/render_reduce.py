@@ -140,7 +140,7 @@ def lane_run(low: KernelLowering, x: int, dim: int, group: int, to_tile: bool) -
     if (to_tile and low.block_reduces(x, dim)) or group > 32:
         return block_run(low, x, dim)
     if dim == len(tile_x) - 1:
-        return run_width(tile_x[dim], group)
+        return run_width(tile_x[dim], group, low.lane_runs)
     return run_width(tile_x[dim], group, low.stored_runs) if stored_rows(low, x, dim) else 1
 
 
