@@ -893,13 +893,15 @@ def with_tails(templates: Sequence[KernelGraph], sources: Sequence[PlanSource],
                arch: str = "sm_80") -> tuple[list[KernelGraph], list[PlanSource]]:
     """``templates`` and their ``sources``, then each plan of generated kernels that has no legal sizes
     at the program's shapes because an mma tile spans an extent that is not a multiple of 16 (a KV
-    cache of 1,000 positions) run at each padded tail it can take (``prism.codegen.tails.padded_plans``),
+    cache of 1,000 positions) run at each padded tail it can take (``prism.codegen.tails.padded_plans``;
+    plans built by rule also where they write an intermediate along it: a split GEMV's partials),
     with its plan's source (a plan built by rule is timed whatever the draw, padded too), each that has
     legal sizes. The longest padding (the most divisors) is checked first, and a plan for which it has
     none gets no other: most searched plans have none at any extent (a decode attention's 223 have 18
     at 1,024 positions), and a draw that finds none spends its whole budget of lowerings."""
     out, src = list(templates), list(sources)
-    padded = [(s, ps) for t, s in zip(templates, sources, strict=True) if t.symbols and (ps := padded_plans(t))]
+    padded = [(s, ps) for t, s in zip(templates, sources, strict=True)
+              if t.symbols and (ps := padded_plans(t, intermediates=s is PlanSource.CONSTRUCTED))]
     first = _have_sizes([ps[0] for _, ps in padded], arch)  # (in worker processes: they lower in pure Python)
     rest = [(s, ps) for (s, ps), ok in zip(padded, first, strict=True) if ok]
     more = iter(_have_sizes([p for _, ps in rest for p in ps[1:]], arch))

@@ -8,7 +8,8 @@ kernels of the program, launched twice (run on the device machine with the searc
     ... python3 scripts/template_ncu.py gqa_h1024 bench 'constructed|7|{"k0_x": 2, "k0_y": 8, "s": 8, "k0_i": 1}'
 
 The template is the program's as ``scripts/gpu_option_ab.py`` numbers them (rows merged as
-``superoptimize`` merges them), so a variant that script timed can be profiled by its row.
+``superoptimize`` merges them), so a variant that script timed can be profiled by its row; the
+padded plans of ``pipeline.with_tails`` follow them.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def main(argv: list[str]) -> int:
         fn = torch.compile(torch_program(graph), dynamic=False)
     else:
         src, index, sizes = what.split("|")
-        templates = pipeline.search_and_verify(graph, program=program, progress=False).of(
-            pipeline.PlanSource[src.upper()])
+        found = pipeline.search_and_verify(graph, program=program, progress=False)
+        every, sources = pipeline.with_tails(found.templates, found.sources)  # (padded plans after the rest)
+        templates = [t for t, s in zip(every, sources, strict=True) if s is pipeline.PlanSource[src.upper()]]
         fn = runtime.compile_plan(generate(templates[int(index)].instantiate(json.loads(sizes)), arch="sm_80"))
     for _ in range(2):
         fn(*args)

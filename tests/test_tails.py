@@ -233,3 +233,52 @@ def test_a_stitched_plan_keeps_its_parts_tail() -> None:
     assert not stitchable(apart) and stitchable([plans[0].padded(Tail(48, 40)), *plans[1:]])
     with pytest.raises(IRError, match="different tails"):
         stitch(g, parts, apart, "s")
+
+
+def _router(n: int, d: int, f: int) -> Graph:
+    g = Graph()
+    x, w = g.input((n, d), "float16", "X"), g.input((d, f), "float16", "W")
+    g.output(g.softmax(g.matmul(x, w), -1), "O")
+    return g
+
+
+def _gemv_softmax_plan(g: Graph) -> KernelGraph:
+    """Blocks over rows, looping over the contraction: the products summed, then the row's softmax."""
+    ops = (Load("W", (None,), 0), Load("X", (0,), 1), MatmulOp(1, 0), Accum(2), ReduceOp(Reduce.MAX, 3, 1),
+           BinaryOp(Binary.SUB, 3, 4), UnaryOp(Unary.EXP, 5), ReduceOp(Reduce.SUM, 6, 1),
+           BinaryOp(Binary.DIV, 6, 7), Save(8, "O", (0,)))
+    return KernelGraph.of(g, "router", [CustomKernel("k0", ("k0_x",), "k0_i", ops)])
+
+
+def test_a_split_gemv_whose_output_width_is_padded_masks_each_split_partial(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A router's 60 experts: split over the contraction, each split block saves a padded copy of the
+    output row side by side in the partials ([rows, s · 64]); its stores stop at each copy's valid
+    elements and the combine's copies zero the rest (``tails.padded_chunks``). Such a plan built by rule
+    is padded (``with_tails``), a searched one is not; the emulator matches the program, and without the
+    copies' masks it reads the unwritten tail (NaN) or stores past the output."""
+    from prism.codegen import tails
+    from prism.codegen.emulate_mem import EmulationError
+
+    g = _router(8, 256, 60)
+    split = split_loop(g, _gemv_softmax_plan(g), "router")
+    assert split is not None and len(split.kernels) == 2
+    assert not padded_plans(split)  # (a searched plan that writes an intermediate along the tail: not padded)
+    templates, _ = pipeline.with_tails([split], [pipeline.PlanSource.CONSTRUCTED])
+    assert {t.tail for t in templates[1:]} == {Tail(64, 60), Tail(128, 60)}
+    ran = []
+    for v in templates[1:]:
+        for sizes in drawn_sizes(v, "sm_80", resources, 6):
+            concrete = v.instantiate(sizes)
+            chunks = tails.padded_chunks(concrete)
+            if chunks:  # more than one split: the partials hold copies of the padded row
+                assert list(chunks.values()) == [1]
+                ran.append(concrete)
+            assert _emulated_error(g, concrete) < 1e-12, (v.tail, sizes)
+    assert ran
+    monkeypatch.setattr(tails, "padded_chunks", lambda kg: {})
+    for concrete in ran[:2]:
+        try:
+            err = _emulated_error(g, concrete)
+        except EmulationError:
+            continue
+        assert not err < 1e-3

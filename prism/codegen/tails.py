@@ -112,10 +112,11 @@ class _Walk:
 
     def __init__(self, tail: Tail, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
                  shapes: Mapping[str, tuple[int, ...]], io: tuple[set[str], set[str]], grid: tuple[int, ...],
-                 loop: int, where: str) -> None:
+                 loop: int, where: str, chunks: Mapping[str, int] | None = None) -> None:
         self.tail, self.ops, self.tiles, self.shapes = tail, ops, tiles, shapes
         self.inputs, self.outputs = io
         self.grid, self.loop, self.where = grid, loop, where
+        self.chunks = chunks or {}  # ``padded_chunks``: intermediates holding copies of the padded dim
         self.axes: list[Axes] = []
         self.loads: dict[int, tuple[int, int]] = {}
 
@@ -134,10 +135,16 @@ class _Walk:
     def load(self, i: int, op: Load) -> Axes:
         stored = self.shapes[op.tensor]
         view = load_shape(stored, op.transposed)
+        chunked = [a for a in range(len(view)) if self.chunks.get(op.tensor) == _stored_axis(a, len(view), op.transposed)]
         padded = [a for a, s in enumerate(view) if s == self.tail.padded]
-        if len(padded) > 1:
-            raise self.fail(i, f"tensor {op.tensor!r} has {len(padded)} padded axes; one is supported")
+        if len(padded) + len(chunked) > 1:
+            raise self.fail(i, f"tensor {op.tensor!r} has {len(padded) + len(chunked)} padded axes; one is supported")
         axes: list[Origin | None] = [None] * len(view)
+        for a in chunked:  # each tile one copy of the padded dim, from its start
+            if self.tile(i)[a] != self.tail.padded:
+                raise self.fail(i, f"a tile of {self.tile(i)[a]} across the copies of the padded dim in {op.tensor!r}")
+            axes[a] = Origin((), 0)
+            self.loads[i] = (a, _stored_axis(a, len(view), op.transposed))
         for a in padded:
             size, terms = view[a], []
             for p, g in enumerate(self.grid):
@@ -197,8 +204,40 @@ def tail_plan(kg: KernelGraph, ops: Sequence[BlockOp], tiles: Sequence[tuple[int
     if kg.tail is None:
         return None
     io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
-    walk = _Walk(kg.tail, ops, tiles, shapes, io, grid, loop, where)
+    walk = _Walk(kg.tail, ops, tiles, shapes, io, grid, loop, where, padded_chunks(kg))
     return walk.plan()
+
+
+def padded_chunks(kg: KernelGraph) -> dict[str, int]:
+    """Intermediates whose axis holds whole copies of the padded dim side by side, tensor -> axis: a
+    split kernel's partials ``[rows, s · padded]``, each split block's tile one copy from its start
+    (the Save's value spans the padded dim there, and the tensor is longer). Their stores stop at each
+    copy's valid elements; a later kernel's Load of one copy a tile is masked as a padded axis
+    (``_Walk.load``). Kernels whose walk fails add none (their own lowering reports it)."""
+    if kg.tail is None:
+        return {}
+    try:
+        shapes, per_kernel = infer(kg)
+    except IRError:
+        return {}
+    io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
+    padded, chunks = kg.tail.padded, {}
+    for k, ks in zip(kg.kernels, per_kernel, strict=True):
+        if not isinstance(k, CustomKernel) or ks is None:
+            continue
+        walk = _Walk(kg.tail, k.ops, ks.tiles, shapes, io, tuple(int(g) for g in k.grid), int(k.loop), k.name, chunks)
+        try:
+            plan = walk.plan()
+        except CodegenError:
+            continue
+        for op in k.ops:
+            if not isinstance(op, Save) or op.tensor in io[1]:
+                continue
+            tile, ext = ks.tiles[op.x], shapes[op.tensor]
+            for a, o in enumerate(plan.axes[op.x]):
+                if o is not None and tile is not None and tile[a] == padded and ext[a] > padded and ext[a] % padded == 0:
+                    chunks[op.tensor] = a
+    return chunks
 
 
 # ---------------------------------------------------------------------------------- plans to pad
@@ -223,23 +262,25 @@ def tails_of(specs: Sequence[TensorSpec]) -> list[Tail]:
     return out
 
 
-def padded_plans(template: KernelGraph) -> list[KernelGraph]:
+def padded_plans(template: KernelGraph, intermediates: bool = False) -> list[KernelGraph]:
     """``template`` (program shapes, no tail) at each tail of ``tails_of`` that it needs, the longest
     padding first (the most divisors): plans with generated kernels (the lowering refuses a predefined
     kernel on a padded tensor: it would compute the tail into its results; a transpose that a load
-    folds is none)."""
+    folds is none). ``intermediates``: also plans that write an intermediate along the padded dim
+    (``_needs``)."""
     if template.tail is not None or not any(isinstance(k, CustomKernel) for k in template.kernels):
         return []
     tails = sorted(tails_of((*template.inputs, *template.outputs)), key=lambda t: -t.padded)
-    return [p for t in tails if _needs(p := template.padded(t))]
+    return [p for t in tails if _needs(p := template.padded(t), intermediates)]
 
 
-def _needs(kg: KernelGraph) -> bool:
+def _needs(kg: KernelGraph, intermediates: bool = False) -> bool:
     """Whether padded plan ``kg`` needs its tail and can have it, from its shapes at sizes of 1 (every
     tile the whole tensor): some matmul contracts over the padded dim or spans it in its output's
-    last axis (an mma tile takes multiples of 16 there: at the valid extent no size is legal), and
-    no kernel writes an intermediate along it (the lowering masks one, as stitched parts' plans need, but
-    a whole plan that does is not padded: the candidates padded whole stay those measured on the H200)."""
+    last axis (an mma tile takes multiples of 16 there: at the valid extent no size is legal), and,
+    unless ``intermediates``, no kernel writes an intermediate along it (the lowering masks one, as
+    stitched parts' plans and split plans' partials need (``padded_chunks``), but a searched plan that
+    does is not padded: the searched candidates padded whole stay those measured on the H200)."""
     assert kg.tail is not None
     padded = kg.tail.padded
     kg = fold_transposes(kg)  # (a transposed K read by the matmul's load, as the lowering folds it)
@@ -248,7 +289,7 @@ def _needs(kg: KernelGraph) -> bool:
     except IRError:
         return False
     io = {t.name for t in (*kg.inputs, *kg.outputs)}
-    if any(padded in s for n, s in shapes.items() if n not in io):
+    if not intermediates and any(padded in s for n, s in shapes.items() if n not in io):
         return False
     for k, ks in zip(kg.kernels, per_kernel, strict=True):
         if not isinstance(k, CustomKernel) or ks is None:
