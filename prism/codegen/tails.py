@@ -221,7 +221,8 @@ def padded_chunks(kg: KernelGraph) -> dict[str, int]:
     except IRError:
         return {}
     io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
-    padded, chunks = kg.tail.padded, {}
+    padded = kg.tail.padded
+    chunks: dict[str, int] = {}
     for k, ks in zip(kg.kernels, per_kernel, strict=True):
         if not isinstance(k, CustomKernel) or ks is None:
             continue
