@@ -1,6 +1,5 @@
 """Epilogue plans: a matmul part's searched one-kernel plan with the element-wise part after it
-run in the same kernel's post-loop phase (row reductions too: a softmax or a norm over the
-matmul's output rows, where the plan's blocks hold whole rows; the proof decides).
+run in the same kernel's post-loop phase.
 
 A program like ``X @ W + R`` (a residual add, a bias, an activation after a projection) is partitioned
 into its matmul and the element-wise ops after it; the stitched plans run them as two launches, and
@@ -32,21 +31,19 @@ MAX_PLANS = 8
 def epilogue_plans(graph: Graph, head: Sequence[KernelGraph], tail: Graph, program: str,
                    prove: Prover) -> list[KernelGraph]:
     """Up to ``MAX_PLANS`` proven one-kernel plans of ``graph``: each one-kernel, looping plan of the
-    matmul part (``head``, its tensors named as in ``graph``) with the part ``tail`` (which reads the
-    head's output) fused after its loop. Empty when ``tail`` is not row-wise (``_rowwise``). A tail
-    that reduces over a dim the head's blocks split is not proven (each block would reduce its share)."""
-    if not _rowwise(tail):
+    matmul part (``head``, its tensors named as in ``graph``) with the element-wise part ``tail``
+    (which reads the head's output) fused after its loop. Empty when ``tail`` is not element-wise."""
+    if not _elementwise(tail):
         return []
     fused = (f for t in head if (f := fuse(graph, t, tail, program)) is not None)
     return [f for f in itertools.islice(fused, MAX_PLANS) if prove(graph, f)]
 
 
-def _rowwise(g: Graph) -> bool:
-    """One output; unary, binary and reduce ops only, every value of the output's rank (a reduction
-    keeps its dim: a row's max, sum or mean broadcast back over the row)."""
+def _elementwise(g: Graph) -> bool:
+    """One output, unary and binary ops only, every value of the output's rank."""
     rank = len(g.outputs[0].shape)
-    kinds = (OpKind.INPUT, OpKind.UNARY, OpKind.BINARY, OpKind.REDUCE)
-    return len(g.outputs) == 1 and all(n.kind in kinds and len(n.shape) == rank for n in g.nodes)
+    return len(g.outputs) == 1 and all(n.kind in (OpKind.INPUT, OpKind.UNARY, OpKind.BINARY) and len(n.shape) == rank
+                                       for n in g.nodes)
 
 
 def fuse(graph: Graph, head: KernelGraph, tail: Graph, program: str) -> KernelGraph | None:
@@ -61,7 +58,7 @@ def fuse(graph: Graph, head: KernelGraph, tail: Graph, program: str) -> KernelGr
     at = _inputs(tail, save, ops)
     if at is None:
         return None
-    for i, n in enumerate(tail.nodes):  # unary, binary and reduce only (``_rowwise``)
+    for i, n in enumerate(tail.nodes):  # unary and binary only (``_elementwise``)
         if (op := node_op(n, at)) is not None:
             ops.append(op)
             at[i] = len(ops) - 1

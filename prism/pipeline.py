@@ -80,7 +80,7 @@ TUNE_CACHE_SCHEMA = 5
 # Programs with more primitive ops than this are not searched whole, only in parts (prism.partition).
 WHOLE_PROGRAM_OPS = 12
 CONSTRUCTED_KEY = "-rows"  # the search cache's key of such a program's row-vendor plan: its structure key, then this
-EPILOGUE_KEY = "-epilogue2"  # and of its epilogue plans (prism.epilogue; 2: tails that reduce rows)
+EPILOGUE_KEY = "-epilogue"  # and of its epilogue plans (prism.epilogue)
 SPLIT_KEY = "-split3"  # and of its split-loop plans (prism.loopsplit; 2: spread combines, 3: reduced partials)
 CHAINS_KEY = "-chains"  # and of the plans of its search with element-wise chains as single ops (prism.chains)
 # Seconds each symbolic search may take (its mapping instantiation gets as long again).
@@ -248,8 +248,7 @@ def search_and_verify(
     if partitioned:  # the plan built by rule: Inductor's structure, a floor under the searched plans
         epilogues = _epilogues(graph, _epilogue_pair(graph, part_outcomes, part_ops), program, cache,
                                _head_search(graph, program, cache, progress, time_budget, part_outcomes))
-        constructed = (*_constructed(graph, program, cache), *epilogues,
-                       *_splits(graph, epilogues, program, cache, f"{EPILOGUE_KEY}{SPLIT_KEY}"))
+        constructed = (*_constructed(graph, program, cache), *epilogues)
     constructed = (*constructed, *splits)
     # a searched kernel may load an input no output reads (the program's dead ops are gone, its inputs not)
     templates = tuple(t.without_dead_ops() for t in (*searched, *constructed, *stitched, predefined_plan(graph, program)))
