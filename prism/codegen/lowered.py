@@ -266,7 +266,8 @@ class Buf:
     swizzle: bool = False
     # the tile of a transposed load (``Load.transposed``): ``shape`` is as stored, the transpose of
     # the value's tile (rows along the tensor's contiguous dim); ldmatrix reads it as a B operand,
-    # expressions at ``stored_index`` of their index, one element at a time
+    # expressions at ``stored_index`` of their index, one element at a time except a reduction's runs
+    # along the stored rows (``render_reduce.stored_rows``)
     transposed: bool = False
     # a Load's tile read in place in global memory (``Options.direct_loads``): no shared memory; element
     # idx is at ``g_<name>[Σ idx·gstrides]``, and every row of it starts ``galign``-byte aligned
