@@ -86,3 +86,38 @@ def test_an_intermediate_along_the_tail_runs_on_the_gpu(kv: int) -> None:
         assert relative_error(got.double().cpu().numpy(), want) < 2e-2, sizes
         ran += 1
     assert ran >= 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("f", [60, 1000])
+def test_a_split_gemv_over_a_padded_output_row_runs_on_the_gpu(f: int) -> None:
+    """A router's (60) or a classifier's (1,000) rows: the GEMV split over its contraction, each split
+    block's partial a padded copy of the row (``tails.padded_chunks``), the combine's softmax over the
+    valid elements; every drawn size with more than one split, twice (the fused arrival counters reset),
+    against float64."""
+    torch = pytest.importorskip("torch")
+    from prism.codegen.tails import padded_chunks
+    from prism.runtime import compile_plan
+    from tests.test_tails import _gemv_softmax_plan, _router
+
+    g = _router(8, 512, f)
+    split = split_loop(g, _gemv_softmax_plan(g), "router")
+    assert split is not None
+    x = {k: v / 8 for k, v in _inputs(g, 4).items()}
+    want = g.evaluate(x)["O"]
+    args = [torch.from_numpy(x[t.name]).to(torch.float16).cuda() for t in g.inputs]
+    ran = 0
+    for v in padded_plans(split, intermediates=True):
+        for sizes in drawn_sizes(v, "sm_80", resources, 6):
+            concrete = v.instantiate(sizes)
+            if not padded_chunks(concrete):
+                continue
+            fn = compile_plan(generate(concrete, arch="sm_90"))
+            for _ in range(2):
+                got = fn(*args)
+                torch.cuda.synchronize()
+                assert tuple(got.shape) == (8, f)
+                err = relative_error(got.double().cpu().numpy(), want)
+                assert err < 2e-2, (v.tail, sizes, err)
+            ran += 1
+    assert ran >= 1
