@@ -275,7 +275,9 @@ def test_a_split_gemv_whose_output_width_is_padded_masks_each_split_partial(monk
                 ran.append(concrete)
             assert _emulated_error(g, concrete) < 1e-12, (v.tail, sizes)
     assert ran
-    monkeypatch.setattr(tails, "padded_chunks", lambda kg: {})
+    from prism.codegen import lower
+
+    monkeypatch.setattr(lower, "padded_chunks", lambda *_: {})  # (the lowering computes them once a graph)
     for concrete in ran[:2]:
         try:
             err = _emulated_error(g, concrete)

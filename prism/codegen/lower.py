@@ -51,7 +51,7 @@ from prism.codegen.lowered import (
     sweep,
     warp_rows,
 )
-from prism.codegen.tails import TailPlan, memory_shapes, tail_plan
+from prism.codegen.tails import TailPlan, memory_shapes, padded_chunks, tail_plan
 from prism.errors import CodegenError, IRError
 from prism.ir import (
     Accum,
@@ -143,13 +143,14 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
             raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
     scalars = {t.name: t.shape for t in kg.true_inputs}  # (a mean divides by the program's extent)
     mem = memory_shapes(kg, shapes)
+    chunks = padded_chunks(kg, (shapes, per_kernel))
     settled = settled_tensors(kg)
     lowered: list[KernelLowering | None] = []
     for idx, (k, ks) in enumerate(zip(kg.kernels, per_kernel, strict=True)):
         if isinstance(k, CustomKernel):
             assert ks is not None
             draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, settled, arch, options,
-                                      mem=mem)
+                                      mem=mem, chunks=chunks)
             lowered.append(_lower_kernel(draft, _warps_to_try(k, ks, settled, options)))
         else:
             _check_padded_operands(kg, k, shapes)
@@ -342,6 +343,7 @@ class _Draft:
     skewed: tuple[int, ...] = ()
     unroll: int = 1
     mem: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # extents in memory (``tails.memory_shapes``)
+    chunks: Mapping[str, int] = field(default_factory=dict)  # ``tails.padded_chunks`` of the graph
     tails: TailPlan | None = None
     arrivals: tuple[Arrival, ...] = ()
 
@@ -937,7 +939,8 @@ def _one_shift_a_run(d: _Draft, i: int, shift: int) -> bool:
 def _tails(d: _Draft) -> None:
     """With a padded tail (``prism.codegen.tails``): the origins of the kernel's values along it (first:
     what it does not support fails before the other passes run)."""
-    d.tails = tail_plan(d.kg, d.ops, d.tiles, d.shapes, d.grid, d.loop, f"{d.kg.program}: kernel {d.k.name!r}")
+    d.tails = tail_plan(d.kg, d.ops, d.tiles, d.shapes, d.grid, d.loop, f"{d.kg.program}: kernel {d.k.name!r}",
+                        d.chunks)
 
 
 def _tail_schedule(d: _Draft) -> None:

@@ -45,6 +45,7 @@ from prism.ir import (
     BlockOp,
     CustomKernel,
     KernelGraph,
+    KernelShapes,
     Load,
     MatmulOp,
     ReduceOp,
@@ -198,30 +199,37 @@ class _Walk:
 
 
 def tail_plan(kg: KernelGraph, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
-              shapes: Mapping[str, tuple[int, ...]], grid: tuple[int, ...], loop: int, where: str) -> TailPlan | None:
+              shapes: Mapping[str, tuple[int, ...]], grid: tuple[int, ...], loop: int, where: str,
+              chunks: Mapping[str, int] | None = None) -> TailPlan | None:
     """The origins of one kernel's values along ``kg.tail``'s padded dim (None without a tail);
-    CodegenError for what is not supported (the module docstring)."""
+    CodegenError for what is not supported (the module docstring). ``chunks``: ``padded_chunks(kg)``,
+    computed here when not given."""
     if kg.tail is None:
         return None
     io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
-    walk = _Walk(kg.tail, ops, tiles, shapes, io, grid, loop, where, padded_chunks(kg))
+    walk = _Walk(kg.tail, ops, tiles, shapes, io, grid, loop, where, padded_chunks(kg) if chunks is None else chunks)
     return walk.plan()
 
 
-def padded_chunks(kg: KernelGraph) -> dict[str, int]:
+def padded_chunks(kg: KernelGraph, inferred: tuple[Mapping[str, tuple[int, ...]], Sequence[KernelShapes | None]]
+                  | None = None) -> dict[str, int]:
     """Intermediates whose axis holds whole copies of the padded dim side by side, tensor -> axis: a
     split kernel's partials ``[rows, s · padded]``, each split block's tile one copy from its start
     (the Save's value spans the padded dim there, and the tensor is longer). Their stores stop at each
     copy's valid elements; a later kernel's Load of one copy a tile is masked as a padded axis
-    (``_Walk.load``). Kernels whose walk fails add none (their own lowering reports it)."""
-    if kg.tail is None:
-        return {}
+    (``_Walk.load``). Kernels whose walk fails add none (their own lowering reports it). ``inferred``:
+    ``infer(kg)``, where the caller has it."""
+    io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
+    if kg.tail is None or not any(isinstance(op, Save) and op.tensor not in io[1]
+                                  for k in kg.kernels if isinstance(k, CustomKernel) for op in k.ops):
+        return {}  # (no intermediate written by a generated kernel: most plans, at no cost)
     try:
-        shapes, per_kernel = infer(kg)
+        shapes, per_kernel = infer(kg) if inferred is None else inferred
     except IRError:
         return {}
-    io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
     padded = kg.tail.padded
+    if not any(s > padded and s % padded == 0 for n, shape in shapes.items() if n not in (*io[0], *io[1]) for s in shape):
+        return {}  # (no intermediate long enough to hold copies of the padded dim)
     chunks: dict[str, int] = {}
     for k, ks in zip(kg.kernels, per_kernel, strict=True):
         if not isinstance(k, CustomKernel) or ks is None:
