@@ -51,7 +51,7 @@ from prism.codegen.lowered import (
     sweep,
     warp_rows,
 )
-from prism.codegen.tails import TailPlan, memory_shapes, padded_chunks, tail_plan
+from prism.codegen.tails import TailPlan, memory_shapes, saved_chunks, tail_plan
 from prism.errors import CodegenError, IRError
 from prism.ir import (
     Accum,
@@ -143,15 +143,18 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
             raise CodegenError(f"{kg.program}: tensor {name}{list(shp)} has more than 2^31-1 elements")
     scalars = {t.name: t.shape for t in kg.true_inputs}  # (a mean divides by the program's extent)
     mem = memory_shapes(kg, shapes)
-    chunks = padded_chunks(kg, (shapes, per_kernel))
     settled = settled_tensors(kg)
+    chunks: dict[str, int] = {}  # ``tails.saved_chunks`` of the kernels lowered so far
     lowered: list[KernelLowering | None] = []
     for idx, (k, ks) in enumerate(zip(kg.kernels, per_kernel, strict=True)):
         if isinstance(k, CustomKernel):
             assert ks is not None
             draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, settled, arch, options,
-                                      mem=mem, chunks=chunks)
-            lowered.append(_lower_kernel(draft, _warps_to_try(k, ks, settled, options)))
+                                      mem=mem, chunks=dict(chunks))
+            low = _lower_kernel(draft, _warps_to_try(k, ks, settled, options))
+            lowered.append(low)
+            if low.tails is not None:
+                chunks |= saved_chunks(kg, k.ops, ks.tiles, shapes, low.tails)
         else:
             _check_padded_operands(kg, k, shapes)
             lowered.append(None)
@@ -343,7 +346,7 @@ class _Draft:
     skewed: tuple[int, ...] = ()
     unroll: int = 1
     mem: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # extents in memory (``tails.memory_shapes``)
-    chunks: Mapping[str, int] = field(default_factory=dict)  # ``tails.padded_chunks`` of the graph
+    chunks: Mapping[str, int] = field(default_factory=dict)  # ``tails.saved_chunks`` of the kernels before
     tails: TailPlan | None = None
     arrivals: tuple[Arrival, ...] = ()
 
@@ -940,7 +943,7 @@ def _tails(d: _Draft) -> None:
     """With a padded tail (``prism.codegen.tails``): the origins of the kernel's values along it (first:
     what it does not support fails before the other passes run)."""
     d.tails = tail_plan(d.kg, d.ops, d.tiles, d.shapes, d.grid, d.loop, f"{d.kg.program}: kernel {d.k.name!r}",
-                        d.chunks)
+                        chunks=d.chunks)
 
 
 def _tail_schedule(d: _Draft) -> None:

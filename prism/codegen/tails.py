@@ -45,7 +45,6 @@ from prism.ir import (
     BlockOp,
     CustomKernel,
     KernelGraph,
-    KernelShapes,
     Load,
     MatmulOp,
     ReduceOp,
@@ -113,11 +112,11 @@ class _Walk:
 
     def __init__(self, tail: Tail, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
                  shapes: Mapping[str, tuple[int, ...]], io: tuple[set[str], set[str]], grid: tuple[int, ...],
-                 loop: int, where: str, chunks: Mapping[str, int] | None = None) -> None:
+                 loop: int, where: str, chunks: Mapping[str, int]) -> None:
         self.tail, self.ops, self.tiles, self.shapes = tail, ops, tiles, shapes
         self.inputs, self.outputs = io
         self.grid, self.loop, self.where = grid, loop, where
-        self.chunks = chunks or {}  # ``padded_chunks``: intermediates holding copies of the padded dim
+        self.chunks = chunks  # ``saved_chunks``: intermediates holding copies of the padded dim
         self.axes: list[Axes] = []
         self.loads: dict[int, tuple[int, int]] = {}
 
@@ -199,53 +198,57 @@ class _Walk:
 
 
 def tail_plan(kg: KernelGraph, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
-              shapes: Mapping[str, tuple[int, ...]], grid: tuple[int, ...], loop: int, where: str,
-              chunks: Mapping[str, int] | None = None) -> TailPlan | None:
+              shapes: Mapping[str, tuple[int, ...]], grid: tuple[int, ...], loop: int, where: str, *,
+              chunks: Mapping[str, int]) -> TailPlan | None:
     """The origins of one kernel's values along ``kg.tail``'s padded dim (None without a tail);
-    CodegenError for what is not supported (the module docstring). ``chunks``: ``padded_chunks(kg)``,
-    computed here when not given."""
+    CodegenError for what is not supported (the module docstring). ``chunks``: what the kernels before
+    it saved as copies of the padded dim (``saved_chunks``)."""
     if kg.tail is None:
         return None
     io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
-    walk = _Walk(kg.tail, ops, tiles, shapes, io, grid, loop, where, padded_chunks(kg) if chunks is None else chunks)
-    return walk.plan()
+    return _Walk(kg.tail, ops, tiles, shapes, io, grid, loop, where, chunks).plan()
 
 
-def padded_chunks(kg: KernelGraph, inferred: tuple[Mapping[str, tuple[int, ...]], Sequence[KernelShapes | None]]
-                  | None = None) -> dict[str, int]:
-    """Intermediates whose axis holds whole copies of the padded dim side by side, tensor -> axis: a
-    split kernel's partials ``[rows, s · padded]``, each split block's tile one copy from its start
-    (the Save's value spans the padded dim there, and the tensor is longer). Their stores stop at each
-    copy's valid elements; a later kernel's Load of one copy a tile is masked as a padded axis
-    (``_Walk.load``). Kernels whose walk fails add none (their own lowering reports it). ``inferred``:
-    ``infer(kg)``, where the caller has it."""
-    io = {t.name for t in kg.inputs}, {t.name for t in kg.outputs}
-    if kg.tail is None or not any(isinstance(op, Save) and op.tensor not in io[1]
-                                  for k in kg.kernels if isinstance(k, CustomKernel) for op in k.ops):
-        return {}  # (no intermediate written by a generated kernel: most plans, at no cost)
+def saved_chunks(kg: KernelGraph, ops: Sequence[BlockOp], tiles: Sequence[tuple[int, ...] | None],
+                 shapes: Mapping[str, tuple[int, ...]], plan: TailPlan) -> dict[str, int]:
+    """The intermediates one kernel (``ops``, its tail plan ``plan``) saves as whole copies of the padded
+    dim side by side, tensor -> axis: a split kernel's partials ``[rows, s · padded]``, each split
+    block's tile one copy from its start (the Save's value spans the padded dim there, and the tensor
+    is longer). Their stores stop at each copy's valid elements; a later kernel's Load of one copy a
+    tile is masked as a padded axis (``_Walk.load``)."""
+    assert kg.tail is not None
+    padded, outputs = kg.tail.padded, {t.name for t in kg.outputs}
+    out: dict[str, int] = {}
+    for op in ops:
+        if not isinstance(op, Save) or op.tensor in outputs:
+            continue
+        tile, ext = tiles[op.x], shapes[op.tensor]
+        for a, o in enumerate(plan.axes[op.x]):
+            if o is not None and tile is not None and tile[a] == padded and ext[a] > padded and ext[a] % padded == 0:
+                out[op.tensor] = a
+    return out
+
+
+def padded_chunks(kg: KernelGraph) -> dict[str, int]:
+    """``saved_chunks`` of every kernel of ``kg``, in order (the lowering collects them as it lowers);
+    kernels whose walk fails add none."""
+    if kg.tail is None:
+        return {}
     try:
-        shapes, per_kernel = infer(kg) if inferred is None else inferred
+        shapes, per_kernel = infer(kg)
     except IRError:
         return {}
-    padded = kg.tail.padded
-    if not any(s > padded and s % padded == 0 for n, shape in shapes.items() if n not in (*io[0], *io[1]) for s in shape):
-        return {}  # (no intermediate long enough to hold copies of the padded dim)
     chunks: dict[str, int] = {}
     for k, ks in zip(kg.kernels, per_kernel, strict=True):
         if not isinstance(k, CustomKernel) or ks is None:
             continue
-        walk = _Walk(kg.tail, k.ops, ks.tiles, shapes, io, tuple(int(g) for g in k.grid), int(k.loop), k.name, chunks)
         try:
-            plan = walk.plan()
+            plan = tail_plan(kg, k.ops, ks.tiles, shapes, tuple(int(g) for g in k.grid), int(k.loop), k.name,
+                             chunks=chunks)
         except CodegenError:
             continue
-        for op in k.ops:
-            if not isinstance(op, Save) or op.tensor in io[1]:
-                continue
-            tile, ext = ks.tiles[op.x], shapes[op.tensor]
-            for a, o in enumerate(plan.axes[op.x]):
-                if o is not None and tile is not None and tile[a] == padded and ext[a] > padded and ext[a] % padded == 0:
-                    chunks[op.tensor] = a
+        assert plan is not None
+        chunks |= saved_chunks(kg, k.ops, ks.tiles, shapes, plan)
     return chunks
 
 
@@ -288,7 +291,7 @@ def _needs(kg: KernelGraph, intermediates: bool = False) -> bool:
     tile the whole tensor): some matmul contracts over the padded dim or spans it in its output's
     last axis (an mma tile takes multiples of 16 there: at the valid extent no size is legal), and,
     unless ``intermediates``, no kernel writes an intermediate along it (the lowering masks one, as
-    stitched parts' plans and split plans' partials need (``padded_chunks``), but a searched plan that
+    stitched parts' plans and split plans' partials need (``saved_chunks``), but a searched plan that
     does is not padded: the searched candidates padded whole stay those measured on the H200)."""
     assert kg.tail is not None
     padded = kg.tail.padded
