@@ -940,6 +940,25 @@ def l1_normalize(n: int, d: int, dtype: str = "float16") -> Graph:
     return g
 
 
+
+# ----------------------------------------------- 12. outputs read channels-first (2026-12-06, thirty-second session)
+def channels_first_proj(n: int, d: int, f: int, dtype: str = "float16") -> Graph:
+    """Mamba's input projection, read channels-first by its causal convolution: transpose(X @ W)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    g.output(g.transpose(g.matmul(x, g.input((d, f), dtype, "W"))), "O")
+    return g
+
+
+def channels_first_norm(n: int, d: int, dtype: str = "float16") -> Graph:
+    """A layer norm whose output a 1-D convolution reads channels-first (a Conformer's convolution
+    module): transpose(layer_norm(X) * G + B)."""
+    g = Graph()
+    (x,) = _rows(g, n, d, dtype, "X")
+    gain, bias = g.input((1, d), dtype, "G"), g.input((1, d), dtype, "B")
+    g.output(g.transpose(g.add(g.mul(_layer_norm(g, x), gain), bias)), "O")
+    return g
+
 # ---------------------------------------------------------------------- the zoo
 def _nd(n: int, d: int) -> dict[str, int]:
     return {"n": n, "d": d}
@@ -1172,6 +1191,12 @@ _PROGRAMS: list[ZooProgram] = [
                "O = maximum(X @ W1, X @ W2): a maxout unit of two pieces."),
     ZooProgram("clipped_double_q", "matmul", clipped_double_q, _ndf(4, 8, 8), _ndf(16, 1024, 256),
                _ndf(2048, 1024, 256), "O = minimum(X @ W1, X @ W2): twin critics' clipped estimate."),
+    # 12. outputs that are transposes of computed values (2026-12-06, thirty-second session;
+    #     docs/off-the-suite.md, "Outputs returned as views of their transposes")
+    ZooProgram("channels_first_proj", "matmul", channels_first_proj, _ndf(4, 8, 8), _ndf(8, 768, 3072),
+               _ndf(1024, 768, 3072), "O = transpose(X @ W): Mamba's input projection, read channels-first."),
+    ZooProgram("channels_first_norm", "reduction", channels_first_norm, _nd(4, 8), _nd(16, 1024), _nd(2048, 1024),
+               "O = transpose(layer_norm(X) * G + B): a Conformer convolution module's norm, read channels-first."),
 ]
 
 ZOO: dict[str, ZooProgram] = {p.name: p for p in _PROGRAMS}
@@ -1192,11 +1217,13 @@ NEW_OPS: frozenset[str] = frozenset(("relu_mlp_bias", "relu2_mlp", "tanh_logit_s
                                      "leaky_relu_residual", "l1_normalize", "bert_mlp", "gelu_exact_bias",
                                      "clamped_glu", "normalize_embeddings", "maxout_proj", "clipped_double_q",
                                      "erf_gelu_bias"))
+# section 12: outputs that are transposes of computed values (2026-12-06)
+CHANNELS_FIRST: frozenset[str] = frozenset(("channels_first_proj", "channels_first_norm"))
 assert len(ZOO) == len(_PROGRAMS), "duplicate zoo program names"
 
 
 SETS: dict[str, frozenset[str]] = {"held_out": HELD_OUT, "held_out_2": HELD_OUT_2, "held_out_3": HELD_OUT_3,
-                                   "new_ops": NEW_OPS}
+                                   "new_ops": NEW_OPS, "channels_first": CHANNELS_FIRST}
 
 
 def expand_names(tokens: list[str]) -> list[str]:

@@ -35,6 +35,7 @@ from prism.ir import CustomKernel, KernelGraph, Load, Tail, check_structure, val
 from prism.loopsplit import split_plans
 from prism.ops import ITEMSIZE
 from prism.options import check_program, check_seconds, check_tuning
+from prism.output_views import ViewsKernel, peel_output_transposes
 from prism.partition import (
     MAX_PART_OPS,
     Part,
@@ -775,6 +776,7 @@ class Summary(TypedDict, total=False):
     plan_source: str  # a PlanSource value, or prism.tune.inductor.SOURCE when torch.compile's kernels won
     inductor: dict[str, Any]  # the comparison with torch.compile's kernels (prism.tune.inductor.Verdict)
     rows_merged: bool  # leading dims of [batch, tokens, d] activations merged into rows (prism.rows)
+    outputs_as_views: list[str]  # outputs computed untransposed and returned as transposed views (prism.output_views)
 
 
 # what the tuned cache keeps of a Summary
@@ -840,13 +842,18 @@ def superoptimize(
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
     check_seconds("search_budget", search_budget, "superoptimize")
     graph = graph.without_dead_ops()  # ops no output reads are not computed
+    again = functools.partial(superoptimize, target=target, samples=samples, seed=seed, time_budget=time_budget,
+                              cache=cache, program=program, progress=progress, scales=scales,
+                              search_budget=search_budget, backend=backend, inductor=inductor)
+    if (peeled := peel_output_transposes(graph)) is not None:  # transposed outputs: views, as PyTorch returns them
+        inner = again(peeled.graph, example_inputs=example_inputs)
+        views = sorted(peeled.transposed)
+        return Superoptimized(ViewsKernel(inner.kernel, peeled), {**inner.summary, "outputs_as_views": views},
+                              inner.kernel_graph)
     if (rows := merge_rows(graph)) is not None:  # [batch, tokens, d] activations: one row dim (prism.rows)
         # example inputs checked against the program's own shapes, read once, viewed as rows
         examples = None if example_inputs is None else rows.view_inputs(example_values(graph, example_inputs))
-        inner = superoptimize(rows.graph, target=target, samples=samples, seed=seed, time_budget=time_budget,
-                              cache=cache, program=program, progress=progress, scales=scales,
-                              example_inputs=examples, search_budget=search_budget, backend=backend,
-                              inductor=inductor)
+        inner = again(rows.graph, example_inputs=examples)
         return Superoptimized(RowsKernel(inner.kernel, rows), {**inner.summary, "rows_merged": True},
                               inner.kernel_graph)
     sampler = input_sampler(graph, example_inputs, scales)

@@ -19,6 +19,7 @@ from typing import Any
 from prism.errors import InputError
 from prism.graph import Graph, Node, Tensor
 from prism.ops import DimRecip, OpKind
+from prism.output_views import peel_output_transposes
 
 
 def _weights(nodes: Sequence[Node]) -> set[int]:
@@ -111,10 +112,13 @@ def merge_rows(graph: Graph) -> Rows | None:
 
 
 def searched_graph(graph: Graph) -> Graph:
-    """The program ``superoptimize`` searches for ``graph``: its dead ops dropped, its rows merged where
-    they merge. What fills the search cache ahead of ``superoptimize`` (a CPU machine before a GPU one:
-    ``library.search_entry``, ``bench.fuzz --prepare``, scripts) searches this one, so that the keys match."""
+    """The program ``superoptimize`` searches for ``graph``: its dead ops dropped, its output transposes
+    peeled (``prism.output_views``), its rows merged where they merge. What fills the search cache ahead
+    of ``superoptimize`` (a CPU machine before a GPU one: ``library.search_entry``, ``bench.fuzz
+    --prepare``, scripts) searches this one, so that the keys match."""
     graph = graph.without_dead_ops()
+    while (peeled := peel_output_transposes(graph)) is not None:  # outputs returned as transposed views
+        graph = peeled.graph
     rows = merge_rows(graph)
     return graph if rows is None else rows.graph
 

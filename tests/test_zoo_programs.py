@@ -9,7 +9,17 @@ import re
 import numpy as np
 import pytest
 
-from bench.zoo import FAMILIES, HELD_OUT, HELD_OUT_2, HELD_OUT_3, NEW_OPS, ZOO, expand_names, zoo_graph
+from bench.zoo import (
+    CHANNELS_FIRST,
+    FAMILIES,
+    HELD_OUT,
+    HELD_OUT_2,
+    HELD_OUT_3,
+    NEW_OPS,
+    ZOO,
+    expand_names,
+    zoo_graph,
+)
 from prism.graph import Graph, OpKind
 from prism.ops import ITEMSIZE, Binary, Reduce, Unary
 from prism.rows import searched_graph
@@ -17,7 +27,7 @@ from prism.rows import searched_graph
 NAMES = list(ZOO)
 INTERNAL = re.compile(r"^t\d+$")
 HELD = HELD_OUT | HELD_OUT_2 | HELD_OUT_3
-MODEL_SIZED = HELD | NEW_OPS  # at the widths of the models they come from
+MODEL_SIZED = HELD | NEW_OPS | CHANNELS_FIRST  # at the widths of the models they come from
 
 
 def _is_pow2(v: int) -> bool:
@@ -52,7 +62,9 @@ def test_odd_sizes_build_the_same_structure_off_the_powers_of_two(name: str) -> 
 def test_zoo_shape() -> None:
     assert len(ZOO) >= 24
     names = list(ZOO)
-    assert set(names[-len(NEW_OPS):]) == NEW_OPS  # sections 8, 9, 10 and 11 close the zoo, in order
+    assert set(names[-len(CHANNELS_FIRST):]) == CHANNELS_FIRST  # sections 8 to 12 close the zoo, in order
+    names = names[: -len(CHANNELS_FIRST)]
+    assert set(names[-len(NEW_OPS):]) == NEW_OPS
     names = names[: -len(NEW_OPS)]
     assert set(names[-len(HELD_OUT_3):]) == HELD_OUT_3
     assert set(names[-len(HELD_OUT_3) - len(HELD_OUT_2) : -len(HELD_OUT_3)]) == HELD_OUT_2
