@@ -31,13 +31,13 @@ import numpy as np
 from prism import codegen, distributed, runtime, workloads
 from prism.codegen.plan import LaunchPlan
 from prism.distributed import Job
-from prism.errors import IRError, LibraryError, SerializationError
+from prism.errors import IRError, LibraryError, PrismError, SerializationError
 from prism.graph import Graph
 from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
 from prism.options import count_arg, target_arg
 from prism.pipeline import search_and_verify, superoptimize
-from prism.rows import searched_graph
+from prism.rows import program_callable, searched_graph
 
 log = logging.getLogger(__name__)
 
@@ -460,6 +460,18 @@ def _sizes(name: str, shapes: object) -> dict[str, int]:
     return {k: int(v) for k, v in shapes.items()}
 
 
+def _builtin_graph(rec: Mapping[str, Any]) -> Graph | None:
+    """The program a record was built from, where it is one of ``prism.workloads`` (a program from a
+    file is called at its searched shapes, ``rows.searched_graph``)."""
+    if rec.get("program") not in workloads.PROGRAMS:
+        return None
+    try:
+        return Entry(str(rec["program"]), tuple(rec["sizes"].items()), str(rec.get("dtype"))).build_graph()
+    except (PrismError, TypeError, ValueError) as e:
+        raise LibraryError(f"library entry {rec['program']} {rec['sizes']}: its program does not build ({e}); "
+                           "rebuild the library") from e
+
+
 def _program_key(rec: Mapping[str, Any]) -> str | None:
     try:
         return Entry(rec["program"], tuple(rec["sizes"].items()), rec["dtype"]).build_graph().structure_key()
@@ -472,7 +484,7 @@ class LibraryKernel:
     """What :func:`load` returns: the compiled kernel (call it like the program: torch tensors or CuPy
     arrays, same signature) and the manifest's facts about it."""
 
-    kernel: runtime.OptimizedGraph
+    kernel: Any  # runtime.OptimizedGraph, viewed at the program's shapes (rows.program_callable)
     program: str
     sizes: Mapping[str, int]
     time_us: float | None  # the tuned time, on the GPU named by tuned_on
@@ -499,7 +511,10 @@ def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *,
         log.warning("%s: this Prism generates different code than the shipped %s; using the new code "
                     "(rebuild the library to re-tune)", rec["program"], shipped)
     time_us, tuned_on = rec.get("time_us"), rec.get("tuned_on")
-    return LibraryKernel(runtime.compile_plan(plan), str(rec["program"]), dict(rec["sizes"]),
+    kernel = runtime.compile_plan(plan)
+    graph = name_or_graph if isinstance(name_or_graph, Graph) else _builtin_graph(rec)
+    return LibraryKernel(kernel if graph is None else program_callable(kernel, graph), str(rec["program"]),
+                         dict(rec["sizes"]),
                          float(time_us) if isinstance(time_us, int | float) else None,
                          tuned_on if isinstance(tuned_on, str) else None)
 

@@ -19,7 +19,7 @@ from typing import Any
 from prism.errors import InputError
 from prism.graph import Graph, Node, Tensor
 from prism.ops import DimRecip, OpKind
-from prism.output_views import peel_output_transposes
+from prism.output_views import PeeledOutputs, ViewsKernel, peel_output_transposes
 
 
 def _weights(nodes: Sequence[Node]) -> set[int]:
@@ -121,6 +121,22 @@ def searched_graph(graph: Graph) -> Graph:
         graph = peeled.graph
     rows = merge_rows(graph)
     return graph if rows is None else rows.graph
+
+
+def program_callable(kernel: Any, graph: Graph) -> Any:
+    """``kernel``, compiled for ``searched_graph(graph)``, called like ``graph``: inputs and outputs at
+    its shapes (rows merged back), its peeled output transposes returned as views (what ``superoptimize``
+    returns; ``library.load`` uses it for a kernel compiled from a stored plan)."""
+    graph = graph.without_dead_ops()
+    peels: list[PeeledOutputs] = []
+    while (peeled := peel_output_transposes(graph)) is not None:
+        peels.append(peeled)
+        graph = peeled.graph
+    if (rows := merge_rows(graph)) is not None:
+        kernel = RowsKernel(kernel, rows)
+    for peeled in reversed(peels):
+        kernel = ViewsKernel(kernel, peeled)
+    return kernel
 
 
 class RowsKernel:

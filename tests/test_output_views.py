@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpu_compare import errors, superoptimized
 
+from bench.zoo import zoo_graph
 from prism import pipeline
 from prism.errors import InputError
 from prism.graph import Graph, OpKind
@@ -127,9 +129,6 @@ def test_superoptimize_searches_the_untransposed_program() -> None:
 @pytest.mark.parametrize("name", ["channels_first_proj", "channels_first_norm"])
 def test_gpu_transposed_outputs_are_views_like_eager(name: str) -> None:
     torch = pytest.importorskip("torch")
-    from bench.zoo import zoo_graph
-    from gpu_compare import errors, superoptimized
-
     g = zoo_graph(name, "decode")
     fast = superoptimized(g, name, 4)
     err, eager_err, bound = errors(g, fast)
@@ -144,3 +143,25 @@ def test_gpu_transposed_outputs_are_views_like_eager(name: str) -> None:
     fast(*args, out=dense)
     torch.cuda.synchronize()
     assert torch.equal(again, got) and torch.equal(dense, got)
+
+
+def test_a_kernel_of_the_searched_program_is_called_like_the_program() -> None:
+    """What ``library.load`` wraps a stored plan in: rows merged back and transposes peeled, in order."""
+    from prism.rows import program_callable
+
+    graph = _scaled_t()
+    searched = searched_graph(graph)
+    assert [t.shape for t in searched.inputs] == [(16, 16)]  # peeled, then its rows merged
+
+    def kernel(x: np.ndarray) -> tuple[np.ndarray, ...]:
+        assert x.shape == (16, 16)
+        res = searched.evaluate({"X": x})
+        return tuple(res[t.name] for t in searched.outputs)
+
+    xs = _inputs(graph, seed=5)
+    t, p = program_callable(kernel, graph)(xs["X"])
+    want = graph.evaluate(xs)
+    assert t.shape == (2, 16, 8) and p.shape == (2, 8, 16)
+    np.testing.assert_array_equal(t, want["T"])
+    np.testing.assert_array_equal(p, want["P"])
+    assert program_callable(kernel, searched) is kernel  # nothing to view
