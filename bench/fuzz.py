@@ -472,14 +472,28 @@ def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str,
     """The returned plan against the float64 reference on inputs of its own, drawn as the tuner draws them
     (``default_scales``: weights N(0, 1/K); unscaled, a large MLP's outputs left float16's range and the
     bound was inf): its exact semantics (values in float64 throughout, error < 1e-6) and, its tensors
-    held in their buffers' dtypes, within the tuner's bound (a plan of [h, n, d] rows takes them as
-    [h·n, d], ``prism.rows``, as its callable does)."""
+    held in their buffers' dtypes, within the tuner's bound. The plan is of the program ``superoptimize``
+    searched, called as its callable calls it (``rows.program_callable``: [h, n, d] rows taken as [h·n, d],
+    output transposes returned as views)."""
+    from prism.rows import program_callable
+
     inputs = random_inputs(g, default_scales(g), seed + 1)
     want = g.evaluate(inputs)
     lowered = EmulatorBackend().compile(kg)[1]  # lowered once, emulated both ways
-    ins = {t.name: inputs[t.name].reshape(t.shape) for t in kg.true_inputs}
-    errs = [max(relative_error(got[name].reshape(want[name].shape), want[name]) for name in want)
-            for got in (emulate_lowering(lowered, ins, stored=stored) for stored in (False, True))]
+
+    def emulated(stored: bool) -> Any:  # the plan called like the program, as its callable is
+        def run(**ins: np.ndarray) -> Any:
+            res = emulate_lowering(lowered, ins, stored=stored)
+            outs = tuple(res[t.name] for t in kg.outputs)
+            return outs if len(outs) > 1 else outs[0]
+        return program_callable(run, g)
+
+    def errors(stored: bool) -> float:
+        got = emulated(stored)(**inputs)
+        got = got if isinstance(got, tuple) else (got,)
+        return max(relative_error(o, want[t.name]) for o, t in zip(got, g.outputs, strict=True))
+
+    errs = [errors(False), errors(True)]
     bound = tolerance(g, inputs=inputs)
     detail = f"{source} [{_kinds(kg)}] error {errs[0]:.1e}, stored {errs[1]:.1e} (bound {bound:.1e})"
     return "plan" if errs[0] < 1e-6 and errs[1] <= bound else "wrong", detail

@@ -1,7 +1,8 @@
 """Random programs (``bench.fuzz``) through ``superoptimize`` on the CPU, the generated plans run in the
 emulator of the generated code: each returns a plan that computes the program (docs/hardening.md,
 "Random programs"). A sample of seeds that covers [h, n, d] rows, transposes of computed values,
-products of two computed values, programs of two outputs and float32 and bfloat16 inputs runs in CI;
+products of two computed values, programs of two outputs, outputs that are transposes (returned as views)
+and float32 and bfloat16 inputs runs in CI;
 ``-m slow`` runs 60 seeds."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 from bench.fuzz import FAMILIES, random_program, run_one
 
 # seeds drawn once and kept for what their programs hold (asserted below) and their speed (< 2.5 s each)
-SAMPLE = (41, 46, 62, 71, 73, 78, 87, 139)
+SAMPLE = (41, 46, 54, 62, 71, 73, 78, 87, 117, 139)
 
 
 def _features(seed: int) -> set[str]:
@@ -20,12 +21,13 @@ def _features(seed: int) -> set[str]:
     out = {"rows3d"} if len(g.inputs[0].shape) == 3 else set()
     out |= {k for k in ("transpose", "matmul") if k in kinds}
     out |= {g.inputs[0].dtype} - {"float16"}
+    out |= {"output transpose"} if any(g.nodes[i].kind.value == "transpose" for _, i in g.output_indices) else set()
     return out | ({"two outputs"} if len(g.outputs) == 2 else set())
 
 
 def test_the_sample_covers_what_it_is_kept_for() -> None:
     seen = set().union(*(_features(s) for s in SAMPLE))
-    assert seen == {"rows3d", "transpose", "matmul", "two outputs", "float32", "bfloat16"}
+    assert seen == {"rows3d", "transpose", "matmul", "two outputs", "float32", "bfloat16", "output transpose"}
     assert any(_features(s) >= {"rows3d", "transpose", "matmul"} for s in SAMPLE)
 
 
