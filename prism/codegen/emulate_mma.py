@@ -75,7 +75,9 @@ def _row_addresses(buf: Buf, row: np.ndarray, chunk: np.ndarray, t: np.ndarray, 
 
 
 def _ksteps(plan: MmaPlan, k0: np.ndarray | int) -> np.ndarray:
-    return np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1)
+    """Each unit's k-steps [units, ksteps, 1]; a ragged last part's steps past the end are clamped to the
+    last (``render_mma``'s loop breaks there: ``mma`` drops their products)."""
+    return np.minimum(np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1), plan.k // 16 - 1)
 
 
 def a_addresses(plan: MmaPlan, buf: Buf, bt: np.ndarray, mt: np.ndarray, k0: np.ndarray | int) -> np.ndarray:
@@ -121,12 +123,14 @@ def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[U
     k0 = us.kpart.reshape(-1, 1) * plan.ksteps if plan.ksplit > 1 else 0
     what = f"op {i} ldmatrix"
     a = _operand_rows(sm, a_buf, slots.get(a_buf.name, 0), a_addresses(plan, a_buf, us.bt, us.mt, k0), what + " A")
-    t = np.arange(plan.ksteps).reshape(1, -1, 1)
+    steps = _ksteps(plan, k0)  # [units, ksteps, 1]
     b_at = bt_addresses(plan, b_buf, us.bt, us.np_, k0) if b_buf.transposed else \
-        (b_addr + k0 * 16 * b_buf.pitch)[:, None, :] + t * 16 * b_buf.pitch
+        b_addr[:, None, :] + steps * 16 * b_buf.pitch
     b = _operand_rows(sm, b_buf, slots.get(b_buf.name, 0), b_at, what + " B")
     # lanes 0-15 hold A rows 0-15 of k columns 0-7, lanes 16-31 those of columns 8-15
     at = np.concatenate([a[:, :, :16, :], a[:, :, 16:, :]], axis=3)  # [units, ksteps, 16 rows, 16 k]
+    run = np.asarray(k0).reshape(-1, 1) + np.arange(plan.ksteps).reshape(1, -1) < plan.k // 16
+    at = at * run[:, :, None, None]  # a ragged part's steps past the end: not run
     bm = _b_matrix(b, b_buf.transposed)
     prod = np.einsum("uqmk,uqkn->umn", at, bm)
     if plan.two:

@@ -498,10 +498,7 @@ def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:
     if units >= d.warps:
         ksplit, per_warp = 1, -(-units // d.warps)
     else:
-        ksplit = _pow2_floor(d.warps // units)
-        while ksteps % ksplit:
-            ksplit //= 2
-        per_warp = 1
+        ksplit, per_warp = _k_parts(d.warps // units, ksteps, d.options.ragged_kparts), 1
     if per_warp * 8 > MAX_ACC_REGS:
         raise _AccumulatorLimit(d.fail(f"matmul tile {list(to)} needs {per_warp * 8} accumulator registers per "
                                        f"thread with {d.warps} warps (at most {MAX_ACC_REGS}); use a smaller tile", i))
@@ -511,7 +508,19 @@ def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:
     if wn and _k_split_tiles(d, units, ksteps) and (half := _warp_grid(mtiles, npairs, d.warps // 2))[1]:
         (wm, wn), ksplit, per_warp = half, 2, units // (d.warps // 2)
     return MmaPlan(op.a, op.b, batch, m, n, kk, int(a_b), int(b_b), mtiles, npairs, ksplit, per_warp,
-                   ksteps // ksplit, wm, wn, prefetch=wn > 0 and ksteps // ksplit > 1 and d.options.frag_prefetch)
+                   -(-ksteps // ksplit), wm, wn, prefetch=wn > 0 and ksteps // ksplit > 1 and d.options.frag_prefetch)
+
+
+def _k_parts(spare: int, ksteps: int, ragged: bool) -> int:
+    """The k parts of a matmul with ``spare`` warps for each unit: the largest power of two (at most
+    ``spare``) that divides the k-steps; with ``ragged`` (``Options.ragged_kparts``) the one that leaves
+    a warp the fewest k-steps, the smallest such, the last part shorter (``MmaPlan.ragged``: 9 k-steps
+    over 2 parts run 5 and 4 where the even rule left two of four warps idle; docs/codegen.md,
+    "Ragged k parts")."""
+    parts = [1 << e for e in range(_pow2_floor(spare).bit_length())]
+    if not ragged:
+        return max(p for p in parts if ksteps % p == 0)
+    return min(parts, key=lambda p: (-(-ksteps // p), p))
 
 
 def _k_split_tiles(d: _Draft, units: int, ksteps: int) -> bool:

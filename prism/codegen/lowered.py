@@ -161,6 +161,12 @@ class Options:
     # after the loop. Off: on an H100 a 512x4096x4096 GEMM's k-split 128x128 tiles were 4% faster at one
     # size, 1-7% slower at two, none near the tuned 128x64 tile (docs/codegen.md, "The GEMM main loop's stalls")
     warp_ksplit: bool = False
+    # a matmul with fewer units than warps splits its k-steps over the spare warps where they do not
+    # divide too, the last k part shorter (``MmaPlan.ragged``; ``lower._k_parts``): a 2,880-wide GEMV's
+    # [8, 144] @ [144, 32] stage (9 k-steps, 2 units) ran on 2 of its 4 warps. Off: not yet timed on a
+    # GPU; the even splits beside it on an H100: 17.9 µs at 9 k-steps (two warps idle) against 13.8-14.5
+    # at 6, 10 and 12 (docs/codegen.md, "Ragged k parts")
+    ragged_kparts: bool = False
     # a loop's materialised matmul operand computed only from its stage's tiles (the x·g of a norm with
     # a weight ahead of a GEMV) is computed one iteration ahead into a second copy, so the loop keeps
     # one barrier per iteration instead of two (``KernelLowering.skewed``). Off: not yet timed on a GPU
@@ -346,7 +352,7 @@ class MmaPlan:
     npairs: int
     ksplit: int
     per_warp: int
-    ksteps: int  # k-steps of 16 per warp
+    ksteps: int  # k-steps of 16 per warp (the last k part's may be fewer: ``ragged``)
     # warp tiles (``Options.warp_tiles``): the warps as a wm x wn grid over the units, each owning
     # mtiles / wm rows by npairs / wn column pairs of them (slot j: row j // wt_n, pair j % wt_n);
     # 0, 0: units dealt round-robin (unit ``warp + j * warps``)
@@ -361,6 +367,12 @@ class MmaPlan:
     @property
     def blocked(self) -> bool:
         return self.wn > 0
+
+    @property
+    def ragged(self) -> bool:
+        """The k-steps do not divide among the k parts: a part's steps past ``k // 16`` are skipped
+        (9 k-steps over 2 parts: 5 and 4)."""
+        return self.ksteps * self.ksplit != self.k // 16
 
     @property
     def kgroup(self) -> int:

@@ -163,6 +163,7 @@ def _blocked_mma(plan: MmaPlan, a_buf: Buf, b_buf: Buf, nw: int) -> list[str]:
     fragments (wt_m x wt_n x 2 independent chains: no second chain needed); with a k split, over this
     warp's k part (``MmaPlan.kgroup``). With ``MmaPlan.prefetch`` two fragment sets alternate: k-step
     t + 1's ldmatrix are issued before k-step t's mma, so the mma wait on no shared-memory load but the first."""
+    assert not plan.ragged, "warp tiles split the k-steps evenly (lower._k_split_tiles)"
     frags = f"unsigned a{{}}[{plan.wt_m}][4], b{{}}[{plan.wt_n}][4];"
     k0 = f"kpart * {plan.ksteps} + " if plan.ksplit > 1 else ""  # this warp's share of the k-steps
     if not plan.prefetch:
@@ -223,6 +224,7 @@ def render_mma(low: KernelLowering, i: int) -> str:
         unroll,
         f"for (int q = 0; q < {plan.ksteps}; ++q) {{",
         f"  const int t = {k0} + q;" if plan.ksplit > 1 else "  const int t = q;",
+        *([f"  if (t >= {plan.k // 16}) break;  // the last k part's share is shorter"] if plan.ragged else []),
         "  unsigned a[4], b[4];",
         f"  ldsm_x4(a, {a_step});",
         b_load,
