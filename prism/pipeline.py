@@ -818,6 +818,7 @@ def superoptimize(
     search_budget: float | None = None,
     backend: Backend | None = None,
     inductor: bool = True,
+    output_views: bool = True,
 ) -> Superoptimized:
     """Search, verify, tune and compile ``graph``; return the fastest verified plan as a callable.
 
@@ -835,8 +836,11 @@ def superoptimize(
     ``example_inputs`` when given). With ``inductor`` (the default) and PyTorch's compiler at hand, the
     chosen plan is timed against ``torch.compile``'s kernels for the same program, and those are
     returned when faster (``summary["plan_source"] == "inductor"``, both times in
-    ``summary["inductor"]``; ``prism.tune.inductor``). Raises DeviceError after verification when no
-    GPU is present.
+    ``summary["inductor"]``; ``prism.tune.inductor``). With ``output_views`` (the default) an output that
+    is a transpose of a computed value is computed untransposed and returned as a transposed view, as
+    PyTorch returns it (``prism.output_views``); off, every output is written row-major (what a caller
+    that needs contiguous outputs wants: the PyTorch capture's regions). Raises DeviceError after
+    verification when no GPU is present.
     """
     check_program(graph, "superoptimize")  # bad options and example inputs fail before the search
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
@@ -844,8 +848,9 @@ def superoptimize(
     graph = graph.without_dead_ops()  # ops no output reads are not computed
     again = functools.partial(superoptimize, target=target, samples=samples, seed=seed, time_budget=time_budget,
                               cache=cache, program=program, progress=progress, scales=scales,
-                              search_budget=search_budget, backend=backend, inductor=inductor)
-    if (peeled := peel_output_transposes(graph)) is not None:  # transposed outputs: views, as PyTorch returns them
+                              search_budget=search_budget, backend=backend, inductor=inductor,
+                              output_views=output_views)
+    if output_views and (peeled := peel_output_transposes(graph)) is not None:  # transposes returned as views
         inner = again(peeled.graph, example_inputs=example_inputs)
         views = sorted(peeled.transposed)
         return Superoptimized(ViewsKernel(inner.kernel, peeled), {**inner.summary, "outputs_as_views": views},

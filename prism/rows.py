@@ -111,13 +111,14 @@ def merge_rows(graph: Graph) -> Rows | None:
     return Rows(g, ins, outs)
 
 
-def searched_graph(graph: Graph) -> Graph:
+def searched_graph(graph: Graph, *, views: bool = True) -> Graph:
     """The program ``superoptimize`` searches for ``graph``: its dead ops dropped, its output transposes
     peeled (``prism.output_views``), its rows merged where they merge. What fills the search cache ahead
     of ``superoptimize`` (a CPU machine before a GPU one: ``library.search_entry``, ``bench.fuzz
-    --prepare``, scripts) searches this one, so that the keys match."""
+    --prepare``, scripts) searches this one, so that the keys match. ``views``: ``superoptimize``'s
+    ``output_views`` (off for the PyTorch capture's regions)."""
     graph = graph.without_dead_ops()
-    while (peeled := peel_output_transposes(graph)) is not None:  # outputs returned as transposed views
+    while views and (peeled := peel_output_transposes(graph)) is not None:  # outputs returned as transposed views
         graph = peeled.graph
     rows = merge_rows(graph)
     return graph if rows is None else rows.graph

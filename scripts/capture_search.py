@@ -18,6 +18,7 @@ import time
 
 from prism.capture.build import bind, spec_from_json
 from prism.pipeline import search_and_verify
+from prism.rows import searched_graph
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
         bound += [([(n, 1, s[2]) if len(s) == 3 else s for s in shapes], dtype) for shapes, dtype in r["bound"]
                   for n in rows if any(len(s) == 3 for s in shapes)]
         for shapes, dtype in bound:
-            graph = bind(spec, [tuple(s) for s in shapes], dtype).graph
+            graph = searched_graph(bind(spec, [tuple(s) for s in shapes], dtype).graph, views=False)  # as the runner
             if graph.structure_key() in seen:
                 continue
             seen.add(graph.structure_key())

@@ -190,7 +190,8 @@ class RegionRunner:
                              program=self.record.label, progress=False, samples=self.options.samples,
                              seed=self.options.seed, search_budget=self.options.search_budget,
                              time_budget=self.options.time_budget,
-                             inductor=False)  # the region is timed against Inductor's own kernels here
+                             inductor=False,  # the region is timed against Inductor's own kernels here
+                             output_views=False)  # the graph around plans the region's outputs contiguous
         entry = _Entry(program, fast, tuple(r.dtype for r in ref))
         got = self._launch(entry, inputs)
         tol = CHECK_FACTOR * tolerance(program.graph)
