@@ -3,6 +3,8 @@
 PRISM_CACHE_DIR  where verified sGraphs and tuned kernels are cached (default: the user cache dir)
 PRISM_JOBS       worker processes for verification / compilation (default: CPU count)
 PRISM_NO_CACHE   set to 1 to neither read nor write caches
+PRISM_FIRST_ROUND_ASCENT  set to 1: the tuner's first round climbs each template's drawn size by the
+                 static prior (``tune.draw._one_legal``; off until timed end to end)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ class Settings:
     cache_dir: Path
     jobs: int
     no_cache: bool
+    first_round_ascent: bool = False
 
 
 def settings() -> Settings:
@@ -24,7 +27,11 @@ def settings() -> Settings:
     cache = os.environ.get("PRISM_CACHE_DIR") or _default_cache_dir()
     jobs_text = os.environ.get("PRISM_JOBS", "")
     jobs = int(jobs_text) if jobs_text.isdigit() and int(jobs_text) > 0 else (os.cpu_count() or 1)
-    return Settings(Path(cache).expanduser(), jobs, os.environ.get("PRISM_NO_CACHE", "") not in ("", "0"))
+    return Settings(Path(cache).expanduser(), jobs, _on("PRISM_NO_CACHE"), _on("PRISM_FIRST_ROUND_ASCENT"))
+
+
+def _on(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
 
 
 def _default_cache_dir() -> str:

@@ -265,6 +265,25 @@ def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
         values=candidate_values(template), resources=None)[:1]
 
 
+def test_the_first_round_climbs_from_the_drawn_best_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PRISM_FIRST_ROUND_ASCENT``: a 2,880-wide GEMV's one-kernel plan, whose eight drawn sizes leave
+    it at 36 blocks, is judged at the prior's climb from there; off (the default), at the drawn best."""
+    from prism.codegen.resources import resources
+    from prism.codegen.sizes import prior_ascent, size_score
+
+    template = plans.hand_plans("rmsnorm_linear", workloads.rmsnorm_linear(8, 2880))[0]
+
+    def score(sz: dict[str, int]) -> float:
+        return size_score(resources(template.instantiate(sz), "sm_90"), 132)
+
+    monkeypatch.delenv("PRISM_FIRST_ROUND_ASCENT", raising=False)
+    (drawn,) = draw._one_legal(template, "sm_90", resources, None)
+    monkeypatch.setenv("PRISM_FIRST_ROUND_ASCENT", "1")
+    (climbed,) = draw._one_legal(template, "sm_90", resources, None)
+    assert climbed == prior_ascent(template, drawn, "sm_90") != drawn
+    assert score(climbed) > score(drawn) + 1  # 36 blocks -> 90 (one of 132 SMs' wave)
+
+
 def test_no_more_templates_than_samples_times_each_templates_prior_best_first() -> None:
     """Every template's sizes enumerated: ``_legal`` orders them by ``size_score``, best first (equal
     scores in enumeration order), and the first round times that size of up to half the samples' templates
