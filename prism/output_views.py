@@ -21,6 +21,7 @@ from typing import Any
 
 from prism.errors import InputError
 from prism.graph import Graph, Tensor
+from prism.ir import TensorSpec
 from prism.ops import OpKind
 from prism.partition import reader_sets
 
@@ -103,6 +104,12 @@ class ViewsKernel:
                 inner.append(tmp)
                 copies.append((o, tmp))
         return inner, copies
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        """The program's outputs: names, shapes (a peeled one transposed) and dtypes."""
+        return tuple(TensorSpec(t.name, shape, t.dtype)
+                     for t, shape in zip(self.peeled.graph.outputs, self.peeled.shapes, strict=True))
 
     def __getattr__(self, name: str) -> Any:  # plan, inputs, ... of the rewritten program's kernel
         return getattr(self.__dict__["kernel"], name)

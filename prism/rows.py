@@ -18,6 +18,7 @@ from typing import Any
 
 from prism.errors import InputError
 from prism.graph import Graph, Node, Tensor
+from prism.ir import TensorSpec
 from prism.ops import DimRecip, OpKind
 from prism.output_views import PeeledOutputs, ViewsKernel, peel_output_transposes
 
@@ -179,5 +180,15 @@ class RowsKernel:
             return type(res)(_view(r, s) for r, s in zip(res, self._shapes, strict=True))
         return _view(res, self._shapes[0])
 
-    def __getattr__(self, name: str) -> Any:  # plan, inputs, ... of the merged program's kernel
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        """The program's inputs, at its own shapes."""
+        return tuple(TensorSpec(t.name, self.rows.inputs[t.name][0], t.dtype) for t in self.rows.graph.inputs)
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        """The program's outputs, at its own shapes."""
+        return tuple(TensorSpec(t.name, self.rows.outputs[t.name][0], t.dtype) for t in self.rows.graph.outputs)
+
+    def __getattr__(self, name: str) -> Any:  # plan, ... of the merged program's kernel
         return getattr(self.__dict__["kernel"], name)

@@ -86,6 +86,8 @@ def test_the_callable_returns_transposed_views_and_fills_out_buffers() -> None:
     assert peeled is not None
     calls: list[Any] = []
     fast = ViewsKernel(_fake(peeled, calls), peeled)
+    assert [(t.name, t.shape, t.dtype) for t in fast.outputs] == [("T", (2, 16, 8), "float16"),
+                                                                  ("P", (2, 8, 16), "float16")]
     xs = _inputs(graph, seed=3)
     want = graph.evaluate(xs)
     t, p = fast(*xs.values())
@@ -123,6 +125,7 @@ def test_superoptimize_searches_the_untransposed_program() -> None:
     assert fast.summary["outputs_as_views"] == ["T"]
     assert isinstance(fast.kernel, ViewsKernel)
     assert [t.shape for t in fast.kernel_graph.outputs] == [(16, 32)]  # computed row-major, untransposed
+    assert [(t.name, t.shape) for t in fast.outputs] == [("T", (32, 16))]  # the callable's: the program's shapes
     # off (the PyTorch capture's regions, whose outputs the graph around plans contiguous): as written
     kept = pipeline.superoptimize(g, samples=2, seed=1, backend=InterpreterBackend(_timer), progress=False,
                                   output_views=False)

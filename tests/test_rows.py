@@ -161,6 +161,8 @@ def test_superoptimize_searches_and_tunes_the_merged_program() -> None:
     fast = pipeline.superoptimize(g, samples=3, seed=1, backend=InterpreterBackend(_timer), progress=False)
     assert fast.summary["rows_merged"] and fast.summary["search_cache_hit"]
     assert [t.shape for t in fast.kernel_graph.inputs] == [(6, 32), (32, 32)]
+    assert [t.shape for t in fast.inputs] == [(2, 3, 32), (32, 32)]  # the callable's: the program's shapes
+    assert [t.shape for t in fast.outputs] == [(2, 3, 32)]
     xs = _inputs(g, seed=2)
     got = interpreter.run(fast.kernel_graph, {"X": xs["X"].reshape(6, 32), "W": xs["W"]})["O"]
     np.testing.assert_allclose(got.reshape(2, 3, 32), g.evaluate(xs)["O"], rtol=1e-9, atol=1e-9)
