@@ -481,16 +481,11 @@ def _checked(g: Graph, kg: KernelGraph, seed: int, source: object) -> tuple[str,
     want = g.evaluate(inputs)
     lowered = EmulatorBackend().compile(kg)[1]  # lowered once, emulated both ways
 
-    def emulated(stored: bool) -> Any:  # the plan called like the program, as its callable is
-        def run(**ins: np.ndarray) -> Any:
+    def errors(stored: bool) -> float:  # the plan called like the program, as its callable is
+        def run(**ins: np.ndarray) -> tuple[np.ndarray, ...]:
             res = emulate_lowering(lowered, ins, stored=stored)
-            outs = tuple(res[t.name] for t in kg.outputs)
-            return outs if len(outs) > 1 else outs[0]
-        return program_callable(run, g)
-
-    def errors(stored: bool) -> float:
-        got = emulated(stored)(**inputs)
-        got = got if isinstance(got, tuple) else (got,)
+            return tuple(res[t.name] for t in kg.outputs)
+        got = program_callable(run, g)(**inputs)
         return max(relative_error(o, want[t.name]) for o, t in zip(got, g.outputs, strict=True))
 
     errs = [errors(False), errors(True)]

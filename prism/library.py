@@ -466,15 +466,19 @@ def _builtin_graph(rec: Mapping[str, Any]) -> Graph | None:
     if rec.get("program") not in workloads.PROGRAMS:
         return None
     try:
-        return Entry(str(rec["program"]), tuple(rec["sizes"].items()), str(rec.get("dtype"))).build_graph()
+        return _record_graph(rec)
     except (PrismError, TypeError, ValueError) as e:
         raise LibraryError(f"library entry {rec['program']} {rec['sizes']}: its program does not build ({e}); "
                            "rebuild the library") from e
 
 
+def _record_graph(rec: Mapping[str, Any]) -> Graph:
+    return Entry(rec["program"], tuple(rec["sizes"].items()), rec["dtype"]).build_graph()
+
+
 def _program_key(rec: Mapping[str, Any]) -> str | None:
     try:
-        return Entry(rec["program"], tuple(rec["sizes"].items()), rec["dtype"]).build_graph().structure_key()
+        return _record_graph(rec).structure_key()
     except Exception:
         return None
 

@@ -35,7 +35,6 @@ from prism.ir import CustomKernel, KernelGraph, Load, Tail, check_structure, val
 from prism.loopsplit import split_plans
 from prism.ops import ITEMSIZE
 from prism.options import check_program, check_seconds, check_tuning
-from prism.output_views import ViewsKernel, peel_output_transposes
 from prism.partition import (
     MAX_PART_OPS,
     Part,
@@ -49,7 +48,7 @@ from prism.partition import (
     with_transposes,
 )
 from prism.progress import StageBar
-from prism.rows import RowsKernel, merge_rows
+from prism.rows import rewrite
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.transposes import sink_transposes
@@ -846,21 +845,20 @@ def superoptimize(
     check_tuning("superoptimize", samples=samples, seed=seed, time_budget=time_budget, target=target)
     check_seconds("search_budget", search_budget, "superoptimize")
     graph = graph.without_dead_ops()  # ops no output reads are not computed
-    again = functools.partial(superoptimize, target=target, samples=samples, seed=seed, time_budget=time_budget,
-                              cache=cache, program=program, progress=progress, scales=scales,
-                              search_budget=search_budget, backend=backend, inductor=inductor,
-                              output_views=output_views)
-    if output_views and (peeled := peel_output_transposes(graph)) is not None:  # transposes returned as views
-        inner = again(peeled.graph, example_inputs=example_inputs)
-        views = sorted(peeled.transposed)
-        return Superoptimized(ViewsKernel(inner.kernel, peeled), {**inner.summary, "outputs_as_views": views},
-                              inner.kernel_graph)
-    if (rows := merge_rows(graph)) is not None:  # [batch, tokens, d] activations: one row dim (prism.rows)
+    if (rw := rewrite(graph, views=output_views)).peels or rw.rows is not None:  # output views; [b, s, d] rows
         # example inputs checked against the program's own shapes, read once, viewed as rows
-        examples = None if example_inputs is None else rows.view_inputs(example_values(graph, example_inputs))
-        inner = again(rows.graph, example_inputs=examples)
-        return Superoptimized(RowsKernel(inner.kernel, rows), {**inner.summary, "rows_merged": True},
-                              inner.kernel_graph)
+        examples = example_inputs if example_inputs is None or rw.rows is None else \
+            rw.rows.view_inputs(example_values(graph, example_inputs))
+        inner = superoptimize(rw.graph, target=target, samples=samples, seed=seed, time_budget=time_budget,
+                              cache=cache, program=program, progress=progress, scales=scales,
+                              example_inputs=examples, search_budget=search_budget, backend=backend,
+                              inductor=inductor, output_views=output_views)
+        summary: Summary = {**inner.summary}
+        if rw.rows is not None:
+            summary["rows_merged"] = True
+        if rw.peels:
+            summary["outputs_as_views"] = sorted(name for p in rw.peels for name in p.transposed)
+        return Superoptimized(rw.callable(inner.kernel), summary, inner.kernel_graph)
     sampler = input_sampler(graph, example_inputs, scales)
     check_domain(graph, sampler, seed, program)  # a log of N(0, 1) inputs: no plan could pass the check
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)

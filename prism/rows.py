@@ -112,33 +112,48 @@ def merge_rows(graph: Graph) -> Rows | None:
     return Rows(g, ins, outs)
 
 
-def searched_graph(graph: Graph, *, views: bool = True) -> Graph:
-    """The program ``superoptimize`` searches for ``graph``: its dead ops dropped, its output transposes
-    peeled (``prism.output_views``), its rows merged where they merge. What fills the search cache ahead
-    of ``superoptimize`` (a CPU machine before a GPU one: ``library.search_entry``, ``bench.fuzz
-    --prepare``, scripts) searches this one, so that the keys match. ``views``: ``superoptimize``'s
-    ``output_views`` (off for the PyTorch capture's regions)."""
+@dataclass(frozen=True)
+class Rewrite:
+    """What ``superoptimize`` does to a program before its search: output transposes peeled
+    (``prism.output_views``, outermost first), then rows merged; ``graph`` is the program searched."""
+
+    peels: tuple[PeeledOutputs, ...]
+    rows: Rows | None
+    graph: Graph
+
+    def callable(self, kernel: Any) -> Any:
+        """``kernel``, compiled for ``graph``, called like the original program: inputs and outputs at
+        its shapes (rows merged back), its peeled output transposes returned as views."""
+        if self.rows is not None:
+            kernel = RowsKernel(kernel, self.rows)
+        for peeled in reversed(self.peels):
+            kernel = ViewsKernel(kernel, peeled)
+        return kernel
+
+
+def rewrite(graph: Graph, *, views: bool = True) -> Rewrite:
+    """``graph`` without its dead ops, its output transposes peeled while any is (``views``: off for the
+    PyTorch capture's regions, ``superoptimize``'s ``output_views``) and its rows merged where they merge."""
     graph = graph.without_dead_ops()
-    while views and (peeled := peel_output_transposes(graph)) is not None:  # outputs returned as transposed views
+    peels: list[PeeledOutputs] = []
+    while views and (peeled := peel_output_transposes(graph)) is not None:
+        peels.append(peeled)
         graph = peeled.graph
     rows = merge_rows(graph)
-    return graph if rows is None else rows.graph
+    return Rewrite(tuple(peels), rows, graph if rows is None else rows.graph)
+
+
+def searched_graph(graph: Graph, *, views: bool = True) -> Graph:
+    """The program ``superoptimize`` searches for ``graph`` (``rewrite``). What fills the search cache
+    ahead of ``superoptimize`` (a CPU machine before a GPU one: ``library.search_entry``, ``bench.fuzz
+    --prepare``, scripts) searches this one, so that the keys match."""
+    return rewrite(graph, views=views).graph
 
 
 def program_callable(kernel: Any, graph: Graph) -> Any:
-    """``kernel``, compiled for ``searched_graph(graph)``, called like ``graph``: inputs and outputs at
-    its shapes (rows merged back), its peeled output transposes returned as views (what ``superoptimize``
-    returns; ``library.load`` uses it for a kernel compiled from a stored plan)."""
-    graph = graph.without_dead_ops()
-    peels: list[PeeledOutputs] = []
-    while (peeled := peel_output_transposes(graph)) is not None:
-        peels.append(peeled)
-        graph = peeled.graph
-    if (rows := merge_rows(graph)) is not None:
-        kernel = RowsKernel(kernel, rows)
-    for peeled in reversed(peels):
-        kernel = ViewsKernel(kernel, peeled)
-    return kernel
+    """``kernel``, compiled for ``searched_graph(graph)``, called like ``graph`` (``Rewrite.callable``;
+    ``library.load`` uses it for a kernel compiled from a stored plan)."""
+    return rewrite(graph).callable(kernel)
 
 
 class RowsKernel:

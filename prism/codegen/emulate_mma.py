@@ -74,10 +74,15 @@ def _row_addresses(buf: Buf, row: np.ndarray, chunk: np.ndarray, t: np.ndarray, 
     return base + (swizzle_offset(buf, row, col) if buf.swizzle else row * buf.pitch + col)
 
 
+def _steps(plan: MmaPlan, k0: np.ndarray | int) -> np.ndarray:
+    """Each unit's k-steps [units, ksteps, 1], a ragged last part's past the end included."""
+    return np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1)
+
+
 def _ksteps(plan: MmaPlan, k0: np.ndarray | int) -> np.ndarray:
-    """Each unit's k-steps [units, ksteps, 1]; a ragged last part's steps past the end are clamped to the
-    last (``render_mma``'s loop breaks there: ``mma`` drops their products)."""
-    return np.minimum(np.asarray(k0).reshape(-1, 1, 1) + np.arange(plan.ksteps).reshape(1, -1, 1), plan.k // 16 - 1)
+    """``_steps``, those past the end clamped to the last (``render_mma``'s loop breaks there: ``mma``
+    drops their products)."""
+    return np.minimum(_steps(plan, k0), plan.k // 16 - 1)
 
 
 def a_addresses(plan: MmaPlan, buf: Buf, bt: np.ndarray, mt: np.ndarray, k0: np.ndarray | int) -> np.ndarray:
@@ -129,8 +134,7 @@ def mma(low: KernelLowering, sm: Smem, i: int, slots: dict[str, int]) -> tuple[U
     b = _operand_rows(sm, b_buf, slots.get(b_buf.name, 0), b_at, what + " B")
     # lanes 0-15 hold A rows 0-15 of k columns 0-7, lanes 16-31 those of columns 8-15
     at = np.concatenate([a[:, :, :16, :], a[:, :, 16:, :]], axis=3)  # [units, ksteps, 16 rows, 16 k]
-    run = np.asarray(k0).reshape(-1, 1) + np.arange(plan.ksteps).reshape(1, -1) < plan.k // 16
-    at = at * run[:, :, None, None]  # a ragged part's steps past the end: not run
+    at = at * (_steps(plan, k0) < plan.k // 16)[..., None]  # a ragged part's steps past the end: not run
     bm = _b_matrix(b, b_buf.transposed)
     prod = np.einsum("uqmk,uqkn->umn", at, bm)
     if plan.two:
