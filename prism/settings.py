@@ -3,8 +3,9 @@
 PRISM_CACHE_DIR  where verified sGraphs and tuned kernels are cached (default: the user cache dir)
 PRISM_JOBS       worker processes for verification / compilation (default: CPU count)
 PRISM_NO_CACHE   set to 1 to neither read nor write caches
-PRISM_FIRST_ROUND_ASCENT  set to 1: the tuner's first round climbs each template's drawn size by the
-                 static prior (``tune.draw._one_legal``; off until timed end to end)
+PRISM_FIRST_ROUND_ASCENT  set to 0: the tuner's first round times each template's drawn size as drawn,
+                 not climbed by the static prior (``tune.draw._one_legal``; default on, timed in
+                 docs/off-the-suite.md, "The tuner's first round judged a template by a size of 6 blocks")
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class Settings:
     cache_dir: Path
     jobs: int
     no_cache: bool
-    first_round_ascent: bool = False
+    first_round_ascent: bool = True
 
 
 def settings() -> Settings:
@@ -27,7 +28,8 @@ def settings() -> Settings:
     cache = os.environ.get("PRISM_CACHE_DIR") or _default_cache_dir()
     jobs_text = os.environ.get("PRISM_JOBS", "")
     jobs = int(jobs_text) if jobs_text.isdigit() and int(jobs_text) > 0 else (os.cpu_count() or 1)
-    return Settings(Path(cache).expanduser(), jobs, _on("PRISM_NO_CACHE"), _on("PRISM_FIRST_ROUND_ASCENT"))
+    ascent = os.environ.get("PRISM_FIRST_ROUND_ASCENT", "1") != "0"
+    return Settings(Path(cache).expanduser(), jobs, _on("PRISM_NO_CACHE"), ascent)
 
 
 def _on(name: str) -> bool:

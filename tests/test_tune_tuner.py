@@ -233,10 +233,10 @@ def test_a_huge_size_space_is_sampled_not_enumerated(monkeypatch: pytest.MonkeyP
     assert draw.legal_sizes_of(GOOD_2D, "sm_90", None, None) == got
 
 
-def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
+def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the code generator's resources, a drawn template's one first-round size is the best of
-    ``FIRST_ROUND_DRAWS`` random legal sizes by the static prior ``size_score``; the GEMV's sizes that
-    leave most SMs idle score low, so that is not what judges the template."""
+    ``FIRST_ROUND_DRAWS`` random legal sizes by the static prior ``size_score`` (before the climb, turned
+    off here); the GEMV's sizes that leave most SMs idle score low, so that is not what judges the template."""
     import random
     import zlib
 
@@ -251,6 +251,7 @@ def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
     def score(sz: dict[str, int]) -> float:
         return size_score(resources(template.instantiate(sz), "sm_90"), sms)
 
+    monkeypatch.setenv("PRISM_FIRST_ROUND_ASCENT", "0")
     (pick,) = draw._one_legal(template, "sm_90", resources, None)
     drawn = sample_legal_sizes(template, arch="sm_90", count=draw.FIRST_ROUND_DRAWS,
                                rng=random.Random(zlib.crc32(template.dumps().encode())),
@@ -265,9 +266,10 @@ def test_the_first_round_times_the_best_scored_of_a_few_drawn_sizes() -> None:
         values=candidate_values(template), resources=None)[:1]
 
 
-def test_the_first_round_climbs_from_the_drawn_best_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``PRISM_FIRST_ROUND_ASCENT``: a 2,880-wide GEMV's one-kernel plan, whose eight drawn sizes leave
-    it at 36 blocks, is judged at the prior's climb from there; off (the default), at the drawn best."""
+def test_the_first_round_climbs_from_the_drawn_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2,880-wide GEMV's one-kernel plan, whose eight drawn sizes leave it at 36 blocks, is judged at
+    the prior's climb from there (the default, and ``PRISM_FIRST_ROUND_ASCENT=1``); with the variable 0,
+    at the drawn best."""
     from prism.codegen.resources import resources
     from prism.codegen.sizes import prior_ascent, size_score
 
@@ -276,10 +278,12 @@ def test_the_first_round_climbs_from_the_drawn_best_when_asked(monkeypatch: pyte
     def score(sz: dict[str, int]) -> float:
         return size_score(resources(template.instantiate(sz), "sm_90"), 132)
 
-    monkeypatch.delenv("PRISM_FIRST_ROUND_ASCENT", raising=False)
+    monkeypatch.setenv("PRISM_FIRST_ROUND_ASCENT", "0")
     (drawn,) = draw._one_legal(template, "sm_90", resources, None)
-    monkeypatch.setenv("PRISM_FIRST_ROUND_ASCENT", "1")
+    monkeypatch.delenv("PRISM_FIRST_ROUND_ASCENT")
     (climbed,) = draw._one_legal(template, "sm_90", resources, None)
+    monkeypatch.setenv("PRISM_FIRST_ROUND_ASCENT", "1")
+    assert draw._one_legal(template, "sm_90", resources, None) == [climbed]
     assert climbed == prior_ascent(template, drawn, "sm_90") != drawn
     assert score(climbed) > score(drawn) + 1  # 36 blocks -> 90 (one of 132 SMs' wave)
 

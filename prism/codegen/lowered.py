@@ -163,9 +163,9 @@ class Options:
     warp_ksplit: bool = False
     # a matmul with fewer units than warps splits its k-steps over the spare warps where they do not
     # divide too, the last k part shorter (``MmaPlan.ragged``; ``lower._k_parts``): a 2,880-wide GEMV's
-    # [8, 144] @ [144, 32] stage (9 k-steps, 2 units) ran on 2 of its 4 warps. Off: not yet timed on a
-    # GPU; the even splits beside it on an H100: 17.9 µs at 9 k-steps (two warps idle) against 13.8-14.5
-    # at 6, 10 and 12 (docs/codegen.md, "Ragged k parts")
+    # [8, 144] @ [144, 32] stage (9 k-steps, 2 units) ran on 2 of its 4 warps. Off: timed on an H100, no
+    # gain end to end (the tuner's first-round climb reaches the even splits, 13.8-14.5 µs against 17.9 at
+    # 9 k-steps) and two kernels slower with it (docs/codegen.md, "Ragged k parts")
     ragged_kparts: bool = False
     # a loop's materialised matmul operand computed only from its stage's tiles (the x·g of a norm with
     # a weight ahead of a GEMV) is computed one iteration ahead into a second copy, so the loop keeps

@@ -111,8 +111,8 @@ def _one_legal(template: KernelGraph, arch: str, resources: Any, cap: int | None
     so not a size that leaves most SMs idle (8 blocks of a GEMV part: 73 µs against 10 for its
     template's best, H200). It lowers a few assignments, not all of them (``legal_sizes_of``: 13-15 s of a
     2-core machine for the 24 templates drawn from a captured GEMV part's 1,404); ``_refine``
-    enumerates the fastest templates' sizes. With ``PRISM_FIRST_ROUND_ASCENT`` (off until timed end to
-    end) the best drawn is climbed by the prior (``prior_ascent``): over a 2,880-wide GEMV's many
+    enumerates the fastest templates' sizes. The best drawn is then climbed by the prior
+    (``prior_ascent``; ``PRISM_FIRST_ROUND_ASCENT=0`` turns that off): over a 2,880-wide GEMV's many
     divisors the eight descents left 6 blocks the best drawn of its one-kernel plan (170 µs on an H100),
     where the prior's best runs 17.9 and its neighbours 13.8-14.5 (docs/off-the-suite.md, "The tuner's
     first round judged a template by a size of 6 blocks")."""
