@@ -33,6 +33,7 @@ from prism.codegen.plan import LaunchPlan
 from prism.distributed import Job
 from prism.errors import IRError, LibraryError, PrismError, SerializationError
 from prism.graph import Graph
+from prism.graph_json import graph_from_json, graph_to_json
 from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
 from prism.options import count_arg, target_arg
@@ -372,7 +373,8 @@ def _store(entry: Entry, built: Built, spec: Spec, root: Path, manifest: dict[st
         "dtype": entry.dtype,
         "arch": spec.arch,
         "structure_hash": graph.structure_hash(),
-        "inputs": [[t.name, list(t.shape)] for t in graph.inputs],
+        "graph": graph_to_json(graph),  # the program as built: load calls the kernel at its shapes
+        "inputs": [[t.name, list(t.shape)] for t in searched_graph(graph).inputs],  # the template's
         "template": built.kernel_graph.to_json(),
         "template_sha256": template_sha256(built.kernel_graph.to_json()),
         "launch": built.launch,
@@ -460,16 +462,26 @@ def _sizes(name: str, shapes: object) -> dict[str, int]:
     return {k: int(v) for k, v in shapes.items()}
 
 
-def _builtin_graph(rec: Mapping[str, Any]) -> Graph | None:
-    """The program a record was built from, where it is one of ``prism.workloads`` (a program from a
-    file is called at its searched shapes, ``rows.searched_graph``)."""
+def _program_graph(rec: Mapping[str, Any]) -> Graph | None:
+    """The program a record was built from: its stored ``graph`` (required to hash as the record's
+    ``structure_hash``), else, for a record written before the graph was stored, the program of
+    ``prism.workloads`` it names; None for such a record of a program from a file (called at its
+    searched shapes, ``rows.searched_graph``)."""
+    what = f"library entry {show(rec.get('program'))} {rec.get('sizes')}"
+    if "graph" in rec:
+        try:
+            graph = graph_from_json(rec["graph"])
+        except PrismError as e:
+            raise LibraryError(f"{what}: its stored program is malformed ({e}); rebuild the library") from e
+        if graph.structure_hash() != rec.get("structure_hash"):
+            raise LibraryError(f"{what}: its stored program does not match its structure_hash; rebuild the library")
+        return graph
     if rec.get("program") not in workloads.PROGRAMS:
         return None
     try:
         return _record_graph(rec)
-    except (PrismError, TypeError, ValueError) as e:
-        raise LibraryError(f"library entry {rec['program']} {rec['sizes']}: its program does not build ({e}); "
-                           "rebuild the library") from e
+    except (PrismError, KeyError, TypeError, ValueError) as e:
+        raise LibraryError(f"{what}: its program does not build ({e}); rebuild the library") from e
 
 
 def _record_graph(rec: Mapping[str, Any]) -> Graph:
@@ -478,9 +490,10 @@ def _record_graph(rec: Mapping[str, Any]) -> Graph:
 
 def _program_key(rec: Mapping[str, Any]) -> str | None:
     try:
-        return _record_graph(rec).structure_key()
-    except Exception:
+        graph = _program_graph(rec)
+    except PrismError:
         return None
+    return None if graph is None else graph.structure_key()
 
 
 @dataclass(frozen=True)
@@ -516,7 +529,7 @@ def load(name_or_graph: str | Graph, shapes: Mapping[str, int] | None = None, *,
                     "(rebuild the library to re-tune)", rec["program"], shipped)
     time_us, tuned_on = rec.get("time_us"), rec.get("tuned_on")
     kernel = runtime.compile_plan(plan)
-    graph = name_or_graph if isinstance(name_or_graph, Graph) else _builtin_graph(rec)
+    graph = name_or_graph if isinstance(name_or_graph, Graph) else _program_graph(rec)
     return LibraryKernel(kernel if graph is None else program_callable(kernel, graph), str(rec["program"]),
                          dict(rec["sizes"]),
                          float(time_us) if isinstance(time_us, int | float) else None,

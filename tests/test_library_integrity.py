@@ -268,3 +268,69 @@ def test_a_template_changed_in_meaning_is_refused_not_regenerated(tmp_path: Path
 def test_the_committed_manifest_records_its_templates_hashes() -> None:
     for name, rec in library.read_manifest()["entries"].items():
         assert rec["template_sha256"] == library.template_sha256(rec["template"]), name
+
+
+# ---------------------------------------------------------------------------------- a program from a file
+
+ROWS_PROGRAM = '''from prism.graph import Graph
+def f(b, s, d):
+    g = Graph()
+    x = g.input((b, s, d), "float16", "X")
+    w = g.input((d, d), "float16", "W")
+    g.output(g.matmul(g.rms_norm(x), w), "O")
+    return g
+'''
+
+
+def _rows_library(tmp_path: Path) -> Path:
+    """A library of one program from a file whose [b, s, d] rows the search merges (an [8, 64] template)."""
+    from prism.rows import searched_graph
+
+    root = tmp_path / "kernels"
+    root.mkdir()
+    (root / "p.py").write_text(ROWS_PROGRAM)
+
+    def optimize(graph: Graph, entry: Entry, arch: str) -> Built:
+        kg = plans.hand_plans("rmsnorm_linear", searched_graph(graph))[0].instantiate({"x": 1, "i": 1})
+        return Built(kg, f"// {entry.name}\n", {"kernels": []}, 1.0, "FakeGPU")
+
+    spec = parse_spec('[[entry]]\nname = "rows"\nfile = "p.py"\nfunction = "f"\nsizes = { b = 2, s = 4, d = 64 }', root)
+    assert build(spec, optimize, root=root, check_nvcc=False, progress=False) == {"rows/b2_s4_d64": "built"}
+    return root
+
+
+def _load_rows(root: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from prism import runtime
+
+    monkeypatch.setattr(runtime, "compile_plan", lambda plan: type("K", (), {})())  # no GPU here
+    return library.load("rows", {"b": 2, "s": 4, "d": 64}, root=root)
+
+
+def test_a_program_from_a_file_is_loaded_at_its_own_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record keeps the program as built (``graph_json``), so the loaded kernel takes and returns
+    [2, 4, 64], not the searched [8, 64]; the record's inputs are the template's."""
+    from prism.rows import RowsKernel
+
+    root = _rows_library(tmp_path)
+    rec = library.read_manifest(root)["entries"]["rows/b2_s4_d64"]
+    assert rec["inputs"] == [["X", [8, 64]], ["W", [64, 64]]]
+    k = _load_rows(root, monkeypatch)
+    assert isinstance(k.kernel, RowsKernel)
+    assert [(t.name, t.shape) for t in k.kernel.inputs] == [("X", (2, 4, 64)), ("W", (64, 64))]
+    assert [(t.name, t.shape) for t in k.kernel.outputs] == [("O", (2, 4, 64))]
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda g: g["nodes"][0].update(shape=[2, 4, 32]), "its stored program is malformed"),
+    (lambda g: g["nodes"][0].update(name="Y"), "malformed.*scalar DimRecip"),  # the norm's mean reads X's size
+    (lambda g: g["outputs"][0].__setitem__(0, "P"), "does not match its structure_hash"),
+    (lambda g: g.update(nodes="x"), "its stored program is malformed"),
+])
+def test_a_stored_program_edited_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Any,
+                                            match: str) -> None:
+    root = _rows_library(tmp_path)
+    doc = library.read_manifest(root)
+    change(doc["entries"]["rows/b2_s4_d64"]["graph"])
+    library.write_manifest(doc, root)
+    with pytest.raises(LibraryError, match=match):
+        _load_rows(root, monkeypatch)
