@@ -38,6 +38,7 @@ from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
 from prism.options import count_arg, target_arg
 from prism.pipeline import search_and_verify, superoptimize
+from prism.progress import StageBar
 from prism.rows import program_callable, searched_graph
 
 log = logging.getLogger(__name__)
@@ -312,17 +313,17 @@ def build(
                                       lambda job, built: stored(by_name[job.name], built), progress=progress)
         status.update({name: f"failed: {why}" for name, why in failed.items()})
         return {e.name: status[e.name] for e in spec.entries}
-    from tqdm import tqdm
-
-    for entry in tqdm(todo, desc="library", unit="entry", disable=not progress):
-        try:
-            source_path(entry, root)
-            built = build_entry(entry, spec.base, spec.arch, optimize, check_nvcc)
-        except Exception as e:  # one entry's failure never stops the others
-            log.error("library entry %s failed: %s", entry.name, e)
-            status[entry.name] = f"failed: {e}"
-            continue
-        stored(entry, built)
+    with StageBar("library", total=len(todo), unit="entry", enabled=progress) as bar:
+        for entry in todo:
+            try:
+                source_path(entry, root)
+                built = build_entry(entry, spec.base, spec.arch, optimize, check_nvcc)
+            except Exception as e:  # one entry's failure never stops the others
+                log.error("library entry %s failed: %s", entry.name, e)
+                status[entry.name] = f"failed: {e}"
+            else:
+                stored(entry, built)
+            bar.advance()
     return {e.name: status[e.name] for e in spec.entries}
 
 

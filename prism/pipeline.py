@@ -478,11 +478,7 @@ def _tile_floor(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> int:
 def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool, progress: bool,
                   time_budget: float | None) -> list[PartOutcome]:
     out: list[PartOutcome] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(parts), desc=f"parts of {program}", unit=" part", leave=False)
+    bar = StageBar(f"parts of {program}", total=len(parts), unit=" part", enabled=progress)
     for part in parts:
         log.info("%s: part %d/%d (%d ops) ...", program, part.index + 1, len(parts), len(part.nodes))
         if part.searchable:  # searched under names by position: parts of one structure share it
@@ -499,10 +495,8 @@ def _search_parts(graph: Graph, parts: Sequence[Part], program: str, cache: bool
                                 (PlanSource.PREDEFINED,))
         log.info("%s: part %d/%d: %d verified plans", program, part.index + 1, len(parts), len(res.templates))
         out.append(PartOutcome(part, res))
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+        bar.advance()
+    bar.close()
     return out
 
 

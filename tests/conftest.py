@@ -22,7 +22,7 @@ def _search_available() -> bool:
 # (the device image) does not collect them; they need no GPU and run in CI. tests/test_imports.py
 # checks that no other test module needs z3 or egglog to import.
 NEEDS_SEARCH = ("test_batched_screen.py", "test_dimmatch_bruteforce.py", "test_long_rows.py",
-                "test_mapping_assign.py", "test_mapping_search.py", "test_parallel_mapping.py",
+                "test_mapping_assign.py", "test_mapping_search.py", "test_parallel_mapping.py", "test_progress_threads.py",
                 "test_safe_softmax.py", "test_screen_then_key.py", "test_screen_unit_sizes.py",
                 "test_search_mustfind.py", "test_search_soundness.py", "test_walk_repeats.py")
 collect_ignore = [] if _search_available() else list(NEEDS_SEARCH)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, cast
 from prism.errors import VerificationError
 from prism.graph import Graph
 from prism.ir import KernelGraph
+from prism.progress import StageBar
 from prism.verify import model
 from prism.verify.axioms import AXIOMS, prelude
 from prism.verify.nodes import UnOp, to_sexpr, unary_ops
@@ -259,12 +260,8 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
         by_text[key] = i
         terms[i] = outs
         todo.append(i)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(candidates), desc="verify", unit="cand")
-        bar.update(len(candidates) - len(todo))
+    bar = StageBar("verify", total=len(candidates), unit="cand", enabled=progress)
+    bar.advance(len(candidates) - len(todo))
     def left(secs: float) -> float:
         return secs if deadline is None else min(secs, deadline - time.perf_counter())
 
@@ -278,12 +275,10 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
                 log.info("candidate %d: batch stopped (%s); checking it alone", i, v.reason)
                 v = _run_batch(prep, [terms[i]], budget, left(budget.max_seconds))[0]
             verdicts[i] = v
-        if bar is not None:
-            bar.update(len(chunk) + sum(1 for a, b in alias.items() if b in chunk))
+        bar.advance(len(chunk) + sum(1 for a, b in alias.items() if b in chunk))
     for i, j in alias.items():
         verdicts[i] = verdicts[j]
-    if bar is not None:
-        bar.close()
+    bar.close()
     log.info("verified %d candidates in %.2f s", len(candidates), time.perf_counter() - t0)
     out = [v for v in verdicts if v is not None]
     assert len(out) == len(candidates)
