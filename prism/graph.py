@@ -519,15 +519,20 @@ class Graph:
                             out.add(origin)
         return frozenset(out)
 
-    def _describe(self, size_free: bool) -> str:
+    def to_json(self, size_free: bool = False) -> dict[str, object]:
+        """The program as JSON-able data, what its hashes are of (``prism.graph_json`` reads it back);
+        sizes dropped when ``size_free``."""
         doc: dict[str, object] = {
             "nodes": [n.describe(size_free) for n in self.nodes],
             "outputs": [[name, i] for name, i in self._outputs],
         }
-        bcast = self.broadcast_dims()
-        if size_free and bcast:  # absent when empty: the keys of programs without broadcasts stay as they were
+        bcast = self.broadcast_dims() if size_free else frozenset()
+        if bcast:  # absent when empty: the keys of programs without broadcasts stay as they were
             doc["broadcast_dims"] = sorted([name, d] for name, d in bcast)
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return doc
+
+    def _describe(self, size_free: bool) -> str:
+        return json.dumps(self.to_json(size_free), sort_keys=True, separators=(",", ":"))
 
     def structure_hash(self) -> str:
         """Stable hash of the program including every shape."""

@@ -1,11 +1,10 @@
-"""A tensor program as JSON and back: what a library record keeps of the program it was built from,
-so that a stored kernel is called at the program's own shapes (``rows.program_callable``) whatever
-module built the program.
+"""A tensor program read back from JSON (``Graph.to_json``): what a library record keeps of the program
+it was built from, so that a stored kernel is called at the program's own shapes
+(``rows.program_callable``) whatever module built the program.
 
-``graph_to_json`` writes the nodes as ``Graph.structure_hash`` describes them; ``graph_from_json``
-rebuilds the program through the Graph's own builders (so every name, shape, dtype and dim is checked
-as when a user builds it) and then requires each rebuilt node to equal the recorded one: a record whose
-shapes do not follow from its inputs is refused, not trusted.
+``graph_from_json`` rebuilds the program through the Graph's own builders (so every name, shape, dtype
+and dim is checked as when a user builds it) and then requires each rebuilt node to equal the recorded
+one: a record whose shapes do not follow from its inputs is refused, not trusted.
 """
 
 from __future__ import annotations
@@ -22,13 +21,8 @@ from prism.ops import Binary, Const, DimRecip, OpKind, Reduce, Scalar, Unary, sc
 WHAT = "program record"
 
 
-def graph_to_json(graph: Graph) -> dict[str, Any]:
-    """The program's nodes (``Node.describe``, sizes kept) and named outputs, as JSON-able data."""
-    return {"nodes": [n.describe() for n in graph.nodes], "outputs": [[name, i] for name, i in graph.output_indices]}
-
-
 def graph_from_json(doc: object) -> Graph:
-    """The program ``graph_to_json`` wrote; ``GraphError`` naming the node where the record is malformed."""
+    """The program ``Graph.to_json`` wrote; ``GraphError`` naming the node where the record is malformed."""
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or not isinstance(doc.get("outputs"), list):
         raise GraphError(WHAT, "expected an object with lists 'nodes' and 'outputs'")
     g = Graph()

@@ -33,7 +33,7 @@ from prism.codegen.plan import LaunchPlan
 from prism.distributed import Job
 from prism.errors import IRError, LibraryError, PrismError, SerializationError
 from prism.graph import Graph
-from prism.graph_json import graph_from_json, graph_to_json
+from prism.graph_json import graph_from_json
 from prism.ir import KernelGraph, validate
 from prism.names import NameKind, name_problem, show
 from prism.options import count_arg, target_arg
@@ -374,7 +374,7 @@ def _store(entry: Entry, built: Built, spec: Spec, root: Path, manifest: dict[st
         "dtype": entry.dtype,
         "arch": spec.arch,
         "structure_hash": graph.structure_hash(),
-        "graph": graph_to_json(graph),  # the program as built: load calls the kernel at its shapes
+        "graph": graph.to_json(),  # the program as built: load calls the kernel at its shapes
         "inputs": [[t.name, list(t.shape)] for t in searched_graph(graph).inputs],  # the template's
         "template": built.kernel_graph.to_json(),
         "template_sha256": template_sha256(built.kernel_graph.to_json()),
@@ -480,13 +480,9 @@ def _program_graph(rec: Mapping[str, Any]) -> Graph | None:
     if rec.get("program") not in workloads.PROGRAMS:
         return None
     try:
-        return _record_graph(rec)
+        return Entry(rec["program"], tuple(rec["sizes"].items()), rec["dtype"]).build_graph()
     except (PrismError, KeyError, TypeError, ValueError) as e:
         raise LibraryError(f"{what}: its program does not build ({e}); rebuild the library") from e
-
-
-def _record_graph(rec: Mapping[str, Any]) -> Graph:
-    return Entry(rec["program"], tuple(rec["sizes"].items()), rec["dtype"]).build_graph()
 
 
 def _program_key(rec: Mapping[str, Any]) -> str | None:

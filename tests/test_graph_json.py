@@ -1,4 +1,4 @@
-"""A program as JSON and back (``prism.graph_json``): what a library record stores of its program."""
+"""A program as JSON and back (``Graph.to_json``, ``prism.graph_json``): what a library record stores of its program."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from bench.zoo import ZOO, zoo_graph
 from prism import workloads
 from prism.errors import GraphError
 from prism.graph import Graph
-from prism.graph_json import graph_from_json, graph_to_json
+from prism.graph_json import graph_from_json
 
 
 def _round_trip(g: Graph) -> Graph:
-    return graph_from_json(json.loads(json.dumps(graph_to_json(g))))
+    return graph_from_json(json.loads(json.dumps(g.to_json())))
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
@@ -40,7 +40,7 @@ def _doc() -> dict[str, Any]:
     g = Graph()
     x = g.input((4, 8), "float16", "X")
     g.output(g.scale(g.sum(x), 0.5), "O")
-    return graph_to_json(g)
+    return g.to_json()
 
 
 def _edited(change: Any) -> dict[str, Any]:
