@@ -18,7 +18,8 @@ logging.basicConfig(level=logging.WARNING)
 parser = argparse.ArgumentParser()
 parser.add_argument("programs", nargs="*", default=list(workloads.PROGRAMS))
 parser.add_argument("--extra-ops", type=int, default=SearchConfig.extra_ops)
-parser.add_argument("--time-budget", type=float, default=SearchConfig.time_budget_s)
+parser.add_argument("--time-budget", type=float, default=pipeline.DEFAULT_SEARCH_BUDGET_S,
+                    help="the search's budget (default: superoptimize's)")
 args = parser.parse_args()
 config = SearchConfig(extra_ops=args.extra_ops, time_budget_s=args.time_budget)
 for name in args.programs:

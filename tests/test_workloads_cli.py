@@ -104,3 +104,17 @@ def test_cli_search_json_from_cache() -> None:
     assert out["candidates"] == 7 and out["mappings"] == 9
     assert out["seconds"]["search"] == 0.0 and out["searched_seconds"]["search"] == 1.5
     assert {"mapping", "verify", "total"} <= set(out["seconds"])
+
+
+def test_cli_search_budget_is_superoptimizes_unless_given() -> None:
+    """``python -m prism search NAME`` searches with the budget ``superoptimize`` uses (a 600 s default had
+    made a budget-bound search, such as the safe-softmax attention's, run about half an hour)."""
+    import argparse
+
+    from prism.pipeline import DEFAULT_SEARCH_BUDGET_S
+    from prism.search.cli import add_arguments, config_from
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert config_from(parser.parse_args(["gqa_safe"])).time_budget_s == DEFAULT_SEARCH_BUDGET_S
+    assert config_from(parser.parse_args(["gqa_safe", "--time-budget", "600"])).time_budget_s == 600.0

@@ -43,6 +43,7 @@ from prism.codegen.lowered import (
     Store,
     Sweep,
     block_wide,
+    carry_free,
     combine_loop,
     held_value,
     inline_reads,
@@ -867,8 +868,18 @@ def _load_plan(d: _Draft, i: int, op: Load) -> LoadPlan:
         buf = d.bufs[i] = replace(buf, galign=math.gcd(16, *(t * buf.esize for t in strides)), gstep=gstep)
     vec = next((v for v in (16 // buf.esize, 8 // buf.esize, 4 // buf.esize)
                 if v >= 1 and buf.shape[-1] % v == 0 and d.mem[op.tensor][-1] % v == 0 and buf.pitch % v == 0), 1)
+    stepped = d.options.stepped_copies and carry_free(buf.shape, vec, d.threads) and not _gemm_tiles(d)
     return LoadPlan(i, op.tensor, buf, f"load_{buf.name}", tuple(terms), iter_stride, vec,
-                    sweep(math.prod(tile) // vec, d.threads))
+                    sweep(math.prod(tile) // vec, d.threads), stepped)
+
+
+# a kernel with a matmul of this many rows a block or more copies item by item (``Options.stepped_copies``):
+# its main loop is the tensor cores', and a GEMM's stepped refill ran slower (docs/codegen.md, "Stepped copies")
+GEMM_ROWS = 64
+
+
+def _gemm_tiles(d: _Draft) -> bool:
+    return any(mp.m >= GEMM_ROWS for mp in d.mmas.values())
 
 
 def save_vec(tile: tuple[int, ...], shape: tuple[int, ...], esize: int) -> int:

@@ -214,6 +214,12 @@ class Options:
     # the widest run (elements) a lane reads at once where a reduction's lanes walk the last dim
     # (``render_reduce.lane_run``): 4, or 2, where every lane gets whole runs
     lane_runs: int = 4
+    # a copy whose items ``tid + j * threads`` move by whole rows (``carry_free``) computes each thread's
+    # global and shared addresses once and adds a literal a copy (``render_load._stepped_copies``), but in
+    # kernels with GEMM tiles (``lower.GEMM_ROWS``). On: on an H100, 47 kernels of the benchmark programs
+    # 1.2% faster (geometric mean; 25 faster by more than 1%, 4 slower); a prefill GEMM's tuned tile ran
+    # 3% slower with it, so GEMM tiles keep copies item by item (docs/codegen.md, "Stepped copies")
+    stepped_copies: bool = True
 
 
 DEFAULT_OPTIONS = Options()
@@ -242,6 +248,39 @@ class Sweep:
     @property
     def per(self) -> int:
         return -(-self.items // self.threads)
+
+
+def item_digits(shape: Sequence[int], vec: int, item: int) -> tuple[int, ...]:
+    """The index of flat item ``item`` of a tile of ``shape`` (row-major, the last dim in runs of ``vec``),
+    one entry a dim, the last in elements."""
+    out = [0] * len(shape)
+    for d in range(len(shape) - 1, -1, -1):
+        ext = shape[d] // vec if d == len(shape) - 1 else shape[d]
+        item, out[d] = divmod(item, ext)
+    out[-1] *= vec
+    return tuple(out)
+
+
+def carry_free(shape: Sequence[int], vec: int, threads: int) -> bool:
+    """Is item ``tid + j * threads`` of a tile item ``tid`` moved by item ``j * threads``, index by index,
+    for every ``tid < threads`` and ``j`` (no carry between the dims)? Then a copy's addresses are one
+    per thread plus constants (``LoadPlan.stepped``). True when ``threads`` is ``m`` items of some dim
+    with ``m`` dividing that dim's extent (``tid``'s index there stays below ``m``, the step's is a
+    multiple of it, the dims above are ``tid``'s zeros), or the dims below it fill ``threads`` exactly
+    and it is the outermost dim of more than one item (no item past the tile)."""
+    exts = [shape[d] // vec if d == len(shape) - 1 else shape[d] for d in range(len(shape))]
+    below = 1
+    for d in range(len(exts) - 1, -1, -1):
+        ext = exts[d]
+        if ext == 1:
+            continue
+        m = threads // below
+        if all(e == 1 for e in exts[:d]) or (m <= ext and ext % m == 0):
+            return True
+        if m % ext:
+            return False
+        below *= ext
+    return True
 
 
 def sweep(items: int, threads: int) -> Sweep:
@@ -434,6 +473,8 @@ class LoadPlan:
     iter_stride: int  # elements between consecutive loop iterations' tiles (0: invariant)
     vec: int  # elements per copy
     sweep: Sweep  # over the tile's vectors
+    # each thread's copies are its first address plus constants (``carry_free``; ``Options.stepped_copies``)
+    stepped: bool = False
 
     @property
     def ctype(self) -> str:

@@ -8,7 +8,7 @@ What is copied where (vector width, guard, tile origin) is the ``LoadPlan`` of t
 from __future__ import annotations
 
 from prism.codegen.lower import global_strides
-from prism.codegen.lowered import KernelLowering, LoadPlan, Sweep
+from prism.codegen.lowered import Buf, KernelLowering, LoadPlan, Sweep, item_digits
 from prism.codegen.render_expr import decompose, offset, swizzled_at
 from prism.codegen.tails import Origin
 
@@ -82,7 +82,8 @@ def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
     src = offset(global_strides(shape), idx)
     tails = low.tails
-    ok = None if tails is None or info.op not in tails.loads else f"{idx[tails.loads[info.op][1]]} < lim"
+    tail_axis = None if tails is None or info.op not in tails.loads else tails.loads[info.op][1]
+    ok = None if tail_axis is None else f"{idx[tail_axis]} < lim"
     if shared_address(info):
         at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
         copy = (f"{COPY_FN[nbytes]}({at}, src + {src});" if ok is None else  # (a tail's zeros: the tile origin read)
@@ -92,16 +93,67 @@ def render_loader(low: KernelLowering, info: LoadPlan) -> str:
         copy = f"dst[{dst}] = src[{src}];" if ok is None else f"dst[{dst}] = {ok} ? src[{src}] : ({info.ctype})0;"
         dtype = f"{info.ctype}*"
     lim = "" if ok is None else ", const int lim"
+    if info.stepped and shared_address(info):
+        body = _stepped_copies(info, global_strides(shape), tail_axis)
+    else:
+        body = ["#pragma unroll", f"  for (int j = 0; j < {sw.per}; ++j) {{", f"    const int e = tid + j * {sw.threads};",
+                *sweep_lines(sw, [*decl, copy]), "  }"]
     lines = [
         f"// {info.tensor}{list(shape)} -> tile {list(tile)}: {sw.items} copies of {nbytes} B over {sw.threads} threads"
         + ("" if ok is None else "; zeros past the padded tail's valid elements"),
         f"__device__ __forceinline__ void {info.fn}({dtype} dst, const {info.ctype}* __restrict__ src,"
         f" const int tid{lim}) {{",
-        "#pragma unroll",
-        f"  for (int j = 0; j < {sw.per}; ++j) {{",
-        f"    const int e = tid + j * {sw.threads};",
-        *sweep_lines(sw, [*decl, copy]),
-        "  }",
+        *body,
         "}",
     ]
     return "\n".join(lines)
+
+
+def _stepped_copies(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None) -> list[str]:
+    """A stepped loader's body (``LoadPlan.stepped``): thread ``tid``'s first addresses, then copy ``j``
+    at them plus the offsets of item ``j * threads``, each a literal (``lowered.carry_free``: item
+    ``tid + j * threads`` is item ``tid`` moved by it). A swizzled destination keeps the literal only
+    where the move leaves the chunk permutation as it is, else its address is written out."""
+    sw, buf, tile = info.sweep, info.buf, info.buf.shape
+    decl, idx = decompose("tid", tile, "t", info.vec)
+    dst0 = swizzled_at(buf, idx) if buf.swizzle else offset(buf.strides, idx)
+    out = [*decl, f"const {info.ctype}* const s = src + {offset(gst, idx)};",
+           "const unsigned d = dst" + ("" if dst0 == "0" else f" + ({dst0}) * {buf.esize}") + ";"]
+    for j in range(sw.per):
+        first = j * sw.threads
+        step = item_digits(tile, info.vec, first)
+        moved = [i if k == 0 else str(k) if i == "0" else f"{i} + {k}" for i, k in zip(idx, step, strict=True)]
+        s_at = _plus("s", sum(k * g for k, g in zip(step, gst, strict=True)))
+        d_step = _dst_step(buf, step)
+        d_at = (_plus("d", d_step * buf.esize) if d_step is not None
+                else f"dst + ({swizzled_at(buf, moved)}) * {buf.esize}")
+        fn = COPY_FN[info.nbytes]
+        if tail_axis is None:
+            copy = f"{fn}({d_at}, {s_at});"
+        else:
+            cond = f"{_paren_sum(moved[tail_axis])} < lim"
+            copy = f"{fn}z({d_at}, {cond} ? {s_at} : src, {cond});"
+        guarded = sw.bound is not None and sw.bound - first < sw.threads
+        out.append(f"if (tid < {sw.bound - first}) {copy}" if guarded and sw.bound is not None else copy)
+    return ["  " + line for line in out]
+
+
+def _plus(base: str, k: int) -> str:
+    return base if k == 0 else f"{base} + {k}"
+
+
+def _paren_sum(i: str) -> str:
+    return f"({i})" if " " in i else i
+
+
+def _dst_step(buf: Buf, step: tuple[int, ...]) -> int | None:
+    """The element offset in shared memory that moving an index by ``step`` adds, or None where it
+    depends on the index (a swizzled tile's rows moved to another chunk permutation)."""
+    if not buf.swizzle:
+        return sum(k * s for k, s in zip(step, buf.strides, strict=True))
+    per, keys = buf.swizzle_key()
+    rows, cols = step[-2], step[-1]
+    width = keys * buf.chunk
+    if rows % (per * keys) or cols % width or width & (width - 1):
+        return None
+    return sum(k * s for k, s in zip(step[:-2], buf.strides[:-2], strict=True)) + rows * buf.pitch + cols

@@ -26,17 +26,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-block-ops", type=int, default=None, help="ops per block graph (default: program's minimum + 2)")
     p.add_argument("--max-kernels", type=int, default=2)
     p.add_argument("--max-grid-dims", type=int, default=3)
-    p.add_argument("--time-budget", type=float, default=600.0, help="wall-clock budget of the search in seconds")
+    p.add_argument("--time-budget", type=float, default=None,
+                   help="wall-clock budget of the search in seconds (default: superoptimize's, "
+                   "prism.pipeline.DEFAULT_SEARCH_BUDGET_S; the mapping gets it once more, the screen and the proof "
+                   "once each)")
     p.add_argument("--concrete-maps", default="", help="ablation: comma-separated map kinds enumerated during the search "
                    "(imap,fmap,omap)")
 
 
 def config_from(args: argparse.Namespace) -> Any:
+    from prism.pipeline import DEFAULT_SEARCH_BUDGET_S
     from prism.search.config import SearchConfig
 
     concrete = frozenset(s for s in args.concrete_maps.split(",") if s)
+    budget = DEFAULT_SEARCH_BUDGET_S if args.time_budget is None else args.time_budget
     return SearchConfig(max_block_ops=args.max_block_ops, max_kernels=args.max_kernels, max_grid_dims=args.max_grid_dims,
-                        time_budget_s=args.time_budget, concrete_maps=concrete, progress=not args.json)
+                        time_budget_s=budget, concrete_maps=concrete, progress=not args.json)
 
 
 def run_search(name: str, config: Any) -> Any:

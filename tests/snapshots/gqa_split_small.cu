@@ -160,44 +160,32 @@ namespace split {
 
 // Q[2, 8, 16] -> tile [1, 8, 16]: 16 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 16) {
-      const int t2 = (e % 2) * 8;
-      const int tr2 = e / 2;
-      const int t1 = tr2;
-      cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 16 + t2);
-    }
-  }
+  const int t2 = (tid % 2) * 8;
+  const int tr2 = tid / 2;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 16 + t2;
+  const unsigned d = dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2;
+  if (tid < 16) cp_async16(d, s);
 }
 
 // Kt[2, 16, 64] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 32) {
-      const int t2 = (e % 2) * 8;
-      const int tr2 = e / 2;
-      const int t1 = tr2;
-      cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 64 + t2);
-    }
-  }
+  const int t2 = (tid % 2) * 8;
+  const int tr2 = tid / 2;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 64 + t2;
+  const unsigned d = dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2;
+  if (tid < 32) cp_async16(d, s);
 }
 
 // V[2, 64, 16] -> tile [1, 16, 16]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 32) {
-      const int t2 = (e % 2) * 8;
-      const int tr2 = e / 2;
-      const int t1 = tr2;
-      cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 16 + t2);
-    }
-  }
+  const int t2 = (tid % 2) * 8;
+  const int tr2 = tid / 2;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 16 + t2;
+  const unsigned d = dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2;
+  if (tid < 32) cp_async16(d, s);
 }
 
 // op 3: [1x]8x16 @ 16x16: 1 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 1 k-steps per warp

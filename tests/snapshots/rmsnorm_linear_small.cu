@@ -120,28 +120,22 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // X[8, 64] -> tile [8, 32]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = (e % 4) * 8;
-      const int tr1 = e / 4;
-      const int t0 = tr1;
-      cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 64 + t1);
-    }
-  }
+  const int t1 = (tid % 4) * 8;
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 64 + t1;
+  const unsigned d = dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2;
+  if (tid < 32) cp_async16(d, s);
 }
 
 // W[64, 64] -> tile [32, 32]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 4) * 8;
-    const int tr1 = e / 4;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 64 + t1);
-  }
+  const int t1 = (tid % 4) * 8;
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 64 + t1;
+  const unsigned d = dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2;
+  cp_async16(d, s);
 }
 
 // op 2: [1x]8x32 @ 32x32: 2 units of 16x16 over 4 warps (1 per warp), k split 2 ways, 1 k-steps per warp

@@ -121,38 +121,38 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // Kt[2, 128, 1024] -> tile [1, 128, 32]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 4) * 8;
-    const int tr2 = e / 4;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 32 + (t2 ^ (((t1 / 2) % 4) * 8))) * 2, src + t1 * 1024 + t2);
-  }
+  const int t2 = (tid % 4) * 8;
+  const int tr2 = tid / 4;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 1024 + t2;
+  const unsigned d = dst + (t1 * 32 + (t2 ^ (((t1 / 2) % 4) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
+  cp_async16(d + 4096, s + 65536);
+  cp_async16(d + 6144, s + 98304);
 }
 
 // Q[2, 8, 128] -> tile [1, 8, 128]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
 }
 
 // V[2, 1024, 128] -> tile [1, 32, 128]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 1024);
+  cp_async16(d + 4096, s + 2048);
+  cp_async16(d + 6144, s + 3072);
 }
 
 // op 3: [1x]8x128 @ 128x32: 2 units of 16x16 over 4 warps (1 per warp), k split 2 ways, 4 k-steps per warp
@@ -493,26 +493,20 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // t0[32, 8, 256] -> tile [1, 4, 128]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 32) * 4;
-    const int tr2 = e / 32;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 136 + t2) * 4, src + t1 * 256 + t2);
-  }
+  const int t2 = (tid % 32) * 4;
+  const int tr2 = tid / 32;
+  const int t1 = tr2;
+  const float* const s = src + t1 * 256 + t2;
+  const unsigned d = dst + (t1 * 136 + t2) * 4;
+  cp_async16(d, s);
 }
 
 // t1[2, 8, 32] -> tile [1, 4, 1]: 4 copies of 4 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 4) {
-      const int t1 = e;
-      cp_async4(dst + (t1) * 4, src + t1 * 32);
-    }
-  }
+  const int t1 = tid;
+  const float* const s = src + t1 * 32;
+  const unsigned d = dst + (t1) * 4;
+  if (tid < 4) cp_async4(d, s);
 }
 
 extern "C" __global__ void __launch_bounds__(128) prism_program_k1_699a9cc945(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {

@@ -120,38 +120,62 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // Kt[2, 128, 2048] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 2048 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 2048 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 16384);
+  cp_async16(d + 4096, s + 32768);
+  cp_async16(d + 6144, s + 49152);
+  cp_async16(d + 8192, s + 65536);
+  cp_async16(d + 10240, s + 81920);
+  cp_async16(d + 12288, s + 98304);
+  cp_async16(d + 14336, s + 114688);
+  cp_async16(d + 16384, s + 131072);
+  cp_async16(d + 18432, s + 147456);
+  cp_async16(d + 20480, s + 163840);
+  cp_async16(d + 22528, s + 180224);
+  cp_async16(d + 24576, s + 196608);
+  cp_async16(d + 26624, s + 212992);
+  cp_async16(d + 28672, s + 229376);
+  cp_async16(d + 30720, s + 245760);
 }
 
 // Q[2, 8, 128] -> tile [1, 8, 128]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
 }
 
 // V[2, 2048, 128] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 1024);
+  cp_async16(d + 4096, s + 2048);
+  cp_async16(d + 6144, s + 3072);
+  cp_async16(d + 8192, s + 4096);
+  cp_async16(d + 10240, s + 5120);
+  cp_async16(d + 12288, s + 6144);
+  cp_async16(d + 14336, s + 7168);
+  cp_async16(d + 16384, s + 8192);
+  cp_async16(d + 18432, s + 9216);
+  cp_async16(d + 20480, s + 10240);
+  cp_async16(d + 22528, s + 11264);
+  cp_async16(d + 24576, s + 12288);
+  cp_async16(d + 26624, s + 13312);
+  cp_async16(d + 28672, s + 14336);
+  cp_async16(d + 30720, s + 15360);
 }
 
 // op 3: 8x128 @ 128x128: 8 units of 16x16, warp tiles of 1x2 on a 1x4 grid of 4 warps, 8 k-steps
@@ -504,30 +528,25 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // t0[2, 128, 1] -> tile [2, 8, 1]: 16 copies of 4 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 16) {
-      const int t1 = (e % 8);
-      const int tr1 = e / 8;
-      const int t0 = tr1;
-      cp_async4(dst + (t0 * 8 + t1) * 4, src + t0 * 128 + t1);
-    }
-  }
+  const int t1 = (tid % 8);
+  const int tr1 = tid / 8;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 128 + t1;
+  const unsigned d = dst + (t0 * 8 + t1) * 4;
+  if (tid < 16) cp_async4(d, s);
 }
 
 // t1[2, 128, 128] -> tile [2, 8, 64]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 4;
-    const int tr2 = e / 16;
-    const int t1 = (tr2 % 8);
-    const int tr1 = tr2 / 8;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 576 + t1 * 72 + t2) * 4, src + t0 * 16384 + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 16) * 4;
+  const int tr2 = tid / 16;
+  const int t1 = (tr2 % 8);
+  const int tr1 = tr2 / 8;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 16384 + t1 * 128 + t2;
+  const unsigned d = dst + (t0 * 576 + t1 * 72 + t2) * 4;
+  cp_async16(d, s);
+  cp_async16(d + 2304, s + 16384);
 }
 
 extern "C" __global__ void __launch_bounds__(128) prism_program_k1_fed5f1926a(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {

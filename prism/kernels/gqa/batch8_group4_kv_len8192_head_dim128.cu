@@ -121,40 +121,34 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // Kt[8, 128, 8192] -> tile [1, 128, 16]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 2) * 8;
-    const int tr2 = e / 2;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2, src + t1 * 8192 + t2);
-  }
+  const int t2 = (tid % 2) * 8;
+  const int tr2 = tid / 2;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 8192 + t2;
+  const unsigned d = dst + (t1 * 16 + (t2 ^ (((t1 / 4) % 2) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 524288);
 }
 
 // Q[8, 4, 128] -> tile [1, 4, 128]: 64 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 64) {
-      const int t2 = (e % 16) * 8;
-      const int tr2 = e / 16;
-      const int t1 = tr2;
-      cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-    }
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  if (tid < 64) cp_async16(d, s);
 }
 
 // V[8, 8192, 128] -> tile [1, 16, 128]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 1024);
 }
 
 // op 3: [1x]4x128 @ 128x16: 1 units of 16x16 over 4 warps (1 per warp), k split 4 ways, 2 k-steps per warp
@@ -531,30 +525,24 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // t0[8, 128, 128] -> tile [8, 4, 16]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 4) * 4;
-    const int tr2 = e / 4;
-    const int t1 = (tr2 % 4);
-    const int tr1 = tr2 / 4;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 96 + t1 * 24 + t2) * 4, src + t0 * 16384 + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 4) * 4;
+  const int tr2 = tid / 4;
+  const int t1 = (tr2 % 4);
+  const int tr1 = tr2 / 4;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 16384 + t1 * 128 + t2;
+  const unsigned d = dst + (t0 * 96 + t1 * 24 + t2) * 4;
+  cp_async16(d, s);
 }
 
 // t1[8, 128, 1] -> tile [8, 4, 1]: 32 copies of 4 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = (e % 4);
-      const int tr1 = e / 4;
-      const int t0 = tr1;
-      cp_async4(dst + (t0 * 4 + t1) * 4, src + t0 * 128 + t1);
-    }
-  }
+  const int t1 = (tid % 4);
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 128 + t1;
+  const unsigned d = dst + (t0 * 4 + t1) * 4;
+  if (tid < 32) cp_async4(d, s);
 }
 
 extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f991b2bbc0(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {

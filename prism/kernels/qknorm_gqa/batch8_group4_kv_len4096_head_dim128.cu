@@ -154,40 +154,62 @@ namespace split {
 
 // Kt[8, 128, 4096] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Kt(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 4096 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 4096 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
+  cp_async16(d + 4096, s + 65536);
+  cp_async16(d + 6144, s + 98304);
+  cp_async16(d + 8192, s + 131072);
+  cp_async16(d + 10240, s + 163840);
+  cp_async16(d + 12288, s + 196608);
+  cp_async16(d + 14336, s + 229376);
+  cp_async16(d + 16384, s + 262144);
+  cp_async16(d + 18432, s + 294912);
+  cp_async16(d + 20480, s + 327680);
+  cp_async16(d + 22528, s + 360448);
+  cp_async16(d + 24576, s + 393216);
+  cp_async16(d + 26624, s + 425984);
+  cp_async16(d + 28672, s + 458752);
+  cp_async16(d + 30720, s + 491520);
 }
 
 // Q[8, 4, 128] -> tile [1, 4, 128]: 64 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Q(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 64) {
-      const int t2 = (e % 16) * 8;
-      const int tr2 = e / 16;
-      const int t1 = tr2;
-      cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-    }
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  if (tid < 64) cp_async16(d, s);
 }
 
 // V[8, 4096, 128] -> tile [1, 128, 128]: 2048 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_V(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 16) * 8;
-    const int tr2 = e / 16;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2, src + t1 * 128 + t2);
-  }
+  const int t2 = (tid % 16) * 8;
+  const int tr2 = tid / 16;
+  const int t1 = tr2;
+  const half_t* const s = src + t1 * 128 + t2;
+  const unsigned d = dst + (t1 * 128 + (t2 ^ ((t1 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 1024);
+  cp_async16(d + 4096, s + 2048);
+  cp_async16(d + 6144, s + 3072);
+  cp_async16(d + 8192, s + 4096);
+  cp_async16(d + 10240, s + 5120);
+  cp_async16(d + 12288, s + 6144);
+  cp_async16(d + 14336, s + 7168);
+  cp_async16(d + 16384, s + 8192);
+  cp_async16(d + 18432, s + 9216);
+  cp_async16(d + 20480, s + 10240);
+  cp_async16(d + 22528, s + 11264);
+  cp_async16(d + 24576, s + 12288);
+  cp_async16(d + 26624, s + 13312);
+  cp_async16(d + 28672, s + 14336);
+  cp_async16(d + 30720, s + 15360);
 }
 
 // op 4: 4x128 @ 128x128: 8 units of 16x16, warp tiles of 1x2 on a 1x4 grid of 4 warps, 8 k-steps
@@ -465,26 +487,20 @@ namespace combine {
 
 // t0[8, 64, 1] -> tile [1, 4, 1]: 4 copies of 4 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 4) {
-      const int t1 = e;
-      cp_async4(dst + (t1) * 4, src + t1);
-    }
-  }
+  const int t1 = tid;
+  const float* const s = src + t1;
+  const unsigned d = dst + (t1) * 4;
+  if (tid < 4) cp_async4(d, s);
 }
 
 // t1[16, 4, 1024] -> tile [1, 4, 128]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t2 = (e % 32) * 4;
-    const int tr2 = e / 32;
-    const int t1 = tr2;
-    cp_async16(dst + (t1 * 136 + t2) * 4, src + t1 * 1024 + t2);
-  }
+  const int t2 = (tid % 32) * 4;
+  const int tr2 = tid / 32;
+  const int t1 = tr2;
+  const float* const s = src + t1 * 1024 + t2;
+  const unsigned d = dst + (t1 * 136 + t2) * 4;
+  cp_async16(d, s);
 }
 
 __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {

@@ -119,26 +119,38 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // W[4096, 4096] -> tile [128, 128]: 2048 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 8;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 16) * 8;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
+  cp_async16(d + 4096, s + 65536);
+  cp_async16(d + 6144, s + 98304);
+  cp_async16(d + 8192, s + 131072);
+  cp_async16(d + 10240, s + 163840);
+  cp_async16(d + 12288, s + 196608);
+  cp_async16(d + 14336, s + 229376);
+  cp_async16(d + 16384, s + 262144);
+  cp_async16(d + 18432, s + 294912);
+  cp_async16(d + 20480, s + 327680);
+  cp_async16(d + 22528, s + 360448);
+  cp_async16(d + 24576, s + 393216);
+  cp_async16(d + 26624, s + 425984);
+  cp_async16(d + 28672, s + 458752);
+  cp_async16(d + 30720, s + 491520);
 }
 
 // X[16, 4096] -> tile [16, 128]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 8;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 16) * 8;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
 }
 
 // op 3: 16x128 @ 128x128: 8 units of 16x16, warp tiles of 1x2 on a 1x4 grid of 4 warps, 8 k-steps
@@ -441,26 +453,23 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // t0[128, 4096] -> tile [16, 128]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 32) * 4;
-    const int tr1 = e / 32;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 136 + t1) * 4, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 32) * 4;
+  const int tr1 = tid / 32;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 136 + t1) * 4;
+  cp_async16(d, s);
+  cp_async16(d + 2176, s + 16384);
+  cp_async16(d + 4352, s + 32768);
+  cp_async16(d + 6528, s + 49152);
 }
 
 // t1[128, 32] -> tile [16, 1]: 16 copies of 4 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 16) {
-      const int t0 = e;
-      cp_async4(dst + (t0) * 4, src + t0 * 32);
-    }
-  }
+  const int t0 = tid;
+  const float* const s = src + t0 * 32;
+  const unsigned d = dst + (t0) * 4;
+  if (tid < 16) cp_async4(d, s);
 }
 
 extern "C" __global__ void __launch_bounds__(128) prism_program_k1_b2f05523ab(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {

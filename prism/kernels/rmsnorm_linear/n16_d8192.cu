@@ -119,28 +119,29 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // W[8192, 8192] -> tile [32, 256]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 32) * 8;
-    const int tr1 = e / 32;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 256 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
-  }
+  const int t1 = (tid % 32) * 8;
+  const int tr1 = tid / 32;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 8192 + t1;
+  const unsigned d = dst + (t0 * 256 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(dst + ((t0 + 4) * 256 + (t1 ^ (((t0 + 4) % 8) * 8))) * 2, s + 32768);
+  cp_async16(d + 4096, s + 65536);
+  cp_async16(dst + ((t0 + 12) * 256 + (t1 ^ (((t0 + 12) % 8) * 8))) * 2, s + 98304);
+  cp_async16(d + 8192, s + 131072);
+  cp_async16(dst + ((t0 + 20) * 256 + (t1 ^ (((t0 + 20) % 8) * 8))) * 2, s + 163840);
+  cp_async16(d + 12288, s + 196608);
+  cp_async16(dst + ((t0 + 28) * 256 + (t1 ^ (((t0 + 28) % 8) * 8))) * 2, s + 229376);
 }
 
 // X[16, 8192] -> tile [16, 32]: 64 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 64) {
-      const int t1 = (e % 4) * 8;
-      const int tr1 = e / 4;
-      const int t0 = tr1;
-      cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 8192 + t1);
-    }
-  }
+  const int t1 = (tid % 4) * 8;
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 8192 + t1;
+  const unsigned d = dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2;
+  if (tid < 64) cp_async16(d, s);
 }
 
 // op 3: 16x32 @ 32x256: 16 units of 16x16, warp tiles of 1x4 on a 1x4 grid of 4 warps, 2 k-steps
@@ -424,26 +425,27 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // t0[128, 8192] -> tile [16, 256]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 64) * 4;
-    const int tr1 = e / 64;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 264 + t1) * 4, src + t0 * 8192 + t1);
-  }
+  const int t1 = (tid % 64) * 4;
+  const int tr1 = tid / 64;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 8192 + t1;
+  const unsigned d = dst + (t0 * 264 + t1) * 4;
+  cp_async16(d, s);
+  cp_async16(d + 2112, s + 16384);
+  cp_async16(d + 4224, s + 32768);
+  cp_async16(d + 6336, s + 49152);
+  cp_async16(d + 8448, s + 65536);
+  cp_async16(d + 10560, s + 81920);
+  cp_async16(d + 12672, s + 98304);
+  cp_async16(d + 14784, s + 114688);
 }
 
 // t1[128, 32] -> tile [16, 1]: 16 copies of 4 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 16) {
-      const int t0 = e;
-      cp_async4(dst + (t0) * 4, src + t0 * 32);
-    }
-  }
+  const int t0 = tid;
+  const float* const s = src + t0 * 32;
+  const unsigned d = dst + (t0) * 4;
+  if (tid < 16) cp_async4(d, s);
 }
 
 extern "C" __global__ void __launch_bounds__(128) prism_program_k1_24d789e4f4(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {

@@ -162,26 +162,27 @@ namespace split {
 
 // W[4096, 4096] -> tile [32, 256]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 32) * 8;
-    const int tr1 = e / 32;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 256 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 32) * 8;
+  const int tr1 = tid / 32;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 256 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(dst + ((t0 + 4) * 256 + (t1 ^ (((t0 + 4) % 8) * 8))) * 2, s + 16384);
+  cp_async16(d + 4096, s + 32768);
+  cp_async16(dst + ((t0 + 12) * 256 + (t1 ^ (((t0 + 12) % 8) * 8))) * 2, s + 49152);
+  cp_async16(d + 8192, s + 65536);
+  cp_async16(dst + ((t0 + 20) * 256 + (t1 ^ (((t0 + 20) % 8) * 8))) * 2, s + 81920);
+  cp_async16(d + 12288, s + 98304);
+  cp_async16(dst + ((t0 + 28) * 256 + (t1 ^ (((t0 + 28) % 8) * 8))) * 2, s + 114688);
 }
 
 // X[1, 4096] -> tile [1, 32]: 4 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 4) {
-      const int t1 = e * 8;
-      cp_async16(dst + (t1) * 2, src + t1);
-    }
-  }
+  const int t1 = tid * 8;
+  const half_t* const s = src + t1;
+  const unsigned d = dst + (t1) * 2;
+  if (tid < 4) cp_async16(d, s);
 }
 
 // op 3: 1x32 @ 32x256: 16 units of 16x16, warp tiles of 1x4 on a 1x4 grid of 4 warps, 2 k-steps

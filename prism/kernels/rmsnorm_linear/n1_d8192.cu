@@ -121,26 +121,51 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // W[8192, 8192] -> tile [512, 64]: 4096 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
-  }
+  const int t1 = (tid % 8) * 8;
+  const int tr1 = tid / 8;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 8192 + t1;
+  const unsigned d = dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 131072);
+  cp_async16(d + 4096, s + 262144);
+  cp_async16(d + 6144, s + 393216);
+  cp_async16(d + 8192, s + 524288);
+  cp_async16(d + 10240, s + 655360);
+  cp_async16(d + 12288, s + 786432);
+  cp_async16(d + 14336, s + 917504);
+  cp_async16(d + 16384, s + 1048576);
+  cp_async16(d + 18432, s + 1179648);
+  cp_async16(d + 20480, s + 1310720);
+  cp_async16(d + 22528, s + 1441792);
+  cp_async16(d + 24576, s + 1572864);
+  cp_async16(d + 26624, s + 1703936);
+  cp_async16(d + 28672, s + 1835008);
+  cp_async16(d + 30720, s + 1966080);
+  cp_async16(d + 32768, s + 2097152);
+  cp_async16(d + 34816, s + 2228224);
+  cp_async16(d + 36864, s + 2359296);
+  cp_async16(d + 38912, s + 2490368);
+  cp_async16(d + 40960, s + 2621440);
+  cp_async16(d + 43008, s + 2752512);
+  cp_async16(d + 45056, s + 2883584);
+  cp_async16(d + 47104, s + 3014656);
+  cp_async16(d + 49152, s + 3145728);
+  cp_async16(d + 51200, s + 3276800);
+  cp_async16(d + 53248, s + 3407872);
+  cp_async16(d + 55296, s + 3538944);
+  cp_async16(d + 57344, s + 3670016);
+  cp_async16(d + 59392, s + 3801088);
+  cp_async16(d + 61440, s + 3932160);
+  cp_async16(d + 63488, s + 4063232);
 }
 
 // X[1, 8192] -> tile [1, 512]: 64 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 64) {
-      const int t1 = e * 8;
-      cp_async16(dst + (t1) * 2, src + t1);
-    }
-  }
+  const int t1 = tid * 8;
+  const half_t* const s = src + t1;
+  const unsigned d = dst + (t1) * 2;
+  if (tid < 64) cp_async16(d, s);
 }
 
 // op 3: [1x]1x512 @ 512x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 32 k-steps per warp

@@ -120,26 +120,29 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // W[4096, 4096] -> tile [128, 64]: 1024 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_W(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 8) * 8;
+  const int tr1 = tid / 8;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 65536);
+  cp_async16(d + 4096, s + 131072);
+  cp_async16(d + 6144, s + 196608);
+  cp_async16(d + 8192, s + 262144);
+  cp_async16(d + 10240, s + 327680);
+  cp_async16(d + 12288, s + 393216);
+  cp_async16(d + 14336, s + 458752);
 }
 
 // X[8, 4096] -> tile [8, 128]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 8;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 16) * 8;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
 }
 
 // op 3: [1x]8x128 @ 128x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 8 k-steps per warp
@@ -441,26 +444,20 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // t0[512, 256] -> tile [8, 64]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 4;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 72 + t1) * 4, src + t0 * 256 + t1);
-  }
+  const int t1 = (tid % 16) * 4;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 256 + t1;
+  const unsigned d = dst + (t0 * 72 + t1) * 4;
+  cp_async16(d, s);
 }
 
 // t1[512, 4] -> tile [8, 1]: 8 copies of 4 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 8) {
-      const int t0 = e;
-      cp_async4(dst + (t0) * 4, src + t0 * 4);
-    }
-  }
+  const int t0 = tid;
+  const float* const s = src + t0 * 4;
+  const unsigned d = dst + (t0) * 4;
+  if (tid < 8) cp_async4(d, s);
 }
 
 extern "C" __global__ void __launch_bounds__(128) prism_program_k1_f652af3aed(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {

@@ -125,38 +125,39 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // Wg[4096, 4096] -> tile [128, 32]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 4) * 8;
-    const int tr1 = e / 4;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 4) * 8;
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 131072);
+  cp_async16(d + 4096, s + 262144);
+  cp_async16(d + 6144, s + 393216);
 }
 
 // Wu[4096, 4096] -> tile [128, 32]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 4) * 8;
-    const int tr1 = e / 4;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 4) * 8;
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 131072);
+  cp_async16(d + 4096, s + 262144);
+  cp_async16(d + 6144, s + 393216);
 }
 
 // X[16, 4096] -> tile [16, 128]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 8;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 16) * 8;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
 }
 
 // op 4: [1x]16x128 @ 128x32: 2 units of 16x16 over 4 warps (1 per warp), k split 2 ways, 4 k-steps per warp

@@ -125,38 +125,34 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // Wg[1024, 1024] -> tile [128, 16]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 2) * 8;
-    const int tr1 = e / 2;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 16 + (t1 ^ (((t0 / 4) % 2) * 8))) * 2, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 2) * 8;
+  const int tr1 = tid / 2;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 16 + (t1 ^ (((t0 / 4) % 2) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 65536);
 }
 
 // Wu[1024, 1024] -> tile [128, 16]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 2) * 8;
-    const int tr1 = e / 2;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 16 + (t1 ^ (((t0 / 4) % 2) * 8))) * 2, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 2) * 8;
+  const int tr1 = tid / 2;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 16 + (t1 ^ (((t0 / 4) % 2) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 65536);
 }
 
 // X[8, 1024] -> tile [8, 128]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 8;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 16) * 8;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
 }
 
 // op 4: [1x]8x128 @ 128x16: 1 units of 16x16 over 4 warps (1 per warp), k split 4 ways, 2 k-steps per warp

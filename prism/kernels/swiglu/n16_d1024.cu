@@ -148,38 +148,34 @@ namespace split {
 
 // Wg[1024, 1024] -> tile [64, 32]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 4) * 8;
-    const int tr1 = e / 4;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 4) * 8;
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
 }
 
 // Wu[1024, 1024] -> tile [64, 32]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 4) * 8;
-    const int tr1 = e / 4;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 4) * 8;
+  const int tr1 = tid / 4;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 32 + (t1 ^ (((t0 / 2) % 4) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
 }
 
 // X[16, 1024] -> tile [16, 64]: 128 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 8) * 8;
+  const int tr1 = tid / 8;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
 }
 
 // op 3: [1x]16x64 @ 64x32: 2 units of 16x16 over 4 warps (1 per warp), k split 2 ways, 2 k-steps per warp
@@ -380,26 +376,24 @@ namespace combine {
 
 // t0[32, 1024] -> tile [16, 64]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 4;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 72 + t1) * 4, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 16) * 4;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 72 + t1) * 4;
+  cp_async16(d, s);
+  cp_async16(d + 2304, s + 8192);
 }
 
 // t1[32, 1024] -> tile [16, 64]: 256 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 4;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 72 + t1) * 4, src + t0 * 1024 + t1);
-  }
+  const int t1 = (tid % 16) * 4;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const float* const s = src + t0 * 1024 + t1;
+  const unsigned d = dst + (t0 * 72 + t1) * 4;
+  cp_async16(d, s);
+  cp_async16(d + 2304, s + 8192);
 }
 
 __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {

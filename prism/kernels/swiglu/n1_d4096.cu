@@ -119,38 +119,36 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // Wg[4096, 4096] -> tile [32, 128]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 8;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 16) * 8;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
+  cp_async16(d + 4096, s + 65536);
+  cp_async16(d + 6144, s + 98304);
 }
 
 // Wu[4096, 4096] -> tile [32, 128]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 16) * 8;
-    const int tr1 = e / 16;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 4096 + t1);
-  }
+  const int t1 = (tid % 16) * 8;
+  const int tr1 = tid / 16;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 4096 + t1;
+  const unsigned d = dst + (t0 * 128 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 32768);
+  cp_async16(d + 4096, s + 65536);
+  cp_async16(d + 6144, s + 98304);
 }
 
 // X[1, 4096] -> tile [1, 32]: 4 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 4) {
-      const int t1 = e * 8;
-      cp_async16(dst + (t1) * 2, src + t1);
-    }
-  }
+  const int t1 = tid * 8;
+  const half_t* const s = src + t1;
+  const unsigned d = dst + (t1) * 2;
+  if (tid < 4) cp_async16(d, s);
 }
 
 // op 3: 1x32 @ 32x128: 8 units of 16x16, warp tiles of 1x2 on a 1x4 grid of 4 warps, 2 k-steps
@@ -461,26 +459,18 @@ __device__ __forceinline__ void ld_run(T (&d)[N], const T* p) {
 
 // t0[32, 1024] -> tile [1, 128]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = e * 4;
-      cp_async16(dst + (t1) * 4, src + t1);
-    }
-  }
+  const int t1 = tid * 4;
+  const float* const s = src + t1;
+  const unsigned d = dst + (t1) * 4;
+  if (tid < 32) cp_async16(d, s);
 }
 
 // t1[8, 4096] -> tile [1, 128]: 32 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 32) {
-      const int t1 = e * 4;
-      cp_async16(dst + (t1) * 4, src + t1);
-    }
-  }
+  const int t1 = tid * 4;
+  const float* const s = src + t1;
+  const unsigned d = dst + (t1) * 4;
+  if (tid < 32) cp_async16(d, s);
 }
 
 extern "C" __global__ void __launch_bounds__(128) prism_program_k1_0af30b80d1(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O) {

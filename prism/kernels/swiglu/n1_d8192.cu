@@ -148,38 +148,36 @@ namespace split {
 
 // Wg[8192, 8192] -> tile [64, 64]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wg(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
-  }
+  const int t1 = (tid % 8) * 8;
+  const int tr1 = tid / 8;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 8192 + t1;
+  const unsigned d = dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 131072);
+  cp_async16(d + 4096, s + 262144);
+  cp_async16(d + 6144, s + 393216);
 }
 
 // Wu[8192, 8192] -> tile [64, 64]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_Wu(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = (e % 8) * 8;
-    const int tr1 = e / 8;
-    const int t0 = tr1;
-    cp_async16(dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2, src + t0 * 8192 + t1);
-  }
+  const int t1 = (tid % 8) * 8;
+  const int tr1 = tid / 8;
+  const int t0 = tr1;
+  const half_t* const s = src + t0 * 8192 + t1;
+  const unsigned d = dst + (t0 * 64 + (t1 ^ ((t0 % 8) * 8))) * 2;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 131072);
+  cp_async16(d + 4096, s + 262144);
+  cp_async16(d + 6144, s + 393216);
 }
 
 // X[1, 8192] -> tile [1, 64]: 8 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_X(unsigned dst, const half_t* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 1; ++j) {
-    const int e = tid + j * 128;
-    if (e < 8) {
-      const int t1 = e * 8;
-      cp_async16(dst + (t1) * 2, src + t1);
-    }
-  }
+  const int t1 = tid * 8;
+  const half_t* const s = src + t1;
+  const unsigned d = dst + (t1) * 2;
+  if (tid < 8) cp_async16(d, s);
 }
 
 // op 3: [1x]1x64 @ 64x64: 4 units of 16x16 over 4 warps (1 per warp), k split 1 ways, 4 k-steps per warp
@@ -374,22 +372,24 @@ namespace combine {
 
 // t0[2, 8192] -> tile [1, 2048]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t0(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = e * 4;
-    cp_async16(dst + (t1) * 4, src + t1);
-  }
+  const int t1 = tid * 4;
+  const float* const s = src + t1;
+  const unsigned d = dst + (t1) * 4;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 512);
+  cp_async16(d + 4096, s + 1024);
+  cp_async16(d + 6144, s + 1536);
 }
 
 // t1[2, 8192] -> tile [1, 2048]: 512 copies of 16 B over 128 threads
 __device__ __forceinline__ void load_s_t1(unsigned dst, const float* __restrict__ src, const int tid) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int e = tid + j * 128;
-    const int t1 = e * 4;
-    cp_async16(dst + (t1) * 4, src + t1);
-  }
+  const int t1 = tid * 4;
+  const float* const s = src + t1;
+  const unsigned d = dst + (t1) * 4;
+  cp_async16(d, s);
+  cp_async16(d + 2048, s + 512);
+  cp_async16(d + 4096, s + 1024);
+  cp_async16(d + 6144, s + 1536);
 }
 
 __device__ __forceinline__ void run(const float* __restrict__ t_t0, const float* __restrict__ t_t1, half_t* __restrict__ t_O, const uint3 bid) {
