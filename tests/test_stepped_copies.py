@@ -30,7 +30,7 @@ def _c(expr: str, env: dict[str, int]) -> int:
     return int(eval(expr.replace("/", "//"), {}, env))
 
 
-def _old(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None, tid: int, lim: int) -> list[tuple[int, ...]]:
+def _old(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None, tid: int, lim: int) -> list[tuple[int, int, bool]]:
     """(shared byte address, global element offset, zero-filled) of each copy of the item-by-item body."""
     sw, buf = info.sweep, info.buf
     decl, idx = decompose("e", buf.shape, "t", info.vec)
@@ -48,7 +48,7 @@ def _old(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None, tid: int, 
     return out
 
 
-def _new(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None, tid: int, lim: int) -> list[tuple[int, ...]]:
+def _new(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None, tid: int, lim: int) -> list[tuple[int, int, bool]]:
     """The same of the stepped body, read line by line."""
     env = {"tid": tid, "lim": lim, "src": 0, "dst": 0}
     out = []
