@@ -250,13 +250,18 @@ class Sweep:
         return -(-self.items // self.threads)
 
 
+def item_extents(shape: Sequence[int], vec: int) -> list[int]:
+    """A tile's extents in items: its dims, the last in runs of ``vec`` elements."""
+    return [*shape[:-1], shape[-1] // vec]
+
+
 def item_digits(shape: Sequence[int], vec: int, item: int) -> tuple[int, ...]:
     """The index of flat item ``item`` of a tile of ``shape`` (row-major, the last dim in runs of ``vec``),
     one entry a dim, the last in elements."""
-    out = [0] * len(shape)
-    for d in range(len(shape) - 1, -1, -1):
-        ext = shape[d] // vec if d == len(shape) - 1 else shape[d]
-        item, out[d] = divmod(item, ext)
+    exts = item_extents(shape, vec)
+    out = [0] * len(exts)
+    for d in range(len(exts) - 1, -1, -1):
+        item, out[d] = divmod(item, exts[d])
     out[-1] *= vec
     return tuple(out)
 
@@ -268,7 +273,7 @@ def carry_free(shape: Sequence[int], vec: int, threads: int) -> bool:
     with ``m`` dividing that dim's extent (``tid``'s index there stays below ``m``, the step's is a
     multiple of it, the dims above are ``tid``'s zeros), or the dims below it fill ``threads`` exactly
     and it is the outermost dim of more than one item (no item past the tile)."""
-    exts = [shape[d] // vec if d == len(shape) - 1 else shape[d] for d in range(len(shape))]
+    exts = item_extents(shape, vec)
     below = 1
     for d in range(len(exts) - 1, -1, -1):
         ext = exts[d]

@@ -70,7 +70,7 @@ def _atomic(s: str) -> bool:
     return s.isidentifier() or s.isdigit() or (s.startswith("(") and s.endswith(")") and s.count("(") == 1)
 
 
-def _paren(s: str) -> str:
+def paren(s: str) -> str:
     """``s`` as one operand: parenthesised unless atomic or already enclosed in one pair."""
     if _atomic(s):
         return s
@@ -87,7 +87,7 @@ def swizzled_offset(buf: Buf, row: str, col: str) -> str:
     loader's destination, each ldmatrix row address and every expression read go through it. The
     chunk index XOR the key is written as the column XOR ``key * chunk`` (the same bits)."""
     per, keys = buf.swizzle_key()
-    row, col = _paren(row), _paren(col)
+    row, col = paren(row), paren(col)
     if row == "0":  # key 0: the chunk is not permuted
         return col
     key = row if per == 1 else f"({row} / {per})"
@@ -342,7 +342,7 @@ class RunReads(Exprs):
             return None
         if not all(i.isdigit() for i in idx[:-1]):
             return None
-        off = self.tile_offset(b, [*idx[:-1], _paren(self.at.start)])
+        off = self.tile_offset(b, [*idx[:-1], paren(self.at.start)])
         return self.early.array(b, p, off, self.vec, self.at)
 
     def _lane(self, last: str) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prism.codegen.lower import global_strides
 from prism.codegen.lowered import Buf, KernelLowering, LoadPlan, Sweep, item_digits
-from prism.codegen.render_expr import decompose, offset, swizzled_at
+from prism.codegen.render_expr import decompose, offset, paren, swizzled_at, with_at
 from prism.codegen.tails import Origin
 
 COPY_FN = {16: "cp_async16", 8: "cp_async8", 4: "cp_async4"}
@@ -122,7 +122,9 @@ def _stepped_copies(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None)
     for j in range(sw.per):
         first = j * sw.threads
         step = item_digits(tile, info.vec, first)
-        moved = [i if k == 0 else str(k) if i == "0" else f"{i} + {k}" for i, k in zip(idx, step, strict=True)]
+        moved = list(idx)
+        for a, k in enumerate(step):
+            moved = with_at(moved, a, k)
         s_at = _plus("s", sum(k * g for k, g in zip(step, gst, strict=True)))
         d_step = _dst_step(buf, step)
         d_at = (_plus("d", d_step * buf.esize) if d_step is not None
@@ -131,19 +133,15 @@ def _stepped_copies(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None)
         if tail_axis is None:
             copy = f"{fn}({d_at}, {s_at});"
         else:
-            cond = f"{_paren_sum(moved[tail_axis])} < lim"
+            cond = f"{paren(moved[tail_axis])} < lim"
             copy = f"{fn}z({d_at}, {cond} ? {s_at} : src, {cond});"
-        guarded = sw.bound is not None and sw.bound - first < sw.threads
-        out.append(f"if (tid < {sw.bound - first}) {copy}" if guarded and sw.bound is not None else copy)
+        left = sw.threads if sw.bound is None else sw.bound - first  # threads with an item at this j
+        out.append(copy if left >= sw.threads else f"if (tid < {left}) {copy}")
     return ["  " + line for line in out]
 
 
 def _plus(base: str, k: int) -> str:
     return base if k == 0 else f"{base} + {k}"
-
-
-def _paren_sum(i: str) -> str:
-    return f"({i})" if " " in i else i
 
 
 def _dst_step(buf: Buf, step: tuple[int, ...]) -> int | None:
