@@ -152,7 +152,7 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
             assert ks is not None
             draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, settled, arch, options,
                                       mem=mem, chunks=dict(chunks))
-            low = _lower_kernel(draft, _warps_to_try(k, ks, settled, options))
+            low = _lower_kernel(draft, _warps_to_try(k, ks, settled, options), _pair_smem(k, arch))
             lowered.append(low)
             if low.tails is not None:
                 chunks |= saved_chunks(kg, k.ops, ks.tiles, shapes, low.tails)
@@ -234,10 +234,43 @@ def _frag_regs(low: KernelLowering) -> int:
     return sum(a.regs for a in low.accs.values() if a.kind is AccKind.FRAG)
 
 
-def _lower_kernel(draft: Callable[..., _Draft], counts: tuple[int, ...]) -> KernelLowering:
+# ... but where two blocks of 4 warps can share an SM (``_pair_smem``), fragments of up to this many
+# registers (and at most PAIRED_OTHER_REGS of other accumulators) keep 4 warps: a 128x128 tile runs
+# 64x64 warp tiles (a third fewer shared-memory bytes per mma than 64x32) and the SM still has 8
+# warps. On an H100 a 1024x4096x4096 GEMM's 128x128 tile (256 blocks) took 89.4 µs (k-tile 64) and
+# 86.2 (k-tile 32) at 4 warps, 99.0 at 8, and no 8-warp tile beat 92.2 (docs/codegen.md, "Two
+# blocks of 4 warps an SM").
+FRAG_REGS_PAIRED = 2 * FRAG_REGS
+PAIRED_OTHER_REGS = 8
+
+
+def _pair_smem(k: CustomKernel, arch: Arch) -> int:
+    """Shared memory two blocks of ``k`` may take together to share an SM: ``arch.smem_max`` (one
+    block's opt-in limit, about an SM's) where the grid has more blocks than ``arch`` has SMs, else 0."""
+    return arch.smem_max if math.prod(int(s) for s in k.grid) > arch.sms else 0
+
+
+def _fits(low: KernelLowering, pair_smem: int) -> bool:
+    """Fragments within ``FRAG_REGS``, or within ``FRAG_REGS_PAIRED`` (other accumulators within
+    ``PAIRED_OTHER_REGS``: the registers a 128x128 tile leaves at 4 warps) where two blocks fit ``pair_smem``."""
+    regs = _frag_regs(low)
+    other = sum(a.regs for a in low.accs.values()) - regs
+    return regs <= FRAG_REGS or (regs <= FRAG_REGS_PAIRED and other <= PAIRED_OTHER_REGS
+                                 and 2 * low.smem_bytes <= pair_smem)
+
+
+def blocks_an_sm(low: KernelLowering, arch: Arch) -> int:
+    """2 for a kernel that kept 4 warps because two of its blocks share an SM (``_fits``), else 1 (for
+    the size prior: such a kernel's waves are twice as wide)."""
+    paired = low.warps == WARPS[0] and _frag_regs(low) > FRAG_REGS and 2 * low.smem_bytes <= arch.smem_max
+    return 2 if paired else 1
+
+
+def _lower_kernel(draft: Callable[..., _Draft], counts: tuple[int, ...], pair_smem: int = 0) -> KernelLowering:
     """The kernel lowered by ``PASSES`` with the first of ``counts`` (warps) whose accumulators fit,
-    its mma fragments in ``FRAG_REGS`` registers per thread but with the last count (the last count's
-    error is the kernel's, unless an earlier count lowered with more fragment registers)."""
+    its mma fragments in ``FRAG_REGS`` registers per thread (or ``FRAG_REGS_PAIRED`` where two blocks
+    share an SM: ``_fits``) but with the last count (the last count's error is the kernel's, unless an
+    earlier count lowered with more fragment registers)."""
     *first, last = counts
     fallback: KernelLowering | None = None
     for warps in first:
@@ -245,7 +278,7 @@ def _lower_kernel(draft: Callable[..., _Draft], counts: tuple[int, ...]) -> Kern
             low = _passes(draft(warps=warps))
         except _AccumulatorLimit:
             continue
-        if _frag_regs(low) <= FRAG_REGS:
+        if _fits(low, pair_smem):
             return low
         fallback = fallback or low
     try:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import launch_fusion
-from prism.codegen.lower import DEFAULT_OPTIONS, Options, lower_graph
+from prism.codegen.lower import DEFAULT_OPTIONS, Options, blocks_an_sm, lower_graph
 from prism.codegen.lowered import KernelLowering, Phase, Store
 from prism.ir import Accum, KernelGraph, Load
 from prism.ops import ITEMSIZE
@@ -32,6 +32,7 @@ class KernelResources:
     rounds: int = 1  # dependent block-wide rounds of one loop iteration (``loop_rounds``)
     reread: float = 1.0  # bytes the grid loads over the bytes of the tensors it loads (``_load_bytes``)
     grid_bytes: int = 0  # bytes the whole grid loads (every block's tiles, a loop-varying one once an iteration)
+    per_sm: int = 1  # blocks an SM runs at once where the lowering counts on two (``lower.blocks_an_sm``)
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,16 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
     """Shared memory, threads and blocks per custom kernel, of the lowering ``generate`` launches (a
     fused pair may be lowered again at one warp count: ``fuse.launch_fusion``); CodegenError when the
     sizes do not fit."""
-    opts = options or DEFAULT_OPTIONS
-    gl, _, fused = launch_fusion(kg, lower_graph(kg, get_arch(arch), opts), opts)
+    opts, target = options or DEFAULT_OPTIONS, get_arch(arch)
+    gl, _, fused = launch_fusion(kg, lower_graph(kg, target, opts), opts)
     out = []
     for low in gl.kernels:
         if low is None:
             continue
         tile, run, grid, reread = _load_bytes(low)
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, low.blocks, low.stages, low.acc_regs,
-                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread, grid))
+                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread, grid,
+                                    blocks_an_sm(low, target)))
     return Resources(tuple(out), fused is not None)
 
 

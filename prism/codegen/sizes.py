@@ -378,7 +378,7 @@ def _kernel_terms(k: KernelResources, sms: int) -> tuple[float, float]:
     """(blocks term, stage or tile term) of one kernel."""
     if k.loop == 1 and k.tile_bytes:
         return _loop_free_terms(k, sms)
-    return abs(math.log2(k.blocks / (0.75 * sms))), abs(math.log2(max(k.stage_bytes, 1024) / 16384))
+    return abs(math.log2(k.blocks / (0.75 * sms * k.per_sm))), abs(math.log2(max(k.stage_bytes, 1024) / 16384))
 
 
 def _later_blocks_term(k: KernelResources, first: KernelResources, sms: int) -> float:
