@@ -54,3 +54,23 @@ def test_skewed_materialisation_matches_the_reference_on_the_gpu() -> None:
         torch.cuda.synchronize()
         err = relative_error(out.double().cpu().numpy(), ref)
         assert err < 2e-2, f"{shape}: relative error {err:.3e}"
+
+
+@pytest.mark.gpu
+def test_paired_gemm_matches_the_reference_on_the_gpu() -> None:
+    """A 128x128 tile at 4 warps because two blocks share an SM (``lower._fits``): 136 blocks, 3 stages."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from prism.runtime import compile_plan
+
+    kg = matmul_graph(2176, 1024, 256, (17, 8), 4)
+    plan = generate(kg, arch="sm_90")
+    assert plan.kernels[0].block == (128, 1, 1)
+    fn = compile_plan(plan)
+    rng = torch.Generator().manual_seed(7)
+    xs = [torch.randn(t.shape, generator=rng, dtype=torch.float64) * 0.5 for t in kg.inputs]
+    out = fn(*[x.to("cuda", torch.float16) for x in xs])
+    torch.cuda.synchronize()
+    err = relative_error(out.double().cpu().numpy(), xs[0].numpy() @ xs[1].numpy())
+    assert err < 2e-2, f"relative error {err:.3e}"

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from prism import interpreter
-from prism.codegen import generate
+from prism.codegen import Options, generate
 from prism.codegen.arch import arch
 from prism.codegen.emulate import emulate
-from prism.codegen.lower import FRAG_REGS, _frag_regs, blocks_an_sm, lower_graph
+from prism.codegen.lower import DEFAULT_OPTIONS, FRAG_REGS, _frag_regs, blocks_an_sm, lower_graph
 from prism.codegen.lowered import KernelLowering
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.codegen.resources import resources
@@ -27,8 +27,8 @@ def _gemm(m: int, tile_m: int, tile_n: int, k_tile: int = 64, n: int = 4096, k: 
     return matmul_graph(m, n, k, (m // tile_m, n // tile_n), k // k_tile)
 
 
-def _low(kg: KernelGraph, target: str) -> KernelLowering:
-    low = lower_graph(kg, arch(target)).kernels[0]
+def _low(kg: KernelGraph, target: str, options: Options = DEFAULT_OPTIONS) -> KernelLowering:
+    low = lower_graph(kg, arch(target), options).kernels[0]
     assert low is not None
     return low
 
@@ -36,6 +36,7 @@ def _low(kg: KernelGraph, target: str) -> KernelLowering:
 def test_a_128x128_tile_keeps_4_warps_only_where_two_blocks_share_an_sm() -> None:
     many = _low(_gemm(1024, 128, 128), "sm_90")  # 256 blocks, 132 SMs; 96 KB a block, 227 KB an SM
     assert many.warps == 4 and _frag_regs(many) > FRAG_REGS and blocks_an_sm(many, arch("sm_90")) == 2
+    assert _low(_gemm(1024, 128, 128), "sm_90", Options(paired_blocks=False)).warps == 8  # the rule's option
     assert _low(_gemm(512, 128, 128), "sm_90").warps == 8  # 128 blocks: one an SM, so 8 warps as before
     assert _low(_gemm(1024, 128, 128), "sm_80").warps == 8  # two blocks' 96 KB exceed an A100's 163 KB
     small = _low(_gemm(1024, 128, 64), "sm_90")  # fragments within FRAG_REGS: 4 warps, counted once
@@ -66,3 +67,18 @@ def test_paired_sources_compile_without_spills() -> None:
     assert all("__launch_bounds__(128)" in s for _, s in sources)
     compiled = compile_check(sources, "sm_80", jobs=2)
     assert len(compiled) == 2 and all(c.spills == 0 for c in compiled), [(c.registers, c.spills) for c in compiled]
+
+
+def test_a_paired_split_kernel_that_fuses_with_its_combine_is_lowered_as_before() -> None:
+    """rmsnorm_linear_d4096's split-K plan at 256 split blocks of a 16x1024 tile (128 fragment registers at
+    4 warps): apart, the split kernel keeps 4 warps; where its combine fuses into its launch (c=4 combining
+    blocks), both take 8 as before the rule (fused at 4, such kernels spilled); where the combine keeps
+    its own launch (c=8), the split kernel stays at 4."""
+    from prism import plans, workloads
+
+    cfg = workloads.config("rmsnorm_linear_d4096")
+    template = plans.codegen_plans(cfg.program, cfg.build())[2]
+    fusing, apart = (template.instantiate({"x": 4, "y": 64, "i": 4, "c": c}) for c in (4, 8))
+    assert [k.block[0] for k in generate(fusing, arch="sm_90", options=Options(fuse=False)).kernels] == [128, 128]
+    assert [(k.name, k.block[0]) for k in generate(fusing, arch="sm_90").kernels] == [("split+combine", 256)]
+    assert [(k.name, k.block[0]) for k in generate(apart, arch="sm_90").kernels] == [("split", 128), ("combine", 128)]

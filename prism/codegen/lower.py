@@ -152,7 +152,8 @@ def lower_graph(kg: KernelGraph, arch: Arch, options: Options = DEFAULT_OPTIONS)
             assert ks is not None
             draft = functools.partial(_Draft, kg, idx, k, ks, shapes, dtypes, dtype, scalars, settled, arch, options,
                                       mem=mem, chunks=dict(chunks))
-            low = _lower_kernel(draft, _warps_to_try(k, ks, settled, options), _pair_smem(k, arch))
+            low = _lower_kernel(draft, _warps_to_try(k, ks, settled, options),
+                                _pair_smem(k, arch) if options.paired_blocks else 0)
             lowered.append(low)
             if low.tails is not None:
                 chunks |= saved_chunks(kg, k.ops, ks.tiles, shapes, low.tails)
