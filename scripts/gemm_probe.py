@@ -96,6 +96,7 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=3)
     ap.add_argument("--no-time", action="store_true", help="with --at: no graph timing (under ncu)")
     ap.add_argument("--options", default="{}", help="codegen Options as JSON, e.g. '{\"warp_tiles\": false}'")
+    ap.add_argument("--groups", default="", help="only these groups (labels as listed, e.g. norm_matmul_silu.p1)")
     args = ap.parse_args()
     options = json.loads(args.options)
     if args.at:
@@ -103,7 +104,7 @@ def main() -> None:
         at(label, int(index), json.loads(sizes), args.which, args.launches, not args.no_time, options)
         return
     names = [n for n in args.only.split(",") if n] or list(ZOO)
-    todo = [grp for n in names for grp in groups(n, args.which)]
+    todo = [grp for n in names for grp in groups(n, args.which) if not args.groups or grp[0] in args.groups.split(",")]
     for label, g, ts in todo:
         print(f"{label}: {len(ts)} generated templates, {roofline(g).flops / 1e9:.1f} GFLOP", flush=True)
     if args.dry_run:
