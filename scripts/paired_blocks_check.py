@@ -40,13 +40,6 @@ def templates(which: str) -> list[tuple[str, KernelGraph]]:
     return out
 
 
-def _score(kg: KernelGraph, options: Options) -> float | None:
-    try:
-        return size_score(resources(kg, "sm_90", options=options), arch("sm_90").sms)
-    except (CodegenError, IRError, IndexError):
-        return None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--which", default="prefill")
@@ -54,21 +47,20 @@ def main() -> None:
     args = ap.parse_args()
     changed: list[tuple[str, Any]] = []
     moved = checked = 0
+    sms = arch("sm_90").sms
     for label, t in templates(args.which):
-        sizes = draw.legal_sizes_of(t, "sm_90", resources, 3000)[: args.top]
-        for sz in sizes:
+        scores: dict[tuple[tuple[str, int], ...], tuple[float, float]] = {}
+        for sz in draw.legal_sizes_of(t, "sm_90", resources, 3000)[: args.top]:
             kg = t.instantiate(sz)
             try:
-                on, off = (resources(kg, "sm_90", options=o).kernels for o in (Options(), OFF))
+                on, off = (resources(kg, "sm_90", options=o) for o in (Options(), OFF))
             except (CodegenError, IRError):
                 continue
             checked += 1
-            if any(a.threads != b.threads for a, b in zip(on, off, strict=True)):
+            scores[tuple(sz.items())] = (size_score(on, sms), size_score(off, sms))
+            if any(a.threads != b.threads for a, b in zip(on.kernels, off.kernels, strict=True)):
                 changed += [(f"{label} {sz}", k) for k in generate(kg, arch="sm_90").kernels]
-        scores = {tuple(sz.items()): (_score(t.instantiate(sz), Options()), _score(t.instantiate(sz), OFF))
-                  for sz in sizes}
-        best = [max((k for k in scores if scores[k][i] is not None), key=lambda k: scores[k][i], default=None)
-                for i in (0, 1)]
+        best = [max(scores, key=lambda k: scores[k][i], default=None) for i in (0, 1)]
         if best[0] != best[1]:
             moved += 1
             print(f"{label}: prior-best {dict(best[1] or ())} -> {dict(best[0] or ())}")

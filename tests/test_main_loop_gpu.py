@@ -58,7 +58,7 @@ def test_skewed_materialisation_matches_the_reference_on_the_gpu() -> None:
 
 @pytest.mark.gpu
 def test_paired_gemm_matches_the_reference_on_the_gpu() -> None:
-    """A 128x128 tile at 4 warps because two blocks share an SM (``lower._fits``): 136 blocks, 3 stages."""
+    """A 128x128 tile at 4 warps because two blocks share an SM (``lower._pairs``): 136 blocks, 3 stages."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")

@@ -1,4 +1,4 @@
-"""Two blocks of 4 warps an SM (``lower._fits``, ``lower.blocks_an_sm``): a matmul tile whose
+"""Two blocks of 4 warps an SM (``lower._pairs``, ``KernelLowering.per_sm``): a matmul tile whose
 fragments take more than ``FRAG_REGS`` registers at 4 warps keeps 4 warps where its grid has more
 blocks than the target has SMs and two blocks' shared memory fits one, and the size prior counts such
 a kernel's waves at two blocks an SM. The 4-warp lowering itself is the one ``test_warp_tiles``
@@ -13,7 +13,7 @@ from prism import interpreter
 from prism.codegen import Options, generate
 from prism.codegen.arch import arch
 from prism.codegen.emulate import emulate
-from prism.codegen.lower import DEFAULT_OPTIONS, FRAG_REGS, _frag_regs, blocks_an_sm, lower_graph
+from prism.codegen.lower import DEFAULT_OPTIONS, FRAG_REGS, _frag_regs, lower_graph
 from prism.codegen.lowered import KernelLowering
 from prism.codegen.nvcc import compile_check, nvcc_path
 from prism.codegen.resources import resources
@@ -35,12 +35,12 @@ def _low(kg: KernelGraph, target: str, options: Options = DEFAULT_OPTIONS) -> Ke
 
 def test_a_128x128_tile_keeps_4_warps_only_where_two_blocks_share_an_sm() -> None:
     many = _low(_gemm(1024, 128, 128), "sm_90")  # 256 blocks, 132 SMs; 96 KB a block, 227 KB an SM
-    assert many.warps == 4 and _frag_regs(many) > FRAG_REGS and blocks_an_sm(many, arch("sm_90")) == 2
+    assert many.warps == 4 and _frag_regs(many) > FRAG_REGS and many.per_sm == 2
     assert _low(_gemm(1024, 128, 128), "sm_90", Options(paired_blocks=False)).warps == 8  # the rule's option
     assert _low(_gemm(512, 128, 128), "sm_90").warps == 8  # 128 blocks: one an SM, so 8 warps as before
     assert _low(_gemm(1024, 128, 128), "sm_80").warps == 8  # two blocks' 96 KB exceed an A100's 163 KB
     small = _low(_gemm(1024, 128, 64), "sm_90")  # fragments within FRAG_REGS: 4 warps, counted once
-    assert small.warps == 4 and blocks_an_sm(small, arch("sm_90")) == 1
+    assert small.warps == 4 and small.per_sm == 1
     assert _low(_gemm(1024, 128, 256), "sm_90").warps == 8  # 256 fragment registers at 4 warps
 
 

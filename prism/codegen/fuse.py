@@ -25,7 +25,7 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
-from prism.codegen.lower import Options, blocks_an_sm, lower_graph
+from prism.codegen.lower import Options, lower_graph
 from prism.codegen.lowered import GraphLowering, KernelLowering
 from prism.errors import CodegenError
 from prism.ir import KernelGraph
@@ -171,7 +171,7 @@ def launch_fusion(kg: KernelGraph, gl: GraphLowering, opts: Options) -> tuple[Gr
     if not opts.fuse or not any(_grids_fuse(gl, *pair) for pair in _pairs(gl)):
         return gl, opts, None  # (no option changes a grid: no lowering would fuse it)
     if (fu := fusion(gl)) is not None:
-        if opts.paired_blocks and any(low is not None and blocks_an_sm(low, gl.arch) == 2 for low in gl.kernels):
+        if any(low is not None and low.per_sm == 2 for low in gl.kernels):
             # one launch holds both kernels' registers: split kernels kept at 4 warps for two blocks an
             # SM spilled fused with their combines (24 of 51 zoo kernels; docs/codegen.md, "Two blocks of
             # 4 warps an SM"), so such a pair is lowered as before

@@ -251,26 +251,18 @@ def _pair_smem(k: CustomKernel, arch: Arch) -> int:
     return arch.smem_max if math.prod(int(s) for s in k.grid) > arch.sms else 0
 
 
-def _fits(low: KernelLowering, pair_smem: int) -> bool:
-    """Fragments within ``FRAG_REGS``, or within ``FRAG_REGS_PAIRED`` (other accumulators within
-    ``PAIRED_OTHER_REGS``: the registers a 128x128 tile leaves at 4 warps) where two blocks fit ``pair_smem``."""
+def _pairs(low: KernelLowering, pair_smem: int) -> bool:
+    """Fragments within ``FRAG_REGS_PAIRED`` and other accumulators within ``PAIRED_OTHER_REGS`` (the
+    registers a 128x128 tile leaves at 4 warps), where two blocks fit ``pair_smem``."""
     regs = _frag_regs(low)
     other = sum(a.regs for a in low.accs.values()) - regs
-    return regs <= FRAG_REGS or (regs <= FRAG_REGS_PAIRED and other <= PAIRED_OTHER_REGS
-                                 and 2 * low.smem_bytes <= pair_smem)
-
-
-def blocks_an_sm(low: KernelLowering, arch: Arch) -> int:
-    """2 for a kernel that kept 4 warps because two of its blocks share an SM (``_fits``), else 1 (for
-    the size prior: such a kernel's waves are twice as wide)."""
-    paired = low.warps == WARPS[0] and _frag_regs(low) > FRAG_REGS and 2 * low.smem_bytes <= arch.smem_max
-    return 2 if paired else 1
+    return regs <= FRAG_REGS_PAIRED and other <= PAIRED_OTHER_REGS and 2 * low.smem_bytes <= pair_smem
 
 
 def _lower_kernel(draft: Callable[..., _Draft], counts: tuple[int, ...], pair_smem: int = 0) -> KernelLowering:
     """The kernel lowered by ``PASSES`` with the first of ``counts`` (warps) whose accumulators fit,
-    its mma fragments in ``FRAG_REGS`` registers per thread (or ``FRAG_REGS_PAIRED`` where two blocks
-    share an SM: ``_fits``) but with the last count (the last count's error is the kernel's, unless an
+    its mma fragments in ``FRAG_REGS`` registers per thread (or, counted as two blocks an SM, within
+    ``_pairs``) but with the last count (the last count's error is the kernel's, unless an
     earlier count lowered with more fragment registers)."""
     *first, last = counts
     fallback: KernelLowering | None = None
@@ -279,8 +271,10 @@ def _lower_kernel(draft: Callable[..., _Draft], counts: tuple[int, ...], pair_sm
             low = _passes(draft(warps=warps))
         except _AccumulatorLimit:
             continue
-        if _fits(low, pair_smem):
+        if _frag_regs(low) <= FRAG_REGS:
             return low
+        if _pairs(low, pair_smem):
+            return replace(low, per_sm=2)
         fallback = fallback or low
     try:
         return _passes(draft(warps=last))

@@ -222,7 +222,7 @@ class Options:
     stepped_copies: bool = True
     # a matmul tile whose fragments take more than ``lower.FRAG_REGS`` registers at 4 warps keeps 4 where
     # two of its blocks share an SM (more blocks than SMs; two blocks' shared memory fits), instead of
-    # taking 8 (``lower._fits``): a 1024x4096x4096 GEMM's 128x128 tile ran 89.4 µs at 4 warps, 99.0 at 8 on
+    # taking 8 (``lower._pairs``): a 1024x4096x4096 GEMM's 128x128 tile ran 89.4 µs at 4 warps, 99.0 at 8 on
     # an H100 (docs/codegen.md, "Two blocks of 4 warps an SM")
     paired_blocks: bool = True
 
@@ -652,6 +652,7 @@ class KernelLowering:
     arrivals: tuple[Arrival, ...] = ()  # ``Options.staged_arrivals``; empty: one group per stage
     stored_runs: int = 1  # ``Options.stored_runs``
     lane_runs: int = 4  # ``Options.lane_runs``
+    per_sm: int = 1  # 2: kept 4 warps for two blocks an SM (``Options.paired_blocks``, ``lower._pairs``)
 
     @property
     def blocks(self) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from prism.codegen.arch import arch as get_arch
 from prism.codegen.fuse import launch_fusion
-from prism.codegen.lower import DEFAULT_OPTIONS, Options, blocks_an_sm, lower_graph
+from prism.codegen.lower import DEFAULT_OPTIONS, Options, lower_graph
 from prism.codegen.lowered import KernelLowering, Phase, Store
 from prism.ir import Accum, KernelGraph, Load
 from prism.ops import ITEMSIZE
@@ -32,7 +32,7 @@ class KernelResources:
     rounds: int = 1  # dependent block-wide rounds of one loop iteration (``loop_rounds``)
     reread: float = 1.0  # bytes the grid loads over the bytes of the tensors it loads (``_load_bytes``)
     grid_bytes: int = 0  # bytes the whole grid loads (every block's tiles, a loop-varying one once an iteration)
-    per_sm: int = 1  # blocks an SM runs at once where the lowering counts on two (``lower.blocks_an_sm``)
+    per_sm: int = 1  # blocks an SM runs at once where the lowering counts on two (``KernelLowering.per_sm``)
 
 
 @dataclass(frozen=True)
@@ -61,16 +61,15 @@ def resources(kg: KernelGraph, arch: str = "sm_80", *, options: Options | None =
     """Shared memory, threads and blocks per custom kernel, of the lowering ``generate`` launches (a
     fused pair may be lowered again at one warp count: ``fuse.launch_fusion``); CodegenError when the
     sizes do not fit."""
-    opts, target = options or DEFAULT_OPTIONS, get_arch(arch)
-    gl, _, fused = launch_fusion(kg, lower_graph(kg, target, opts), opts)
+    opts = options or DEFAULT_OPTIONS
+    gl, _, fused = launch_fusion(kg, lower_graph(kg, get_arch(arch), opts), opts)
     out = []
     for low in gl.kernels:
         if low is None:
             continue
         tile, run, grid, reread = _load_bytes(low)
         out.append(KernelResources(low.kernel.name, low.smem_bytes, low.threads, low.blocks, low.stages, low.acc_regs,
-                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread, grid,
-                                    blocks_an_sm(low, target)))
+                                    low.ring_bytes, low.loop, tile, run, loop_rounds(low), reread, grid, low.per_sm))
     return Resources(tuple(out), fused is not None)
 
 
