@@ -129,6 +129,25 @@ def test_arch_budget() -> None:
     assert big.kernels[0].smem_bytes > 48 * 1024
 
 
+def test_narrow_mma_tiles_are_legal_only_with_the_option_and_compute_the_program() -> None:
+    """``Options.narrow_mma``: an output tile of one n8 mma tile (1024/128 = 8 columns) lowers, and its
+    lowered form computes the program; without the option the size is not legal (timed slower on an H100,
+    docs/codegen.md, "Narrow matmul tiles")."""
+    from prism.codegen.emulate import emulate
+
+    cfg = workloads.config("rmsnorm_linear_d1024")
+    graph = cfg.build()
+    template = plans.hand_plans(cfg.program, graph)[0]
+    narrow = Options(narrow_mma=True)
+    sizes = {"x": 128, "i": 8}
+    assert sizes not in [sz for sz, _ in generated_sizes(template, "sm_90")]
+    assert sizes in [sz for sz, _ in generated_sizes(template, "sm_90", options=narrow)]
+    x = cfg.random_inputs(3, graph)
+    got = emulate(template.instantiate(sizes), x, arch="sm_90", options=narrow)
+    assert relative_error(got["O"], graph.evaluate(x)["O"]) < 1e-9
+    assert "mma" in generate(template.instantiate(sizes), arch="sm_90", options=narrow).kernels[0].source
+
+
 def test_codegen_errors() -> None:
     cfg = workloads.config("rmsnorm_linear_d1024")
     template = plans.hand_plans(cfg.program, cfg.build())[0]

@@ -502,10 +502,12 @@ def _is_its_value(d: _Draft, i: int, op: Accum) -> bool:
     return not (reduces and special)
 
 
-# Matmul output tiles are multiples of two mma n-tiles. Width 8 (one n8 tile) is refused: one such
-# kernel faulted on the H200 with the generator before acd599a although its IR and source were right
-# (the emulator runs it correctly); cause not found (docs/width8-fault.md).
+# Matmul output tiles are multiples of two mma n-tiles, or of one with ``Options.narrow_mma``. Width 8
+# (one n8 tile) was refused after one such kernel faulted on the H200 with the generator before acd599a
+# although its IR and source were right (the emulator runs it correctly); cause not found
+# (docs/width8-fault.md).
 MMA_WIDTH = 16
+MMA_N = 8  # one mma n-tile: the narrowest output tile any option allows
 
 
 def _check_matmul(d: _Draft, i: int, ta: tuple[int, ...], tb: tuple[int, ...], to: tuple[int, ...]) -> None:
@@ -513,8 +515,10 @@ def _check_matmul(d: _Draft, i: int, ta: tuple[int, ...], tb: tuple[int, ...], t
         raise d.fail(f"matmul of rank {len(to)}; 2-D and batched 3-D are supported", i)
     if ta[-1] % 16:
         raise d.fail(f"matmul contraction length {ta[-1]} is not a multiple of 16 (mma k-step)", i)
-    if tb[-1] % MMA_WIDTH:
-        raise d.fail(f"matmul output width {tb[-1]} is not a multiple of {MMA_WIDTH} (two mma n-tiles)", i)
+    width = MMA_N if d.options.narrow_mma else MMA_WIDTH
+    if tb[-1] % width:
+        tiles = "one mma n-tile" if width == MMA_N else "two mma n-tiles"
+        raise d.fail(f"matmul output width {tb[-1]} is not a multiple of {width} ({tiles})", i)
 
 
 def _split_mma(d: _Draft, i: int, op: MatmulOp) -> MmaPlan:

@@ -225,6 +225,11 @@ class Options:
     # taking 8 (``lower._pairs``): a 1024x4096x4096 GEMM's 128x128 tile ran 89.4 µs at 4 warps, 99.0 at 8 on
     # an H100 (docs/codegen.md, "Two blocks of 4 warps an SM")
     paired_blocks: bool = True
+    # a matmul's output tile may be one mma n-tile (8 columns) wide, not only a multiple of two
+    # (``lower._check_matmul``): a decode GEMV 1,024 wide can then run 128 blocks of 8 columns instead
+    # of 64 of 16 on a GPU of 108-132 SMs. The width-8 fault of 2026-11-29 (docs/width8-fault.md) was
+    # not seen again with sources generated after acd599a
+    narrow_mma: bool = False
 
 
 DEFAULT_OPTIONS = Options()
