@@ -1,10 +1,12 @@
 #!/bin/bash
-# the GPU suite on the tree as committed, searches carried; on an H200 the bench with baselines first
+# the GPU suite on the tree as committed, searches carried, after the tuner's pick for the 1024-row GEMM
+# (paired blocks); on an H200 the bench with baselines first
 set -x
 tar xzf out/pc.tgz -C /tmp; export PYTHONPATH=.
 rm -rf /tmp/pc-suite /tmp/pc-bench; cp -r /tmp/.prism-cache /tmp/pc-suite; cp -r /tmp/.prism-cache /tmp/pc-bench
 G=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$G"
 if echo "$G" | grep -q H200; then
-  PRISM_CACHE_DIR=/tmp/pc-bench timeout 330 python3 -m bench --systems prism,eager,compile --samples 64 --tag v --out $OUT 2>&1 | grep -v Warning | tail -20
+  PRISM_CACHE_DIR=/tmp/pc-bench timeout 300 python3 -m bench --systems prism,eager,compile --samples 64 --tag v --out $OUT 2>&1 | grep -v Warning | tail -20
 fi
-PRISM_CACHE_DIR=/tmp/pc-suite timeout 250 python3 -m pytest -m gpu -q -rs -n 4 -p no:cacheprovider tests 2>&1 | tail -25 | tee $OUT/gpu-tests.log
+PRISM_CACHE_DIR=/tmp/pc-suite timeout 80 python3 scripts/gemm_probe.py --which prefill --only norm_matmul_silu --groups norm_matmul_silu.p1 --budget 20 --out $OUT/nms_tuned.json 2>&1 | grep -v Warning | tail -6
+PRISM_CACHE_DIR=/tmp/pc-suite timeout 200 python3 -m pytest -m gpu -q -rs -n 4 -p no:cacheprovider tests 2>&1 | tail -25 | tee $OUT/gpu-tests.log
