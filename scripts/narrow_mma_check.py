@@ -18,8 +18,10 @@ import sys
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
 
-from bench.zoo import ZOO, zoo_graph
+from stepped_copies_check import cached_outcomes
+
 from prism import pipeline, workloads
 from prism.codegen import Options, generate
 from prism.codegen.arch import arch
@@ -29,21 +31,13 @@ from prism.codegen.sizes import generated_sizes, size_score
 from prism.graph import Graph
 from prism.ir import CustomKernel, KernelGraph
 from prism.reference import relative_error
-from prism.rows import searched_graph
 from prism.tune.tuner import default_scales, random_inputs
 
 NARROW = Options(narrow_mma=True)
 
 
 def groups(which: str, only: set[str] | None) -> list[tuple[str, Graph, pipeline.SearchOutcome]]:
-    out = []
-    for name in sorted(ZOO) if only is None else sorted(only & set(ZOO)):
-        try:
-            graph = searched_graph(zoo_graph(name, which))
-        except ValueError:
-            continue  # no sizes of this kind
-        if pipeline._ran(graph, True, None):
-            out.append((name, graph, pipeline.search_and_verify(graph, program=name, progress=False)))
+    out = [(name, graph, outcome) for name, _, graph, outcome in cached_outcomes((which,), only)]
     for cid, cfg in workloads.CONFIGS.items():
         if only is not None and cid not in only:
             continue

@@ -34,7 +34,7 @@ OFF = Options(paired_blocks=False)
 
 def templates(which: str) -> list[tuple[str, KernelGraph]]:
     out = []
-    for name, _, outcome in cached_outcomes((which,)):
+    for name, _, _, outcome in cached_outcomes((which,)):
         groups = [(name, outcome.templates)] + [(f"{name}.p{po.part.index}", po.outcome.templates) for po in outcome.parts]
         out += [(label, t) for label, ts in groups for t in ts if all(isinstance(k, CustomKernel) for k in t.kernels)]
     return out

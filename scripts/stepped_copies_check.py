@@ -16,7 +16,7 @@ import argparse
 import itertools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -30,26 +30,28 @@ from prism.codegen.lowered import KernelLowering
 from prism.codegen.nvcc import compile_check
 from prism.codegen.sizes import POW2, generated_sizes
 from prism.errors import CodegenError, IRError
+from prism.graph import Graph
 from prism.ir import KernelGraph
 from prism.rows import searched_graph
 from tests.test_stepped_copies import _new, _old
 
 
-def cached_outcomes(whiches: tuple[str, ...]) -> Iterator[tuple[str, str, pipeline.SearchOutcome]]:
-    """(name, which, search outcome) of each zoo program at ``whiches`` sizes whose whole-program search is
-    in the cache (no search runs)."""
-    for which, name in itertools.product(whiches, sorted(ZOO)):
+def cached_outcomes(whiches: tuple[str, ...], names: Iterable[str] | None = None
+                    ) -> Iterator[tuple[str, str, Graph, pipeline.SearchOutcome]]:
+    """(name, which, searched graph, search outcome) of each zoo program (of ``names``, default all) at
+    ``whiches`` sizes whose whole-program search is in the cache (no search runs)."""
+    for which, name in itertools.product(whiches, sorted(ZOO if names is None else set(names) & set(ZOO))):
         try:
             graph = searched_graph(zoo_graph(name, which))
         except ValueError:
             continue  # no sizes of this kind
         if pipeline._ran(graph, True, None):
-            yield name, which, pipeline.search_and_verify(graph, program=name, progress=False)
+            yield name, which, graph, pipeline.search_and_verify(graph, program=name, progress=False)
 
 
 def plans(templates: int) -> list[tuple[str, KernelGraph]]:
     out = []
-    for name, which, outcome in cached_outcomes(("decode", "prefill")):
+    for name, which, _, outcome in cached_outcomes(("decode", "prefill")):
         for t in outcome.of(pipeline.PlanSource.SEARCHED)[:templates]:
             legal = [sz for sz, _ in itertools.islice(generated_sizes(t, "sm_80", values=POW2), 200)]
             out += [(f"{name}:{which}", t.instantiate(sz)) for sz in legal[:: max(1, len(legal) // 2)][:2]]
