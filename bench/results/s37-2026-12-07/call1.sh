@@ -6,9 +6,9 @@ tar xzf out/pc.tgz -C /tmp; export PYTHONPATH=. PYTHONUNBUFFERED=1
 rm -rf /tmp/pc-suite /tmp/pc-bench; cp -r /tmp/.prism-cache /tmp/pc-suite; cp -r /tmp/.prism-cache /tmp/pc-bench
 G=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$G"
 if echo "$G" | grep -q H200; then
-  PRISM_CACHE_DIR=/tmp/pc-bench timeout 270 python3 -m bench --systems prism,eager,compile --samples 64 --tag v --out $OUT 2>&1 | grep -v Warning | tail -20
+  PRISM_CACHE_DIR=/tmp/pc-bench timeout 295 python3 -m bench --systems prism,eager,compile --samples 64 --tag v --out $OUT 2>&1 | grep -v Warning | tail -20
 fi
-PRISM_CACHE_DIR=/tmp/pc-suite timeout 150 python3 -m pytest -m gpu -q -rs -n 4 -p no:cacheprovider tests 2>&1 | tail -25 | tee $OUT/gpu-tests.log
+PRISM_CACHE_DIR=/tmp/pc-suite timeout 130 python3 -m pytest -m gpu -q -rs -n 4 -p no:cacheprovider tests 2>&1 | tail -25 | tee $OUT/gpu-tests.log
 if ! echo "$G" | grep -q H200; then
   PRISM_CACHE_DIR=/tmp/pc-bench timeout 240 python3 -m bench.zoo_bench --which decode --systems prism,eager,compile --only '' --samples 8 --out $OUT/zoo-decode.json > $OUT/zoo-decode.log 2>&1
   grep -v "^INFO" $OUT/zoo-decode.log | tail -8
