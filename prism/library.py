@@ -266,12 +266,13 @@ def is_current(entry: Entry, arch: str, manifest: Mapping[str, Any], root: Path 
 
 
 def nvcc_check(source: str, arch: str = "sm_80") -> str | None:
-    """Compile with ``nvcc -arch=<arch> -c``; return the error log, or None when it compiles."""
+    """Compile the device code with ``nvcc -arch=<arch> -cubin`` (no host pass: the runtime compiles with
+    NVRTC); return the error log, or None when it compiles."""
     with tempfile.TemporaryDirectory() as d:
         cu = Path(d) / "k.cu"
         cu.write_text(source)
         try:
-            r = subprocess.run(["nvcc", f"-arch={arch}", "-c", str(cu), "-o", str(Path(d) / "k.o")],
+            r = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", str(cu), "-o", str(Path(d) / "k.cubin")],
                                capture_output=True, text=True, timeout=300)
         except FileNotFoundError:
             return "nvcc not found"

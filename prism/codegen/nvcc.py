@@ -68,8 +68,8 @@ def _compile_unit(batch: list[tuple[str, str]], arch: str, workdir: str, tag: in
     with open(path, "w") as f:
         f.write("".join(text))
     proc = subprocess.run(
-        [nvcc, f"-arch={arch}", *COMPILE_FLAGS, "-c", path, "-o", os.path.join(workdir, f"unit{tag}.o"), "-Xptxas", "-v",
-         "-w"], capture_output=True, text=True, check=False)
+        [nvcc, f"-arch={arch}", *COMPILE_FLAGS, "-cubin", path, "-o", os.path.join(workdir, f"unit{tag}.cubin"),
+         "-Xptxas", "-v", "-w"], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         log = proc.stderr + proc.stdout
         m = _LOC.search(log)
