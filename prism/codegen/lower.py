@@ -510,13 +510,17 @@ MMA_WIDTH = 16
 MMA_N = 8  # one mma n-tile: the narrowest output tile any option allows
 
 
+def mma_width(options: Options) -> int:
+    """The output widths a matmul tile must be a multiple of under ``options``."""
+    return MMA_N if options.narrow_mma else MMA_WIDTH
+
+
 def _check_matmul(d: _Draft, i: int, ta: tuple[int, ...], tb: tuple[int, ...], to: tuple[int, ...]) -> None:
     if len(to) not in (2, 3):
         raise d.fail(f"matmul of rank {len(to)}; 2-D and batched 3-D are supported", i)
     if ta[-1] % 16:
         raise d.fail(f"matmul contraction length {ta[-1]} is not a multiple of 16 (mma k-step)", i)
-    width = MMA_N if d.options.narrow_mma else MMA_WIDTH
-    if tb[-1] % width:
+    if tb[-1] % (width := mma_width(d.options)):
         tiles = "one mma n-tile" if width == MMA_N else "two mma n-tiles"
         raise d.fail(f"matmul output width {tb[-1]} is not a multiple of {width} ({tiles})", i)
 

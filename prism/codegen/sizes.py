@@ -29,7 +29,7 @@ from typing import Protocol
 
 from prism.codegen.arch import ARCHS, MAX_GRID, MAX_THREADS
 from prism.codegen.arch import arch as get_arch
-from prism.codegen.lower import MMA_N, Options
+from prism.codegen.lower import DEFAULT_OPTIONS, Options, mma_width
 from prism.codegen.lowered import HALF_DTYPES
 from prism.codegen.resources import KernelResources, Resources, resources
 from prism.errors import CodegenError, IRError, TuningError
@@ -131,7 +131,7 @@ _GENERATOR = resources  # the code generator's own footprint: sizes legal where 
 
 def _mma_possible(template: KernelGraph) -> bool:
     """(Under the code generator's footprint.) False when a generated matmul's contraction or output
-    width is not a multiple of 16 (of 8, one mma n-tile: ``Options.narrow_mma``) even at its full extent
+    width is not a multiple of 16 (``lower.mma_width`` of the default options) even at its full extent
     (every size 1: one block, one iteration): a tile divides it, so no size assignment can lower
     (``lower._check_matmul``). A random program's 485
     templates with a contraction of 24 cost ~400 lowerings each to find no legal size (16 s of a
@@ -151,7 +151,7 @@ def _mma_possible(template: KernelGraph) -> bool:
         for op in k.ops:
             if isinstance(op, MatmulOp):
                 ta, tb = ks.tiles[op.a], ks.tiles[op.b]
-                if ta is not None and tb is not None and (ta[-1] % 16 or tb[-1] % MMA_N):
+                if ta is not None and tb is not None and (ta[-1] % 16 or tb[-1] % mma_width(DEFAULT_OPTIONS)):
                     return False
     return True
 
