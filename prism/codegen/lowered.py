@@ -230,6 +230,12 @@ class Options:
     # of 64 of 16 on a GPU of 108-132 SMs. The width-8 fault of 2026-11-29 (docs/width8-fault.md) was
     # not seen again with sources generated after acd599a
     narrow_mma: bool = False
+    # a main loop that refills its ring keeps each copy's global pointer and shared address in
+    # registers of their own from iteration to iteration and runs its iterations in turns of the ring's
+    # depth, so every ring slot's offset is a literal (``KernelLowering.carried``): no copy's address is
+    # computed into a scratch register the next copy overwrites while the cp.async still reads it.
+    # Off: not yet timed on a GPU (docs/codegen.md, "Carried copy addresses")
+    carried_copies: bool = False
 
 
 DEFAULT_OPTIONS = Options()
@@ -658,6 +664,7 @@ class KernelLowering:
     stored_runs: int = 1  # ``Options.stored_runs``
     lane_runs: int = 4  # ``Options.lane_runs``
     per_sm: int = 1  # 2: kept 4 warps for two blocks an SM (``Options.paired_blocks``, ``lower._pairs``)
+    carried_on: bool = False  # ``Options.carried_copies``; where it applies: ``carried``
 
     @property
     def blocks(self) -> int:
@@ -758,6 +765,19 @@ class KernelLowering:
         """Loop op -> the groups left in flight by the wait before it (staged ``arrivals`` after the first)."""
         n = len(self.arrivals)
         return {a.before: n - 1 - k for k, a in enumerate(self.arrivals) if k}
+
+    @property
+    def carried(self) -> bool:
+        """``Options.carried_copies`` applies: a main loop of more iterations than its prefetch that
+        refills a ring of one group a stage (no unrolled chunks, late refill, skewed ops, staged arrivals,
+        rotated order or padded tail among its copies), each ring Load copied with cp.async."""
+        ring = [lp for lp in self.loads if lp.buf.ring]
+        if not (self.carried_on and ring and self.loop > 1 and self.prefetch < self.loop and self.unroll == 1):
+            return False
+        if self.late_refill or self.skewed or self.arrivals or self.rotate != 1 or self.streamed:
+            return False
+        tailed = set() if self.tails is None else set(self.tails.loads)
+        return all(lp.nbytes >= 4 and lp.op not in tailed for lp in ring)
 
     @property
     def private_loop(self) -> bool:

@@ -28,7 +28,17 @@ from prism.codegen.lowered import (
     outputs_per_pass,
 )
 from prism.codegen.render_expr import EarlyReads, Exprs
-from prism.codegen.render_load import block_origin, render_loader, rotation_decl, shared_address, tile_iter, valid_from
+from prism.codegen.render_load import (
+    COPY_FN,
+    block_origin,
+    carried_fn,
+    render_carried_addresses,
+    render_loader,
+    rotation_decl,
+    shared_address,
+    tile_iter,
+    valid_from,
+)
 from prism.codegen.render_mma import render_frag_rescale, render_frag_store, render_mma
 from prism.codegen.render_prelude import helpers_used, prelude
 from prism.codegen.render_reduce import (
@@ -121,6 +131,8 @@ def header(gl: GraphLowering, low: KernelLowering, entry: str) -> str:
 def device_functions(low: KernelLowering) -> list[str]:
     """Loaders, then per matmul: its mma function, its fragment store, its online-softmax rescale."""
     parts = [render_loader(low, lp) for lp in low.copied_loads]
+    if low.carried:
+        parts += [render_carried_addresses(low, lp) for lp in low.loads if lp.buf.ring]
     for i in sorted(low.mmas):
         parts.append(render_mma(low, i))
         acc = low.frag_acc(i)
@@ -306,9 +318,11 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
     if low.loop == 1 and not low.copied_loads and not _shared_before_epilogue(low):
         return ["// the loop's one iteration: nothing copied, no shared tile before the epilogue", *computed]
     body = _shift_maxima(low, ex) if low.shift_first else []
+    barrier = [] if low.private_loop or low.shift_first else ["  __syncthreads();"]
+    if low.carried:  # (its ring slots are literals: no slot counters)
+        return [*body, *_carried_loop(low, ring, computed, barrier)]
     if ring:  # slot counters instead of a modulo per iteration (S need not be a power of two)
         body.append(f"int sb_rd = 0, sb_wr = {P % S};  // ring slots of it and of it + {P}: it % {S}, (it + {P}) % {S}")
-    barrier = [] if low.private_loop or low.shift_first else ["  __syncthreads();"]
     if low.unroll > 1:  # (no refill after, no skewed ops: ``lower._unroll``)
         return [*body, *_unrolled(low, computed, barrier)]
     body += [f"for (int it = 0; it < {low.loop}; ++it) {{", f"  cp_async_wait<{low.loop_wait}>();", *barrier]
@@ -325,6 +339,33 @@ def _main_loop(low: KernelLowering, ex: Exprs) -> list[str]:
                  "  }"]
     tail = [*refill, *advance] if late else []
     return [*body, *_indent(computed, 2), *tail, "}", "cp_async_wait<0>();", "__syncthreads();"]
+
+
+def _carried_loop(low: KernelLowering, ring: list[LoadPlan], computed: list[str], barrier: list[str]) -> list[str]:
+    """``KernelLowering.carried``: each thread's copy addresses of iteration ``prefetch``'s tiles first, then
+    the loop in turns of the ring's depth ``S`` (iteration ``i0 + u`` reads ring slot ``u`` and refills
+    slot ``(u + prefetch) % S``, both literals once unrolled) copying at the carried addresses plus
+    literals; the global pointers advance by ``S`` iterations' tiles after each turn's ops."""
+    S, P, L = low.stages, low.prefetch, low.loop
+    setup = [f"// each copy's addresses of iteration {P}'s tiles, kept in registers across iterations"]
+    copies, advance = [], []
+    for lp in ring:
+        b, n = lp.buf.name, lp.sweep.per
+        setup += [f"const {lp.ctype}* cp_{b}[{n}];", f"unsigned cd_{b}[{n}];",
+                  f"{carried_fn(lp)}(cp_{b}, cd_{b}, {_load_dst(lp, None)}, g_{b} + {P * lp.iter_stride}, tid);"]
+        bound = lp.sweep.bound
+        guard = "" if bound is None else f"if (tid + j * {lp.sweep.threads} < {bound}) "
+        at = f"cd_{b}[j] + ((u + {P}) % {S}) * {lp.buf.copy_elems * lp.buf.esize}, cp_{b}[j] + u * {lp.iter_stride}"
+        copies += ["#pragma unroll", f"for (int j = 0; j < {n}; ++j) {guard}{COPY_FN[lp.nbytes]}({at});"]
+        advance += ["#pragma unroll", f"for (int j = 0; j < {n}; ++j) cp_{b}[j] += {S * lp.iter_stride};"]
+    step = [f"cp_async_wait<{low.loop_wait}>();", *(line.strip() for line in barrier),
+            f"if (it + {P} < {L}) {{", *_indent(copies, 2), "}", "cp_async_commit();",
+            *[f"{lp.ctype}* const {lp.buf.name} = {lp.buf.name}_ring + u * {lp.buf.copy_elems};" for lp in ring],
+            *computed]
+    guarded = step if L % S == 0 else [f"if (it < {L}) {{", *_indent(step, 2), "}"]
+    return [*setup, f"for (int i0 = 0; i0 < {L}; i0 += {S}) {{", "  #pragma unroll", f"  for (int u = 0; u < {S}; ++u) {{",
+            "    const int it = i0 + u;", *_indent(guarded, 4), "  }", *_indent(advance, 2), "}",
+            "cp_async_wait<0>();", "__syncthreads();"]
 
 
 def _arrival(before: list[str], keep: int | None) -> list[str]:

@@ -109,6 +109,28 @@ def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     return "\n".join(lines)
 
 
+def carried_fn(info: LoadPlan) -> str:
+    """The device function that fills a thread's carried copy addresses (``KernelLowering.carried``)."""
+    return f"addr_{info.fn}"
+
+
+def render_carried_addresses(low: KernelLowering, info: LoadPlan) -> str:
+    """``KernelLowering.carried``: each of a thread's copies of ``info``'s tile as a global pointer and a
+    32-bit shared address (item ``tid + j * threads``, indexed as the loader indexes it), for the loop
+    to copy at them plus literals and to advance the pointers once a ring turn."""
+    sw = info.sweep
+    decl, idx = decompose("e", info.buf.shape, "t", info.vec)
+    dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
+    at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
+    src = offset(global_strides(low.tensor_shapes[info.tensor]), idx)
+    return "\n".join([
+        f"// {info.tensor}: each thread's {sw.per} copies of the tile as carried addresses (global, shared)",
+        f"__device__ __forceinline__ void {carried_fn(info)}(const {info.ctype}* (&p)[{sw.per}], unsigned (&d)[{sw.per}],"
+        f" const unsigned dst, const {info.ctype}* __restrict__ src, const int tid) {{",
+        "#pragma unroll", f"  for (int j = 0; j < {sw.per}; ++j) {{", f"    const int e = tid + j * {sw.threads};",
+        *[f"    {line}" for line in decl], f"    p[j] = src + {src};", f"    d[j] = {at};", "  }", "}"])
+
+
 def _stepped_copies(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None) -> list[str]:
     """A stepped loader's body (``LoadPlan.stepped``): thread ``tid``'s first addresses, then copy ``j``
     at them plus the offsets of item ``j * threads``, each a literal (``lowered.carry_free``: item
