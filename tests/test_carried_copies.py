@@ -1,5 +1,5 @@
-"""Carried copy addresses (``Options.carried_copies``): a main loop that refills its ring keeps each
-copy's global pointer and shared address in registers and runs its iterations in turns of the ring's
+"""Carried copy addresses (``Options.carried_copies``): a GEMM's main loop that refills its ring keeps
+each copy's global pointer and shared address in registers and runs its iterations in turns of the ring's
 depth. The rendered loop, evaluated for every thread and iteration, must copy exactly what the
 item-by-item loader copies into the slot the plain loop refills."""
 
@@ -18,22 +18,23 @@ from tests.test_stepped_copies import _c, _old
 from tests.test_warp_tiles import _kernel
 
 ON = Options(carried_copies=True)
-# (graph, options): a GEMM tile, a GEMV's rows, rings whose depth does not divide the loop, a norm's
-# weight ahead of a GEMV (its [1, 64] tile copied by 8 of the threads)
-CASES = [(matmul_graph(512, 256, 1024, (4, 4), 16), ON), (matmul_graph(16, 1024, 1024, (1, 16), 16), ON),
+# (graph, options): GEMM tiles of 128 and of 64 rows, rings whose depth does not divide the loop, a norm's
+# weight ahead of a GEMM (its [1, 64] tile copied by 8 of the threads)
+CASES = [(matmul_graph(512, 256, 1024, (4, 4), 16), ON), (matmul_graph(64, 1024, 1024, (1, 8), 16), ON),
          (matmul_graph(128, 128, 512, (1, 1), 8), Options(carried_copies=True, stages=3)),
          (matmul_graph(256, 96, 640, (2, 1), 10), Options(carried_copies=True, stages=4)),
-         (scaled_matmul_graph(16, 128, 1024, (1, 2), 16), ON)]
+         (scaled_matmul_graph(128, 128, 1024, (1, 2), 16), ON)]
 
 
-def test_the_option_is_off_by_default_and_applies_only_to_a_refilled_ring() -> None:
+def test_the_option_is_on_for_gemm_tiles_and_applies_only_to_a_refilled_ring() -> None:
     kg = matmul_graph(128, 128, 512, (1, 1), 8)
-    assert not _kernel(kg, Options()).carried
-    assert _kernel(kg, ON).carried
-    assert not _kernel(kg, Options(carried_copies=True, late_refill=True)).carried
-    assert not _kernel(matmul_graph(256, 256, 512, (2, 2), 8), Options(carried_copies=True, rotate=2)).carried
+    assert _kernel(kg, Options()).carried and "addr_" in generate(kg, arch="sm_80").kernels[0].source
+    assert not _kernel(kg, Options(carried_copies=False)).carried
+    assert not _kernel(kg, Options(late_refill=True)).carried
+    assert not _kernel(matmul_graph(256, 256, 512, (2, 2), 8), Options(rotate=2)).carried
     assert not _kernel(matmul_graph(128, 128, 64, (1, 1), 1), ON).carried  # one iteration: no refill
-    assert "addr_" not in generate(kg, arch="sm_80").kernels[0].source
+    gemv = matmul_graph(16, 1024, 1024, (1, 16), 16)  # a GEMV's 16 rows: copies item by item
+    assert not _kernel(gemv, ON).carried and "addr_" not in generate(gemv, arch="sm_80").kernels[0].source
 
 
 def _addresses(source: str, lp: LoadPlan, tid: int) -> list[tuple[int, int]]:

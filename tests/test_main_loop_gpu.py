@@ -1,5 +1,5 @@
 """The main-loop options on a GPU: warp-tiled GEMMs generated with ``Options.late_refill`` and
-``Options.frag_prefetch`` (each, both) or ``Options.carried_copies``, and (X * G) @ W with
+``Options.frag_prefetch`` (each, both), with and without ``Options.carried_copies``, and (X * G) @ W with
 ``Options.skew_materialise``, give the float64 reference's values on fresh inputs."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tests.matmul_cases import matmul_graph, scaled_matmul_graph
 SHAPES = [(128, 128, 512, (1, 1), 8), (256, 256, 256, (2, 2), 4), (256, 96, 128, (2, 1), 2), (64, 256, 256, (1, 2), 4)]
 OPTIONS = {"prefetch": Options(frag_prefetch=True), "late": Options(late_refill=True, stages=2),
            "both": Options(frag_prefetch=True, late_refill=True), "both8": Options(frag_prefetch=True, warps=8),
-           "carried": Options(carried_copies=True), "carried3": Options(carried_copies=True, stages=3)}
+           "carried3": Options(stages=3), "items": Options(carried_copies=False)}
 
 
 @pytest.mark.gpu

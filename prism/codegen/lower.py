@@ -1056,7 +1056,7 @@ def _freeze(d: _Draft) -> KernelLowering:
                           d.options.l2_prefetch, d.loads, d.saves, d.elementwise,
                           max(1, min(d.options.rotate, d.loop, math.prod(d.grid))), d.options.late_refill,
                           d.skewed, d.options.shift_first, d.unroll, d.tails, d.arrivals, d.options.stored_runs,
-                          d.options.lane_runs, carried_on=d.options.carried_copies)
+                          d.options.lane_runs, carried_on=d.options.carried_copies and _gemm_tiles(d))
 
 
 def ident(name: str) -> str:
