@@ -70,6 +70,30 @@ def check_loaders(low: KernelLowering, every: int) -> int:
     return n
 
 
+Pair = tuple[str, Any, Any]  # (label, kernel with the option, the same kernel without)
+
+
+def changed(label: str, on: Iterable[Any], off: Iterable[Any]) -> list[Pair]:
+    """The kernels (generated both ways, in the same order) whose source the option changes."""
+    return [(label, a, b) for a, b in zip(on, off, strict=True)
+            if a.source.replace(a.entry, "k") != b.source.replace(b.entry, "k")]
+
+
+def compare_compiled(pairs: list[Pair], name: str, *, spilling: bool = False) -> None:
+    """Compile ``pairs`` with nvcc both ways and print spills and registers (each spilling pair too)."""
+    on_c: list[Any] = compile_check([(a.entry, a.source) for _, a, _ in pairs], "sm_80")
+    off_c: list[Any] = compile_check([(b.entry, b.source) for _, _, b in pairs], "sm_80")
+    both = list(zip(on_c, off_c, strict=True))
+    diffs = [a.registers - b.registers for a, b in both]
+    for (label, _, _), (a, b) in zip(pairs, both, strict=True):
+        if spilling and (a.spills or b.spills):
+            print(f"  {label}: spills {a.spills} {name}, {b.spills} item by item ({a.registers} / {b.registers} registers)")
+    print(f"{len(pairs)} kernels whose source the option changes ({len({lbl for lbl, _, _ in pairs})} programs): "
+          f"spilling {sum(a.spills > 0 for a, _ in both)} {name}, {sum(b.spills > 0 for _, b in both)} item by item; "
+          f"registers {name} minus item by item: mean {sum(diffs) / max(1, len(diffs)):.1f}, "
+          f"fewer in {sum(d < 0 for d in diffs)}, more in {sum(d > 0 for d in diffs)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--every", type=int, default=7)
@@ -83,17 +107,9 @@ def main() -> None:
         except (CodegenError, IRError):
             continue
         loaders += sum(check_loaders(low, args.every) for low in lowered.kernels if low is not None)
-        pairs += [(label, a, b) for a, b in zip(on, off, strict=True)
-                  if a.source.replace(a.entry, "k") != b.source.replace(b.entry, "k")]
+        pairs += changed(label, on, off)
     print(f"{loaders} stepped loaders: each copies what the item-by-item body copies")
-    on_c: list[Any] = compile_check([(a.entry, a.source) for _, a, _ in pairs], "sm_80")
-    off_c: list[Any] = compile_check([(b.entry, b.source) for _, _, b in pairs], "sm_80")
-    both = list(zip(on_c, off_c, strict=True))
-    diffs = [a.registers - b.registers for a, b in both]
-    print(f"{len(pairs)} kernels whose source the option changes: spilling {sum(a.spills > 0 for a, _ in both)} "
-          f"stepped, {sum(b.spills > 0 for _, b in both)} item by item; registers stepped minus item by item: "
-          f"mean {sum(diffs) / max(1, len(diffs)):.1f}, fewer in {sum(d < 0 for d in diffs)}, "
-          f"more in {sum(d > 0 for d in diffs)}")
+    compare_compiled(pairs, "stepped")
 
 
 if __name__ == "__main__":

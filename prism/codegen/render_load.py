@@ -73,19 +73,29 @@ def shared_address(info: LoadPlan) -> bool:
     return info.nbytes >= 4
 
 
+def _item_addresses(low: KernelLowering, info: LoadPlan) -> tuple[list[str], list[str], str, str]:
+    """(declarations, tile indices, shared element offset, global element offset) of loader item ``e``."""
+    decl, idx = decompose("e", info.buf.shape, "t", info.vec)
+    dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
+    return decl, idx, dst, offset(global_strides(low.tensor_shapes[info.tensor]), idx)
+
+
+def _shared_at(info: LoadPlan, dst: str) -> str:
+    """The 32-bit shared byte address of element offset ``dst`` past the tile's address ``dst``."""
+    return "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
+
+
 def render_loader(low: KernelLowering, info: LoadPlan) -> str:
     shape = low.tensor_shapes[info.tensor]
     tile = info.buf.shape
     sw = info.sweep
     nbytes = info.nbytes
-    decl, idx = decompose("e", tile, "t", info.vec)
-    dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
-    src = offset(global_strides(shape), idx)
+    decl, idx, dst, src = _item_addresses(low, info)
     tails = low.tails
     tail_axis = None if tails is None or info.op not in tails.loads else tails.loads[info.op][1]
     ok = None if tail_axis is None else f"{idx[tail_axis]} < lim"
     if shared_address(info):
-        at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
+        at = _shared_at(info, dst)
         copy = (f"{COPY_FN[nbytes]}({at}, src + {src});" if ok is None else  # (a tail's zeros: the tile origin read)
                 f"{COPY_FN[nbytes]}z({at}, {ok} ? src + {src} : src, {ok});")
         dtype = "unsigned"
@@ -119,16 +129,13 @@ def render_carried_addresses(low: KernelLowering, info: LoadPlan) -> str:
     32-bit shared address (item ``tid + j * threads``, indexed as the loader indexes it), for the loop
     to copy at them plus literals and to advance the pointers once a ring turn."""
     sw = info.sweep
-    decl, idx = decompose("e", info.buf.shape, "t", info.vec)
-    dst = swizzled_at(info.buf, idx) if info.buf.swizzle else offset(info.buf.strides, idx)
-    at = "dst" if dst == "0" else f"dst + ({dst}) * {info.buf.esize}"
-    src = offset(global_strides(low.tensor_shapes[info.tensor]), idx)
+    decl, _, dst, src = _item_addresses(low, info)
     return "\n".join([
         f"// {info.tensor}: each thread's {sw.per} copies of the tile as carried addresses (global, shared)",
         f"__device__ __forceinline__ void {carried_fn(info)}(const {info.ctype}* (&p)[{sw.per}], unsigned (&d)[{sw.per}],"
         f" const unsigned dst, const {info.ctype}* __restrict__ src, const int tid) {{",
         "#pragma unroll", f"  for (int j = 0; j < {sw.per}; ++j) {{", f"    const int e = tid + j * {sw.threads};",
-        *[f"    {line}" for line in decl], f"    p[j] = src + {src};", f"    d[j] = {at};", "  }", "}"])
+        *[f"    {line}" for line in decl], f"    p[j] = src + {src};", f"    d[j] = {_shared_at(info, dst)};", "  }", "}"])
 
 
 def _stepped_copies(info: LoadPlan, gst: tuple[int, ...], tail_axis: int | None) -> list[str]:
