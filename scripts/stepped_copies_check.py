@@ -28,6 +28,7 @@ from prism.codegen.arch import arch
 from prism.codegen.lower import global_strides, lower_graph
 from prism.codegen.lowered import KernelLowering
 from prism.codegen.nvcc import compile_check
+from prism.codegen.render_load import shared_address
 from prism.codegen.sizes import POW2, generated_sizes
 from prism.errors import CodegenError, IRError
 from prism.graph import Graph
@@ -60,7 +61,7 @@ def plans(templates: int) -> list[tuple[str, KernelGraph]]:
 
 def check_loaders(low: KernelLowering, every: int) -> int:
     n = 0
-    for lp in (lp for lp in low.loads if lp.stepped):
+    for lp in (lp for lp in low.loads if lp.stepped and shared_address(lp)):  # (as render_loader steps them)
         gst = global_strides(low.tensor_shapes[lp.tensor])
         axis = None if low.tails is None or lp.op not in low.tails.loads else low.tails.loads[lp.op][1]
         lims = (0,) if axis is None else (1, max(1, lp.buf.shape[axis] // 2), lp.buf.shape[axis] - 1)
