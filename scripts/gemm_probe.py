@@ -66,6 +66,7 @@ def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches
        options: dict[str, Any]) -> None:
     """Template ``index`` of group ``label`` at each of ``sizes``, generated with ``Options(**options)``:
     checked, launched ``launches`` times, then graph-timed (unless not ``timed``: under ncu)."""
+    from prism.codegen import CodegenError
     from prism.tune.tuner import default_scales, random_inputs, reference_error
 
     label_, graph, templates = next(grp for grp in groups(label.split(".")[0], which) if grp[0] == label)
@@ -73,7 +74,12 @@ def at(label: str, index: int, sizes: list[dict[str, int]], which: str, launches
     inputs = random_inputs(graph, default_scales(graph), 1)
     backend.setup(graph, inputs)
     for sz in sizes:
-        kernel = backend.compile(templates[index].instantiate(sz))
+        try:
+            kernel = backend.compile(templates[index].instantiate(sz))
+        except CodegenError as e:  # a size these options cannot build (shared memory, registers): say so
+            print(json.dumps({"group": label_, "template": index, "sizes": sz, "options": options,
+                              "error": str(e)[:300]}), flush=True)
+            continue
         err = reference_error(backend, kernel, graph, random_inputs(graph, default_scales(graph), 2))
         for _ in range(launches):
             backend.run(kernel, inputs)
