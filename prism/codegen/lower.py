@@ -779,7 +779,8 @@ def _stages(d: _Draft) -> None:
             raise d.fail(f"stages = {opt.stages}: a for-loop of {loop} iterations needs at least 2")
         d.stages = min(opt.stages, loop)
     else:
-        d.stages = max(2, min(MAX_STAGES, loop, opt.stage_target // max(d.ring_bytes, 1)))
+        least = opt.gemm_stages if _gemm_tiles(d) else 2
+        d.stages = max(2, min(MAX_STAGES, loop, max(least, opt.stage_target // max(d.ring_bytes, 1))))
         while d.stages > 2 and fixed + d.stages * d.ring_bytes > d.arch.smem_max:
             d.stages -= 1
     if d.stages > MAX_STAGES:

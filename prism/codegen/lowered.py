@@ -238,6 +238,10 @@ class Options:
     # faster (a 1,024-row one 91.5 → 79.2 µs, 66% of the mma.sync ceiling), the decode GEMVs -0.7% to
     # +1.4% (docs/codegen.md, "Carried copy addresses")
     carried_copies: bool = True
+    # the least ring depth of a main loop with GEMM tiles (``lower.GEMM_ROWS``) where shared memory holds
+    # it; ``stage_target`` alone gives a 128x256 tile's 48 KB stages a ring of 2, so the copies of
+    # iteration i + 1 have only iteration i's mma to arrive in
+    gemm_stages: int = 2
 
 
 DEFAULT_OPTIONS = Options()

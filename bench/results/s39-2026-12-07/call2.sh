@@ -1,11 +1,15 @@
 #!/bin/bash
 # The 1,024-row GEMM (norm_matmul_silu.p1, 1024x4096 @ 4096x4096) at fixed tiles of its template 2 with
 # main-loop options (ring depth, fragment prefetch), each kernel checked against float64 then graph-timed;
-# the mma.sync ceiling first. The defaults run first and last.
+# the mma.sync ceiling first, the defaults first and last. Then two GEMM groups tuned with and without
+# Options.gemm_stages = 3.
 export PYTHONPATH=. PYTHONUNBUFFERED=1; tar xzf out/pc.tgz -C /tmp; export PRISM_CACHE_DIR=/tmp/.prism-cache
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -c "from bench.mma_ceiling import mma_sync_rate; print('mma.sync ceiling', mma_sync_rate()/1e12)" | tee $OUT/ceiling.txt
 T='[{"k0_x":8,"k0_y":16,"k0_i":64},{"k0_x":8,"k0_y":16,"k0_i":128},{"k0_x":4,"k0_y":32,"k0_i":64},{"k0_x":8,"k0_y":32,"k0_i":64}]'
-for o in '{}' '{"stages": 3}' '{"stages": 3, "frag_prefetch": true}' '{"frag_prefetch": true}' '{"stages": 6}' '{}'; do
-  timeout 80 python3 scripts/gemm_probe.py --which prefill --at "norm_matmul_silu.p1:2:$T" --launches 1 --options "$o" 2>&1 | grep '^{\|rror' | tee -a $OUT/gemm-at.jsonl
+for o in '{}' '{"gemm_stages": 3}' '{"gemm_stages": 3, "frag_prefetch": true}' '{"stages": 6}' '{}'; do
+  timeout 70 python3 scripts/gemm_probe.py --which prefill --at "norm_matmul_silu.p1:2:$T" --launches 1 --options "$o" 2>&1 | grep '^{\|rror' | tee -a $OUT/gemm-at.jsonl
+done
+for o in '{"gemm_stages": 3}' '{}'; do
+  timeout 80 python3 scripts/gemm_probe.py --which prefill --only matmul_residual,norm_matmul_silu --groups matmul_residual.p0,norm_matmul_silu.p1 --budget 25 --samples 24 --options "$o" 2>&1 | grep '^{\|ceiling\|rror' | tee -a $OUT/gemm-tune.jsonl
 done
