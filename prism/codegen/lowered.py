@@ -239,8 +239,9 @@ class Options:
     # +1.4% (docs/codegen.md, "Carried copy addresses")
     carried_copies: bool = True
     # the least ring depth of a main loop with GEMM tiles (``lower.GEMM_ROWS``) where shared memory holds
-    # it; ``stage_target`` alone gives a 128x256 tile's 48 KB stages a ring of 2, so the copies of
-    # iteration i + 1 have only iteration i's mma to arrive in
+    # it; ``stage_target`` alone gives a 128x256 tile's 48 KB stages a ring of 2. A third stage made the
+    # 1,024-row GEMM's 128x256 tile 10-13% slower on an H100 (80.1 → 88.7 µs; docs/codegen.md, "What
+    # bounds the 64x64 warp tile"), so the default keeps the rule's depth
     gemm_stages: int = 2
 
 
