@@ -12,20 +12,17 @@ are compiled with nvcc both ways: registers and spills.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from stepped_copies_check import changed, compare_compiled, plans
+from stepped_copies_check import compare_compiled, sweep, sweep_args
 
-from prism.codegen import Options, generate
-from prism.codegen.arch import arch
-from prism.codegen.lower import lower_graph
+from prism.codegen import Options
 from prism.codegen.lowered import KernelLowering
-from prism.errors import CodegenError, IRError
 from tests.test_carried_copies import _carried, _expected
 
 
@@ -35,26 +32,20 @@ def check_loop(low: KernelLowering, source: str, every: int) -> None:
             assert _carried(source, low, lp, tid) == _expected(low, lp, tid), (lp.fn, tid)
 
 
+def check_loops(lowered: list[KernelLowering], on: list[Any], every: int) -> int:
+    """Every carried loop of ``lowered`` checked against its source among ``on``; their count."""
+    carried = [low for low in lowered if low.carried]
+    for low in carried:
+        check_loop(low, next(k.source for k in on if f"kernel '{low.kernel.name}'" in k.source), every)
+    return len(carried)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--every", type=int, default=7)
-    ap.add_argument("--templates", type=int, default=3)
-    args = ap.parse_args()
-    loops, pairs = 0, []
-    for label, kg in plans(args.templates):
-        try:
-            lowered = lower_graph(kg, arch("sm_80"), Options())
-            on, off = (generate(kg, arch="sm_80", options=o).kernels for o in (Options(), Options(carried_copies=False)))
-        except (CodegenError, IRError):
-            continue
-        for low in (low for low in lowered.kernels if low is not None and low.carried):
-            source = next(k.source for k in on if f"kernel '{low.kernel.name}'" in k.source)
-            check_loop(low, source, args.every)
-            loops += 1
-        pairs += changed(label, on, off)
+    args = sweep_args()
+    loops, pairs = sweep(args.templates, Options(carried_copies=False),
+                         lambda lowered, on: check_loops(lowered, on, args.every))
     print(f"{loops} carried loops: each copies what the plain loop copies, in every iteration")
     compare_compiled(pairs, "carried", spilling=True)
-
 
 if __name__ == "__main__":
     main()

@@ -16,7 +16,7 @@ import argparse
 import itertools
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -95,23 +95,35 @@ def compare_compiled(pairs: list[Pair], name: str, *, spilling: bool = False) ->
           f"fewer in {sum(d < 0 for d in diffs)}, more in {sum(d > 0 for d in diffs)}")
 
 
-def main() -> None:
+def sweep_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--every", type=int, default=7)
     ap.add_argument("--templates", type=int, default=3)
-    args = ap.parse_args()
-    loaders, pairs = 0, []
-    for label, kg in plans(args.templates):
+    return ap.parse_args()
+
+
+def sweep(templates: int, off: Options, check: Callable[[list[KernelLowering], list[Any]], int]
+          ) -> tuple[int, list[Pair]]:
+    """Over ``plans(templates)``: ``check`` (the lowered kernels, their sources with the default options)
+    summed, and the kernels whose source ``off`` (the option switched off) changes."""
+    checked, pairs = 0, []
+    for label, kg in plans(templates):
         try:
-            lowered = lower_graph(kg, arch("sm_80"), Options())
-            on, off = (generate(kg, arch="sm_80", options=o).kernels for o in (Options(), Options(stepped_copies=False)))
+            lowered = [low for low in lower_graph(kg, arch("sm_80"), Options()).kernels if low is not None]
+            on, no = (generate(kg, arch="sm_80", options=o).kernels for o in (Options(), off))
         except (CodegenError, IRError):
             continue
-        loaders += sum(check_loaders(low, args.every) for low in lowered.kernels if low is not None)
-        pairs += changed(label, on, off)
+        checked += check(lowered, on)
+        pairs += changed(label, on, no)
+    return checked, pairs
+
+
+def main() -> None:
+    args = sweep_args()
+    loaders, pairs = sweep(args.templates, Options(stepped_copies=False),
+                           lambda lowered, _: sum(check_loaders(low, args.every) for low in lowered))
     print(f"{loaders} stepped loaders: each copies what the item-by-item body copies")
     compare_compiled(pairs, "stepped")
-
 
 if __name__ == "__main__":
     main()
