@@ -28,7 +28,9 @@ def _softmax(n: int, d: int) -> Graph:
 @pytest.fixture(scope="module")
 def vocab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Graph, pipeline.SearchOutcome]:
     """One search for the tests below, in a cache of its own; each search is given 10 s (the default 30 s
-    made this fixture take 72 s on two cores; 27 s with 10, and the plans the tests ask for are found)."""
+    made this fixture take 72 s on two cores; 27 s with 10, and the plans the tests ask for are found).
+    The pipeline search is budget-bound: its pipelines are found on a loaded machine because the mapping
+    takes the least work first (``parallel._grouped``; docs/search-speed.md, "The mapping's order")."""
     g = _softmax(2, 131072)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRISM_CACHE_DIR", str(tmp_path_factory.mktemp("long-rows-cache")))

@@ -43,6 +43,14 @@ def test_candidates_are_joined_in_order_even_when_grouped() -> None:
     assert joined.counts == (1, 2, 1, 0) and joined.mappings == 8 and joined.done == 4
 
 
+def test_the_least_work_is_mapped_first() -> None:
+    """Fewer kernels first, then fewer block ops; equal work keeps a shared last kernel together. A
+    128K-vocabulary softmax's pipeline search maps its two-kernel candidates of 11-19 ops (the ones
+    that fit) before those of 20 or more, which a slow machine's deadline then cuts (tests/test_long_rows.py)."""
+    cands = [_Ends("a", 2, 7), _Ends("b", 2, 5), _Ends("a", 2, 5), _Ends("c", 1, 9), _Ends("b", 2, 7), _Ends("b", 2, 5)]
+    assert parallel._grouped([cast(Any, c) for c in cands]) == [3, 1, 5, 2, 0, 4]
+
+
 def test_forked_map_keeps_order() -> None:
     items = list(range(100))
     assert forked_map(_squares, items, jobs=2, chunk=7) == [i * i for i in items] == forked_map(_squares, items, jobs=1)
@@ -61,8 +69,12 @@ def test_forked_map_reports_each_chunk_as_it_comes(jobs: int) -> None:
 
 
 class _Ends:
-    def __init__(self, last: str) -> None:
-        self.template = type("T", (), {"kernels": (last,)})()
+    """A candidate of ``ops`` block ops in each of ``kernels`` kernels, the last one named ``last``."""
+
+    def __init__(self, last: str, kernels: int = 1, ops: int = 4) -> None:
+        kernel = type("K", (), {"ops": (None,) * ops})()
+        self.kernels = (kernel,) * kernels
+        self.template = type("T", (), {"kernels": (*self.kernels[1:], last)})()
 
 
 def test_a_walk_past_the_deadline_stops_inside_the_candidate(candidates: list, monkeypatch: pytest.MonkeyPatch) -> None:

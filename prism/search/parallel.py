@@ -1,6 +1,7 @@
 """Mapping instantiation of many candidates, spread over worker processes (``PRISM_JOBS``).
 
-Candidates are cut into chunks, those that end in the same kernel together (a worker walks such a
+Candidates are mapped the least work first (fewest kernels, then fewest block ops) and cut into
+chunks, those of equal work that end in the same kernel together (a worker walks such a
 kernel once for all the first kernels it pairs with: ``walk``'s memo lives in each process); forked
 worker processes instantiate a chunk each and send back the μGraphs (``kept_form``: idle loops at
 size 1; those that sum identical loop iterations are only counted). Results are joined in
@@ -106,12 +107,15 @@ def kept_form(kg: KernelGraph) -> KernelGraph | None:
 
 
 def _grouped(cands: Sequence[SGraph]) -> list[int]:
-    """Candidate indices, those that end in the same kernel next to each other (stable)."""
+    """Candidate indices, the least work first (fewest kernels, then fewest block ops: where the
+    deadline cuts the mapping, it drops the plans that do the most), and among candidates of equal
+    work those that end in the same kernel next to each other (stable)."""
+    work = [(len(c.kernels), sum(len(k.ops) for k in c.kernels)) for c in cands]
     first: dict[object, int] = {}
-    ends = [c.template.kernels[-1] if c.template.kernels else None for c in cands]
+    ends = [(work[i], c.template.kernels[-1] if c.template.kernels else None) for i, c in enumerate(cands)]
     for i, end in enumerate(ends):
         first.setdefault(end, i)
-    return sorted(range(len(cands)), key=lambda i: first[ends[i]])
+    return sorted(range(len(cands)), key=lambda i: (work[i], first[ends[i]]))
 
 
 def _joined(chunks: Sequence[Sequence[int]], parts: Sequence[Mapped]) -> Mapped:
