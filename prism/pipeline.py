@@ -188,7 +188,8 @@ def cache_key(graph: Graph, config: SearchConfig | None) -> str:
     key = graph.structure_key()
     if config is None:
         return key
-    budgets = ("time_budget_s", "max_candidates", "progress", "check_feasible")  # not the space: its limits
+    # not the space: its limits, and the order a budget-bound mapping takes it in
+    budgets = ("time_budget_s", "max_candidates", "progress", "check_feasible", "least_work_first")
     from prism.search.config import SearchConfig
 
     defaults = vars(SearchConfig())
@@ -394,7 +395,7 @@ def _with_pipelines(graph: Graph, program: str, cache: bool, progress: bool, cfg
     result (docs/off-the-suite.md, "Reductions longer than a tile"). Searched only then: the wider
     space takes several times the default search's time."""
     log.info("%s: no searched plan fits these shapes in short blocks; searching two-kernel pipelines too", program)
-    wider = replace(cfg, split_only=False, last_loop_one=True, long_dims=_long_dims(graph))
+    wider = replace(cfg, split_only=False, last_loop_one=True, long_dims=_long_dims(graph), least_work_first=True)
     try:
         more = _search_whole(graph, program, cache, progress, wider)
     except (SearchError, VerificationError) as e:

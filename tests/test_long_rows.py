@@ -30,7 +30,7 @@ def vocab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Graph, pipeline.Sea
     """One search for the tests below, in a cache of its own; each search is given 10 s (the default 30 s
     made this fixture take 72 s on two cores; 27 s with 10, and the plans the tests ask for are found).
     The pipeline search is budget-bound: its pipelines are found on a loaded machine because the mapping
-    takes the least work first (``parallel._grouped``; docs/search-speed.md, "The mapping's order")."""
+    takes the least work first (``SearchConfig.least_work_first``; docs/search-speed.md, "The mapping's order")."""
     g = _softmax(2, 131072)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRISM_CACHE_DIR", str(tmp_path_factory.mktemp("long-rows-cache")))
@@ -138,3 +138,26 @@ def test_a_row_is_walked_in_its_dtypes_bytes() -> None:
     assert {w.bytes for w in pipeline._walks(t, {"X": (8, 32000)})} == {64000}
     assert {w.bytes for w in pipeline._walks(wide, {"X": (8, 32000)})} == {128000}
     assert all(w.long for w in pipeline._walks(wide, {"X": (8, 32000)}))
+
+
+def test_the_pipeline_search_maps_the_least_work_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its space of plain two-kernel pipelines is budget-bound and only the cheapest pairs fit: it maps
+    them first (``SearchConfig.least_work_first``), under the cache key the generator's order would have."""
+    from dataclasses import replace
+
+    from prism.errors import SearchError
+
+    seen = []
+
+    def spy(graph, program, cache, progress, config):  # type: ignore[no-untyped-def]
+        seen.append(config)
+        raise SearchError("stop here")
+
+    monkeypatch.setattr(pipeline, "_search_whole", spy)
+    g = _softmax(2, 131072)
+    cfg = pipeline.default_config(g, 10.0)
+    whole = pipeline.SearchOutcome("vocab", g.structure_key(), (), False, {})
+    assert pipeline._with_pipelines(g, "vocab", False, False, cfg, whole) is whole
+    (wider,) = seen
+    assert wider.least_work_first and not wider.split_only and not cfg.least_work_first
+    assert pipeline.cache_key(g, wider) == pipeline.cache_key(g, replace(wider, least_work_first=False))

@@ -43,12 +43,15 @@ def test_candidates_are_joined_in_order_even_when_grouped() -> None:
     assert joined.counts == (1, 2, 1, 0) and joined.mappings == 8 and joined.done == 4
 
 
-def test_the_least_work_is_mapped_first() -> None:
-    """Fewer kernels first, then fewer block ops; equal work keeps a shared last kernel together. A
-    128K-vocabulary softmax's pipeline search maps its two-kernel candidates of 11-19 ops (the ones
-    that fit) before those of 20 or more, which a slow machine's deadline then cuts (tests/test_long_rows.py)."""
-    cands = [_Ends("a", 2, 7), _Ends("b", 2, 5), _Ends("a", 2, 5), _Ends("c", 1, 9), _Ends("b", 2, 7), _Ends("b", 2, 5)]
-    assert parallel._grouped([cast(Any, c) for c in cands]) == [3, 1, 5, 2, 0, 4]
+def test_the_least_work_is_mapped_first_where_the_search_asks() -> None:
+    """``least_work_first``: fewer kernels first, then fewer block ops; equal work keeps a shared last
+    kernel together. A 128K-vocabulary softmax's pipeline search maps its two-kernel candidates of 11-19
+    ops (the ones that fit) before those of 20 or more, which a slow machine's deadline then cuts
+    (tests/test_long_rows.py). Without it, the generator's order, grouped by last kernel."""
+    cands = [cast(Any, c) for c in (_Ends("a", 2, 7), _Ends("b", 2, 5), _Ends("a", 2, 5), _Ends("c", 1, 9),
+                                    _Ends("b", 2, 7), _Ends("b", 2, 5))]
+    assert parallel._grouped(cands, least_work_first=True) == [3, 1, 5, 2, 0, 4]
+    assert parallel._grouped(cands) == [0, 2, 1, 4, 5, 3]
 
 
 def test_forked_map_keeps_order() -> None:

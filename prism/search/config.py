@@ -48,6 +48,12 @@ class SearchConfig:
     a mapping whose tile of such an input holds such a dim whole (neither a grid dim nor the loop splits
     it) cannot be generated at those shapes and is dropped before the numeric screen (the two-kernel
     pipelines of a 128K-vocabulary softmax, searched only because its rows fit no block).
+    ``least_work_first`` maps the candidates the fewest kernels and block ops first, instead of in the
+    generator's order: where the mapping's deadline cuts a budget-bound search, it drops the plans that do
+    the most. The pipeline search sets it (only its cheapest two-kernel pairs fit; docs/search-speed.md,
+    "The mapping's order"); the default search keeps the generator's order (the same order reaches many
+    times the plans of a decode attention's two-kernel part, whose cached plans are screened again in every
+    process that loads them).
     """
 
     max_block_ops: int | None = None
@@ -68,6 +74,7 @@ class SearchConfig:
     op_budget: tuple[tuple[str, int], ...] | None = None
     rank_variants: bool = True
     long_dims: tuple[tuple[int, int], ...] = ()
+    least_work_first: bool = False
     progress: bool = False
 
     def __post_init__(self) -> None:

@@ -1,7 +1,8 @@
 """Mapping instantiation of many candidates, spread over worker processes (``PRISM_JOBS``).
 
-Candidates are mapped the least work first (fewest kernels, then fewest block ops) and cut into
-chunks, those of equal work that end in the same kernel together (a worker walks such a
+Candidates are mapped in the search's order, or the least work first (fewest kernels, then fewest
+block ops; ``SearchConfig.least_work_first``), and cut into chunks, those of equal work that end in
+the same kernel together (a worker walks such a
 kernel once for all the first kernels it pairs with: ``walk``'s memo lives in each process); forked
 worker processes instantiate a chunk each and send back the μGraphs (``kept_form``: idle loops at
 size 1; those that sum identical loop iterations are only counted). Results are joined in
@@ -106,11 +107,11 @@ def kept_form(kg: KernelGraph) -> KernelGraph | None:
     return one if (one is kg and not own) or layout_ok(one, repeats=False) else None
 
 
-def _grouped(cands: Sequence[SGraph]) -> list[int]:
-    """Candidate indices, the least work first (fewest kernels, then fewest block ops: where the
-    deadline cuts the mapping, it drops the plans that do the most), and among candidates of equal
-    work those that end in the same kernel next to each other (stable)."""
-    work = [(len(c.kernels), sum(len(k.ops) for k in c.kernels)) for c in cands]
+def _grouped(cands: Sequence[SGraph], least_work_first: bool = False) -> list[int]:
+    """Candidate indices, those that end in the same kernel next to each other (stable); with
+    ``least_work_first``, the least work first (fewest kernels, then fewest block ops: where the
+    deadline cuts the mapping, it drops the plans that do the most), grouped so among equal work."""
+    work = [(len(c.kernels), sum(len(k.ops) for k in c.kernels)) if least_work_first else (0, 0) for c in cands]
     first: dict[object, int] = {}
     ends = [(work[i], c.template.kernels[-1] if c.template.kernels else None) for i, c in enumerate(cands)]
     for i, end in enumerate(ends):
@@ -133,10 +134,10 @@ def _joined(chunks: Sequence[Sequence[int]], parts: Sequence[Mapped]) -> Mapped:
 
 
 def instantiate_all(cands: Sequence[SGraph], *, deadline: float, jobs: int,
-                    on_progress: Callable[[Mapped], None] | None = None) -> Mapped:
+                    on_progress: Callable[[Mapped], None] | None = None, least_work_first: bool = False) -> Mapped:
     """Every candidate's mappings (``deadline``: a ``time.time()`` value), in candidate order;
-    ``on_progress`` gets each chunk's result as it comes."""
-    order = _grouped(cands)
+    ``on_progress`` gets each chunk's result as it comes; ``least_work_first``: see ``_grouped``."""
+    order = _grouped(cands, least_work_first)
     size = max(CHUNK, -(-len(cands) // (CHUNKS_PER_JOB * max(jobs, 1))))
     index = [order[s:s + size] for s in range(0, len(cands), size)]
     parts: list[Mapped] = []

@@ -66,7 +66,7 @@ def search_verified(graph: Graph, program: str, config: SearchConfig, *, progres
     deadline = t0 + 2 * config.time_budget_s
     result = prism.search.search(graph, config, label=program)  # through the package: tests replace it
     t1 = time.perf_counter()
-    m = _mappings(result, program, deadline, progress, jobs)
+    m = _mappings(result, program, deadline, progress, jobs, config.least_work_first)
     screenable = _screenable(graph, program, m, _long(graph, config.long_dims))
     t2 = time.perf_counter()
     screen_deadline = deadline + config.time_budget_s
@@ -123,8 +123,10 @@ def _screen_until(graph: Graph, deadline: float, plans: list[KernelGraph]) -> li
     return [(ok, None if ok is False else canonical_key(kg)) for kg, ok in zip(plans, screen(graph, plans), strict=True)]
 
 
-def _mappings(result: SearchResult, program: str, deadline: float, progress: bool, jobs: int) -> Mapped:
-    """Every candidate's concrete mappings, until ``deadline`` (a ``time.perf_counter()`` value)."""
+def _mappings(result: SearchResult, program: str, deadline: float, progress: bool, jobs: int,
+              least_work_first: bool) -> Mapped:
+    """Every candidate's concrete mappings, until ``deadline`` (a ``time.perf_counter()`` value), in the
+    order ``SearchConfig.least_work_first`` names."""
     found = [0]
     with StageBar(f"mappings {program}", total=len(result.candidates), unit=" sGraphs",
                   enabled=progress and bool(result.candidates)) as bar:
@@ -133,7 +135,7 @@ def _mappings(result: SearchResult, program: str, deadline: float, progress: boo
             bar.advance(part.done, mappings=found[0])
 
         m = instantiate_all(result.candidates, deadline=time.time() + (deadline - time.perf_counter()),
-                            jobs=jobs, on_progress=mapped_part)
+                            jobs=jobs, on_progress=mapped_part, least_work_first=least_work_first)
     if m.timed_out:
         log.warning("%s: mapping instantiation stopped at its budget (%d of %d candidates)", program, m.done,
                     len(result.candidates))
