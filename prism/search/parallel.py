@@ -111,12 +111,14 @@ def _grouped(cands: Sequence[SGraph], least_work_first: bool = False) -> list[in
     """Candidate indices, those that end in the same kernel next to each other (stable); with
     ``least_work_first``, the least work first (fewest kernels, then fewest block ops: where the
     deadline cuts the mapping, it drops the plans that do the most), grouped so among equal work."""
-    work = [(len(c.kernels), sum(len(k.ops) for k in c.kernels)) if least_work_first else (0, 0) for c in cands]
+    def work(c: SGraph) -> tuple[int, ...]:
+        return (len(c.kernels), sum(len(k.ops) for k in c.kernels)) if least_work_first else ()
+
     first: dict[object, int] = {}
-    ends = [(work[i], c.template.kernels[-1] if c.template.kernels else None) for i, c in enumerate(cands)]
+    ends = [(work(c), c.template.kernels[-1] if c.template.kernels else None) for c in cands]
     for i, end in enumerate(ends):
         first.setdefault(end, i)
-    return sorted(range(len(cands)), key=lambda i: (work[i], first[ends[i]]))
+    return sorted(range(len(cands)), key=lambda i: (ends[i][0], first[ends[i]]))
 
 
 def _joined(chunks: Sequence[Sequence[int]], parts: Sequence[Mapped]) -> Mapped:
