@@ -14,6 +14,7 @@ import pytest
 from prism.graph import Graph
 from prism.pipeline import default_config
 from prism.search import search
+from prism.search import generator
 from prism.search.generator import PROJECT_AFTER_S, Generator, _Level, _Timeout
 
 F16 = "float16"
@@ -90,14 +91,39 @@ def test_a_stopped_deepening_keeps_the_level_below(monkeypatch: pytest.MonkeyPat
     assert one_kernel and [c.kernels for c in stopped.candidates] == [c.kernels for c in one_kernel]
 
 
-def test_a_search_with_no_single_kernel_within_reach_stops_early() -> None:
+class _StepClock:
+    """A stand-in for the generator's clock that advances a fixed time at each reading: the walk reads
+    it once per 2,048 steps, so a level's time is its walk steps times ``per_read / 2048``, the same on
+    any machine (a loaded CI machine once ran the real-clock version of the test below past its budget)."""
+
+    def __init__(self, per_read: float) -> None:
+        self.now, self.per_read = 0.0, per_read
+
+    def monotonic(self) -> float:
+        self.now += self.per_read
+        return self.now
+
+
+def test_a_search_with_no_single_kernel_within_reach_stops_early(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three inputs summed and centred: the fewest-ops walk grows about ninefold a level, so the search
-    stops once the next level is projected past its budget instead of running the budget out."""
+    stops once the next level is projected past its budget instead of running the budget out. At 100 µs
+    a walk step (about this machine's rate, whose op-limit pruning dominates) the level of about 30 K
+    steps takes about 3 s of the 8 s budget and the next one (about ten times the steps) is projected
+    far past it."""
+    clock = _StepClock(per_read=2048 * 100e-6)
+    monkeypatch.setattr(generator, "time", clock)
+    g = _centered(2)
+    res = search(g, default_config(g, 8))
+    assert res.stats["stopped_early"] and res.stats["timed_out"], res.stats
+    assert clock.now < 8.0, clock.now  # stopped before the deadline, not at it
+
+
+@pytest.mark.slow
+def test_the_real_clock_stops_a_deepening_before_its_budget() -> None:
+    """The same search on the real clock (timing-bound: it needs the level of about 30 K walk steps to finish well
+    inside 8 s, so CI skips it)."""
     g = _centered(2)
     t0 = time.perf_counter()
-    # 8 s: the level after the 1.9 K-step one (about 171 K steps, 1.5-4 s here) always fits, and the
-    # next one (about 1.1 M steps, projected at 13-35 s) never does. With 20 s a fast run projected
-    # that one inside the budget, ran it, and timed out in it instead of stopping early.
     res = search(g, default_config(g, 8))
     took = time.perf_counter() - t0
     assert res.stats["stopped_early"] and res.stats["timed_out"], res.stats
