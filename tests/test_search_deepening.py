@@ -13,8 +13,7 @@ import pytest
 
 from prism.graph import Graph
 from prism.pipeline import default_config
-from prism.search import search
-from prism.search import generator
+from prism.search import generator, search
 from prism.search.generator import PROJECT_AFTER_S, Generator, _Level, _Timeout
 
 F16 = "float16"
@@ -120,8 +119,8 @@ def test_a_search_with_no_single_kernel_within_reach_stops_early(monkeypatch: py
 
 @pytest.mark.slow
 def test_the_real_clock_stops_a_deepening_before_its_budget() -> None:
-    """The same search on the real clock (timing-bound: it needs the level of about 30 K walk steps to finish well
-    inside 8 s, so CI skips it)."""
+    """The same search on the real clock (timing-bound: it needs the level of about 30 K walk steps to
+    finish well inside 8 s, so CI skips it)."""
     g = _centered(2)
     t0 = time.perf_counter()
     res = search(g, default_config(g, 8))
