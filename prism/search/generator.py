@@ -896,22 +896,28 @@ class _Closure:
         required values exceed the bound; when an argument's least graph (``least``, all inside the
         argument's descendants) plus the required values outside those descendants do; when its
         root-to-load path is longer than the bound; or when it closes a cycle."""
-        budget, chosen = self.budget, self.chosen
-        below = self.depth[p] + 1
+        budget, chosen = self.budget, self.chosen.keys()
+        high_max = budget - self.depth[p] - 1
         out = _Fits([], 0, [])
+        fitting = out.fitting
         anc: set[int] | None = None
         for check in self.checks(p):
             r, needs, high, parts = check
             m = mask | needs
-            if below + high > budget or not _within(m, parts, budget):
+            over = high > high_max or m.bit_count() > budget
+            for outside, least in () if over else parts:  # _within's test, inlined: the hottest loop
+                if (m & outside).bit_count() + least > budget:
+                    over = True
+                    break
+            if over:
                 out.failed += 1
                 continue
-            if any(a in chosen for a in r.args):
+            if not chosen.isdisjoint(r.args):
                 anc = self.ancestors(p) if anc is None else anc
-                if any(a in anc for a in r.args):
+                if not anc.isdisjoint(r.args):
                     out.cycles.append(check)
                     continue
-            out.fitting.append((check, m))
+            fitting.append((check, m))
         self.gen.stats.pruned["op_limit"] += out.failed
         return out
 
