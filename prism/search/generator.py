@@ -36,7 +36,7 @@ import logging
 import operator
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from prism.graph import Graph, OpKind
@@ -48,7 +48,7 @@ from .config import SearchConfig
 from .dimmatch import ONE, ProgramLabels, program_labels
 from .dominance import Cost, Item, dims, op_cost, undominated
 from .exprprune import Poly, Target, build_target, is_max, shifted_by
-from .sgraph import LOOP, PARALLEL, SGraph
+from .sgraph import LOOP, PARALLEL, SGraph, long_inputs
 from .symbolic import ComputeOp, KernelSpec, symbolize
 
 log = logging.getLogger(__name__)
@@ -244,6 +244,7 @@ class Generator:
         self.exprs: list[Poly] = []
         self._ids: dict[Poly, int] = {}
         self.inputs = tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.inputs)
+        self.long = long_inputs([t.name for t in self.inputs], config.long_dims)
         self.outputs = tuple(TensorSpec(t.name, t.shape, t.dtype) for t in graph.outputs)
         self.out_expr = {name: self._intern(p) for name, p in self.target.outputs.items()}
         self.nodes: list[Node] = []
@@ -695,6 +696,8 @@ class Generator:
         found = False
         for sg in symbolize(self.name, self.inputs, self.outputs, self.labels.inputs, kernels, self.cfg.concrete_maps):
             found = True
+            if self.long:
+                sg = replace(sg, long=self.long)
             if self.cfg.check_feasible and not feasible(sg):
                 self.stats.pruned["map_infeasible"] += 1
                 continue

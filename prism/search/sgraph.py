@@ -12,6 +12,7 @@ whose Load/Save maps are placeholders) plus:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -35,6 +36,20 @@ def save_var(k: int, j: int, a: int, p: str) -> str:
     return f"o{k}_{j}_{a}{p}"
 
 
+def long_inputs(names: Sequence[str], long_dims: Sequence[tuple[int, int]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``SearchConfig.long_dims`` ((input position, dim) pairs) by the name of the input (``names`` in
+    the program's input order), sorted: ``SGraph.long``."""
+    out: dict[str, set[int]] = {}
+    for pos, dim in long_dims:
+        out.setdefault(names[pos], set()).add(dim)
+    return tuple(sorted((name, tuple(sorted(dims))) for name, dims in out.items()))
+
+
+def holds_long(op: Load, dims: Iterable[int]) -> bool:
+    """Does ``op``'s tile hold one of ``dims`` of its tensor whole (neither a grid dim nor the loop splits it)?"""
+    return any(a not in op.imap and a != op.fmap for a in dims)
+
+
 @dataclass(frozen=True)
 class MapVar:
     name: str
@@ -54,6 +69,9 @@ class SGraph:
     equalities: tuple[LinForm, ...]
     fixed: tuple[tuple[str, int], ...] = ()
     tiles: tuple[tuple[Tile | None, ...], ...] = ()
+    # (program input, its dims) that no tile may hold whole (``SearchConfig.long_dims``): the mapping
+    # walk drops a Load that holds one whole as soon as it is assigned (``walk.holds_long``)
+    long: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @cached_property
     def structure_key(self) -> str:

@@ -23,6 +23,7 @@ from prism.search.canonical import canonical_key
 from prism.search.config import SearchConfig
 from prism.search.parallel import Mapped, forked_map, instantiate_all
 from prism.search.search import SearchResult
+from prism.search.sgraph import holds_long, long_inputs
 from prism.verify import verify_all
 from prism.verify.screen import screen
 
@@ -144,18 +145,14 @@ def _mappings(result: SearchResult, program: str, deadline: float, progress: boo
 
 def _long(graph: Graph, long_dims: tuple[tuple[int, int], ...]) -> dict[str, frozenset[int]]:
     """``SearchConfig.long_dims`` by input name: the dims of each program input no tile may hold whole."""
-    names = [t.name for t in graph.inputs]
-    out: dict[str, set[int]] = {}
-    for pos, dim in long_dims:
-        out.setdefault(names[pos], set()).add(dim)
-    return {name: frozenset(dims) for name, dims in out.items()}
+    return {name: frozenset(dims) for name, dims in long_inputs([t.name for t in graph.inputs], long_dims)}
 
 
 def holds_whole(kg: KernelGraph, long: Mapping[str, frozenset[int]]) -> bool:
-    """Whether a Load of ``kg`` holds one of ``long``'s dims of a program input whole in its tile:
-    neither a grid dim (``imap``) nor the loop (``fmap``) splits it."""
-    return any(isinstance(op, Load) and op.tensor in long
-               and any(a not in op.imap and a != op.fmap for a in long[op.tensor])
+    """Whether a Load of ``kg`` holds one of ``long``'s dims of a program input whole in its tile
+    (``sgraph.holds_long``). The mapping walk drops such loads already (``SGraph.long``); this is
+    the check of what it returns."""
+    return any(isinstance(op, Load) and op.tensor in long and holds_long(op, long[op.tensor])
                for k in kg.kernels if isinstance(k, CustomKernel) for op in k.ops)
 
 

@@ -29,7 +29,7 @@ from prism.ir import BlockOp, CustomKernel, KernelGraph, Load, Save, op_args
 from .assign import Plan, State, build_plan, remember, successors
 from .dimmatch import LinForm
 from .layout import IllTyped, type_ops
-from .sgraph import LOOP, PARALLEL, MapVar, SGraph
+from .sgraph import LOOP, PARALLEL, MapVar, SGraph, holds_long
 
 # Layout verdicts by (kernel template with the program's inputs and outputs, level within the kernel,
 # the loads and saves assigned so far, what earlier kernels stored), shared by all candidates; with
@@ -240,7 +240,12 @@ class Walker:
         self.io = (candidate.template.inputs, candidate.template.outputs)
         # what kernels before k stored, and its number
         self.stored: list[tuple[int, Stored]] = [(0, ())] * (len(self.ops) + 1)
-        self.templates = [_number((self.io, k, candidate.fixed)) for k in candidate.kernels]
+        # the long dims are part of a kernel's number: completions walked without them are not reused
+        self.templates = [_number((self.io, k, candidate.fixed, candidate.long)) for k in candidate.kernels]
+        long = dict(candidate.long)
+        # per level: the dims of a program input its Load may not hold whole (``SGraph.long``)
+        self.long = [long.get(lvl.placeholder.tensor, ()) if isinstance(lvl.placeholder, Load) else ()
+                     for lvl in self.levels]
         # a loop size another kernel shares is never made idle, so the kernel's accumulators may not
         # sum identical iterations (``parallel.kept_form`` would drop the mapping)
         self.no_repeats = shares_loop(candidate.kernels)
@@ -315,7 +320,10 @@ class Walker:
                 continue
             if ci not in self.made[lv]:
                 self.made[lv][ci] = _concrete_op(level.placeholder, level.variables, self.values)
-            op = self.ops[level.kernel][level.op] = self.made[lv][ci]
+            op = self.made[lv][ci]
+            if self.long[lv] and isinstance(op, Load) and holds_long(op, self.long[lv]):
+                continue  # cannot be generated at the program's shapes (``SGraph.long``)
+            self.ops[level.kernel][level.op] = op
             if level.checked:
                 if not self.typed(lv, level):
                     continue
