@@ -24,7 +24,8 @@ def _search_available() -> bool:
 NEEDS_SEARCH = ("test_batched_screen.py", "test_dimmatch_bruteforce.py", "test_long_rows.py",
                 "test_mapping_assign.py", "test_mapping_search.py", "test_parallel_mapping.py", "test_progress_threads.py",
                 "test_safe_softmax.py", "test_screen_then_key.py", "test_screen_unit_sizes.py",
-                "test_search_mustfind.py", "test_search_soundness.py", "test_walk_repeats.py")
+                "test_search_mustfind.py", "test_search_soundness.py", "test_walk_repeats.py",
+                "test_walk_long.py")
 collect_ignore = [] if _search_available() else list(NEEDS_SEARCH)
 
 
