@@ -70,7 +70,7 @@ class SGraph:
     fixed: tuple[tuple[str, int], ...] = ()
     tiles: tuple[tuple[Tile | None, ...], ...] = ()
     # (program input, its dims) that no tile may hold whole (``SearchConfig.long_dims``): the mapping
-    # walk drops a Load that holds one whole as soon as it is assigned (``walk.holds_long``)
+    # walk drops a Load that holds one whole as soon as it is assigned (``holds_long``)
     long: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @cached_property
