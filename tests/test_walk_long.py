@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from prism.graph import Graph
+from prism.ir import Load
 from prism.search import SearchConfig, instantiate_mappings, search
 from prism.search.canonical import canonical_key
-from prism.search.sgraph import holds_long, long_inputs
+from prism.search.sgraph import SGraph, holds_long, long_inputs
 from prism.search.verified import holds_whole
 
 
@@ -24,7 +25,7 @@ def _softmax() -> Graph:
 LONG = ((0, 1),)  # the rows of X: no tile may hold one whole (as if it were a 128K vocabulary)
 
 
-def _candidates(long_dims: tuple[tuple[int, int], ...]) -> list:  # type: ignore[type-arg]
+def _candidates(long_dims: tuple[tuple[int, int], ...]) -> list[SGraph]:
     cfg = SearchConfig(split_only=False, last_loop_one=True, long_dims=long_dims, max_candidates=1500)
     return search(_softmax(), cfg, name="softmax_long").candidates
 
@@ -54,8 +55,6 @@ def test_the_walk_drops_exactly_the_mappings_that_hold_a_long_dim_whole() -> Non
 
 
 def test_a_load_holds_a_long_dim_unless_a_grid_dim_or_the_loop_splits_it() -> None:
-    from prism.ir import Load
-
     assert holds_long(Load("X", (0,), None), (1,))
     assert not holds_long(Load("X", (1,), None), (1,))
     assert not holds_long(Load("X", (0,), 1), (1,))
