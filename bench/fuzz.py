@@ -538,12 +538,13 @@ def run_cuda(seed: int, search_budget: float = 3.0, sizes: str = "small", eager:
 
 
 def _versus(summary: Mapping[str, Any]) -> str:
-    """Both times of superoptimize's comparison with Inductor's kernels, where it timed them (the plan in
-    brackets is the generated one, also where Inductor's was returned)."""
+    """The times of superoptimize's comparison with PyTorch's kernels, where it timed them (the plan in
+    brackets is the generated one, also where PyTorch's was returned)."""
     v = summary.get("inductor") or {}
-    if v.get("generated_us") is None or v.get("inductor_us") is None:
+    timed = [f"{k} {v[k + '_us']:.2f} us" for k in ("inductor", "eager") if v.get(k + "_us") is not None]
+    if v.get("generated_us") is None or not timed:
         return ""
-    return f" (generated {v['generated_us']:.2f} us, inductor {v['inductor_us']:.2f} us)"
+    return f" (generated {v['generated_us']:.2f} us, {', '.join(timed)})"
 
 
 def _speedups(g: Graph, fast: Any, eager: bool, compiled: bool) -> dict[str, float]:

@@ -32,7 +32,7 @@ from bench.zoo import ZOO, expand_names, zoo_graph
 from prism.graph import Graph
 from prism.reference import relative_error
 from prism.torch_program import torch_program
-from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
+from prism.tune.inductor import Winner
 
 log = logging.getLogger("bench.zoo")
 TOLERANCE = 2e-2
@@ -67,7 +67,7 @@ class Runner:
                         "plan_sizes": s.get("sizes"), "parts_tune_s": s.get("parts_tune_s"),
                         # the generated plan's own time when superoptimize compared it with torch.compile's
                         "generated_us": (s.get("inductor") or {}).get("generated_us"),
-                        "inductor_verdict": s.get("inductor"),  # both times, or why Inductor's was left out
+                        "inductor_verdict": s.get("inductor"),  # every time, or why PyTorch's were left out
                         "prism_timed": s.get("timed")})  # the whole program's timed samples (scripts/zoo_prior.py)
             return fast
         base = torch_program(graph)
@@ -130,7 +130,7 @@ def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _note(r: dict[str, Any]) -> str:
     parts = [f"{s}: {msg}" for s, msg in (r.get("errors") or {}).items()]
     parts += [f"plan {r['plan_source']}"] if r.get("plan_source") else []
-    if r.get("plan_source") == INDUCTOR_SOURCE and r.get("generated_us"):
+    if r.get("plan_source") in (Winner.INDUCTOR.value, Winner.EAGER.value) and r.get("generated_us"):
         parts[-1] += f" (generated {r['generated_us']:.2f} µs)"
     text = "; ".join(parts).replace("|", "/").replace("\n", " ")
     return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"

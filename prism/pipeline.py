@@ -54,8 +54,7 @@ from prism.settings import settings
 from prism.transposes import sink_transposes
 from prism.tune.backends import Backend, CudaBackend
 from prism.tune.draw import legal_space
-from prism.tune.inductor import SOURCE as INDUCTOR_SOURCE
-from prism.tune.inductor import InductorKernel, Timer, compare
+from prism.tune.inductor import EagerKernel, InductorKernel, Timer, Winner, compare
 from prism.tune.inputs import (
     InputSampler,
     check_domain,
@@ -767,8 +766,8 @@ class Summary(TypedDict, total=False):
     tune_cache_hit: bool
     tuning: dict[str, Any]  # TuneResult.summary
     timed: list[list[Any]]  # [template, sizes, µs] of every timed sample (scripts/zoo_prior.py)
-    plan_source: str  # a PlanSource value, or prism.tune.inductor.SOURCE when torch.compile's kernels won
-    inductor: dict[str, Any]  # the comparison with torch.compile's kernels (prism.tune.inductor.Verdict)
+    plan_source: str  # a PlanSource value, or "inductor" / "eager" when PyTorch's kernels won (tune.inductor.Winner)
+    inductor: dict[str, Any]  # the comparison with PyTorch's kernels, compiled and eager (prism.tune.inductor.Verdict)
     rows_merged: bool  # leading dims of [batch, tokens, d] activations merged into rows (prism.rows)
     outputs_as_views: list[str]  # outputs computed untransposed and returned as transposed views (prism.output_views)
 
@@ -827,10 +826,11 @@ def superoptimize(
     The returned ``Superoptimized`` is callable on torch tensors / CuPy arrays and carries a
     ``summary`` dict (stage times, counts, best time, plan source, cache hits). Every plan returned
     has passed a check against the float64 reference on fresh random inputs on the device (and on
-    ``example_inputs`` when given). With ``inductor`` (the default) and PyTorch's compiler at hand, the
-    chosen plan is timed against ``torch.compile``'s kernels for the same program, and those are
-    returned when faster (``summary["plan_source"] == "inductor"``, both times in
-    ``summary["inductor"]``; ``prism.tune.inductor``). With ``output_views`` (the default) an output that
+    ``example_inputs`` when given). With ``inductor`` (the default) and PyTorch at hand, the chosen
+    plan is timed against ``torch.compile``'s kernels and PyTorch's eager kernels for the same program,
+    and the faster of those is returned when the plan does not beat it by more than timing noise
+    (``summary["plan_source"]`` ``"inductor"`` or ``"eager"``, every time in ``summary["inductor"]``;
+    ``prism.tune.inductor``). With ``output_views`` (the default) an output that
     is a transpose of a computed value is computed untransposed and returned as a transposed view, as
     PyTorch returns it (``prism.output_views``); off, every output is written row-major (what a caller
     that needs contiguous outputs wants: the PyTorch capture's regions). Raises DeviceError after
@@ -934,21 +934,22 @@ def _built(sources: Sequence[PlanSource]) -> tuple[int, ...]:
 
 
 def _versus_inductor(graph: Graph, backend: Timer, kernel: Any, summary: Summary, sampler: InputSampler,
-                     seed: int, build: Callable[[Graph, Any], Any] = InductorKernel, *, progress: bool = False) -> Any:
-    """The faster of the chosen plan's ``kernel`` and torch.compile's (``prism.tune.inductor.compare``),
-    recorded in ``summary``."""
+                     seed: int, build: Callable[[Graph, Any], Any] = InductorKernel,
+                     eager: Callable[[Graph, Any], Any] | None = EagerKernel, *, progress: bool = False) -> Any:
+    """The fastest of the chosen plan's ``kernel``, torch.compile's and eager PyTorch's kernels
+    (``prism.tune.inductor.compare``), recorded in ``summary``."""
     log.info("%s: compiling torch.compile's kernels of the program as a candidate", summary.get("program"))
-    with StageBar(f"{summary.get('program')}: torch.compile candidate", total=1, unit=" compile",
+    with StageBar(f"{summary.get('program')}: PyTorch candidates", total=1, unit=" compile",
                   enabled=progress) as bar:
-        chosen, v = compare(graph, backend, kernel, sampler, seed, build)
+        chosen, v = compare(graph, backend, kernel, sampler, seed, build, eager)
         bar.advance(1)
     summary["inductor"] = asdict(v)
-    if v.inductor_wins:
-        log.info("%s: torch.compile's kernels %.2f µs, the generated plan %.2f µs: returning Inductor's",
-                 summary.get("program"), v.inductor_us, v.generated_us)
-        summary["plan_source"] = INDUCTOR_SOURCE
-        summary["best_us"] = cast(float, v.inductor_us)
-        summary["rel_err"] = cast(float, v.rel_err)
+    if v.winner is not Winner.GENERATED:
+        log.info("%s: PyTorch's %s kernels %.2f µs, the generated plan %.2f µs: returning PyTorch's",
+                 summary.get("program"), v.winner.value, v.winner_us, v.generated_us)
+        summary["plan_source"] = v.winner.value
+        summary["best_us"] = cast(float, v.winner_us)
+        summary["rel_err"] = cast(float, v.winner_rel_err)
     return chosen
 
 

@@ -166,5 +166,7 @@ def test_a_gpu_run_reports_both_times_of_the_inductor_comparison() -> None:
 
     assert _versus({"inductor": {"generated_us": 1.25, "inductor_us": 1.1}}) == \
         " (generated 1.25 us, inductor 1.10 us)"
+    assert _versus({"inductor": {"generated_us": 1.25, "inductor_us": 1.1, "eager_us": 2.0}}) == \
+        " (generated 1.25 us, inductor 1.10 us, eager 2.00 us)"
     assert _versus({"inductor": {"generated_us": None, "why": "no torch"}}) == ""
     assert _versus({}) == ""

@@ -13,7 +13,7 @@ import pytest
 from prism import pipeline
 from prism.graph import Graph
 from prism.torch_program import torch_program
-from prism.tune.inductor import COMPARE_ROUNDS, TIE_MARGIN, Verdict, compare
+from prism.tune.inductor import COMPARE_ROUNDS, TIE_MARGIN, Verdict, Winner, compare
 from prism.tune.inputs import input_sampler
 
 
@@ -51,11 +51,40 @@ class _Backend:
 
 
 def _compare(gen_us: float, ind_us: float, skew: float = 0.0) -> tuple[Any, Any, Verdict, _Backend]:
+    """The comparison with Inductor's kernel alone (eager left out)."""
     g = _graph()
     gen = _Kernel(g, gen_us)
     be = _Backend()
-    chosen, v = compare(g, be, gen, input_sampler(g), 0, lambda graph, generated: _Kernel(graph, ind_us, skew))
+    chosen, v = compare(g, be, gen, input_sampler(g), 0, lambda graph, generated: _Kernel(graph, ind_us, skew), None)
     return gen, chosen, v, be
+
+
+def _three(gen_us: float, ind_us: float, eager_us: float, eager_skew: float = 0.0) -> tuple[Any, Verdict, _Backend]:
+    g = _graph()
+    be = _Backend()
+    kernels = {"gen": _Kernel(g, gen_us), "ind": _Kernel(g, ind_us), "eag": _Kernel(g, eager_us, eager_skew)}
+    chosen, v = compare(g, be, kernels["gen"], input_sampler(g), 0, lambda graph, generated: kernels["ind"],
+                        lambda graph, generated: kernels["eag"])
+    return next(k for k, kernel in kernels.items() if kernel is chosen), v, be
+
+
+def test_the_fastest_of_generated_inductor_and_eager_is_returned() -> None:
+    """Eager PyTorch (cuBLAS for a GEMM) is a third candidate: returned when it is the fastest of the two
+    PyTorch kernels and the generated plan does not beat it by more than the margin."""
+    chosen, v, be = _three(10.0, 12.0, 9.0)
+    assert chosen == "eag" and v.winner is Winner.EAGER and not v.inductor_wins
+    assert (v.generated_us, v.inductor_us, v.eager_us, v.winner_us) == (10.0, 12.0, 9.0, 9.0)
+    assert be.timed == [10.0, 12.0, 9.0] * COMPARE_ROUNDS and be.setups == 1
+    chosen, v, _ = _three(10.0, 9.5, 9.8)  # both PyTorch kernels tie the plan: the faster of them
+    assert chosen == "ind" and v.winner is Winner.INDUCTOR and v.winner_us == 9.5
+    chosen, v, _ = _three(10.0, 10.0 * (1 + 2 * TIE_MARGIN), 10.0 * (1 + 3 * TIE_MARGIN))
+    assert chosen == "gen" and v.winner is Winner.GENERATED and v.winner_rel_err is None
+
+
+def test_a_wrong_eager_kernel_is_never_returned_and_inductor_still_competes() -> None:
+    chosen, v, be = _three(10.0, 12.0, 1.0, eager_skew=0.5)  # eager fastest but 50% off the reference
+    assert chosen == "gen" and v.eager_us is None and v.eager_why is not None and "relative error" in v.eager_why
+    assert v.inductor_us == 12.0 and be.timed == [10.0, 12.0] * COMPARE_ROUNDS
 
 
 def test_inductor_is_returned_only_when_faster() -> None:
@@ -81,7 +110,7 @@ def test_each_kernel_keeps_its_best_of_the_interleaved_timings() -> None:
     gen, be = _Kernel(g, 5.0), _Backend()
     first = iter([9.0])
     be.time_us = lambda kernel: next(first, kernel.us) if kernel is not gen else kernel.us  # type: ignore[method-assign]
-    chosen, v = compare(g, be, gen, input_sampler(g), 0, lambda graph, generated: _Kernel(graph, 3.0))
+    chosen, v = compare(g, be, gen, input_sampler(g), 0, lambda graph, generated: _Kernel(graph, 3.0), None)
     assert chosen is not gen and (v.generated_us, v.inductor_us) == (5.0, 3.0)
 
 
@@ -98,23 +127,31 @@ def test_a_failing_build_keeps_the_generated_plan() -> None:
     def broken(graph: Graph, generated: Any) -> Any:
         raise RuntimeError("no triton here")
 
-    chosen, v = compare(g, _Backend(), gen, input_sampler(g), 0, broken)
+    chosen, v = compare(g, _Backend(), gen, input_sampler(g), 0, broken, broken)
     assert chosen is gen and v.why is not None and "no triton here" in v.why
+    assert v.eager_why is not None and "no triton here" in v.eager_why and v.winner is Winner.GENERATED
 
 
 def test_the_summary_names_inductor_when_it_wins() -> None:
     g = _graph()
     summary = pipeline.Summary(plan_source="searched", best_us=5.0, rel_err=1e-4)
     out = pipeline._versus_inductor(g, _Backend(), _Kernel(g, 5.0), summary, input_sampler(g), 0,
-                                    lambda graph, generated: _Kernel(graph, 2.5))
+                                    lambda graph, generated: _Kernel(graph, 2.5), None)
     assert isinstance(out, _Kernel) and out.us == 2.5
     assert summary["plan_source"] == "inductor" and summary["best_us"] == 2.5
     assert summary["inductor"]["generated_us"] == 5.0
     summary = pipeline.Summary(plan_source="searched", best_us=5.0, rel_err=1e-4)
     pipeline._versus_inductor(g, _Backend(), _Kernel(g, 5.0), summary, input_sampler(g), 0,
-                              lambda graph, generated: _Kernel(graph, 7.0))
+                              lambda graph, generated: _Kernel(graph, 7.0), None)
     assert summary["plan_source"] == "searched" and summary["best_us"] == 5.0
     assert summary["inductor"]["inductor_us"] == 7.0
+    summary = pipeline.Summary(plan_source="searched", best_us=5.0, rel_err=1e-4)
+    out = pipeline._versus_inductor(g, _Backend(), _Kernel(g, 5.0), summary, input_sampler(g), 0,
+                                    lambda graph, generated: _Kernel(graph, 7.0),
+                                    lambda graph, generated: _Kernel(graph, 4.0))
+    assert isinstance(out, _Kernel) and out.us == 4.0
+    assert summary["plan_source"] == "eager" and summary["best_us"] == 4.0
+    assert summary["rel_err"] == summary["inductor"]["eager_rel_err"] and summary["rel_err"] < 1e-9
 
 
 def test_the_interpreter_backend_never_builds_an_inductor_candidate(monkeypatch: pytest.MonkeyPatch,

@@ -111,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
             except (TypeError, ValueError):
                 value = str(summary[key])
             print(f"  {label:<32} {value}")
-    if (ind := summary.get("inductor")) and ind.get("inductor_us") is not None:
-        print(f"  {'torch.compile / generated':<32} {ind['inductor_us']:.2f} / {ind['generated_us']:.2f} µs")
+    ind = summary.get("inductor") or {}
+    for key, label in (("inductor_us", "torch.compile / generated"), ("eager_us", "eager PyTorch / generated")):
+        if ind.get(key) is not None:
+            print(f"  {label:<32} {ind[key]:.2f} / {ind['generated_us']:.2f} µs")
     return 0

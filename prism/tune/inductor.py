@@ -1,15 +1,17 @@
-"""PyTorch's own compiler as one more candidate: ``torch.compile`` (Inductor) of the same program.
+"""PyTorch's own kernels as candidates: ``torch.compile`` (Inductor) of the same program, and the same
+program run eagerly (PyTorch's kernels op by op: cuBLAS for a matmul).
 
-``superoptimize`` times the plan its tuner chose against Inductor's kernels for the same program,
-on the same inputs and the same way (CUDA-graph replay, ``CudaBackend.time_us``), after checking
-Inductor's output against the float64 reference like any plan; it returns whichever is faster (a
-tie within ``TIE_MARGIN`` goes to Inductor's) and
-says which in ``summary["plan_source"]`` (``"inductor"``) with both times. So a program whose
-generated kernels still trail Inductor's (element-wise and norm rows at decode sizes, docs/
-off-the-suite.md) is never slower than ``torch.compile`` through Prism; Inductor's code is not
-Prism's, and the summary says so. The decision is made on every call (the tuned cache keeps the
-generated plan only); ``superoptimize(..., inductor=False)`` leaves it out (the kernel library and the
-capture backend do: they want generated kernels, and capture compares regions with Inductor itself).
+``superoptimize`` times the plan its tuner chose against both, on the same inputs and the same way
+(CUDA-graph replay, ``CudaBackend.time_us``), after checking each against the float64 reference like
+any plan; it returns the fastest, where a generated plan must beat the faster of PyTorch's two by more
+than ``TIE_MARGIN`` (a tie goes to PyTorch's), and says which in ``summary["plan_source"]``
+(``"inductor"`` or ``"eager"``) with every time. So a program whose generated kernels still trail
+Inductor's (element-wise and norm rows at decode sizes, docs/off-the-suite.md) or eager's cuBLAS call
+(a GEMM with a small epilogue at prefill sizes) is never slower than PyTorch through Prism; PyTorch's
+code is not Prism's, and the summary says so. The decision is made on every call (the tuned cache
+keeps the generated plan only); ``superoptimize(..., inductor=False)`` leaves both out (the kernel
+library and the capture backend do: they want generated kernels, and capture compares regions with
+Inductor itself).
 
 Imports torch only when a candidate is built, so the module imports without it.
 """
@@ -20,12 +22,14 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from enum import Enum
+from typing import Any, ClassVar, Protocol, assert_never
 
 import numpy as np
 
 from prism.errors import InputError
 from prism.graph import Graph
+from prism.reference import evaluate
 from prism.torch_program import torch_program
 from prism.tune.tolerance import bound_for
 from prism.tune.tuner import reference_error
@@ -33,18 +37,30 @@ from prism.tune.tuner import reference_error
 log = logging.getLogger(__name__)
 
 SOURCE = "inductor"  # summary["plan_source"] when torch.compile's kernels are returned
+EAGER_SOURCE = "eager"  # summary["plan_source"] when PyTorch's eager kernels are returned
 COMPARE_ROUNDS = 2  # timings of each kernel in ``compare``, interleaved
 # Inductor's kernel is returned unless the generated plan is faster by more than this fraction: the
 # bench's timing of Inductor's kernels against the same kernels inside superoptimize spreads 0.98-1.02×
 # on an H200, and a 1% win inside superoptimize came out 2% slower in the bench (decoder_norm_linear,
-# docs/off-the-suite.md, "After the prior and the warp tiles"); a tie goes to torch.compile's kernels
+# docs/off-the-suite.md, "After the prior and the warp tiles"); a tie goes to PyTorch's kernels
 TIE_MARGIN = 0.02
 
 
-class InductorKernel:
-    """``torch.compile`` of ``graph``'s PyTorch function, called like an ``OptimizedGraph``: inputs in
-    the graph's order or by name (torch tensors or CuPy arrays), ``out=`` a tensor (or a tuple, one per
-    output) to write into. ``generated`` is the plan Prism's tuner chose, kept for inspection."""
+class Winner(Enum):
+    """Which candidate ``compare`` returned."""
+
+    GENERATED = "generated"
+    INDUCTOR = SOURCE
+    EAGER = EAGER_SOURCE
+
+
+class TorchKernel:
+    """``graph``'s PyTorch function (``torch.compile``d when ``COMPILED``), called like an
+    ``OptimizedGraph``: inputs in the graph's order or by name (torch tensors or CuPy arrays), ``out=`` a
+    tensor (or a tuple, one per output) to write into. ``generated`` is the plan Prism's tuner chose,
+    kept for inspection."""
+
+    COMPILED: ClassVar[bool] = True
 
     def __init__(self, graph: Graph, generated: Any = None) -> None:
         import torch
@@ -53,7 +69,8 @@ class InductorKernel:
         self.generated = generated
         self.inputs = [t.name for t in graph.inputs]
         self.outputs = [t.name for t in graph.outputs]
-        self._fn = torch.compile(torch_program(graph), dynamic=False)
+        fn = torch_program(graph)
+        self._fn = torch.compile(fn, dynamic=False) if self.COMPILED else fn
 
     def __call__(self, *args: Any, out: Any = None, **named: Any) -> Any:
         import torch
@@ -79,7 +96,17 @@ class InductorKernel:
         return out
 
     def __repr__(self) -> str:
-        return f"InductorKernel({', '.join(self.inputs)} -> {', '.join(self.outputs)})"
+        return f"{type(self).__name__}({', '.join(self.inputs)} -> {', '.join(self.outputs)})"
+
+
+class InductorKernel(TorchKernel):
+    """``torch.compile`` (Inductor) of the program."""
+
+
+class EagerKernel(TorchKernel):
+    """The program run eagerly, PyTorch's kernels op by op."""
+
+    COMPILED = False
 
 
 def _ordered(names: list[str], args: tuple[Any, ...], named: Mapping[str, Any]) -> list[Any]:
@@ -113,39 +140,90 @@ class Timer(Protocol):
 
 @dataclass(frozen=True)
 class Verdict:
-    """The comparison: both times (µs, same inputs, same timing) and the candidate's error; ``why``
-    says why Inductor's kernel was not a candidate (None when it was timed)."""
+    """The comparison: the times (µs, same inputs, same timing) and the candidates' errors; ``why`` and
+    ``eager_why`` say why Inductor's and eager's kernels were not candidates (None when timed)."""
 
     generated_us: float | None
     inductor_us: float | None = None
     rel_err: float | None = None
     why: str | None = None
+    eager_us: float | None = None
+    eager_rel_err: float | None = None
+    eager_why: str | None = None
+
+    @property
+    def winner(self) -> Winner:
+        """The faster of PyTorch's two kernels unless the generated plan beats it by more than ``TIE_MARGIN``."""
+        timed = [(us, w) for us, w in ((self.inductor_us, Winner.INDUCTOR), (self.eager_us, Winner.EAGER))
+                 if us is not None]
+        if self.generated_us is None or not timed:
+            return Winner.GENERATED
+        us, w = min(timed, key=lambda t: t[0])
+        return w if us < self.generated_us * (1 + TIE_MARGIN) else Winner.GENERATED
 
     @property
     def inductor_wins(self) -> bool:
-        """Inductor's kernel timed and not slower than the generated plan by more than ``TIE_MARGIN``."""
-        return (self.why is None and self.inductor_us is not None and self.generated_us is not None
-                and self.inductor_us < self.generated_us * (1 + TIE_MARGIN))
+        return self.winner is Winner.INDUCTOR
+
+    @property
+    def winner_us(self) -> float | None:
+        return {Winner.GENERATED: self.generated_us, Winner.INDUCTOR: self.inductor_us,
+                Winner.EAGER: self.eager_us}[self.winner]
+
+    @property
+    def winner_rel_err(self) -> float | None:
+        return {Winner.GENERATED: None, Winner.INDUCTOR: self.rel_err, Winner.EAGER: self.eager_rel_err}[self.winner]
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """One PyTorch candidate after its float64 check: the kernel when it passed, else why not."""
+
+    kernel: Any
+    rel_err: float | None
+    why: str | None
+
+
+def _checked(build: Callable[[Graph, Any], Any] | None, graph: Graph, backend: Timer, generated: Any,
+             checked: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray]) -> _Checked:
+    if build is None:
+        return _Checked(None, None, "not a candidate")
+    try:
+        cand = build(graph, generated)
+        err = reference_error(backend, cand, graph, checked, ref)
+    except Exception as e:  # torch/triton missing, a compile or launch failure: the candidate is left out
+        log.warning("PyTorch candidate left out: %s: %s", type(e).__name__, str(e)[:200])
+        return _Checked(None, None, f"{type(e).__name__}: {str(e)[:200]}")
+    if not err < bound_for(graph, err, checked):
+        return _Checked(None, err, f"relative error {err:.3g} against the float64 reference")
+    return _Checked(cand, err, None)
 
 
 def compare(graph: Graph, backend: Timer, generated: Any, inputs: Callable[[int], Mapping[str, np.ndarray]],
-            seed: int, build: Callable[[Graph, Any], Any] = InductorKernel) -> tuple[Any, Verdict]:
-    """(the faster of ``generated`` and Inductor's kernel of ``graph``, the verdict). Inductor's is a
-    candidate only when it compiles, runs and passes the float64 reference check on fresh inputs
-    (``inputs(seed)``-style draws); anything else keeps ``generated`` and says why."""
-    try:
-        cand = build(graph, generated)
-        checked = inputs(seed + 0x1D0C)
-        err = reference_error(backend, cand, graph, checked)
-    except Exception as e:  # torch/triton missing, a compile or launch failure: Prism's own plan stands
-        log.warning("Inductor candidate left out: %s: %s", type(e).__name__, str(e)[:200])
-        return generated, Verdict(None, why=f"{type(e).__name__}: {str(e)[:200]}")
-    if not err < bound_for(graph, err, checked):
-        return generated, Verdict(None, rel_err=err, why=f"relative error {err:.3g} against the float64 reference")
+            seed: int, build: Callable[[Graph, Any], Any] = InductorKernel,
+            eager: Callable[[Graph, Any], Any] | None = EagerKernel) -> tuple[Any, Verdict]:
+    """(the fastest of ``generated``, Inductor's and eager's kernels of ``graph``, the verdict: ``Verdict.winner``).
+    A PyTorch kernel is a candidate only when it builds, runs and passes the float64 reference check on
+    fresh inputs (``inputs(seed)``-style draws); ``eager=None`` leaves eager out."""
+    checked = inputs(seed + 0x1D0C)
+    ref = evaluate(graph, checked)  # once for both candidates (a prefill GEMM's float64 reference takes seconds)
+    ind, eag = (_checked(b, graph, backend, generated, checked, ref) for b in (build, eager))
+    if ind.kernel is None and eag.kernel is None:
+        return generated, Verdict(None, rel_err=ind.rel_err, why=ind.why, eager_rel_err=eag.rel_err, eager_why=eag.why)
     backend.setup(graph, inputs(seed))
-    gen_us, ind_us = math.inf, math.inf
+    best = {k: math.inf for k in ("gen", "ind", "eag")}
     for _ in range(COMPARE_ROUNDS):  # interleaved, the best of each: drift and one slow replay cancel out
-        gen_us = min(gen_us, backend.time_us(generated))
-        ind_us = min(ind_us, backend.time_us(cand))
-    verdict = Verdict(gen_us, ind_us, err)
-    return (cand if verdict.inductor_wins else generated), verdict
+        for key, kernel in (("gen", generated), ("ind", ind.kernel), ("eag", eag.kernel)):
+            if kernel is not None:
+                best[key] = min(best[key], backend.time_us(kernel))
+    timed = {k: (None if math.isinf(v) else v) for k, v in best.items()}
+    verdict = Verdict(timed["gen"], timed["ind"], ind.rel_err, ind.why, timed["eag"], eag.rel_err, eag.why)
+    match verdict.winner:
+        case Winner.GENERATED:
+            return generated, verdict
+        case Winner.INDUCTOR:
+            return ind.kernel, verdict
+        case Winner.EAGER:
+            return eag.kernel, verdict
+        case _ as unreachable:
+            assert_never(unreachable)
