@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .dimmatch import LinForm
 from .sgraph import LOOP, MapVar
@@ -241,7 +243,7 @@ def _preimage_set(step: Step, later: frozenset[State] | None, limit: int) -> fro
     """The states before ``step`` that lead into ``later``, unless that costs more than ``limit``."""
     if later is None or len(later) * len(step.contrib) > limit:
         return None
-    return frozenset(_preimages(step, later))
+    return _preimages(step, later)
 
 
 def _reach(steps: Sequence[Step], n: int) -> tuple[frozenset[State] | None, ...]:
@@ -258,23 +260,27 @@ def _reach_from(steps: tuple[Step, ...]) -> frozenset[State] | None:
     return _preimage_set(steps[0], _reach_from(steps[1:]), REACH_LIMIT)
 
 
-def _preimages(step: Step, later: frozenset[State]) -> Iterator[State]:
-    """The states before ``step`` from which some choice leads into ``later``."""
+def _preimages(step: Step, later: frozenset[State]) -> frozenset[State]:
+    """The states before ``step`` from which some choice leads into ``later``: per distinct contribution
+    of a choice, the later states whose starting equalities it meets, moved back across the step (an
+    open equality's partial sum less the contribution, a closing one's the contribution negated), in
+    numpy arrays: the mapping walk's most-called inner loop before (docs/search-speed.md, "Reach sets
+    in arrays")."""
+    if not later:
+        return frozenset()
+    after = np.array(list(later), dtype=np.int64).reshape(len(later), step.width)
     starts = [q for q, _, _ in step.start]
-    by_start: dict[State, list[State]] = {}
-    for w in later:
-        by_start.setdefault(tuple(w[q] for q in starts), []).append(w)
-    width = len(step.carry) + len(step.close)
+    carry_to = [p for p, _, _ in step.carry]
+    carry_from = [q for _, q, _ in step.carry]
+    close_at = [p for p, _ in step.close]
+    blocks = []
     for k in set(step.contrib):
-        ws = by_start.get(tuple(c + k[u] for _, u, c in step.start))
-        if not ws:
+        target = np.array([c + k[u] for _, u, c in step.start], dtype=np.int64)
+        rows = after[(after[:, starts] == target).all(axis=1)] if starts else after
+        if not len(rows):
             continue
-        base = [0] * width
-        for p, u in step.close:
-            base[p] = -k[u]
-        carry = [(p, q, k[u]) for p, q, u in step.carry]
-        for w in ws:
-            v = base[:]
-            for p, q, d in carry:
-                v[p] = w[q] - d
-            yield tuple(v)
+        before = np.empty((len(rows), len(carry_to) + len(close_at)), dtype=np.int64)
+        before[:, carry_to] = rows[:, carry_from] - np.array([k[u] for _, _, u in step.carry], dtype=np.int64)
+        before[:, close_at] = -np.array([k[u] for _, u in step.close], dtype=np.int64)
+        blocks.append(before)
+    return frozenset(map(tuple, np.concatenate(blocks).tolist())) if blocks else frozenset()
