@@ -2,7 +2,7 @@
 before the block-graph walk's bounds were tightened (canonical keys in
 ``snapshots/verified_keys.json``, recorded at commit 9563f1e) are all still found and verified when
 every algebraic variant is kept (``rank_variants=False``); with the static ranking (the default) the
-verified plans are among those every variant gives; and the walk's bounds are admissible on the generator's own value
+verified plans are among them; and the walk's bounds are admissible on the generator's own value
 graphs."""
 
 from __future__ import annotations
@@ -22,34 +22,28 @@ from prism.search.generator import Generator, Recipe, descendants, heights, leas
 KEYS = json.loads((Path(__file__).parent / "snapshots" / "verified_keys.json").read_text())
 
 
-def _searched(program: str, **config: object) -> set[str]:
-    """The canonical keys of the searched plans ``search_and_verify`` verifies (the cache is the test's)."""
-    graph = workloads.configs_of(program)[0].build()
-    outcome = pipeline.search_and_verify(graph, program=program, progress=False,
-                                         config=replace(pipeline.default_config(graph), **config))
-    return {canonical_key(t) for t in outcome.of(PlanSource.SEARCHED)}
-
-
 @pytest.mark.parametrize("program", ["swiglu", "rmsnorm_linear"])
 def test_every_plan_verified_before_is_still_verified(program: str, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))
-    missing = set(KEYS[program]) - _searched(program, rank_variants=False)
+    graph = workloads.configs_of(program)[0].build()
+    every_variant = replace(pipeline.default_config(graph), rank_variants=False)
+    outcome = pipeline.search_and_verify(graph, program=program, progress=False, config=every_variant)
+    found = {canonical_key(t) for t in outcome.of(PlanSource.SEARCHED)}
+    missing = set(KEYS[program]) - found
     assert not missing, f"{program}: {len(missing)} of {len(KEYS[program])} plans verified before are lost"
 
 
 @pytest.mark.parametrize("program", ["swiglu", "rmsnorm_linear"])
-def test_ranked_plans_are_among_those_of_every_variant(program: str, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The static ranking keeps a subset of the plans the search verifies with every variant (the
-    snapshot's and those found since: the walk types idle loops as the one iteration they become,
-    docs/search-speed.md, "Idle loops typed at one iteration in the walk")."""
+def test_ranked_plans_are_among_those_verified_before(program: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))
     graph = workloads.configs_of(program)[0].build()
-    found = _searched(program)
+    outcome = pipeline.search_and_verify(graph, program=program, progress=False)
+    found = {canonical_key(t) for t in outcome.of(PlanSource.SEARCHED)}
     built = row_vendor_plan(graph, program)  # constructed beside the walk's plans (after the snapshot)
     found -= {canonical_key(built)} if built is not None else set()
-    assert found and found <= _searched(program, rank_variants=False)
+    assert found and found <= set(KEYS[program])
 
 
 def _acyclic(chosen: dict[int, Recipe]) -> bool:

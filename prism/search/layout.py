@@ -298,7 +298,7 @@ def type_ops(k: CustomKernel, ops: Sequence[BlockOp], todo: Sequence[int], shape
     sizes: Sequence[Size] = [*k.grid, k.loop]
     trivial = [s == 1 for s in sizes]
     loop = len(k.grid)
-    idle = not varying(ops)
+    idle = not _varying(ops)
     for j in todo:
         if vals[j] is not None:
             continue
@@ -362,7 +362,7 @@ def _plain_shifted(x: _Val, where: str) -> None:
         raise IllTyped(f"{where}: a plain sum of chunks shifted by their own maxes")
 
 
-def varying(ops: Sequence[BlockOp]) -> bool:
+def _varying(ops: Sequence[BlockOp]) -> bool:
     """Does an assigned load of the kernel read a tile per loop iteration (its loop is not idle)?
     Unassigned loads are placeholders without a loop dim, so the answer only turns from no to yes."""
     return any(isinstance(op, Load) and op.fmap is not None for op in ops)

@@ -28,7 +28,7 @@ from prism.ir import BlockOp, CustomKernel, KernelGraph, Load, Save, op_args
 
 from .assign import Plan, State, build_plan, remember, successors
 from .dimmatch import LinForm
-from .layout import IllTyped, type_ops, varying
+from .layout import IllTyped, type_ops
 from .sgraph import LOOP, PARALLEL, MapVar, SGraph, holds_long
 
 # Layout verdicts by (kernel template with the program's inputs and outputs, level within the kernel,
@@ -54,7 +54,7 @@ Completion = tuple[tuple[BlockOp, ...], int]  # the ops of the remaining levels,
 # The completions of a later kernel by (what the walk from there depends on (``Walker._tail``), what
 # earlier kernels stored, the open equalities' state), shared by all candidates: a split graph's
 # later kernel is walked once for the many first kernels it is paired with.
-_LATER: dict[tuple[int, int, tuple[int, ...], bool], list[Completion]] = {}
+_LATER: dict[tuple[int, int, tuple[int, ...]], list[Completion]] = {}
 LATER_LIMIT = 20_000
 # a kernel's typing after some level: each op's layout so far, and what is stored by then
 Stored = tuple[tuple[str, Any], ...]  # the layouts of saved tensors, sorted by tensor
@@ -249,9 +249,6 @@ class Walker:
         # a loop size another kernel shares is never made idle, so the kernel's accumulators may not
         # sum identical iterations (``parallel.kept_form`` would drop the mapping)
         self.no_repeats = shares_loop(candidate.kernels)
-        # a loop of its own (symbolic, not shared) is made idle only where no load reads per iteration
-        self.own = [isinstance(k, CustomKernel) and isinstance(k.loop, str) and not shared
-                    for k, shared in zip(candidate.kernels, self.no_repeats, strict=True)]
         self.tails: dict[int, int] = {}  # a later kernel's first level -> ``_tail``
         self.typing: list[TypingState | None] = [None] * len(self.levels)  # per level, on the current path
         self.shapes = {t.name: t.shape for t in candidate.template.inputs}
@@ -294,7 +291,7 @@ class Walker:
         level = self.levels[lv]
         if lv != level.first or level.kernel == 0:
             return self.expand(lv, state)
-        key = (self._tail(lv), self.stored[level.kernel][0], state, self._none_idle(level.kernel))
+        key = (self._tail(lv), self.stored[level.kernel][0], state)
         got = _LATER.get(key)
         return got if got is not None else remember(_LATER, LATER_LIMIT, key, self.expand(lv, state))
 
@@ -337,29 +334,14 @@ class Walker:
         self.ops[level.kernel][level.op] = level.placeholder  # unassigned levels keep their placeholders
         return out
 
-    def _none_idle(self, k: int) -> bool:
-        """Is every kernel before ``k`` with a loop of its own reading per iteration (none will be made
-        idle, so ``parallel.kept_form`` types kernel ``k`` from what the walk has them store)?"""
-        return all(not self.own[j] or varying(self.ops[j]) for j in range(k))
-
-    def no_repeats_now(self, k: int) -> bool:
-        """May kernel ``k``'s accumulators not sum identical iterations, on the current path? Where its
-        loop is shared (never made idle), and where it is a loop of its own that some assigned load
-        reads per iteration (so ``mapping.without_idle_loops`` keeps it) and no earlier kernel's loop
-        will be made idle: then ``kept_form`` types the kernel without repeats from the same stored
-        layouts, and a mapping it drops is not built (docs/search-speed.md, "Repeats of own loops in
-        the walk")."""
-        return self.no_repeats[k] or (self.own[k] and varying(self.ops[k]) and self._none_idle(k))
-
     def typed(self, lv: int, level: _Level) -> bool:
         """Does the kernel of level ``lv`` keep a layout so far (given what earlier kernels stored)?"""
         k = level.kernel
         assigned = tuple(self.ops[k][self.levels[i].op] for i in range(level.first, lv + 1))
-        strict = self.no_repeats_now(k)
-        key = (self.templates[k], assigned, self.stored[k][0], strict)
+        key = (self.templates[k], assigned, self.stored[k][0], self.no_repeats[k])
         verdict = _VERDICTS.get(key)
         if verdict is None:
-            verdict = remember(_VERDICTS, VERDICTS_LIMIT, key, self.check(lv, level, strict))
+            verdict = remember(_VERDICTS, VERDICTS_LIMIT, key, self.check(lv, level))
         if verdict[0]:
             self.typing[lv] = verdict[3]
             if level.last:
@@ -375,23 +357,7 @@ class Walker:
             return state
         return (None,) * len(self.ops[level.kernel]), self.stored[level.kernel][1]
 
-    def made_idle(self, k: int) -> bool:
-        """Will ``mapping.without_idle_loops`` make kernel ``k``'s loop one iteration (a loop of its own
-        that no load reads per iteration; asked once the kernel is assigned)?"""
-        return self.own[k] and not varying(self.ops[k])
-
-    def _stored_idle(self, k: int) -> dict[str, Any]:
-        """What kernel ``k``, whose loop of its own reads nothing per iteration, stores once
-        ``mapping.without_idle_loops`` has made that loop one iteration (``parallel.kept_form`` types
-        it so): its accumulators typed at one iteration, where the walk's symbolic loop left them
-        untyped or summing copies; raises ``IllTyped`` where that form is not typed."""
-        ops = self.ops[k]
-        stored: dict[str, Any] = dict(self.stored[k][1])
-        type_ops(replace(self.kernels[k], loop=1), ops, range(len(ops)), self.shapes, self.outputs, stored,
-                 [None] * len(ops), repeats=False)
-        return stored
-
-    def check(self, lv: int, level: _Level, strict: bool) -> Verdict:
+    def check(self, lv: int, level: _Level) -> Verdict:
         """Type what level ``lv`` completes, from the typing the previous level left
         (``layout.type_ops`` on the ops it makes ready: the verdict of checking the kernel's whole prefix
         again)."""
@@ -401,9 +367,7 @@ class Walker:
         stored: dict[str, Any] = dict(before[1])
         try:
             type_ops(self.kernels[k], self.ops[k], level.todo, self.shapes, self.outputs, stored, vals,
-                     repeats=not strict)
-            if level.last and self.made_idle(k):
-                stored = self._stored_idle(k)
+                     repeats=not self.no_repeats[k])
         except IllTyped:
             return False, 0, (), None
         items = tuple(sorted(stored.items()))
