@@ -264,8 +264,8 @@ def _preimages(step: Step, later: frozenset[State]) -> frozenset[State]:
     """The states before ``step`` from which some choice leads into ``later``: per distinct contribution
     of a choice, the later states whose starting equalities it meets, moved back across the step (an
     open equality's partial sum less the contribution, a closing one's the contribution negated), in
-    numpy arrays: the mapping walk's most-called inner loop before (docs/search-speed.md, "Reach sets
-    in arrays")."""
+    numpy arrays: the mapping walk's most-called inner loop before (docs/search-speed.md, "Idle loops
+    typed at one iteration in the walk", its last paragraph)."""
     if not later:
         return frozenset()
     after = np.array(list(later), dtype=np.int64).reshape(len(later), step.width)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar, Protocol, assert_never
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -36,8 +36,6 @@ from prism.tune.tuner import reference_error
 
 log = logging.getLogger(__name__)
 
-SOURCE = "inductor"  # summary["plan_source"] when torch.compile's kernels are returned
-EAGER_SOURCE = "eager"  # summary["plan_source"] when PyTorch's eager kernels are returned
 COMPARE_ROUNDS = 2  # timings of each kernel in ``compare``, interleaved
 # Inductor's kernel is returned unless the generated plan is faster by more than this fraction: the
 # bench's timing of Inductor's kernels against the same kernels inside superoptimize spreads 0.98-1.02×
@@ -47,11 +45,11 @@ TIE_MARGIN = 0.02
 
 
 class Winner(Enum):
-    """Which candidate ``compare`` returned."""
+    """Which candidate ``compare`` returned; ``summary["plan_source"]`` is the value of a PyTorch one."""
 
     GENERATED = "generated"
-    INDUCTOR = SOURCE
-    EAGER = EAGER_SOURCE
+    INDUCTOR = "inductor"
+    EAGER = "eager"
 
 
 class TorchKernel:
@@ -211,19 +209,12 @@ def compare(graph: Graph, backend: Timer, generated: Any, inputs: Callable[[int]
     if ind.kernel is None and eag.kernel is None:
         return generated, Verdict(None, rel_err=ind.rel_err, why=ind.why, eager_rel_err=eag.rel_err, eager_why=eag.why)
     backend.setup(graph, inputs(seed))
-    best = {k: math.inf for k in ("gen", "ind", "eag")}
+    kernels = {w: k for w, k in ((Winner.GENERATED, generated), (Winner.INDUCTOR, ind.kernel),
+                                 (Winner.EAGER, eag.kernel)) if k is not None}
+    best = dict.fromkeys(kernels, math.inf)
     for _ in range(COMPARE_ROUNDS):  # interleaved, the best of each: drift and one slow replay cancel out
-        for key, kernel in (("gen", generated), ("ind", ind.kernel), ("eag", eag.kernel)):
-            if kernel is not None:
-                best[key] = min(best[key], backend.time_us(kernel))
-    timed = {k: (None if math.isinf(v) else v) for k, v in best.items()}
-    verdict = Verdict(timed["gen"], timed["ind"], ind.rel_err, ind.why, timed["eag"], eag.rel_err, eag.why)
-    match verdict.winner:
-        case Winner.GENERATED:
-            return generated, verdict
-        case Winner.INDUCTOR:
-            return ind.kernel, verdict
-        case Winner.EAGER:
-            return eag.kernel, verdict
-        case _ as unreachable:
-            assert_never(unreachable)
+        for w, kernel in kernels.items():
+            best[w] = min(best[w], backend.time_us(kernel))
+    verdict = Verdict(best[Winner.GENERATED], best.get(Winner.INDUCTOR), ind.rel_err, ind.why,
+                      best.get(Winner.EAGER), eag.rel_err, eag.why)
+    return kernels[verdict.winner], verdict
