@@ -13,7 +13,7 @@ import pytest
 from prism import pipeline
 from prism.graph import Graph
 from prism.torch_program import torch_program
-from prism.tune.inductor import COMPARE_ROUNDS, TIE_MARGIN, Verdict, Winner, compare
+from prism.tune.inductor import COMPARE_ROUNDS, TIE_MARGIN, Verdict, Winner, _rotated, compare
 from prism.tune.inputs import input_sampler
 
 
@@ -74,7 +74,7 @@ def test_the_fastest_of_generated_inductor_and_eager_is_returned() -> None:
     chosen, v, be = _three(10.0, 12.0, 9.0)
     assert chosen == "eag" and v.winner is Winner.EAGER and not v.inductor_wins
     assert (v.generated_us, v.inductor_us, v.eager_us, v.winner_us) == (10.0, 12.0, 9.0, 9.0)
-    assert be.timed == [10.0, 12.0, 9.0] * COMPARE_ROUNDS and be.setups == 1
+    assert be.timed == [10.0, 12.0, 9.0, 12.0, 9.0, 10.0, 9.0, 10.0, 12.0] and be.setups == 1  # each at each place
     chosen, v, _ = _three(10.0, 9.5, 9.8)  # both PyTorch kernels tie the plan: the faster of them
     assert chosen == "ind" and v.winner is Winner.INDUCTOR and v.winner_us == 9.5
     chosen, v, _ = _three(10.0, 10.0 * (1 + 2 * TIE_MARGIN), 10.0 * (1 + 3 * TIE_MARGIN))
@@ -84,14 +84,14 @@ def test_the_fastest_of_generated_inductor_and_eager_is_returned() -> None:
 def test_a_wrong_eager_kernel_is_never_returned_and_inductor_still_competes() -> None:
     chosen, v, be = _three(10.0, 12.0, 1.0, eager_skew=0.5)  # eager fastest but 50% off the reference
     assert chosen == "gen" and v.eager_us is None and v.eager_why is not None and "relative error" in v.eager_why
-    assert v.inductor_us == 12.0 and be.timed == [10.0, 12.0] * COMPARE_ROUNDS
+    assert v.inductor_us == 12.0 and be.timed == [10.0, 12.0, 12.0, 10.0]
 
 
 def test_inductor_is_returned_only_when_faster() -> None:
     gen, chosen, v, be = _compare(5.0, 3.0)
     assert chosen is not gen and v.inductor_wins
     assert (v.generated_us, v.inductor_us, v.why) == (5.0, 3.0, None)
-    assert be.timed == [5.0, 3.0] * COMPARE_ROUNDS and be.setups == 1  # both timed in turn, on one setup
+    assert be.timed == [5.0, 3.0, 3.0, 5.0] and be.setups == 1  # timed in turn, each first once, on one setup
     gen, chosen, v, _ = _compare(2.0, 3.0)
     assert chosen is gen and not v.inductor_wins and v.inductor_us == 3.0
 
@@ -112,6 +112,20 @@ def test_each_kernel_keeps_its_best_of_the_interleaved_timings() -> None:
     be.time_us = lambda kernel: next(first, kernel.us) if kernel is not gen else kernel.us  # type: ignore[method-assign]
     chosen, v = compare(g, be, gen, input_sampler(g), 0, lambda graph, generated: _Kernel(graph, 3.0), None)
     assert chosen is not gen and (v.generated_us, v.inductor_us) == (5.0, 3.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_the_timing_order_puts_every_candidate_at_every_place(n: int) -> None:
+    """``_rotated``: at least ``COMPARE_ROUNDS`` rounds, and as many as candidates, so that a kernel timed
+    after a heavy one is not always the one slowed."""
+    order = list(range(n))
+    rounds = max(COMPARE_ROUNDS, n)
+    seq = _rotated(order, rounds)
+    assert len(seq) == rounds * n
+    for r in range(rounds):
+        assert sorted(seq[r * n:(r + 1) * n]) == sorted(order)  # every candidate once a round
+    for place in range(n):
+        assert {seq[r * n + place] for r in range(rounds)} == set(order)  # every candidate at every place
 
 
 def test_a_wrong_inductor_kernel_is_never_returned() -> None:
