@@ -198,9 +198,10 @@ def _checked(build: Callable[[Graph, Any], Any] | None, graph: Graph, backend: T
 
 
 def _rotated[T](order: list[T], rounds: int) -> list[T]:
-    """``rounds`` rounds over ``order``, each starting one later: every candidate is timed at every position
-    in a round once (a heavy kernel's timings can slow the next ones: sum_of_matmuls' PyTorch kernels, timed
-    after the generated plan, came out 7-11% slower than alone; docs/off-the-suite.md, "The timing order")."""
+    """``rounds`` rounds over ``order``, each starting one later: with ``rounds >= len(order)`` every
+    candidate is timed once at every place in a round, so a slowdown after a heavy timing does not always
+    fall on the same one (sum_of_matmuls' PyTorch kernels, always timed after the generated plan, came out
+    7-11% slower than timed alone; docs/off-the-suite.md, "The timing order")."""
     return [order[(r + i) % len(order)] for r in range(rounds) for i in range(len(order))]
 
 
