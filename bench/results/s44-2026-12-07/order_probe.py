@@ -4,7 +4,8 @@
 
 Times eager PyTorch's X @ W1 + Y @ W2 (X, Y [1024, 4096], W1, W2 [4096, 4096], float16) with the
 bench's protocol (prism.tune.timing.graph_time_us) eight times in a row, then after a 2 s pause, then
-a light element-wise kernel after the heavy one; prints each time and the SM clock nvidia-smi reports."""
+a light element-wise kernel after the heavy one; prints each time, and the SM clock nvidia-smi reports
+after each phase (not between timings: its call would be a pause of its own)."""
 import json
 import subprocess
 import time
@@ -33,15 +34,17 @@ def light(x, y, w1, w2):
     return x * y
 
 
-rows = []
-for i in range(8):
-    rows.append(("heavy", i, round(graph_time_us(heavy, inputs), 2), clock()))
-    print(rows[-1], flush=True)
+def timed(label: str, fn, n: int, first: int = 0) -> list[tuple[str, int, float]]:
+    return [(label, i, round(graph_time_us(fn, inputs), 2)) for i in range(first, first + n)]
+
+
+rows = timed("heavy", heavy, 8)
+print(rows, clock(), flush=True)
 time.sleep(2.0)
-rows.append(("heavy after 2 s idle", 0, round(graph_time_us(heavy, inputs), 2), clock()))
-print(rows[-1], flush=True)
+rows += timed("heavy after 2 s idle", heavy, 1)
+print(rows[-1], clock(), flush=True)
 for i in range(3):
-    rows.append(("light", i, round(graph_time_us(light, inputs), 2), clock()))
-    rows.append(("heavy after light", i, round(graph_time_us(heavy, inputs), 2), clock()))
+    rows += timed("light", light, 1, i) + timed("heavy after light", heavy, 1, i)
     print(rows[-2:], flush=True)
+print(clock(), flush=True)
 print(json.dumps(rows))
