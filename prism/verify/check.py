@@ -146,10 +146,10 @@ def _proven_pairs(eg: bindings.EGraph) -> set[tuple[int, int]]:
     return pairs
 
 
-def _program(prep: _Prepared, cands: list[list[Term]]) -> str:
-    """egglog text: the prelude, the goal and candidate outputs, the linear ops and the input facts."""
+def _program(prep: _Prepared, cands: list[list[Term]], memo: dict[int, str]) -> str:
+    """egglog text: the prelude, the goal and candidate outputs, the linear ops and the input facts
+    (``memo``: texts of terms already rendered, by ``id``; every term in it must still be alive)."""
     lines = [_prelude()]
-    memo: dict[int, str] = {}
     for o, g in enumerate(prep.graph_terms):
         lines.append(f"(union (Goal {o}) {to_sexpr(g, memo)})")
     for k, outs in enumerate(cands):
@@ -210,13 +210,14 @@ def _saturate(eg: bindings.EGraph, n_cands: int, n_out: int, budget: Budget, t0:
     return run
 
 
-def _run_batch(prep: _Prepared, cands: list[list[Term]], budget: Budget, seconds: float) -> list[Verdict]:
+def _run_batch(prep: _Prepared, cands: list[list[Term]], budget: Budget, seconds: float,
+               memo: dict[int, str]) -> list[Verdict]:
     """Check every candidate (list of output terms) against the program in one e-graph."""
     from egglog import bindings  # the optional prover: imported only when a check runs
 
     t0 = time.perf_counter()
     eg = bindings.EGraph()
-    eg.parse_and_run_program(_program(prep, cands))
+    eg.parse_and_run_program(_program(prep, cands, memo))
     run = _saturate(eg, len(cands), len(prep.graph_terms), budget, t0, seconds)
     secs = time.perf_counter() - t0
     return [
@@ -247,13 +248,16 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
     terms: dict[int, list[Term]] = {}
     by_text: dict[str, int] = {}
     alias: dict[int, int] = {}
+    memo: dict[int, str] = {}  # each term's text, by id, rendered once: for the key and for egglog
+    alive: list[list[Term]] = []  # keeps every rendered term alive, so that no id in memo is reused
     for i, cand in enumerate(candidates):
         got = _encode(prep, graph, cand)
         if isinstance(got, str):
             verdicts[i] = Verdict(False, got, 0, 0, 0.0, Outcome.ILL_FORMED)
             continue
         outs, _ = got
-        key = "\n".join(to_sexpr(t) for t in outs)
+        alive.append(outs)
+        key = "\n".join(to_sexpr(t, memo) for t in outs)
         if key in by_text:
             alias[i] = by_text[key]
             continue
@@ -269,11 +273,11 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
     for start in range(0, len(todo), budget.batch_size):
         chunk = todo[start:start + budget.batch_size]
         secs = left(budget.max_seconds if len(chunk) == 1 else budget.batch_seconds)
-        res = _run_batch(prep, [terms[i] for i in chunk], budget, secs) if secs > 0 else [late] * len(chunk)
+        res = _run_batch(prep, [terms[i] for i in chunk], budget, secs, memo) if secs > 0 else [late] * len(chunk)
         for i, v in zip(chunk, res, strict=True):
             if not v.proven and v.outcome is Outcome.BOUNDED and len(chunk) > 1 and left(1.0) > 0:
                 log.info("candidate %d: batch stopped (%s); checking it alone", i, v.reason)
-                v = _run_batch(prep, [terms[i]], budget, left(budget.max_seconds))[0]
+                v = _run_batch(prep, [terms[i]], budget, left(budget.max_seconds), memo)[0]
             verdicts[i] = v
         bar.advance(len(chunk) + sum(1 for a, b in alias.items() if b in chunk))
     for i, j in alias.items():
