@@ -13,8 +13,9 @@ import pytest
 from prism import pipeline
 from prism.graph import Graph
 from prism.torch_program import torch_program
-from prism.tune.inductor import COMPARE_ROUNDS, TIE_MARGIN, Verdict, Winner, _rotated, compare
+from prism.tune.inductor import COMPARE_ROUNDS, TIE_MARGIN, Verdict, Winner, compare
 from prism.tune.inputs import input_sampler
+from prism.tune.timing import rotated
 
 
 def _graph() -> Graph:
@@ -116,11 +117,11 @@ def test_each_kernel_keeps_its_best_of_the_interleaved_timings() -> None:
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
 def test_the_timing_order_puts_every_candidate_at_every_place(n: int) -> None:
-    """``_rotated``: at least ``COMPARE_ROUNDS`` rounds, and as many as candidates, so that a kernel timed
+    """``rotated``: at least ``COMPARE_ROUNDS`` rounds, and as many as candidates, so that a kernel timed
     after a heavy one is not always the one slowed."""
     order = list(range(n))
     rounds = max(COMPARE_ROUNDS, n)
-    seq = _rotated(order, rounds)
+    seq = rotated(order, rounds)
     assert len(seq) == rounds * n
     for r in range(rounds):
         assert sorted(seq[r * n:(r + 1) * n]) == sorted(order)  # every candidate once a round

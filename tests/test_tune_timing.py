@@ -37,6 +37,23 @@ def test_input_copies_exceed_four_l2(nbytes: int, expected: int) -> None:
     assert n == 1 or (n - 1) * nbytes <= 4 * H200_L2_BYTES  # no more copies than needed
 
 
+def test_best_of_rotated_times_each_call_first_and_second() -> None:
+    """A timing that follows another is slowed (the drift ``rotated`` guards against): each call is timed
+    at every place, so its best is its unslowed time, whichever call comes first in the dict."""
+    seen: list[str] = []
+    base = {"prism": 3.0, "pytorch": 2.0}
+
+    def time_us(key: str) -> float:
+        seen.append(key)
+        return base[key] + (1.5 if len(seen) % 2 == 0 else 0.0)  # the second of each pair is slowed
+
+    for calls in ({"prism": "prism", "pytorch": "pytorch"}, {"pytorch": "pytorch", "prism": "prism"}):
+        seen.clear()
+        assert timing.best_of_rotated(calls, time_us) == base
+        first = list(calls)
+        assert seen == [first[0], first[1], first[1], first[0]]
+
+
 @pytest.mark.gpu
 def test_gpu_protocol_times_are_sane() -> None:
     torch = pytest.importorskip("torch")

@@ -221,17 +221,19 @@ class RegionRunner:
         return entry, detail, source
 
     def _times(self, entry: _Entry, inputs: Sequence[Any]) -> tuple[float, float] | None:
-        """(Prism, PyTorch) µs per call of the region, by CUDA-graph replay on rotated input copies;
-        None when either cannot be timed so (the checked kernel is kept)."""
-        from prism.tune.timing import graph_time_us
+        """(Prism, PyTorch) µs per call of the region, by CUDA-graph replay on rotated input copies, each
+        timed once first and once second (``best_of_rotated``); None when either cannot be timed so (the
+        checked kernel is kept)."""
+        from prism.tune.timing import best_of_rotated, graph_time_us
 
         def copies(i: int) -> Sequence[Any]:
             return inputs if i == 0 else [t.clone() for t in inputs]
 
         try:
             pytorch = self._pytorch(inputs)
-            return (graph_time_us(lambda *a: self._launch(entry, a), copies),
-                    graph_time_us(lambda *a: tuple(pytorch(*a)), copies))
+            calls = {"prism": lambda *a: self._launch(entry, a), "pytorch": lambda *a: tuple(pytorch(*a))}
+            best = best_of_rotated(calls, lambda call: graph_time_us(call, copies))
+            return best["prism"], best["pytorch"]
         except Exception as e:  # no CUDA graph for one of them: the checked kernel stays
             log.info("prism: region %s not timed against PyTorch (%s: %s)", self.record.label, type(e).__name__, e)
             return None

@@ -31,6 +31,7 @@ from prism.errors import InputError
 from prism.graph import Graph
 from prism.reference import evaluate
 from prism.torch_program import torch_program
+from prism.tune.timing import rotated
 from prism.tune.tolerance import bound_for
 from prism.tune.tuner import reference_error
 
@@ -197,14 +198,6 @@ def _checked(build: Callable[[Graph, Any], Any] | None, graph: Graph, backend: T
     return _Checked(cand, err, None)
 
 
-def _rotated[T](order: list[T], rounds: int) -> list[T]:
-    """``rounds`` rounds over ``order``, each starting one later: with ``rounds >= len(order)`` every
-    candidate is timed once at every place in a round, so a slowdown after a heavy timing does not always
-    fall on the same one (sum_of_matmuls' PyTorch kernels, always timed after the generated plan, came out
-    7-11% slower than timed alone; docs/off-the-suite.md, "The timing order")."""
-    return [order[(r + i) % len(order)] for r in range(rounds) for i in range(len(order))]
-
-
 def compare(graph: Graph, backend: Timer, generated: Any, inputs: Callable[[int], Mapping[str, np.ndarray]],
             seed: int, build: Callable[[Graph, Any], Any] = InductorKernel,
             eager: Callable[[Graph, Any], Any] | None = EagerKernel) -> tuple[Any, Verdict]:
@@ -220,7 +213,7 @@ def compare(graph: Graph, backend: Timer, generated: Any, inputs: Callable[[int]
     kernels = {w: k for w, k in ((Winner.GENERATED, generated), (Winner.INDUCTOR, ind.kernel),
                                  (Winner.EAGER, eag.kernel)) if k is not None}
     best = dict.fromkeys(kernels, math.inf)
-    for w in _rotated(list(kernels), max(COMPARE_ROUNDS, len(kernels))):  # the best of each: drift and one
+    for w in rotated(list(kernels), max(COMPARE_ROUNDS, len(kernels))):  # the best of each: drift and one
         best[w] = min(best[w], backend.time_us(kernels[w]))  # slow replay cancel out
     verdict = Verdict(best[Winner.GENERATED], best.get(Winner.INDUCTOR), ind.rel_err, ind.why,
                       best.get(Winner.EAGER), eag.rel_err, eag.why)

@@ -26,6 +26,23 @@ H200_L2_BYTES = 60 * 1024 * 1024
 MAX_INPUT_COPIES = 20
 
 
+def rotated[T](order: list[T], rounds: int) -> list[T]:
+    """``rounds`` rounds over ``order``, each starting one later: with ``rounds >= len(order)`` every
+    candidate is timed once at every place in a round, so a slowdown after a heavy timing does not always
+    fall on the same one (sum_of_matmuls' PyTorch kernels, always timed after the generated plan, came out
+    7-11% slower than timed alone; docs/off-the-suite.md, "The timing order")."""
+    return [order[(r + i) % len(order)] for r in range(rounds) for i in range(len(order))]
+
+
+def best_of_rotated[K, C](calls: dict[K, C], time_us: Callable[[C], float]) -> dict[K, float]:
+    """Each call's lowest ``time_us`` over ``len(calls)`` rounds of ``rotated`` order (each call timed
+    once at every place)."""
+    best: dict[K, float] = {}
+    for key in rotated(list(calls), len(calls)):
+        best[key] = min(best.get(key, math.inf), time_us(calls[key]))
+    return best
+
+
 def _torch() -> Any:
     try:
         import torch
