@@ -232,6 +232,39 @@ def check_equivalent(graph: Graph, candidate: KernelGraph, *, budget: Budget | N
     return verify_all(graph, [candidate], budget=budget)[0]
 
 
+@dataclass
+class _Distinct:
+    """Candidates sorted for the proof: the ill-formed given their verdicts, the others keyed by the text
+    of their terms, each distinct text proven once (``todo``), the rest its aliases."""
+
+    verdicts: list[Verdict | None]
+    todo: list[int] = field(default_factory=list)
+    terms: dict[int, list[Term]] = field(default_factory=dict)
+    alias: dict[int, int] = field(default_factory=dict)
+    memo: dict[int, str] = field(default_factory=dict)  # each term's text, by id, rendered once (key, egglog)
+    alive: list[list[Term]] = field(default_factory=list)  # every rendered term, so no id in memo is reused
+
+
+def _distinct(prep: _Prepared, graph: Graph, candidates: Sequence[KernelGraph]) -> _Distinct:
+    d = _Distinct([None] * len(candidates))
+    by_text: dict[str, int] = {}
+    for i, cand in enumerate(candidates):
+        got = _encode(prep, graph, cand)
+        if isinstance(got, str):
+            d.verdicts[i] = Verdict(False, got, 0, 0, 0.0, Outcome.ILL_FORMED)
+            continue
+        outs, _ = got
+        d.alive.append(outs)
+        key = "\n".join(to_sexpr(t, d.memo) for t in outs)
+        if key in by_text:
+            d.alias[i] = by_text[key]
+            continue
+        by_text[key] = i
+        d.terms[i] = outs
+        d.todo.append(i)
+    return d
+
+
 def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budget | None = None,
                progress: bool = False, deadline: float | None = None) -> list[Verdict]:
     """Verdicts for many candidates of one program, batched in shared e-graphs (deterministic).
@@ -243,47 +276,28 @@ def verify_all(graph: Graph, candidates: Sequence[KernelGraph], *, budget: Budge
         prep = _prepare(graph)
     except IllFormed as e:
         raise VerificationError(f"the program itself does not type-check: {e}") from e
-    verdicts: list[Verdict | None] = [None] * len(candidates)
-    todo: list[int] = []
-    terms: dict[int, list[Term]] = {}
-    by_text: dict[str, int] = {}
-    alias: dict[int, int] = {}
-    memo: dict[int, str] = {}  # each term's text, by id, rendered once: for the key and for egglog
-    alive: list[list[Term]] = []  # keeps every rendered term alive, so that no id in memo is reused
-    for i, cand in enumerate(candidates):
-        got = _encode(prep, graph, cand)
-        if isinstance(got, str):
-            verdicts[i] = Verdict(False, got, 0, 0, 0.0, Outcome.ILL_FORMED)
-            continue
-        outs, _ = got
-        alive.append(outs)
-        key = "\n".join(to_sexpr(t, memo) for t in outs)
-        if key in by_text:
-            alias[i] = by_text[key]
-            continue
-        by_text[key] = i
-        terms[i] = outs
-        todo.append(i)
+    d = _distinct(prep, graph, candidates)
     bar = StageBar("verify", total=len(candidates), unit="cand", enabled=progress)
-    bar.advance(len(candidates) - len(todo))
+    bar.advance(len(candidates) - len(d.todo))
+
     def left(secs: float) -> float:
         return secs if deadline is None else min(secs, deadline - time.perf_counter())
 
     late = Verdict(False, "not reached before the verification deadline", outcome=Outcome.LATE)
-    for start in range(0, len(todo), budget.batch_size):
-        chunk = todo[start:start + budget.batch_size]
+    for start in range(0, len(d.todo), budget.batch_size):
+        chunk = d.todo[start:start + budget.batch_size]
         secs = left(budget.max_seconds if len(chunk) == 1 else budget.batch_seconds)
-        res = _run_batch(prep, [terms[i] for i in chunk], budget, secs, memo) if secs > 0 else [late] * len(chunk)
+        res = _run_batch(prep, [d.terms[i] for i in chunk], budget, secs, d.memo) if secs > 0 else [late] * len(chunk)
         for i, v in zip(chunk, res, strict=True):
             if not v.proven and v.outcome is Outcome.BOUNDED and len(chunk) > 1 and left(1.0) > 0:
                 log.info("candidate %d: batch stopped (%s); checking it alone", i, v.reason)
-                v = _run_batch(prep, [terms[i]], budget, left(budget.max_seconds), memo)[0]
-            verdicts[i] = v
-        bar.advance(len(chunk) + sum(1 for a, b in alias.items() if b in chunk))
-    for i, j in alias.items():
-        verdicts[i] = verdicts[j]
+                v = _run_batch(prep, [d.terms[i]], budget, left(budget.max_seconds), d.memo)[0]
+            d.verdicts[i] = v
+        bar.advance(len(chunk) + sum(1 for b in d.alias.values() if b in chunk))
+    for i, j in d.alias.items():
+        d.verdicts[i] = d.verdicts[j]
     bar.close()
     log.info("verified %d candidates in %.2f s", len(candidates), time.perf_counter() - t0)
-    out = [v for v in verdicts if v is not None]
+    out = [v for v in d.verdicts if v is not None]
     assert len(out) == len(candidates)
     return out
