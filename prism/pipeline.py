@@ -48,7 +48,7 @@ from prism.partition import (
     with_transposes,
 )
 from prism.progress import StageBar
-from prism.rows import rewrite
+from prism.rows import Rewrite, rewrite
 from prism.rowwise import row_vendor_plan
 from prism.settings import settings
 from prism.transposes import sink_transposes
@@ -848,12 +848,7 @@ def superoptimize(
                               cache=cache, program=program, progress=progress, scales=scales,
                               example_inputs=examples, search_budget=search_budget, backend=backend,
                               inductor=inductor, output_views=output_views)
-        summary: Summary = {**inner.summary}
-        if rw.rows is not None:
-            summary["rows_merged"] = True
-        if rw.peels:
-            summary["outputs_as_views"] = sorted(name for p in rw.peels for name in p.transposed)
-        return Superoptimized(rw.callable(inner.kernel), summary, inner.kernel_graph)
+        return _rewritten(rw, inner)
     sampler = input_sampler(graph, example_inputs, scales)
     check_domain(graph, sampler, seed, program)  # a log of N(0, 1) inputs: no plan could pass the check
     outcome = search_and_verify(graph, program=program, cache=cache, progress=progress, time_budget=search_budget)
@@ -870,17 +865,10 @@ def superoptimize(
     weights = _tuning_weights(graph, outcome, cache and not settings().no_cache) if stitched else [1.0]
     budget = _Budget(time_budget, weights)  # the parts, then the final choice
     if stitched:
-        tuned: list[_Tuned] = []
-        for po in outcome.parts:
-            part_templates, part_sources = with_tails(po.outcome.templates, po.outcome.sources)
-            part_templates, part_sources = _padded_to(part_templates, part_sources, _tail_of(tuned))
-            req = _TuneRequest(po.part.graph, part_templates, part_sampler(graph, po.part, sampler),
-                               f"{program}.p{po.part.index}", _built(part_sources))
-            part_samples = max(4, samples // 2)  # a part is small: fewer samples cover its sizes
-            tuned.append(_tune_cached(req, backend, target, part_samples, seed, budget.next(), cache, Summary()))
-        for plans in filter(stitchable, _stitchings(tuned)):  # parts padded alike (else the others compete)
-            candidates.append(stitch(graph, [p.part for p in outcome.parts], plans, program))
-            sources.append(PlanSource.STITCHED)
+        tuning = _PartTuning(backend, target, max(4, samples // 2), seed, cache)  # a part is small: fewer samples
+        plans = _stitched_plans(graph, outcome, sampler, program, tuning, budget)
+        candidates += plans
+        sources += [PlanSource.STITCHED] * len(plans)
     summary["parts_tune_s"] = time.perf_counter() - t_parts
     built = _built(sources)
     final = _tune_cached(_TuneRequest(graph, candidates, sampler, program, built), backend, target, samples, seed,
@@ -892,6 +880,43 @@ def superoptimize(
     if example_inputs is not None:
         check_examples(graph, backend, kernel, example_inputs, program)
     return Superoptimized(kernel, summary, concrete)
+
+
+def _rewritten(rw: Rewrite, inner: Superoptimized) -> Superoptimized:
+    """The rewritten program's kernel (``inner``) as the program's: outputs viewed back, rows unmerged."""
+    summary: Summary = {**inner.summary}
+    if rw.rows is not None:
+        summary["rows_merged"] = True
+    if rw.peels:
+        summary["outputs_as_views"] = sorted(name for p in rw.peels for name in p.transposed)
+    return Superoptimized(rw.callable(inner.kernel), summary, inner.kernel_graph)
+
+
+@dataclass(frozen=True)
+class _PartTuning:
+    """How each part of a program is tuned (its samples fewer than the whole program's)."""
+
+    backend: Backend
+    target: str | None
+    samples: int
+    seed: int
+    cache: bool
+
+
+def _stitched_plans(graph: Graph, outcome: SearchOutcome, sampler: InputSampler, program: str,
+                    tuning: _PartTuning, budget: _Budget) -> list[KernelGraph]:
+    """Each part tuned on its own (its plans padded to the tail of the parts before it), then every
+    stitching of the parts' tuned plans whose parts are padded alike (else the others compete)."""
+    tuned: list[_Tuned] = []
+    for po in outcome.parts:
+        part_templates, part_sources = with_tails(po.outcome.templates, po.outcome.sources)
+        part_templates, part_sources = _padded_to(part_templates, part_sources, _tail_of(tuned))
+        req = _TuneRequest(po.part.graph, part_templates, part_sampler(graph, po.part, sampler),
+                           f"{program}.p{po.part.index}", _built(part_sources))
+        tuned.append(_tune_cached(req, tuning.backend, tuning.target, tuning.samples, tuning.seed, budget.next(),
+                                  tuning.cache, Summary()))
+    return [stitch(graph, [p.part for p in outcome.parts], plans, program)
+            for plans in filter(stitchable, _stitchings(tuned))]
 
 
 def with_tails(templates: Sequence[KernelGraph], sources: Sequence[PlanSource],
