@@ -5,6 +5,8 @@ are those that survive the whole check without the early one, only fewer are bui
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from prism import workloads
@@ -66,3 +68,45 @@ def test_kept_form_skips_the_whole_check_only_where_it_would_pass() -> None:
     whole = [layout_ok(without_idle_loops(kg), repeats=False) for kg in graphs]
     assert [kept_form(kg) is not None for kg in graphs] == whole
     assert whole.count(False) > 0 and len(graphs) > 500  # there were repeats to drop
+
+
+def test_remembered_kernel_verdicts_are_the_verdicts() -> None:
+    """``layout.check_layout`` remembers each whole kernel's verdict (and what it stores) by the kernel and
+    what came before it: on the mappings of a search with repeats to drop, checked twice over (the second
+    time from memory; kernels shared across mappings), the verdicts and their reasons are those of a check
+    that remembers nothing."""
+    from bench.zoo import zoo_graph
+    from prism.search import layout
+
+    cands = search(zoo_graph("soft_moe_mix"), SearchConfig(max_candidates=400)).candidates
+    graphs = [without_idle_loops(kg) for c in cands for kg in instantiate_mappings(c).graphs]
+    # and a split candidate's kernels paired across its mappings: a combine after first kernels that store
+    # alike and unalike (the combine's verdict depends on what the first kernel stored)
+    split = next(kg for c in search(workloads.program("gqa"), SearchConfig(), name="gqa").candidates
+                 if len(c.kernels) == 2 and len(kg := instantiate_mappings(c).graphs) > 4)
+    firsts, seconds = (list(dict.fromkeys(kg.kernels[i] for kg in split))[:8] for i in (0, 1))
+    graphs += [replace(split[0], kernels=(a, b)) for a in firsts for b in seconds]
+
+    def reasons(forget: bool = False) -> list[str | None]:
+        out: list[str | None] = []
+        for kg in graphs:
+            for repeats in (False, True):
+                if forget:
+                    layout._KERNELS.clear()
+                try:
+                    layout.check_layout(kg, repeats=repeats)
+                    out.append(None)
+                except layout.IllTyped as e:
+                    out.append(str(e))
+        return out
+
+    layout._KERNELS.clear()
+    remembered = reasons() + reasons()
+    kernels = 2 * sum(len(kg.kernels) for kg in graphs)
+    assert len(layout._KERNELS) < kernels  # kernels recur across mappings: some verdicts came from memory
+    fresh = reasons(forget=True)
+    assert remembered == fresh + fresh
+    assert fresh.count(None) and len(fresh) - fresh.count(None), "both verdicts occur"
+    two = [r for kg, r in zip(graphs, fresh[::2], strict=True) if len(kg.kernels) == 2]
+    assert fresh[::2] != fresh[1::2], "repeats decide some verdicts"
+    assert two.count(None) and any(r and "kernel" in r for r in two), "combines pass and fail"

@@ -259,13 +259,45 @@ def check_layout(kg: KernelGraph, assigned: int | None = None, *, repeats: bool 
     shapes = {t.name: t.shape for t in kg.inputs}
     outputs = frozenset(t.name for t in kg.outputs)
     stored = {} if stored is None else stored
+    shapes_key = tuple(sorted(shapes.items()))
     seen = 0
     for k in kg.kernels:
         if not isinstance(k, CustomKernel):
             return
-        local = None if assigned is None else max(0, assigned - seen)
-        extend_layout(k, shapes, outputs, stored, [None] * len(k.ops), local, repeats=repeats)
+        if assigned is None:
+            _check_kernel(k, shapes, shapes_key, outputs, stored, repeats=repeats)
+            continue
+        extend_layout(k, shapes, outputs, stored, [None] * len(k.ops), max(0, assigned - seen), repeats=repeats)
         seen += sum(isinstance(op, Load | Save) for op in k.ops)
+
+
+# Whole-kernel verdicts of ``check_layout`` by (kernel, program inputs' shapes, outputs, repeats, what earlier
+# kernels stored): why it is ill-typed, or what it stores. A mapping's kernels recur across the mappings of a
+# candidate (a split graph's first kernel beside each of its combines: 3,559 distinct of 46,000 checked in a
+# decode attention's part, docs/search-speed.md), so each is typed once per worker.
+_KERNELS: dict[tuple[object, ...], str | tuple[tuple[str, _Stored], ...]] = {}
+KERNELS_LIMIT = 10_000
+
+
+def _check_kernel(k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], shapes_key: tuple[object, ...],
+                  outputs: frozenset[str], stored: dict[str, _Stored], *, repeats: bool) -> None:
+    """``extend_layout`` of the whole kernel ``k`` (``shapes_key``: ``shapes`` sorted), its verdict
+    remembered in ``_KERNELS``."""
+    key = (k, shapes_key, outputs, repeats, tuple(sorted(stored.items())))
+    got = _KERNELS.get(key)
+    if got is None:
+        before = dict(stored)
+        try:
+            extend_layout(k, shapes, outputs, stored, [None] * len(k.ops), None, repeats=repeats)
+            got = tuple((t, v) for t, v in stored.items() if before.get(t) != v)
+        except IllTyped as e:
+            got = str(e)
+        if len(_KERNELS) >= KERNELS_LIMIT:
+            _KERNELS.clear()
+        _KERNELS[key] = got
+    if isinstance(got, str):
+        raise IllTyped(got)
+    stored.update(got)
 
 
 Typing = list["_Val | None"]  # per op of a kernel: its layout, None while not typed (yet)
