@@ -193,23 +193,53 @@ def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarr
                        _run_custom(k, tensors, shapes, scalars, ks.phases))
 
 
+# Tensors after the first kernels of a plan, by those kernels and the shapes of what they wrote: for plans
+# run on the same inputs, many of which begin alike (a split graph's first kernel beside each of its
+# combines), so each prefix runs once (``run_kernels``' ``prefixes``)
+Prefixes = dict[tuple[object, ...], dict[str, np.ndarray]]
+PREFIXES_LIMIT = 4096
+
 CustomRun = Callable[[CustomKernel, KernelShapes, dict[str, np.ndarray], dict[str, tuple[int, ...]],
                       dict[str, tuple[int, ...]]], None]
 
 
 def run_kernels(kg: KernelGraph, inputs: Mapping[str, np.ndarray], custom: CustomRun, *,
-                structure: bool = True) -> dict[str, np.ndarray]:
+                structure: bool = True, prefixes: Prefixes | None = None) -> dict[str, np.ndarray]:
     """The kernels of a concrete μGraph in order, its custom kernels by ``custom`` (kernel, its
     shapes, the tensors so far, every tensor's shape, the scalars' sizes); its outputs by name.
-    ``structure=False``: the caller ran ``ir.check_structure`` on the plan (at any sizes)."""
+    ``structure=False``: the caller ran ``ir.check_structure`` on the plan (at any sizes).
+    ``prefixes``: what earlier plans' first kernels computed from these same ``inputs`` (read and added
+    to; right only where ``custom`` writes each saved tensor into a new array, never into one it has)."""
     shapes, per_kernel = infer(kg, structure=structure)
     tensors = input_tensors(kg, inputs)
     scalars = {t.name: t.shape for t in kg.inputs}
+    keys = _prefix_keys(kg, shapes) if prefixes is not None else []
+    start = next((i + 1 for i in reversed(range(len(keys))) if prefixes and keys[i] in prefixes), 0)
+    if start:
+        assert prefixes is not None
+        tensors = dict(prefixes[keys[start - 1]])
     with np.errstate(all="ignore"):
-        for k, ks in zip(kg.kernels, per_kernel, strict=True):
+        for i in range(start, len(kg.kernels)):
+            k, ks = kg.kernels[i], per_kernel[i]
             if isinstance(k, PredefinedKernel):
                 run_predefined(k, tensors, scalars)
             else:
                 assert ks is not None
                 custom(k, ks, tensors, shapes, scalars)
+            if prefixes is not None and i < len(keys):
+                if len(prefixes) >= PREFIXES_LIMIT:
+                    prefixes.clear()
+                prefixes[keys[i]] = dict(tensors)
     return {t.name: tensors[t.name] for t in kg.outputs}
+
+
+def _prefix_keys(kg: KernelGraph, shapes: Mapping[str, tuple[int, ...]]) -> list[tuple[object, ...]]:
+    """Per proper prefix of ``kg``'s kernels (the first i + 1, all but the last): its kernels and the
+    shapes of the tensors they write."""
+    keys: list[tuple[object, ...]] = []
+    written: list[tuple[str, tuple[int, ...]]] = []
+    for i, k in enumerate(kg.kernels[:-1]):
+        names = [k.output] if isinstance(k, PredefinedKernel) else [s.tensor for s in k.saves]
+        written += [(n, shapes[n]) for n in names]
+        keys.append((kg.kernels[:i + 1], tuple(written)))
+    return keys

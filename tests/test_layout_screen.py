@@ -13,6 +13,7 @@ from test_verify import SMALL, WRONG
 
 from prism import plans, workloads
 from prism.graph import Graph
+from prism.interpreter import Prefixes
 from prism.ir import KernelGraph
 from prism.search.layout import IllTyped, check_layout, layout_ok
 from prism.verify.screen import screen, small_instance
@@ -120,9 +121,9 @@ def test_the_screen_stops_at_the_first_size_set_a_plan_fails(monkeypatch: pytest
     real = scr._at
 
     def counted(kg: KernelGraph, sizes: dict[str, int], inputs: dict[str, np.ndarray],
-                ref: dict[str, np.ndarray]) -> bool | None:
+                ref: dict[str, np.ndarray], prefixes: Prefixes | None = None) -> bool | None:
         calls.append(kg)
-        return real(kg, sizes, inputs, ref)
+        return real(kg, sizes, inputs, ref, prefixes)
 
     monkeypatch.setattr(scr, "_at", counted)
     assert screen(g, [right, wrong]) == [True, False]

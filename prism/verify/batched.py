@@ -19,7 +19,7 @@ from typing import assert_never
 
 import numpy as np
 
-from prism.interpreter import rescaled, run_kernels
+from prism.interpreter import Prefixes, rescaled, run_kernels
 from prism.ir import (
     Accum,
     BinaryOp,
@@ -42,14 +42,16 @@ class NotBatched(Exception):
     """The plan does something this form does not cover: run it block by block."""
 
 
-def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray], *, structure: bool = True) -> dict[str, np.ndarray]:
+def run(kg: KernelGraph, inputs: Mapping[str, np.ndarray], *, structure: bool = True,
+        prefixes: Prefixes | None = None) -> dict[str, np.ndarray]:
     """``interpreter.run`` of a concrete μGraph (same outputs), every block at once (``NotBatched``
     where it cannot; the interpreter's ``PrismError`` where the plan does not fit its sizes).
-    ``structure=False``: the caller ran ``ir.check_structure`` on the plan (at any sizes)."""
+    ``structure=False``: the caller ran ``ir.check_structure`` on the plan (at any sizes). ``prefixes``:
+    as ``run_kernels`` takes them (a kernel here writes each tensor it saves into a new array)."""
     if kg.tail is not None:
         raise NotBatched("a padded tail runs in the emulator")
     return run_kernels(kg, inputs, lambda k, ks, tensors, shapes, scalars:
-                       _Kernel(k, ks, tensors, shapes, scalars).run(), structure=structure)
+                       _Kernel(k, ks, tensors, shapes, scalars).run(), structure=structure, prefixes=prefixes)
 
 
 class _Kernel:

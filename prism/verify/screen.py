@@ -18,6 +18,7 @@ import numpy as np
 from prism import interpreter
 from prism.errors import PrismError
 from prism.graph import Graph, OpKind, Tensor
+from prism.interpreter import Prefixes
 from prism.ir import KernelGraph, check_structure
 from prism.ops import Binary, Reduce, Unary
 from prism.reference import relative_error
@@ -67,6 +68,7 @@ def screen(graph: Graph, candidates: Sequence[KernelGraph], *, seed: int = 0) ->
     ref = small.evaluate(inputs)
     ins = {t.name: t.shape for t in small.inputs}
     outs = {t.name: t.shape for t in small.outputs}
+    prefixes: Prefixes = {}  # plans that begin alike run their first kernels once
     out: list[bool | None] = []
     for cand in candidates:
         kg = cand.with_shapes(ins, outs)
@@ -75,20 +77,20 @@ def screen(graph: Graph, candidates: Sequence[KernelGraph], *, seed: int = 0) ->
         except PrismError:
             out.append(None)  # it runs at none (as before the check was taken out of each run)
             continue
-        verdict = _verdict(kg, _size_sets(kg.symbols), inputs, ref)
+        verdict = _verdict(kg, _size_sets(kg.symbols), inputs, ref, prefixes)
         if verdict is None:  # it runs at none: a size splits a dim of extent 1 (one query head, one row)
-            verdict = _verdict(kg, _unit_size_sets(kg.symbols), inputs, ref)
+            verdict = _verdict(kg, _unit_size_sets(kg.symbols), inputs, ref, prefixes)
         out.append(verdict)
     return out
 
 
 def _verdict(kg: KernelGraph, size_sets: Iterable[dict[str, int]], inputs: dict[str, np.ndarray],
-             ref: dict[str, np.ndarray]) -> bool | None:
+             ref: dict[str, np.ndarray], prefixes: Prefixes | None = None) -> bool | None:
     """False when ``kg`` is wrong at one of the size sets (the later ones are not run), True when it
     runs at one and is right at every one it runs at, None when it runs at none."""
     verdict: bool | None = None
     for sizes in size_sets:
-        ok = _at(kg, sizes, inputs, ref)
+        ok = _at(kg, sizes, inputs, ref, prefixes)
         if ok is False:
             return False
         verdict = verdict if ok is None else True
@@ -129,13 +131,13 @@ def _fewest_ones_first(n: int) -> Iterator[tuple[int, ...]]:
 
 
 def _at(kg: KernelGraph, sizes: dict[str, int], inputs: dict[str, np.ndarray],
-        ref: dict[str, np.ndarray]) -> bool | None:
+        ref: dict[str, np.ndarray], prefixes: Prefixes | None = None) -> bool | None:
     """Whether ``kg`` at ``sizes`` computes ``ref`` (None: it does not fit these sizes); run every
     block at once (``batched``), block by block where that form does not cover the plan."""
     try:
         concrete = kg.instantiate(sizes)
         try:
-            got = batched.run(concrete, inputs, structure=False)
+            got = batched.run(concrete, inputs, structure=False, prefixes=prefixes)
         except batched.NotBatched:
             got = interpreter.run(concrete, inputs)
     except PrismError:
