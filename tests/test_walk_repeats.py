@@ -58,28 +58,32 @@ def test_early_repeat_check_keeps_every_survivor(program: str, step: int, monkey
         assert built_early < built_late, "the early check dropped nothing: the test checks nothing"
 
 
-def test_kept_form_skips_the_whole_check_only_where_it_would_pass() -> None:
-    """``parallel.kept_form`` types a mapping again only where a kernel has a loop of its own left;
-    on every mapping of a search with repeats to drop it keeps exactly what the whole check keeps."""
+@pytest.fixture(scope="module")
+def soft_moe_mappings() -> list[KernelGraph]:
+    """Every mapping of soft_moe_mix's first 400 candidates: a search with repeats to drop."""
     from bench.zoo import zoo_graph
 
     cands = search(zoo_graph("soft_moe_mix"), SearchConfig(max_candidates=400)).candidates
-    graphs = [kg for c in cands for kg in instantiate_mappings(c).graphs]
+    return [kg for c in cands for kg in instantiate_mappings(c).graphs]
+
+
+def test_kept_form_skips_the_whole_check_only_where_it_would_pass(soft_moe_mappings: list[KernelGraph]) -> None:
+    """``parallel.kept_form`` types a mapping again only where a kernel has a loop of its own left;
+    on every mapping of a search with repeats to drop it keeps exactly what the whole check keeps."""
+    graphs = soft_moe_mappings
     whole = [layout_ok(without_idle_loops(kg), repeats=False) for kg in graphs]
     assert [kept_form(kg) is not None for kg in graphs] == whole
     assert whole.count(False) > 0 and len(graphs) > 500  # there were repeats to drop
 
 
-def test_remembered_kernel_verdicts_are_the_verdicts() -> None:
+def test_remembered_kernel_verdicts_are_the_verdicts(soft_moe_mappings: list[KernelGraph]) -> None:
     """``layout.check_layout`` remembers each whole kernel's verdict (and what it stores) by the kernel and
     what came before it: on the mappings of a search with repeats to drop, checked twice over (the second
     time from memory; kernels shared across mappings), the verdicts and their reasons are those of a check
     that remembers nothing."""
-    from bench.zoo import zoo_graph
     from prism.search import layout
 
-    cands = search(zoo_graph("soft_moe_mix"), SearchConfig(max_candidates=400)).candidates
-    graphs = [without_idle_loops(kg) for c in cands for kg in instantiate_mappings(c).graphs]
+    graphs = [without_idle_loops(kg) for kg in soft_moe_mappings]
     # and a split candidate's kernels paired across its mappings: a combine after first kernels that store
     # alike and unalike (the combine's verdict depends on what the first kernel stored)
     split = next(kg for c in search(workloads.program("gqa"), SearchConfig(), name="gqa").candidates
