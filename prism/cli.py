@@ -15,7 +15,8 @@ from prism.errors import PrismError
 # name -> (module, one-line help). Modules must import without z3/egglog/torch/cupy at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("prism.demo", "build the benchmark programs, evaluate them, run a fused plan (the README's first command)"),
-    "search": ("prism.search.cli", "symbolic search (+ mapping instantiation and verification) of a benchmark program"),
+    "search": ("prism.search.cli", "symbolic search (+ mapping instantiation and verification) of a benchmark "
+               "program, or of any program written by Graph.to_json (--graph)"),
     "emit": ("prism.codegen.cli", "write generated CUDA sources and launch plans for a benchmark configuration"),
     "optimize": ("prism.tune.cli", "superoptimize a benchmark configuration end to end"),
     "library": ("prism.library", "build or inspect the kernel library under prism/kernels/"),

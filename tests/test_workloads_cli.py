@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,3 +119,57 @@ def test_cli_search_budget_is_superoptimizes_unless_given() -> None:
     add_arguments(parser)
     assert config_from(parser.parse_args(["gqa_safe"])).time_budget_s == DEFAULT_SEARCH_BUDGET_S
     assert config_from(parser.parse_args(["gqa_safe", "--time-budget", "600"])).time_budget_s == 600.0
+
+
+def _user_program() -> object:
+    """A program of no benchmark, with [batch, tokens, d] rows (``superoptimize`` merges them first)."""
+    from prism.graph import Graph
+
+    g = Graph()
+    x, y = g.input((2, 4, 32), "float16", "X"), g.input((2, 4, 32), "float16", "Y")
+    g.output(g.mul(g.gelu(x), g.scale(y, 0.5)), "O")
+    return g
+
+
+def test_cli_searches_a_program_written_by_to_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``prism search --graph FILE`` searches what ``superoptimize`` searches for that program (its rows
+    merged), into the cache ``superoptimize`` then reads: the search that follows loads it."""
+    import json
+
+    from prism import pipeline
+    from prism.cli import main
+    from prism.rows import searched_graph
+
+    g = _user_program()
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps(g.to_json()))  # type: ignore[attr-defined]
+    assert main(["search", "--graph", str(path), "--name", "my_gate", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    searched = searched_graph(g)  # type: ignore[arg-type]
+    assert out["program"] == "my_gate" and out["cached"] is False and out["verified_by_source"]["searched"] > 0
+    assert out["structure_key"] == searched.structure_key() != g.structure_key()  # type: ignore[attr-defined]
+    again = pipeline.search_and_verify(searched, program="my_gate", progress=False)
+    assert again.cached and len(again.templates) == out["verified"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["gqa", "--graph", "{path}"], "one of them"),
+    ([], "one of them"),
+    (["--graph", "{path}", "--no-mappings"], "ablations"),
+    (["--graph", "{path}", "--name", "../up"], "--name '../up'"),
+    (["--graph", "{bad}"], "is not JSON"),
+    (["--graph", "{missing}"], "No such file"),
+])
+def test_cli_search_graph_refuses_bad_requests(args: list[str], says: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from prism.cli import main
+
+    path, bad = tmp_path / "gate.json", tmp_path / "bad.json"
+    path.write_text(json.dumps(_user_program().to_json()))  # type: ignore[attr-defined]
+    bad.write_text("{nodes: ")
+    filled = [a.format(path=path, bad=bad, missing=tmp_path / "missing.json") for a in args]
+    assert main(["search", *filled]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("prism search: error: ") and says in err and "Traceback" not in err

@@ -1,4 +1,6 @@
-"""``python -m prism search NAME [--json] [--no-cache]``: the symbolic search of a benchmark program.
+"""``python -m prism search NAME [--json] [--no-cache]``: the symbolic search of a benchmark program;
+``python -m prism search --graph FILE``: of any program, written by ``Graph.to_json`` (searched as
+``superoptimize`` searches it, so that a CPU machine fills the search cache a GPU machine then reads).
 
 The search and the mapping instantiation are one call each (``run_search``, ``run_mapping``), so the
 orchestrating command can add verification, the cache and more JSON fields around them.
@@ -13,11 +15,17 @@ import time
 from typing import Any
 
 from prism import workloads
-from prism.errors import WorkloadError
+from prism.errors import GraphError, OptionError, WorkloadError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("program", choices=sorted(workloads.PROGRAMS), help="a benchmark program (its sizes do not matter)")
+    p.add_argument("program", nargs="?", choices=sorted(workloads.PROGRAMS),
+                   help="a benchmark program (its sizes do not matter)")
+    p.add_argument("--graph", metavar="FILE", default=None,
+                   help="instead of a benchmark program: a program as Graph.to_json writes it (JSON), searched, "
+                   "mapped and verified as superoptimize would, into the same search cache")
+    p.add_argument("--name", default="program",
+                   help="with --graph: the program's name in logs and cache entries (default: program)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="ignore cached results (search again)")
     p.add_argument("--no-mappings", action="store_true", help="skip mapping instantiation")
@@ -111,9 +119,43 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def graph_program(args: argparse.Namespace) -> dict[str, Any]:
+    """``--graph FILE``: the program read back (``graph_json``, every node checked), searched, mapped
+    and verified as ``superoptimize`` does it (``rows.searched_graph``, no search configuration but the
+    time budget), so that its cache entries are the ones ``superoptimize`` looks up."""
+    from prism.graph_json import graph_from_json
+    from prism.names import NameKind, name_problem
+    from prism.pipeline import search_and_verify
+    from prism.rows import searched_graph
+
+    if (why := name_problem(args.name, NameKind.PROGRAM)) is not None:
+        raise OptionError(f"--name {args.name!r}: {why}")
+    with open(args.graph) as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise GraphError("program record", f"{args.graph!r} is not JSON: {e}") from e
+    graph = searched_graph(graph_from_json(doc))
+    outcome = search_and_verify(graph, program=args.name, cache=not args.no_cache, progress=not args.json,
+                                time_budget=args.time_budget, partitioned=not args.whole)
+    out = outcome.to_json()
+    out["seconds"] = {k: round(v, 3) for k, v in outcome.seconds.items()}
+    out.setdefault("candidates", None)
+    return out
+
+
+def _checked(args: argparse.Namespace) -> None:
+    """One program: a benchmark program's name or ``--graph``; the ablations only for benchmark programs."""
+    if (args.program is None) == (args.graph is None):
+        raise OptionError("give a benchmark program or --graph FILE (one of them)")
+    if args.graph is not None and (args.no_mappings or args.concrete_maps):
+        raise OptionError("--no-mappings and --concrete-maps are ablations of benchmark programs, not of --graph")
+
+
 def run(args: argparse.Namespace) -> int:
+    _checked(args)
     if not args.no_mappings and not args.concrete_maps:
-        out = run_pipeline(args)
+        out = run_pipeline(args) if args.graph is None else graph_program(args)
         if args.json:
             print(json.dumps(out, sort_keys=True))
             return 0
