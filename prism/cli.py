@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("prism.search.cli", "symbolic search (+ mapping instantiation and verification) of a benchmark "
                "program, or of any program written by Graph.to_json (--graph)"),
     "emit": ("prism.codegen.cli", "write generated CUDA sources and launch plans for a benchmark configuration"),
-    "optimize": ("prism.tune.cli", "superoptimize a benchmark configuration end to end"),
+    "optimize": ("prism.tune.cli", "superoptimize a benchmark configuration end to end, or any program (--graph)"),
     "library": ("prism.library", "build or inspect the kernel library under prism/kernels/"),
 }
 

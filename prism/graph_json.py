@@ -21,6 +21,17 @@ from prism.ops import Binary, Const, DimRecip, OpKind, Reduce, Scalar, Unary, sc
 WHAT = "program record"
 
 
+def graph_from_file(path: str) -> Graph:
+    """The program in JSON file ``path``, as ``Graph.to_json`` writes it (``graph_from_json``); a
+    ``GraphError`` when the file is not JSON (``OSError`` when it cannot be read)."""
+    with open(path) as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise GraphError(WHAT, f"{path!r} is not JSON: {e}") from e
+    return graph_from_json(doc)
+
+
 def graph_from_json(doc: object) -> Graph:
     """The program ``Graph.to_json`` wrote; ``GraphError`` naming the node where the record is malformed."""
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or not isinstance(doc.get("outputs"), list):

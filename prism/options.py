@@ -17,6 +17,7 @@ import numpy as np
 
 from prism.codegen.arch import ARCHS
 from prism.errors import OptionError
+from prism.names import NameKind, name_problem
 
 MAX_SEED = 2**63 - 2**32  # seeds get offsets added (timing, check inputs) and go to NumPy's generator
 
@@ -110,6 +111,17 @@ def target_arg() -> Callable[[str], str]:
         return t
 
     return _arg(str, known, "an architecture")
+
+
+def program_name_arg() -> Callable[[str], str]:
+    """A program name (``prism.names``: it labels logs, cache entries and library folders)."""
+    def valid(v: object) -> str:
+        if (why := name_problem(v, NameKind.PROGRAM)) is not None:
+            raise OptionError(f": {_show(v)} is not a program name ({why})")
+        assert isinstance(v, str)
+        return v
+
+    return _arg(str, valid, "a program name")
 
 
 def check_tuning(call: str, *, samples: object, seed: object, time_budget: object, target: object = None) -> None:

@@ -83,3 +83,55 @@ def test_pipeline_missing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
     monkeypatch.setattr(tune_cli, "_superoptimize", lambda: None)
     assert cli.main(["optimize", "gqa"]) == 2
     assert "not available" in capsys.readouterr().err
+
+
+def test_optimize_a_program_written_by_to_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``optimize --graph FILE --name NAME``: the program read back at its own shapes and superoptimized
+    under that name; with no GPU the same stop as a benchmark configuration's."""
+    g = Graph()
+    x, w = g.input((2, 4, 32), "float16", "X"), g.input((32, 64), "float16", "W")
+    g.output(g.silu(g.matmul(g.rms_norm(x), w)), "O")
+    path = tmp_path / "prog.json"
+    path.write_text(json.dumps(g.to_json()))
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(tune_cli, "_superoptimize", lambda: fake_pipeline(calls))
+    assert cli.main(["optimize", "--graph", str(path), "--name", "norm_silu", "--samples", "8", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["program"] == "norm_silu" and doc["config"] == "X[2, 4, 32] W[32, 64]" and doc["status"] == "optimized"
+    assert calls == [{"shapes": [(2, 4, 32), (32, 64)], "target": None, "samples": 8, "seed": 0,
+                      "time_budget": None, "cache": True, "program": "norm_silu"}]
+    monkeypatch.setattr(tune_cli, "_superoptimize", lambda: fake_pipeline(calls, gpu=False))
+    assert cli.main(["optimize", "--graph", str(path)]) == tune_cli.EXIT_NO_GPU
+    assert "stopped after verification" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["optimize"], "one of them"),
+    (["optimize", "gqa", "--graph", "{path}"], "one of them"),
+    (["optimize", "--graph", "{path}", "--config", "gqa_h1024"], "its own shapes"),
+    (["optimize", "--graph", "{bad}"], "is not JSON"),
+    (["optimize", "--graph", "{path}x"], "No such file"),
+])
+def test_optimize_graph_refuses_bad_requests(argv: list[str], says: str, monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    g = Graph()
+    g.output(g.exp(g.input((4, 8), "float16", "X")), "O")
+    path, bad = tmp_path / "prog.json", tmp_path / "bad.json"
+    path.write_text(json.dumps(g.to_json()))
+    bad.write_text("[1, 2")
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(tune_cli, "_superoptimize", lambda: fake_pipeline(calls))
+    assert cli.main([a.format(path=path, bad=bad) for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("prism optimize: error: ") and says in err and len(err.strip().splitlines()) == 1
+    assert calls == []
+
+
+def test_a_bad_program_name_is_an_argument_error(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("optimize", "search"):
+        with pytest.raises(SystemExit) as info:
+            cli.main([command, "--graph", "p.json", "--name", "../up"])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --name" in err and len(err.strip().splitlines()) == 1

@@ -156,7 +156,6 @@ def test_cli_searches_a_program_written_by_to_json(tmp_path: Path, capsys: pytes
     (["gqa", "--graph", "{path}"], "one of them"),
     ([], "one of them"),
     (["--graph", "{path}", "--no-mappings"], "ablations"),
-    (["--graph", "{path}", "--name", "../up"], "--name '../up'"),
     (["--graph", "{bad}"], "is not JSON"),
     (["--graph", "{missing}"], "No such file"),
 ])

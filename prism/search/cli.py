@@ -15,7 +15,8 @@ import time
 from typing import Any
 
 from prism import workloads
-from prism.errors import GraphError, OptionError, WorkloadError
+from prism.errors import OptionError, WorkloadError
+from prism.options import program_name_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--graph", metavar="FILE", default=None,
                    help="instead of a benchmark program: a program as Graph.to_json writes it (JSON), searched, "
                    "mapped and verified as superoptimize would, into the same search cache")
-    p.add_argument("--name", default="program",
+    p.add_argument("--name", type=program_name_arg(), default="program",
                    help="with --graph: the program's name in logs and cache entries (default: program)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="ignore cached results (search again)")
@@ -123,19 +124,11 @@ def graph_program(args: argparse.Namespace) -> dict[str, Any]:
     """``--graph FILE``: the program read back (``graph_json``, every node checked), searched, mapped
     and verified as ``superoptimize`` does it (``rows.searched_graph``, no search configuration but the
     time budget), so that its cache entries are the ones ``superoptimize`` looks up."""
-    from prism.graph_json import graph_from_json
-    from prism.names import NameKind, name_problem
+    from prism.graph_json import graph_from_file
     from prism.pipeline import search_and_verify
     from prism.rows import searched_graph
 
-    if (why := name_problem(args.name, NameKind.PROGRAM)) is not None:
-        raise OptionError(f"--name {args.name!r}: {why}")
-    with open(args.graph) as f:
-        try:
-            doc = json.load(f)
-        except json.JSONDecodeError as e:
-            raise GraphError("program record", f"{args.graph!r} is not JSON: {e}") from e
-    graph = searched_graph(graph_from_json(doc))
+    graph = searched_graph(graph_from_file(args.graph))
     outcome = search_and_verify(graph, program=args.name, cache=not args.no_cache, progress=not args.json,
                                 time_budget=args.time_budget, partitioned=not args.whole)
     out = outcome.to_json()

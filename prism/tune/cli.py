@@ -1,4 +1,5 @@
-"""``python -m prism optimize NAME --config CONFIG [--json]``: superoptimize one benchmark configuration.
+"""``python -m prism optimize NAME --config CONFIG [--json]``: superoptimize one benchmark configuration;
+``python -m prism optimize --graph FILE [--name NAME]``: any program, as ``Graph.to_json`` writes it.
 
 Runs ``prism.superoptimize`` (search + verification, or their cache; then tuning on the GPU) and
 prints the stages' times, the counts and the best kernel time. With no GPU it stops after
@@ -16,8 +17,8 @@ import sys
 from typing import Any
 
 from prism import workloads
-from prism.errors import DeviceError, WorkloadError
-from prism.options import count_arg, seconds_arg, seed_arg, target_arg
+from prism.errors import DeviceError, OptionError, WorkloadError
+from prism.options import count_arg, program_name_arg, seconds_arg, seed_arg, target_arg
 
 EXIT_NO_GPU = 3  # search and verification ran; tuning needs a GPU this machine does not have
 
@@ -40,8 +41,12 @@ SHOWN = [
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("program", metavar="NAME", choices=sorted(workloads.PROGRAMS),
+    p.add_argument("program", metavar="NAME", nargs="?", choices=sorted(workloads.PROGRAMS),
                    help=f"benchmark program: {', '.join(workloads.PROGRAMS)}")
+    p.add_argument("--graph", metavar="FILE", default=None,
+                   help="instead of a benchmark program: a program as Graph.to_json writes it (JSON), at its own shapes")
+    p.add_argument("--name", type=program_name_arg(), default="program",
+                   help="with --graph: the program's name in logs and cache entries (default: program)")
     p.add_argument("--config", default=None, metavar="CONFIG",
                    help="configuration id from docs/benchmarks.md (default: the program's first)")
     p.add_argument("--samples", type=count_arg("samples"), default=64, help="tuning samples (default 64)")
@@ -77,8 +82,23 @@ def _jsonable(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=str))
 
 
+def _program(args: argparse.Namespace) -> tuple[Any, str, str]:
+    """(the program, its name, the label of its configuration): a benchmark configuration's or ``--graph``'s."""
+    if (args.program is None) == (args.graph is None):
+        raise OptionError("give a benchmark program or --graph FILE (one of them)")
+    if args.graph is None:
+        cfg = resolve_config(args.program, args.config)
+        return cfg.build(), cfg.program, cfg.id
+    if args.config is not None:
+        raise OptionError("--config names a benchmark configuration; a --graph program has its own shapes")
+    from prism.graph_json import graph_from_file
+
+    graph = graph_from_file(args.graph)
+    return graph, args.name, " ".join(f"{t.name}{list(t.shape)}" for t in graph.inputs)
+
+
 def run(args: argparse.Namespace) -> int:
-    cfg = resolve_config(args.program, args.config)
+    graph, program, config = _program(args)
     superoptimize = _superoptimize()
     if superoptimize is None:
         print("prism optimize: prism.superoptimize is not available in this build yet", file=sys.stderr)
@@ -87,23 +107,23 @@ def run(args: argparse.Namespace) -> int:
                               "time_budget": args.time_budget, "cache": not args.no_cache}
     params = inspect.signature(superoptimize).parameters
     if "program" in params:
-        kwargs["program"] = cfg.program
-    head = {"program": cfg.program, "config": cfg.id}
+        kwargs["program"] = program
+    head = {"program": program, "config": config}
     try:
-        og = superoptimize(cfg.build(), **kwargs)
+        og = superoptimize(graph, **kwargs)
     except DeviceError as e:
         summary = e.summary
         msg = f"no usable GPU: stopped after verification. {e}"
         if args.json:
             print(json.dumps({**head, "status": "verified", "message": msg, "summary": _jsonable(summary)}, indent=1))
         else:
-            print(f"{cfg.id}: {msg}")
+            print(f"{config}: {msg}")
         return EXIT_NO_GPU
     summary = dict(getattr(og, "summary", {}) or {})
     if args.json:
         print(json.dumps({**head, "status": "optimized", "summary": _jsonable(summary)}, indent=1))
         return 0
-    print(f"{cfg.id} ({cfg.program}):")
+    print(f"{config} ({program}):")
     for key, label, fmt in SHOWN:
         if summary.get(key) is not None:
             try:
