@@ -214,10 +214,11 @@ def run_kernels(kg: KernelGraph, inputs: Mapping[str, np.ndarray], custom: Custo
     tensors = input_tensors(kg, inputs)
     scalars = {t.name: t.shape for t in kg.inputs}
     keys = _prefix_keys(kg, shapes) if prefixes is not None else []
-    start = next((i + 1 for i in reversed(range(len(keys))) if prefixes and keys[i] in prefixes), 0)
-    if start:
-        assert prefixes is not None
-        tensors = dict(prefixes[keys[start - 1]])
+    start = 0
+    for i in reversed(range(len(keys))):  # the longest prefix an earlier plan ran
+        if prefixes and (got := prefixes.get(keys[i])) is not None:
+            tensors, start = dict(got), i + 1
+            break
     with np.errstate(all="ignore"):
         for i in range(start, len(kg.kernels)):
             k, ks = kg.kernels[i], per_kernel[i]

@@ -124,6 +124,21 @@ def program_name_arg() -> Callable[[str], str]:
     return _arg(str, valid, "a program name")
 
 
+def add_graph_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """``--graph FILE`` (a program as ``Graph.to_json`` writes it, instead of a benchmark program; ``what``
+    says what the command does with it) and ``--name`` (its program name)."""
+    p.add_argument("--graph", metavar="FILE", default=None,
+                   help=f"instead of a benchmark program: a program as Graph.to_json writes it (JSON), {what}")
+    p.add_argument("--name", type=program_name_arg(), default="program",
+                   help="with --graph: the program's name in logs and cache entries (default: program)")
+
+
+def check_one_program(program: str | None, graph: str | None) -> None:
+    """A command's program: a benchmark program's name or ``--graph FILE``, exactly one of them."""
+    if (program is None) == (graph is None):
+        raise OptionError("give a benchmark program or --graph FILE (one of them)")
+
+
 def check_tuning(call: str, *, samples: object, seed: object, time_budget: object, target: object = None) -> None:
     """The options every tuning entry point shares, checked before any work starts."""
     check_count("samples", samples, call)

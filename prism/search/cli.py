@@ -16,17 +16,13 @@ from typing import Any
 
 from prism import workloads
 from prism.errors import OptionError, WorkloadError
-from prism.options import program_name_arg
+from prism.options import add_graph_arguments, check_one_program
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", nargs="?", choices=sorted(workloads.PROGRAMS),
                    help="a benchmark program (its sizes do not matter)")
-    p.add_argument("--graph", metavar="FILE", default=None,
-                   help="instead of a benchmark program: a program as Graph.to_json writes it (JSON), searched, "
-                   "mapped and verified as superoptimize would, into the same search cache")
-    p.add_argument("--name", type=program_name_arg(), default="program",
-                   help="with --graph: the program's name in logs and cache entries (default: program)")
+    add_graph_arguments(p, "searched, mapped and verified as superoptimize would, into the same search cache")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="ignore cached results (search again)")
     p.add_argument("--no-mappings", action="store_true", help="skip mapping instantiation")
@@ -112,9 +108,13 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
 
     logging.getLogger("egglog").setLevel(logging.WARNING)
     graph = workloads.program(args.program)
-    outcome = search_and_verify(graph, program=args.program, cache=not args.no_cache, progress=not args.json,
-                                config=config_from(args), partitioned=not args.whole)
-    out = outcome.to_json()
+    return _outcome_json(search_and_verify(graph, program=args.program, cache=not args.no_cache,
+                                           progress=not args.json, config=config_from(args), partitioned=not args.whole))
+
+
+def _outcome_json(outcome: Any) -> dict[str, Any]:
+    """A ``SearchOutcome`` as the command prints it (seconds rounded)."""
+    out: dict[str, Any] = outcome.to_json()
     out["seconds"] = {k: round(v, 3) for k, v in outcome.seconds.items()}
     out.setdefault("candidates", None)
     return out
@@ -129,18 +129,13 @@ def graph_program(args: argparse.Namespace) -> dict[str, Any]:
     from prism.rows import searched_graph
 
     graph = searched_graph(graph_from_file(args.graph))
-    outcome = search_and_verify(graph, program=args.name, cache=not args.no_cache, progress=not args.json,
-                                time_budget=args.time_budget, partitioned=not args.whole)
-    out = outcome.to_json()
-    out["seconds"] = {k: round(v, 3) for k, v in outcome.seconds.items()}
-    out.setdefault("candidates", None)
-    return out
+    return _outcome_json(search_and_verify(graph, program=args.name, cache=not args.no_cache, progress=not args.json,
+                                           time_budget=args.time_budget, partitioned=not args.whole))
 
 
 def _checked(args: argparse.Namespace) -> None:
     """One program: a benchmark program's name or ``--graph``; the ablations only for benchmark programs."""
-    if (args.program is None) == (args.graph is None):
-        raise OptionError("give a benchmark program or --graph FILE (one of them)")
+    check_one_program(args.program, args.graph)
     if args.graph is not None and (args.no_mappings or args.concrete_maps):
         raise OptionError("--no-mappings and --concrete-maps are ablations of benchmark programs, not of --graph")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from prism import workloads
 from prism.errors import DeviceError, OptionError, WorkloadError
-from prism.options import count_arg, program_name_arg, seconds_arg, seed_arg, target_arg
+from prism.options import add_graph_arguments, check_one_program, count_arg, seconds_arg, seed_arg, target_arg
 
 EXIT_NO_GPU = 3  # search and verification ran; tuning needs a GPU this machine does not have
 
@@ -43,10 +43,7 @@ SHOWN = [
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="NAME", nargs="?", choices=sorted(workloads.PROGRAMS),
                    help=f"benchmark program: {', '.join(workloads.PROGRAMS)}")
-    p.add_argument("--graph", metavar="FILE", default=None,
-                   help="instead of a benchmark program: a program as Graph.to_json writes it (JSON), at its own shapes")
-    p.add_argument("--name", type=program_name_arg(), default="program",
-                   help="with --graph: the program's name in logs and cache entries (default: program)")
+    add_graph_arguments(p, "superoptimized at its own shapes")
     p.add_argument("--config", default=None, metavar="CONFIG",
                    help="configuration id from docs/benchmarks.md (default: the program's first)")
     p.add_argument("--samples", type=count_arg("samples"), default=64, help="tuning samples (default 64)")
@@ -84,8 +81,7 @@ def _jsonable(obj: Any) -> Any:
 
 def _program(args: argparse.Namespace) -> tuple[Any, str, str]:
     """(the program, its name, the label of its configuration): a benchmark configuration's or ``--graph``'s."""
-    if (args.program is None) == (args.graph is None):
-        raise OptionError("give a benchmark program or --graph FILE (one of them)")
+    check_one_program(args.program, args.graph)
     if args.graph is None:
         cfg = resolve_config(args.program, args.config)
         return cfg.build(), cfg.program, cfg.id
