@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.measure import SYSTEMS, Measurer
+from bench.measure import SYSTEMS, Measurer, measure_systems
 from bench.programs import roofline
 from bench.providers import PROVIDERS, Budget, Provider, default_provider, make_provider
 from prism import workloads
@@ -158,16 +158,14 @@ def run(args: argparse.Namespace, argv: Sequence[str], measurer: Measurer | None
             except Exception as e:  # Prism failing on one config is a result, not the end of the run
                 log.error("Prism on %s failed: %s", cfg.id, e)
                 rec["errors"]["prism"] = f"{type(e).__name__}: {e}"
-        for s in systems:
-            if s == "prism" and prism_fn is None:
-                continue
-            log.info("%s: %s", cfg.id, s)
-            res = measurer.measure(cfg, s, prism_fn)
+        log.info("%s: checking and timing %s", cfg.id, ", ".join(systems))
+        measured = measure_systems(measurer, cfg, [s for s in systems if s != "prism" or prism_fn is not None],
+                                   prism_fn)
+        for s, res in measured.items():
             rec[f"{s}_us"] = res.us
             rec[f"{s}_rel_err"] = res.rel_err
             if res.error:
                 rec["errors"][s] = res.error
-            rec.update(res.info)
         rec["rel_err"] = rec.get("prism_rel_err")
         result["configs"].append(report.finish_record(rec))
         result["summary"] = report.summarize(result["configs"])

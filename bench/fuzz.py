@@ -32,7 +32,7 @@ from prism.codegen.arch import arch as get_arch
 from prism.codegen.emulate import emulate_lowering
 from prism.codegen.lower import DEFAULT_OPTIONS, lower_graph
 from prism.codegen.resources import resources
-from prism.errors import PrismError
+from prism.errors import DeviceError, PrismError
 from prism.graph import Graph, Tensor
 from prism.ir import CustomKernel, KernelGraph, validate
 from prism.reference import relative_error
@@ -553,13 +553,15 @@ def _speedups(g: Graph, fast: Any, eager: bool, compiled: bool) -> dict[str, flo
     if not (eager or compiled):
         return {}
     from bench.zoo_bench import Runner
-    from prism.tune.timing import graph_time_us
+    from prism.tune.timing import Timed, interleaved_time_us
 
     runner, scales = Runner(samples=8, seed=0), default_scales(g)
     systems = [s for s, on in (("eager", eager), ("compile", compiled)) if on]
-    fns = [fast, *(runner.system_fn(g, f"fuzz-{s}", s, {}) for s in systems)]
-    times = [graph_time_us(fn, lambda i: runner.copy(g, scales, i)) for fn in fns]
-    return {s: t / times[0] for s, t in zip(systems, times[1:], strict=True)}
+    fns = {"prism": fast, **{s: runner.system_fn(g, f"fuzz-{s}", s, {}) for s in systems}}
+    got = interleaved_time_us({s: Timed(fn, lambda i: runner.copy(g, scales, i)) for s, fn in fns.items()})
+    if got.errors:
+        raise DeviceError(f"timing failed: {got.errors}")
+    return {s: got.us[s] / got.us["prism"] for s in systems}
 
 
 def compile_failures(plans: list[tuple[int, KernelGraph]]) -> dict[int, str]:

@@ -1,8 +1,10 @@
 """Measurements on the GPU: environment, the two ceilings, and each system's time and error.
 
-Everything is timed with :func:`prism.tune.timing.graph_time_us` (the docs/benchmarks.md protocol) in
-this one process. Before any system is timed, its output on fresh random inputs is compared with the
-float64 reference; a system over the tolerance is reported with its error and not timed.
+Every system of a configuration is checked first: its output on fresh random inputs is compared with
+the float64 reference, and a system over the tolerance is reported with its error and not timed. Then
+the systems that passed are timed together with :func:`prism.tune.timing.interleaved_time_us` (the
+docs/benchmarks.md protocol, their graphs' replays interleaved so that each is timed at the same clocks)
+in this one process.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import logging
 import platform
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from bench.programs import SDPA_PROGRAMS, TORCH_PROGRAMS
 from prism.reference import relative_error
+from prism.tune.timing import Timings
 from prism.workloads import Config
 
 log = logging.getLogger(__name__)
@@ -37,12 +40,11 @@ class Ceilings:
 
 @dataclass(frozen=True)
 class SystemResult:
-    """One system on one configuration: time (None when not timed), error vs reference, notes."""
+    """One system on one configuration: time (None when not timed), error vs reference, why not timed."""
 
     us: float | None
     rel_err: float | None
     error: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
 
 
 def mma_ceiling() -> float | None:
@@ -65,7 +67,33 @@ class Measurer(Protocol):
 
     def ceilings(self) -> Ceilings: ...
 
-    def measure(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> SystemResult: ...
+    def check(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> Checked: ...
+
+    def time(self, cfg: Config, fns: dict[str, Callable[..., Any]]) -> Timings[str]: ...
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One system checked against the reference: its callable when it is to be timed (None: ``result``
+    says why not), and the result so far (the relative error, or the error)."""
+
+    fn: Callable[..., Any] | None
+    result: SystemResult
+
+
+def measure_systems(measurer: Measurer, cfg: Config, systems: list[str],
+                    prism_fn: Callable[..., Any] | None) -> dict[str, SystemResult]:
+    """Every system checked, then those that passed timed together (``Measurer.time``)."""
+    checked = {s: measurer.check(cfg, s, prism_fn) for s in systems}
+    fns = {s: c.fn for s, c in checked.items() if c.fn is not None}
+    timings = measurer.time(cfg, fns) if fns else Timings({}, {})
+    out: dict[str, SystemResult] = {}
+    for s, c in checked.items():
+        error = c.result.error or (f"timing: {timings.errors[s]}" if s in timings.errors else None)
+        if error is not None and c.fn is not None:
+            log.error("timing %s on %s failed: %s", s, cfg.id, error)
+        out[s] = replace(c.result, us=timings.us.get(s), error=error)
+    return out
 
 
 def _run(cmd: list[str]) -> str | None:
@@ -161,14 +189,12 @@ class TorchMeasurer:
             for t in cfg.build().inputs
         ]
 
-    def measure(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> SystemResult:
-        from prism.tune.timing import graph_time_us
-
+    def check(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> Checked:
         graph = cfg.build()
         try:
             fn = self._system_fn(cfg, system, prism_fn)
         except NotApplicable as e:
-            return SystemResult(None, None, f"not applicable: {e}")
+            return Checked(None, SystemResult(None, None, f"not applicable: {e}"))
         try:
             values = cfg.random_inputs(self.seed, graph)
             ref = graph.evaluate(values)[graph.outputs[0].name]
@@ -181,13 +207,13 @@ class TorchMeasurer:
             err = relative_error(out.double().cpu().numpy(), ref)
         except Exception as e:  # a broken system is a result, not a crash of the suite
             log.error("%s on %s failed: %s", system, cfg.id, e)
-            return SystemResult(None, None, f"{type(e).__name__}: {e}")
+            return Checked(None, SystemResult(None, None, f"{type(e).__name__}: {e}"))
         if not err < TOLERANCE:
             log.error("%s on %s: relative error %.3g over %.0e: not timed", system, cfg.id, err, TOLERANCE)
-            return SystemResult(None, err, f"relative error {err:.3g} over {TOLERANCE:.0e}")
-        try:
-            us = graph_time_us(fn, lambda i: self._copy(cfg, i))
-        except Exception as e:
-            log.error("timing %s on %s failed: %s", system, cfg.id, e)
-            return SystemResult(None, err, f"timing: {type(e).__name__}: {e}")
-        return SystemResult(us, err)
+            return Checked(None, SystemResult(None, err, f"relative error {err:.3g} over {TOLERANCE:.0e}"))
+        return Checked(fn, SystemResult(None, err))
+
+    def time(self, cfg: Config, fns: dict[str, Callable[..., Any]]) -> Timings[str]:
+        from prism.tune.timing import Timed, interleaved_time_us
+
+        return interleaved_time_us({s: Timed(fn, lambda i: self._copy(cfg, i)) for s, fn in fns.items()})

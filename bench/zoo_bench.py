@@ -1,5 +1,6 @@
 """The program zoo on the GPU: Prism (``prism.superoptimize``) beside PyTorch eager, torch.compile and
-max-autotune, with the docs/benchmarks.md protocol (CUDA-graph replay, inputs rotated past the L2).
+max-autotune, with the docs/benchmarks.md protocol (CUDA-graph replay, inputs rotated past the L2; the
+systems of one entry timed together, their replays interleaved: ``prism.tune.timing.interleaved_time_us``).
 
     python -m bench.zoo_bench [--which decode,prefill,decode_odd,prefill_odd] [--only a,b] [--systems prism,eager,compile]
                               [--samples 16] [--out bench/results/zoo-DATE.json]
@@ -74,9 +75,6 @@ class Runner:
         if system == "eager":
             return base
         mode = {"compile": None, "max_autotune": "max-autotune-no-cudagraphs"}[system]
-        # every zoo program is the same Python function over another graph: start dynamo afresh, or it
-        # stops recompiling after its limit and silently runs eager
-        self.torch._dynamo.reset()
         return self.torch.compile(base, mode=mode, dynamic=False)
 
     def copy(self, graph: Graph, scales: dict[str, float], i: int) -> list[Any]:
@@ -85,15 +83,14 @@ class Runner:
         return [(torch.randn(t.shape, device="cuda", generator=gen) * scales.get(t.name, 1.0)).to(getattr(torch, t.dtype))
                 for t in graph.inputs]
 
-    def measure(self, graph: Graph, name: str, system: str, rec: dict[str, Any]) -> None:
-        from prism.tune.timing import graph_time_us
+    def check(self, graph: Graph, name: str, system: str, rec: dict[str, Any]) -> Any:
+        """The system's callable when its outputs pass the float64 check (None: ``rec["errors"]`` says why)."""
         from prism.tune.tuner import default_scales, random_inputs
 
         torch = self.torch
-        scales = default_scales(graph)
         try:
             fn = self.system_fn(graph, name, system, rec)
-            values = random_inputs(graph, scales, self.seed + 7)
+            values = random_inputs(graph, default_scales(graph), self.seed + 7)
             refs = graph.evaluate(values)
             args = [torch.from_numpy(values[t.name]).to(device="cuda", dtype=getattr(torch, t.dtype)) for t in graph.inputs]
             out = fn(*args)
@@ -101,14 +98,38 @@ class Runner:
             outs = out if isinstance(out, tuple | list) else (out,)  # a tuple in graph.outputs order
             err = max(relative_error(o.double().cpu().numpy(), refs[t.name])
                       for o, t in zip(outs, graph.outputs, strict=True))
-            rec[f"{system}_rel_err"] = err
-            if not err < TOLERANCE:
-                rec["errors"][system] = f"relative error {err:.3g}"
-                return
-            rec[f"{system}_us"] = graph_time_us(fn, lambda i: self.copy(graph, scales, i))
         except Exception as e:  # one failing system is a result
             log.error("%s %s: %s", name, system, e)
             rec["errors"][system] = f"{type(e).__name__}: {str(e)[:300]}"
+            return None
+        rec[f"{system}_rel_err"] = err
+        if not err < TOLERANCE:
+            rec["errors"][system] = f"relative error {err:.3g}"
+            return None
+        return fn
+
+    def measure(self, graph: Graph, name: str, systems: list[str], rec: dict[str, Any]) -> None:
+        """Every system checked, then those that passed timed together; times and errors into ``rec``."""
+        # every zoo program is the same Python function over another graph: start dynamo afresh for each
+        # program (not between its systems, whose compiled functions are timed after all are checked), or
+        # it stops recompiling after its limit and silently runs eager
+        self.torch._dynamo.reset()
+        fns = {s: fn for s in systems if (fn := self.check(graph, name, s, rec)) is not None}
+        if fns:
+            self.time(graph, fns, rec)
+
+    def time(self, graph: Graph, fns: dict[str, Any], rec: dict[str, Any]) -> None:
+        """The checked systems timed together, their replays interleaved (``interleaved_time_us``)."""
+        from prism.tune.timing import Timed, interleaved_time_us
+        from prism.tune.tuner import default_scales
+
+        scales = default_scales(graph)
+        timings = interleaved_time_us({s: Timed(fn, lambda i: self.copy(graph, scales, i)) for s, fn in fns.items()})
+        for s, us in timings.us.items():
+            rec[f"{s}_us"] = us
+        for s, why in timings.errors.items():
+            log.error("timing %s: %s", s, why)
+            rec["errors"][s] = f"timing: {why[:300]}"
 
 
 def _finish(rec: dict[str, Any]) -> None:
@@ -228,8 +249,7 @@ def _measure_entry(runner: Runner, name: str, which: str, systems: list[str], ce
                            "sizes": ZOO[name].sizes(which), "floor_us": roofline(graph).floor_us(*ceilings),
                            "errors": {}}
     t0 = time.perf_counter()
-    for s in systems:
-        runner.measure(graph, name, s, rec)
+    runner.measure(graph, name, systems, rec)
     rec["seconds"] = time.perf_counter() - t0
     _finish(rec)
     log.info("%s %s: %s", name, which, {k: rec.get(f"{k}_us") for k in systems})

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from bench import cli, report
-from bench.measure import Ceilings, SystemResult
+from bench.measure import Ceilings, Checked, SystemResult
 from bench.programs import roofline
 from bench.providers import PrismKernel
 from prism import workloads
+from prism.tune.timing import Timings
 from prism.workloads import Config
 
 # Fake per-system times (µs): Prism is 2.5× faster than compile, which is the best baseline.
@@ -21,9 +22,11 @@ FAKE_US = {"eager": 20.0, "compile": 10.0, "max_autotune": 12.0, "sdpa": 15.0, "
 
 
 class FakeMeasurer:
-    def __init__(self, fail: dict[tuple[str, str], str] | None = None) -> None:
-        self.calls: list[tuple[str, str]] = []
+    def __init__(self, fail: dict[tuple[str, str], str] | None = None, untimeable: set[str] | None = None) -> None:
+        self.calls: list[tuple[str, str]] = []  # every check, in order
+        self.timed: list[tuple[str, list[str]]] = []  # every time() call: the systems timed together
         self.fail = fail or {}
+        self.untimeable = untimeable or set()
 
     def environment(self) -> dict[str, Any]:
         return {"date": "2026-12-01T10:00:00+00:00", "gpu": "Fake GPU 9000", "driver": "1.0", "torch": "0",
@@ -32,16 +35,22 @@ class FakeMeasurer:
     def ceilings(self) -> Ceilings:
         return Ceilings(4.0e12, 600e12)
 
-    def measure(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> SystemResult:
+    def check(self, cfg: Config, system: str, prism_fn: Callable[..., Any] | None) -> Checked:
         self.calls.append((cfg.id, system))
         if (cfg.id, system) in self.fail:
-            return SystemResult(None, 0.5, self.fail[(cfg.id, system)])
+            return Checked(None, SystemResult(None, 0.5, self.fail[(cfg.id, system)]))
         if system == "prism":
             assert prism_fn is not None
             assert prism_fn() == cfg.id
         if system == "sdpa" and not cfg.program.startswith(("gqa", "qknorm_gqa")):
-            return SystemResult(None, None, "not applicable: not attention")
-        return SystemResult(FAKE_US[system], 1e-3)
+            return Checked(None, SystemResult(None, None, "not applicable: not attention"))
+        return Checked(lambda: system, SystemResult(None, 1e-3))
+
+    def time(self, cfg: Config, fns: dict[str, Callable[..., Any]]) -> Timings[str]:
+        self.timed.append((cfg.id, list(fns)))
+        assert all(fn() == s for s, fn in fns.items())
+        return Timings({s: FAKE_US[s] for s in fns if s not in self.untimeable},
+                       {s: "RuntimeError: capture failed" for s in fns if s in self.untimeable})
 
 
 class FakeProvider:
@@ -122,6 +131,20 @@ def test_failures_are_recorded_not_fatal(tmp_path: Path) -> None:
     assert bad["prism_us"] is None and bad["rel_err"] == 0.5 and "prism" in bad["errors"]
     assert good["prism_us"] == 4.0
     assert "beats_best_baseline_everywhere" not in res["summary"]
+    # a system that failed its check is not timed; the others of its configuration are timed together
+    assert m.timed == [("gqa_h1024", ["eager", "compile", "max_autotune", "sdpa"]),
+                       ("gqa_h2048", ["prism", "eager", "compile", "max_autotune", "sdpa"])]
+
+
+def test_a_system_that_cannot_be_timed_keeps_its_error(tmp_path: Path) -> None:
+    m = FakeMeasurer(untimeable={"max_autotune"})
+    rc, res, _ = _run(tmp_path, "--configs", "swiglu_d1024", "--no-plot", measurer=m, provider=FakeProvider())
+    assert rc == 0
+    (r,) = res["configs"]
+    assert m.timed == [("swiglu_d1024", ["prism", "eager", "compile", "max_autotune"])]  # sdpa: not applicable
+    assert r["max_autotune_us"] is None and r["max_autotune_rel_err"] == 1e-3
+    assert r["errors"]["max_autotune"] == "timing: RuntimeError: capture failed"
+    assert r["compile_us"] == 10.0 and r["speedup"] == pytest.approx(2.5)
 
 
 @pytest.mark.parametrize("argv", [["--configs", "nope"], ["--programs", "nope"], ["--systems", "nope"]])

@@ -37,21 +37,51 @@ def test_input_copies_exceed_four_l2(nbytes: int, expected: int) -> None:
     assert n == 1 or (n - 1) * nbytes <= 4 * H200_L2_BYTES  # no more copies than needed
 
 
-def test_best_of_rotated_times_each_call_first_and_second() -> None:
-    """A timing that follows another is slowed (the drift ``rotated`` guards against): each call is timed
-    at every place, so its best is its unslowed time, whichever call comes first in the dict."""
-    seen: list[str] = []
-    base = {"prism": 3.0, "pytorch": 2.0}
+class _FakeClock:
+    """Stands in for torch in ``timing._replay_ms``: a replay of graph ``k`` takes ``ms[k]`` plus 1 ms when
+    it follows another replay at once (the slowdown interleaving spreads over every graph)."""
 
-    def time_us(key: str) -> float:
-        seen.append(key)
-        return base[key] + (1.5 if len(seen) % 2 == 0 else 0.0)  # the second of each pair is slowed
+    def __init__(self, ms: dict[str, float]) -> None:
+        self.now = 0.0
+        self.order: list[str] = []
+        self.ms = ms
+        clock = self
 
-    for calls in ({"prism": "prism", "pytorch": "pytorch"}, {"pytorch": "pytorch", "prism": "prism"}):
-        seen.clear()
-        assert timing.best_of_rotated(calls, time_us) == base
-        first = list(calls)
-        assert seen == [first[0], first[1], first[1], first[0]]
+        class Event:
+            def __init__(self, enable_timing: bool) -> None:
+                assert enable_timing
+                self.at = 0.0
+
+            def record(self) -> None:
+                self.at = clock.now
+
+            def elapsed_time(self, end: Event) -> float:
+                return end.at - self.at
+
+        class Cuda:
+            @staticmethod
+            def synchronize() -> None:
+                pass
+
+        Cuda.Event = Event  # type: ignore[attr-defined]
+        self.cuda = Cuda
+
+    def graph(self, key: str) -> timing._Captured:
+        clock = self
+
+        class Graph:
+            def replay(self) -> None:
+                clock.now += clock.ms[key] + (1.0 if clock.order else 0.0)
+                clock.order.append(key)
+
+        return timing._Captured(Graph(), [])
+
+
+def test_replays_interleave_in_rotated_order() -> None:
+    clock = _FakeClock({"a": 10.0, "b": 20.0, "c": 30.0})
+    ms = timing._replay_ms(clock, {k: clock.graph(k) for k in "abc"}, replays=5)
+    assert clock.order == list("abc" "bca" "cab" "abc" "bca")  # each round one later: no graph always first
+    assert ms == {"a": 11.0, "b": 21.0, "c": 31.0}  # each graph's median, its own replays' times only
 
 
 @pytest.mark.gpu
@@ -86,3 +116,25 @@ def test_gpu_single_call_timing_excludes_host_overhead() -> None:
 
     assert timing.kernel_time_us(slow_host, reps=10, flush_l2=False) < 100.0
     assert timing.kernel_time_us(slow_host, reps=10, flush_l2=False, hold=False) > 150.0
+
+
+@pytest.mark.gpu
+def test_gpu_interleaved_times_several_and_reports_one_that_fails() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    small = [torch.randn(1 << 22, device="cuda", dtype=torch.float16) for _ in range(3)]
+    large = [torch.randn(1 << 25, device="cuda", dtype=torch.float16) for _ in range(3)]
+
+    def broken(x: object) -> object:
+        raise RuntimeError("no kernel")
+
+    got = timing.interleaved_time_us({
+        "small": timing.Timed(lambda x: x * 2, lambda i: (small[i % 3],)),
+        "large": timing.Timed(lambda x: x * 2, lambda i: (large[i % 3],)),
+        "broken": timing.Timed(broken, lambda i: (small[0],)),
+    })
+    assert set(got.us) == {"small", "large"} and got.errors == {"broken": "RuntimeError: no kernel"}
+    assert 2.5 < got.us["large"] / got.us["small"] < 20.0  # 8× the bytes; the small ones stay in the L2
+    alone = timing.graph_time_us(lambda x: x * 2, lambda i: (large[i % 3],))
+    assert 0.8 < got.us["large"] / alone < 1.25

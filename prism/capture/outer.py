@@ -132,15 +132,20 @@ def on_gpu(args: Sequence[Any]) -> bool:
 def whole_times(with_prism: Callable[..., Any], plain: Callable[..., Any],
                 args: Sequence[Any]) -> tuple[float, float] | None:
     """(the graph with Prism's regions, Inductor's graph alone) µs per call by CUDA-graph replay of
-    ``args`` (on a GPU), as the tuner times; None when either cannot be timed so."""
-    from prism.tune.timing import graph_time_us
+    ``args`` (on a GPU), as the tuner times, the two graphs' replays interleaved (``interleaved_time_us``);
+    None when either cannot be timed so."""
+    from prism.tune.timing import Timed, interleaved_time_us
 
     try:
         with isolated():
-            return graph_time_us(with_prism, lambda i: args), graph_time_us(plain, lambda i: args)
-    except Exception as e:  # not capturable: the graph with Prism's regions stays
+            got = interleaved_time_us({"prism": Timed(with_prism, lambda i: args), "plain": Timed(plain, lambda i: args)})
+    except Exception as e:  # no GPU timing at all: the graph with Prism's regions stays
         log.info("prism: the compiled graphs were not timed (%s: %s)", type(e).__name__, e)
         return None
+    if got.errors:  # not capturable: the graph with Prism's regions stays
+        log.info("prism: the compiled graphs were not timed (%s)", "; ".join(f"{k}: {w}" for k, w in got.errors.items()))
+        return None
+    return got.us["prism"], got.us["plain"]
 
 
 # Python's in-place operators (``x &= y`` traces to ``operator.iand``); ``operator.and_``, ``or_``

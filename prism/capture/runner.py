@@ -221,22 +221,25 @@ class RegionRunner:
         return entry, detail, source
 
     def _times(self, entry: _Entry, inputs: Sequence[Any]) -> tuple[float, float] | None:
-        """(Prism, PyTorch) µs per call of the region, by CUDA-graph replay on rotated input copies, each
-        timed once first and once second (``best_of_rotated``); None when either cannot be timed so (the
-        checked kernel is kept)."""
-        from prism.tune.timing import best_of_rotated, graph_time_us
+        """(Prism, PyTorch) µs per call of the region, by CUDA-graph replay on rotated input copies, the two
+        graphs' replays interleaved (``interleaved_time_us``: both timed at the same clocks); None when either
+        cannot be timed so (the checked kernel is kept)."""
+        from prism.tune.timing import Timed, Timings, interleaved_time_us
 
         def copies(i: int) -> Sequence[Any]:
             return inputs if i == 0 else [t.clone() for t in inputs]
 
         try:
             pytorch = self._pytorch(inputs)
-            calls = {"prism": lambda *a: self._launch(entry, a), "pytorch": lambda *a: tuple(pytorch(*a))}
-            best = best_of_rotated(calls, lambda call: graph_time_us(call, copies))
-            return best["prism"], best["pytorch"]
-        except Exception as e:  # no CUDA graph for one of them: the checked kernel stays
-            log.info("prism: region %s not timed against PyTorch (%s: %s)", self.record.label, type(e).__name__, e)
+            got = interleaved_time_us({"prism": Timed(lambda *a: self._launch(entry, a), copies),
+                                       "pytorch": Timed(lambda *a: tuple(pytorch(*a)), copies)})
+        except Exception as e:  # no PyTorch function for the region: the checked kernel stays
+            got = Timings({}, {"pytorch": f"{type(e).__name__}: {e}"})
+        if got.errors:  # no CUDA graph for one of them: the checked kernel stays
+            log.info("prism: region %s not timed against PyTorch (%s)", self.record.label,
+                     "; ".join(f"{k}: {why}" for k, why in got.errors.items()))
             return None
+        return got.us["prism"], got.us["pytorch"]
 
     def _views(self, program: Program, inputs: Sequence[Any]) -> list[Any]:
         """The kernel's inputs: each region input in the compute dtype, contiguous, aligned, viewed."""

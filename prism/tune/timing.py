@@ -1,14 +1,17 @@
 """The one timing primitive of Prism: every kernel time in the tuner and in bench/ comes from here.
 
-Two ways to time a callable on the GPU, both with CUDA events and a median:
+Ways to time callables on the GPU, all with CUDA events and a median:
 
 * :func:`kernel_time_us` — single calls: warm-up, then each timed call preceded by an L2 flush
   (a write over a buffer larger than the L2), median of the event times. The tuner's fallback
   for a call that cannot be captured in a CUDA graph.
 * :func:`graph_time_us` — the protocol of docs/benchmarks.md: 20 back-to-back calls captured in one CUDA
   graph, each on a different copy of the inputs (enough copies to exceed 4× the L2, at most 20),
-  the graph replayed 30 times, median replay time / 20. bench/ uses it for every system, and the
-  tuner (``CudaBackend``, fewer replays) for every candidate.
+  the graph replayed 30 times, median replay time / 20. The tuner (``CudaBackend``, fewer replays)
+  times every candidate so.
+* :func:`interleaved_time_us` — the same protocol for several callables at once, their graphs' replays
+  interleaved so that all of them are timed at the same clocks: bench/ times the systems of one
+  program so.
 
 torch is imported lazily: this module imports on machines without torch or a GPU.
 """
@@ -17,7 +20,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prism.errors import DeviceError
@@ -32,15 +36,6 @@ def rotated[T](order: list[T], rounds: int) -> list[T]:
     fall on the same one (sum_of_matmuls' PyTorch kernels, always timed after the generated plan, came out
     7-11% slower than timed alone; docs/off-the-suite.md, "The timing order")."""
     return [order[(r + i) % len(order)] for r in range(rounds) for i in range(len(order))]
-
-
-def best_of_rotated[K, C](calls: dict[K, C], time_us: Callable[[C], float]) -> dict[K, float]:
-    """Each call's lowest ``time_us`` over ``len(calls)`` rounds of ``rotated`` order (each call timed
-    once at every place)."""
-    best: dict[K, float] = {}
-    for key in rotated(list(calls), len(calls)):
-        best[key] = min(best.get(key, math.inf), time_us(calls[key]))
-    return best
 
 
 def _torch() -> Any:
@@ -134,6 +129,97 @@ def kernel_time_us(fn: Callable[[], Any], *, warmup: int = 3, reps: int = 20, fl
     return 1000.0 * statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
 
 
+@dataclass(frozen=True)
+class Timed:
+    """One callable for :func:`interleaved_time_us`: ``fn(*inputs(i))`` is a call on the i-th copy of its
+    arguments (device tensors)."""
+
+    fn: Callable[..., Any]
+    inputs: Callable[[int], Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class Timings[K]:
+    """What :func:`interleaved_time_us` measured: µs a call by key, and why a key was not timed."""
+
+    us: dict[K, float]
+    errors: dict[K, str]
+
+
+@dataclass
+class _Captured:
+    graph: Any
+    keep: list[Any]  # the captured calls' outputs and inputs: the graph's memory stays valid
+
+
+def _capture(torch: Any, timed: Timed, calls: int, warmup: int, l2: int) -> _Captured:
+    """``calls`` back-to-back calls in one CUDA graph, rotating over enough input copies to exceed 4× the L2."""
+    first = tuple(timed.inputs(0))
+    n_copies = min(calls, input_copies(_nbytes(first), l2))
+    copies = [first, *(tuple(timed.inputs(i)) for i in range(1, n_copies))]
+    # Warm up on a side stream (lazy init, autotuning, library handles stay out of the capture).
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            for args in copies:
+                timed.fn(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    keep: list[Any] = [copies]
+    # thread-local: the tuner compiles (NVRTC, module loads) the next samples on other threads while this
+    # one captures; in the default global mode such a call fails and invalidates the capture (seen on
+    # the H200: samples lost as "operation not permitted when stream is capturing", others timed alone)
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        for c in range(calls):
+            keep.append(timed.fn(*copies[c % n_copies]))
+    graph.replay()  # the first replay uploads the graph
+    torch.cuda.synchronize()
+    return _Captured(graph, keep)
+
+
+def _replay_ms[K](torch: Any, graphs: dict[K, _Captured], replays: int) -> dict[K, float]:
+    """Each graph's median replay time in ms, the graphs' replays interleaved in ``rotated`` order."""
+    events = {k: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(replays)] for k in graphs}
+    done = dict.fromkeys(graphs, 0)
+    for k in rotated(list(graphs), replays):
+        start, end = events[k][done[k]]
+        start.record()
+        graphs[k].graph.replay()
+        end.record()
+        done[k] += 1
+    torch.cuda.synchronize()
+    return {k: statistics.median(s.elapsed_time(e) for s, e in ev) for k, ev in events.items()}
+
+
+def interleaved_time_us[K](timed: Mapping[K, Timed], *, calls: int = 20, replays: int = 30, warmup: int = 2,
+                           l2: int | None = None) -> Timings[K]:
+    """Several callables by the protocol of docs/benchmarks.md, their replays interleaved.
+
+    Each callable's ``calls`` calls are captured in a CUDA graph of their own (as :func:`graph_time_us`);
+    then the graphs are replayed in turn, each round starting one later (``rotated``), ``replays`` times
+    each, and each one's median replay time / ``calls`` is its time. So every callable is timed at the
+    same clocks: a card under a sustained tensor-core load lowers its clock within a few timings (an H100
+    ran a 69-GFLOP call at 98 µs after a pause and 106-113 µs in a row of them,
+    ``bench/results/s46-2026-12-07/order_probe.log``), which timed one after another falls on whichever
+    comes later. A callable whose warm-up or capture raises is left out, its error in ``errors``.
+    """
+    torch = _torch()
+    size = l2 if l2 is not None else l2_bytes()
+    graphs: dict[K, _Captured] = {}
+    errors: dict[K, str] = {}
+    for k, t in timed.items():
+        try:
+            graphs[k] = _capture(torch, t, calls, warmup, size)
+        except Exception as e:  # one callable that cannot be captured is a result, not the end of the others
+            errors[k] = f"{type(e).__name__}: {e}"
+    ms = _replay_ms(torch, graphs, replays) if graphs else {}
+    graphs.clear()
+    return Timings({k: 1000.0 * m / calls for k, m in ms.items()}, errors)
+
+
 def graph_time_us(
     fn: Callable[..., Any],
     make_inputs: Callable[[int], Sequence[Any]],
@@ -149,38 +235,8 @@ def graph_time_us(
     call. Calls rotate over ``input_copies`` copies, enough to exceed four times the L2.
     """
     torch = _torch()
-    first = tuple(make_inputs(0))
-    n_copies = min(calls, input_copies(_nbytes(first), l2 if l2 is not None else l2_bytes()))
-    copies = [first, *(tuple(make_inputs(i)) for i in range(1, n_copies))]
-    # Warm up on a side stream (lazy init, autotuning, library handles stay out of the capture).
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(warmup):
-            for args in copies:
-                fn(*args)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    keep: list[Any] = []  # outputs stay alive so that the graph's memory is not reused mid-capture
-    # thread-local: the tuner compiles (NVRTC, module loads) the next samples on other threads while this
-    # one captures; in the default global mode such a call fails and invalidates the capture (seen on
-    # the H200: samples lost as "operation not permitted when stream is capturing", others timed alone)
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-        for c in range(calls):
-            keep.append(fn(*copies[c % n_copies]))
-    graph.replay()  # the first replay uploads the graph
-    torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
-    for s, e in zip(starts, ends, strict=True):
-        s.record()
-        graph.replay()
-        e.record()
-    torch.cuda.synchronize()
-    med_ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
-    del graph, keep
-    return 1000.0 * med_ms / calls
+    captured = _capture(torch, Timed(fn, make_inputs), calls, warmup, l2 if l2 is not None else l2_bytes())
+    return 1000.0 * _replay_ms(torch, {0: captured}, replays)[0] / calls
 
 
 def copy_bandwidth(nbytes: int = 2 << 30, reps: int = 10) -> float:
