@@ -4,7 +4,7 @@
 # baseline, likewise: the same kernels as run u, so the two runs compare the protocols. Searches carried.
 tar xzf out/pc.tgz -C .; nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 export PYTHONPATH=. PYTHONUNBUFFERED=1 PRISM_CACHE_DIR=$PWD/.prism-cache
-timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_tune_timing.py tests/test_bench.py \
+timeout ${TT:-200} python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_tune_timing.py tests/test_bench.py \
   tests/test_inductor_gpu.py "tests/test_capture_torch.py::test_the_default_capture_compares_regions_and_the_whole_graph_on_the_gpu" \
   > $OUT/gpu_tests.log 2>&1; tail -4 $OUT/gpu_tests.log
 ONLY=${ONLY:-sum_of_matmuls,norm_two_proj,softplus_proj,mlp_silu,matmul_residual}
