@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from prism.search.generator import Recipe, descendants, heights, least_sizes, required
+from prism.search.generator import Recipe, _users, descendants, heights, least_sizes, required
 
 
 def _round_robin_heights(opts: list[list[Recipe]]) -> list[int]:
@@ -76,3 +76,23 @@ def test_worklist_fixpoints_equal_the_round_robin_ones() -> None:
         assert least == _round_robin_least(opts, req, desc)
         moved += sum(x != min(r.bit_count(), count + 1) for x, r in zip(least, req, strict=True))
     assert moved > 100  # the iteration raised many bounds above their start
+
+
+def test_heights_from_a_start_equal_heights_from_scratch() -> None:
+    """``_LaterKernels._reachable``'s shortcut: the heights with nothing loaded, then a load recipe added to
+    some values and only those (and what falls with them) recomputed: the same table as computing the
+    grown options' heights from scratch."""
+    rng = random.Random(11)
+    fell = 0
+    for _ in range(300):
+        opts = _random_options(rng, rng.randint(2, 24))
+        count = len(opts)
+        grown = sorted(rng.sample(range(count), rng.randint(1, min(4, count))))
+        more = [[*rs, Recipe(None, (), "T")] if n in grown else rs for n, rs in enumerate(opts)]
+        users = _users(more)  # a load has no arguments: the users are those of ``opts``
+        assert users == _users(opts)
+        before = heights(count, opts.__getitem__, users)
+        after = heights(count, more.__getitem__, users, start=before, grown=grown)
+        assert after == _round_robin_heights(more)
+        fell += sum(a < b for n, (a, b) in enumerate(zip(after, before, strict=True)) if n not in grown)
+    assert fell > 100  # heights of values not loaded fell with their loaded arguments

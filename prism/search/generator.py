@@ -35,7 +35,7 @@ import itertools
 import logging
 import operator
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import assert_never
 
@@ -743,6 +743,7 @@ class _LaterKernels:
             if ph == "loop" and (e, labs, "post") in gen.index and gen.exprs[e] not in
             {gen.alg.var(t.name) for t in gen.inputs}
         }
+        self._unloaded: list[int] | None = None  # the heights with no value loaded (``_reachable``)
 
     def loaded_sets(self) -> list[tuple[int, ...]]:
         gen = self.gen
@@ -759,9 +760,15 @@ class _LaterKernels:
         return sets
 
     def _reachable(self, loaded: tuple[int, ...]) -> bool:
-        """Can the outputs be computed from ``loaded`` within the op bound's path length?"""
+        """Can the outputs be computed from ``loaded`` within the op bound's path length? (The heights
+        with nothing loaded, once; then per set only what its loads lower: loading a value only adds
+        a recipe to it, ``walk_options``.)"""
         gen, only = self.gen, set(loaded)
-        h = heights(len(gen.nodes), lambda n: gen.walk_options(n, only, self.split), gen.walk_users(self.split))
+        users = gen.walk_users(self.split)
+        if self._unloaded is None:
+            self._unloaded = heights(len(gen.nodes), lambda n: gen.walk_options(n, set(), self.split), users)
+        h = heights(len(gen.nodes), lambda n: gen.walk_options(n, only, self.split), users,
+                    start=self._unloaded, grown=loaded)
         return all(h[r] <= self.budget for r in self.roots)
 
     def kernels(self, loaded: tuple[int, ...]) -> list[dict[int, Recipe]]:
@@ -1014,13 +1021,17 @@ def _users(opts: list[list[Recipe]]) -> list[list[int]]:
     return [sorted(u) for u in users]
 
 
-def _fixpoint(count: int, users: list[list[int]], update: Callable[[int], bool]) -> None:
+def _fixpoint(count: int, users: list[list[int]], update: Callable[[int], bool],
+              first: Sequence[int] | None = None) -> None:
     """Chaotic iteration to a fixpoint: ``update(n)`` moves value n's entry one way (bounds only grow
     or only shrink) and says whether it changed; the users of a changed value are updated again.
     A monotone update reaches the same fixpoint in any fair order, so this is the round-robin
-    iteration's result, with each value recomputed only when one of its arguments moved."""
-    pending = list(range(count))
-    queued = [True] * count
+    iteration's result, with each value recomputed only when one of its arguments moved. ``first``:
+    the values to update first (default: all), where the others already hold their update's result."""
+    pending = list(range(count)) if first is None else list(first)
+    queued = [False] * count
+    for n in pending:
+        queued[n] = True
     while pending:
         n = pending.pop()
         queued[n] = False
@@ -1060,16 +1071,31 @@ def required(count: int, options: Callable[[int], list[Recipe]]) -> list[int]:
     return req
 
 
-def heights(count: int, options: Callable[[int], list[Recipe]], users: list[list[int]] | None = None) -> list[int]:
+def heights(count: int, options: Callable[[int], list[Recipe]], users: list[list[int]] | None = None,
+            start: Sequence[int] | None = None, grown: Sequence[int] = ()) -> list[int]:
     """For each value, the fewest values on a chain from it down to a load through ``options`` (a
-    lower bound on the values above a load in any block graph computing it); 2**30 when none."""
+    lower bound on the values above a load in any block graph computing it); 2**30 when none.
+
+    With ``start``, the heights under options that differ from ``options`` only at the values in
+    ``grown``, where ``options`` has more (``users`` then required): only those values, and the
+    values whose heights fall with theirs, are recomputed. Heights only fall as options grow, and
+    each one in ``start`` is the height of a chain that ``options`` still has, so the iteration down
+    from ``start`` ends where the one down from 2**30 does."""
     inf = 1 << 30
-    opts = [options(n) for n in range(count)]
-    h = [inf] * count
+    if start is not None:
+        assert users is not None, "heights from a start need the users of every value"
+        h, first = list(start), grown
+    else:
+        h, first = [inf] * count, None
+        users = users if users is not None else _users([options(n) for n in range(count)])
+    opts: dict[int, list[Recipe]] = {}
 
     def update(n: int) -> bool:
         best = h[n]
-        for r in opts[n]:
+        rs = opts.get(n)
+        if rs is None:
+            rs = opts[n] = options(n)
+        for r in rs:
             v = 0
             for a in r.args:
                 if h[a] > v:
@@ -1080,7 +1106,7 @@ def heights(count: int, options: Callable[[int], list[Recipe]], users: list[list
         h[n] = best
         return True
 
-    _fixpoint(count, _users(opts) if users is None else users, update)
+    _fixpoint(count, users, update, first)
     return h
 
 
