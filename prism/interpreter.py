@@ -32,6 +32,7 @@ from prism.ir import (
     infer,
     shift_by_max,
 )
+from prism.memo import remember
 from prism.ops import BINARY_NUMPY, REDUCE_NUMPY, UNARY_NUMPY, Binary, Reduce, Unary, shifted
 
 
@@ -228,9 +229,7 @@ def run_kernels(kg: KernelGraph, inputs: Mapping[str, np.ndarray], custom: Custo
                 assert ks is not None
                 custom(k, ks, tensors, shapes, scalars)
             if prefixes is not None and i < len(keys):
-                if len(prefixes) >= PREFIXES_LIMIT:
-                    prefixes.clear()
-                prefixes[keys[i]] = dict(tensors)
+                remember(prefixes, PREFIXES_LIMIT, keys[i], dict(tensors))
     return {t.name: tensors[t.name] for t in kg.outputs}
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from prism.memo import remember
+
 from .dimmatch import LinForm
 from .sgraph import LOOP, MapVar
 
@@ -188,14 +190,6 @@ def advance(step: Step, state: State, choice: int) -> State | None:
     for q, u, c in step.start:
         new[q] = c + k[u]
     return tuple(new)
-
-
-def remember[K, V](table: dict[K, V], limit: int, key: K, value: V) -> V:
-    """``value``, stored under ``key`` in a memo ``table`` that starts afresh at ``limit`` entries."""
-    if len(table) >= limit:
-        table.clear()
-    table[key] = value
-    return value
 
 
 def successors(plan: Plan, lv: int, state: State) -> Successors:

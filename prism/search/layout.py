@@ -69,6 +69,7 @@ from prism.ir import (
     UnaryOp,
     op_args,
 )
+from prism.memo import remember
 from prism.ops import Binary, Reduce, Unary
 
 Tag = tuple[str, int]  # R, P, X or ("S", dim)
@@ -292,9 +293,7 @@ def _check_kernel(k: CustomKernel, shapes: Mapping[str, tuple[int, ...]], shapes
             got = tuple((t, v) for t, v in stored.items() if before.get(t) != v)
         except IllTyped as e:
             got = str(e)
-        if len(_KERNELS) >= KERNELS_LIMIT:
-            _KERNELS.clear()
-        _KERNELS[key] = got
+        remember(_KERNELS, KERNELS_LIMIT, key, got)
     if isinstance(got, str):
         raise IllTyped(got)
     stored.update(got)

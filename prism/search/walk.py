@@ -25,8 +25,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from prism.ir import BlockOp, CustomKernel, KernelGraph, Load, Save, op_args
+from prism.memo import remember
 
-from .assign import Plan, State, build_plan, remember, successors
+from .assign import Plan, State, build_plan, successors
 from .dimmatch import LinForm
 from .layout import IllTyped, type_ops
 from .sgraph import LOOP, PARALLEL, MapVar, SGraph, holds_long

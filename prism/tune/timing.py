@@ -216,7 +216,6 @@ def interleaved_time_us[K](timed: Mapping[K, Timed], *, calls: int = 20, replays
         except Exception as e:  # one callable that cannot be captured is a result, not the end of the others
             errors[k] = f"{type(e).__name__}: {e}"
     ms = _replay_ms(torch, graphs, replays) if graphs else {}
-    graphs.clear()
     return Timings({k: 1000.0 * m / calls for k, m in ms.items()}, errors)
 
 
