@@ -241,3 +241,36 @@ def test_past_its_deadline_the_proof_checks_nothing_more_and_accepts_nothing() -
     assert [v.proven for v in verify_all(g, [kg, kg], deadline=time.perf_counter() + 60)] == [True, True]
     late = verify_all(g, [kg, kg], deadline=time.perf_counter() - 1)
     assert [(v.proven, v.outcome) for v in late] == [(False, Outcome.LATE)] * 2
+
+
+def test_the_interner_makes_one_object_of_each_structure() -> None:
+    """Terms of two encodings of one plan become the same objects; a plan that differs keeps its own
+    nodes where it differs, and two scalar ops the prover tells apart (0.0, -0.0) stay apart."""
+    from prism.verify.nodes import In, Interner, Un, UnOp, walk
+
+    g = workloads.program("rmsnorm_linear", **SMALL["rmsnorm_linear"])
+    _, dims = encode_graph(g)
+    kg, other = plans.rmsnorm_linear_plan(g), plans.rmsnorm_linear_2d_plan(g)
+    intern = Interner()
+    a = intern(list(encode_candidate(kg, g, dims).outputs.values()))
+    b = intern(list(encode_candidate(kg, g, dims).outputs.values()))
+    assert all(x is y for x, y in zip(a, b, strict=True))
+    c = intern(list(encode_candidate(other, g, dims).outputs.values()))
+    assert c != a and all(x is not y for x, y in zip(a, c, strict=True))
+    in_a = list(walk(a))
+    assert any(s is t for t in walk(c) for s in in_a)  # the inputs and what the plans share below them
+    assert all(s is t for t in walk(c) for s in in_a if s == t)  # equal nodes of the two plans are one object
+    x = In("X")
+    plus, minus = intern([Un(UnOp(Unary.SCALE, 0.0), x), Un(UnOp(Unary.SCALE, -0.0), x)])
+    assert plus is not minus and intern([Un(UnOp(Unary.SCALE, 0.0), In("X"))])[0] is plus
+
+
+def test_a_batch_of_right_wrong_and_ill_formed_plans_that_share_terms() -> None:
+    """The candidates of one check share interned terms and their inferred shapes: each verdict is
+    still its own (gqa's hand plans beside its wrong ones, each a few ops away from a right one)."""
+    g = workloads.program("gqa", **SMALL["gqa"])
+    wrong = [(make(g), why) for p, make, why in WRONG if p == "gqa"]
+    cands = [plans.gqa_split_plan(g), *(kg for kg, _ in wrong), plans.gqa_split_plan(g)]
+    batch = verify_all(g, cands)
+    assert [v.proven for v in batch] == [True, *[False] * len(wrong), True]
+    assert all(v.reason.startswith(why) for v, (_, why) in zip(batch[1:-1], wrong, strict=True))

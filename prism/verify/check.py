@@ -28,7 +28,7 @@ from prism.ir import KernelGraph
 from prism.progress import StageBar
 from prism.verify import model
 from prism.verify.axioms import AXIOMS, prelude
-from prism.verify.nodes import UnOp, to_sexpr, unary_ops
+from prism.verify.nodes import Interner, UnOp, to_sexpr, unary_ops
 from prism.verify.terms import (
     DimTable,
     Encoding,
@@ -37,6 +37,7 @@ from prism.verify.terms import (
     check_shapes,
     encode_candidate,
     encode_graph,
+    par_symbols,
 )
 
 if TYPE_CHECKING:
@@ -105,13 +106,28 @@ def _prepare(graph: Graph) -> _Prepared:
     return _Prepared(terms, dims, ranks, types, set(enc.ops))
 
 
-def _encode(prep: _Prepared, graph: Graph, cand: KernelGraph) -> tuple[list[Term], Encoding] | str:
-    """The candidate's output terms (program output order), or why it is rejected before egglog."""
+@dataclass
+class _Shared:
+    """What the candidates of one check share: their terms interned, so each distinct subterm's shape is
+    inferred (per set of parallel-dim symbols) and its egglog text rendered once."""
+
+    intern: Interner = field(default_factory=Interner)
+    types: dict[frozenset[tuple[str, str]], dict[int, model.Type]] = field(default_factory=dict)
+
+
+def _encode(prep: _Prepared, graph: Graph, cand: KernelGraph,
+            shared: _Shared | None = None) -> tuple[list[Term], Encoding] | str:
+    """The candidate's output terms (program output order; interned by ``shared``), or why it is
+    rejected before egglog."""
     try:
         enc = encode_candidate(cand, graph, prep.dims)
         outs = [enc.outputs[t.name] for t in graph.outputs]
+        memo = None
+        if shared is not None:
+            outs = shared.intern(outs)
+            memo = shared.types.setdefault(frozenset(par_symbols(enc.par_sizes).items()), {})
         for name, t, want in zip((t.name for t in graph.outputs), outs, prep.out_types, strict=True):
-            got = check_shapes(t, prep.ranks, prep.dims, enc.par_sizes)
+            got = check_shapes(t, prep.ranks, prep.dims, enc.par_sizes, memo)
             if got != want:
                 return f"ill-formed: output {name!r} has type {got}, the program's is {want}"
     except IllFormed as e:
@@ -248,8 +264,9 @@ class _Distinct:
 def _distinct(prep: _Prepared, graph: Graph, candidates: Sequence[KernelGraph]) -> _Distinct:
     d = _Distinct([None] * len(candidates))
     by_text: dict[str, int] = {}
+    shared = _Shared()
     for i, cand in enumerate(candidates):
-        got = _encode(prep, graph, cand)
+        got = _encode(prep, graph, cand, shared)
         if isinstance(got, str):
             d.verdicts[i] = Verdict(False, got, 0, 0, 0.0, Outcome.ILL_FORMED)
             continue

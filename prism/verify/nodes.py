@@ -19,7 +19,7 @@ Semantics and typing: ``prism.verify.model``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
 from prism.ops import Binary, Unary
@@ -188,6 +188,49 @@ def walk(terms: Iterable[Term]) -> Iterator[Term]:
 def unary_ops(terms: Iterable[Term]) -> frozenset[UnOp]:
     """The unary ops used anywhere in ``terms``."""
     return frozenset(t.op for t in walk(terms) if isinstance(t, Un))
+
+
+class Interner:
+    """One object for each structurally equal term: the candidates of one program share most of their
+    subterms (kernels recur across plans), so memos by ``id`` (shape inference, egglog text) hit across
+    candidates once their terms are interned. Keeps every term it returns alive, so such ids stay valid."""
+
+    def __init__(self) -> None:
+        self._table: dict[tuple[object, ...], Term] = {}
+
+    def __call__(self, terms: Sequence[Term]) -> list[Term]:
+        """``terms`` with every node replaced by its one interned object (post order, no recursion)."""
+        done: dict[int, Term] = {}
+        for root in terms:
+            stack = [root]
+            while stack:
+                t = stack[-1]
+                if id(t) in done:
+                    stack.pop()
+                    continue
+                vals = [getattr(t, name) for name in _FIELDS[type(t)]]
+                todo = [v for v in vals if type(v) in _NODE_TYPES and id(v) not in done]
+                if todo:
+                    stack.extend(todo)
+                    continue
+                stack.pop()
+                done[id(t)] = self._one(t, vals, done)
+        return [done[id(t)] for t in terms]
+
+    def _one(self, t: Term, vals: list[object], done: dict[int, Term]) -> Term:
+        """The interned object of ``t`` (field values ``vals``), whose operands are interned (in ``done``)."""
+        new = [done[id(v)] if type(v) in _NODE_TYPES else v for v in vals]
+        # a UnOp by its egglog text: what the prover sees (its float field would equate 0.0 and -0.0)
+        key = (type(t), *(id(v) if type(v) in _NODE_TYPES else v.text if type(v) is UnOp else v for v in new))
+        canon = self._table.get(key)
+        if canon is None:
+            canon = t if all(a is b for a, b in zip(vals, new, strict=True)) else type(t)(*new)  # type: ignore[arg-type]
+            self._table[key] = canon
+        return canon
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in fields(cls)) for cls in NODES}
+_NODE_TYPES: frozenset[type] = frozenset(NODES)
 
 
 def _field_text(v: object, memo: dict[int, str]) -> str:

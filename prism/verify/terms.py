@@ -357,10 +357,13 @@ def par_symbols(par_sizes: Mapping[str, Size]) -> dict[str, str]:
     return {p: s if isinstance(s, str) else f"#{s}" for p, s in par_sizes.items()}
 
 
-def check_shapes(term: Term, ranks: Mapping[str, int], dims: DimTable, par_sizes: Mapping[str, Size]) -> model.Type:
-    """Parallel dims and symbolic extents of ``term``, valid for every size; IllFormed otherwise."""
+def check_shapes(term: Term, ranks: Mapping[str, int], dims: DimTable, par_sizes: Mapping[str, Size],
+                 memo: dict[int, model.Type] | None = None) -> model.Type:
+    """Parallel dims and symbolic extents of ``term``, valid for every size; IllFormed otherwise.
+    ``memo``: types of subterms by ``id``, inferred before with the same ``par_sizes`` symbols (the
+    terms must still be alive)."""
     try:
-        return model.infer(term, input_types(ranks, dims), par_symbols(par_sizes))
+        return model.infer(term, input_types(ranks, dims), par_symbols(par_sizes), memo)
     except model.ModelError as e:
         raise IllFormed(str(e)) from e
 
