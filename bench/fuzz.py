@@ -560,7 +560,7 @@ def _speedups(g: Graph, fast: Any, eager: bool, compiled: bool) -> dict[str, flo
     fns = {"prism": fast, **{s: runner.system_fn(g, f"fuzz-{s}", s, {}) for s in systems}}
     got = interleaved_time_us({s: Timed(fn, lambda i: runner.copy(g, scales, i)) for s, fn in fns.items()})
     if got.errors:
-        raise DeviceError(f"timing failed: {got.errors}")
+        raise DeviceError(f"timing failed: {got.failures()}")
     return {s: got.us[s] / got.us["prism"] for s in systems}
 
 

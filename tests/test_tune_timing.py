@@ -138,3 +138,9 @@ def test_gpu_interleaved_times_several_and_reports_one_that_fails() -> None:
     assert 2.5 < got.us["large"] / got.us["small"] < 20.0  # 8× the bytes; the small ones stay in the L2
     alone = timing.graph_time_us(lambda x: x * 2, lambda i: (large[i % 3],))
     assert 0.8 < got.us["large"] / alone < 1.25
+
+
+def test_timings_say_their_failures_in_one_line() -> None:
+    assert timing.Timings({"a": 1.0}, {}).failures() == ""
+    assert timing.Timings({}, {"prism": "RuntimeError: x", "plain": "no graph"}).failures() == \
+        "prism: RuntimeError: x; plain: no graph"

@@ -143,7 +143,7 @@ def whole_times(with_prism: Callable[..., Any], plain: Callable[..., Any],
         log.info("prism: the compiled graphs were not timed (%s: %s)", type(e).__name__, e)
         return None
     if got.errors:  # not capturable: the graph with Prism's regions stays
-        log.info("prism: the compiled graphs were not timed (%s)", "; ".join(f"{k}: {w}" for k, w in got.errors.items()))
+        log.info("prism: the compiled graphs were not timed (%s)", got.failures())
         return None
     return got.us["prism"], got.us["plain"]
 

@@ -236,8 +236,7 @@ class RegionRunner:
         except Exception as e:  # no PyTorch function for the region: the checked kernel stays
             got = Timings({}, {"pytorch": f"{type(e).__name__}: {e}"})
         if got.errors:  # no CUDA graph for one of them: the checked kernel stays
-            log.info("prism: region %s not timed against PyTorch (%s)", self.record.label,
-                     "; ".join(f"{k}: {why}" for k, why in got.errors.items()))
+            log.info("prism: region %s not timed against PyTorch (%s)", self.record.label, got.failures())
             return None
         return got.us["prism"], got.us["pytorch"]
 

@@ -145,6 +145,10 @@ class Timings[K]:
     us: dict[K, float]
     errors: dict[K, str]
 
+    def failures(self) -> str:
+        """The errors in one line, ``key: why; ...`` (empty when every callable was timed)."""
+        return "; ".join(f"{k}: {why}" for k, why in self.errors.items())
+
 
 @dataclass
 class _Captured:
